@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * octant flash image: the superblock that every octant image starts with.
+ * This is the one on-medium structure shared by libalign (which reads the
+ * topology from it) and the ublk-flash engine (which owns the rest of the
+ * format, documented in docs/image-format.md).
+ *
+ * All fields little-endian.  Two copies: at byte 0 and at byte
+ * OCT_SB_COPY_OFFSET of the image.  A copy is valid when magic, version and
+ * crc (crc32c of the OCT_SB_SIZE bytes with the crc field zeroed) all match.
+ */
+#ifndef OCTANT_OCT_FORMAT_H
+#define OCTANT_OCT_FORMAT_H
+
+#include <stdint.h>
+
+#define OCT_SB_MAGIC       "OCTFLASH"  /* 8 bytes, no NUL */
+#define OCT_SB_VERSION     1u
+#define OCT_SB_SIZE        512u        /* bytes covered by the crc */
+#define OCT_SB_COPY_OFFSET 4096u
+#define OCT_SB_AREA        8192u       /* bytes reserved for the two copies */
+
+#define OCT_ALIGN_ODD 1u   /* logical byte x lives at medium byte x + 512 */
+#define OCT_ALIGN_1M  2u   /* logical byte x lives at medium byte x */
+
+struct oct_sb {
+	char     magic[8];          /* OCT_SB_MAGIC */
+	uint32_t version;           /* OCT_SB_VERSION */
+	uint32_t crc;               /* crc32c(sb[0..OCT_SB_SIZE) with crc = 0) */
+	uint32_t sb_size;           /* OCT_SB_SIZE */
+	uint32_t align_mode;        /* OCT_ALIGN_ODD / OCT_ALIGN_1M */
+	uint32_t align_shift;       /* 512 (odd) or 0 (1m), bytes */
+	uint32_t logical_size;      /* 512 */
+	uint64_t logical_sectors;   /* exported disk size, logical sectors */
+	uint32_t page_size;         /* flash page, bytes: 4096/8192/16384 */
+	uint32_t oob_size;          /* out-of-band bytes per page */
+	uint32_t pages_per_block;   /* pages per erase block */
+	uint32_t nblocks;           /* erase blocks in the flash area */
+	uint64_t flash_offset;      /* byte offset of erase block 0 in the image */
+	uint64_t oob_offset;        /* byte offset of the OOB area in the image */
+	uint32_t op_permille;       /* over-provisioning, 1/1000 of logical size */
+	uint32_t ckpt_blocks;       /* erase blocks reserved for checkpoints */
+	uint8_t  uuid[16];
+	uint64_t create_time;       /* unix seconds */
+	uint32_t flags;
+	uint8_t  reserved[OCT_SB_SIZE - 124];
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct oct_sb) == OCT_SB_SIZE, "superblock size");
+
+#endif /* OCTANT_OCT_FORMAT_H */

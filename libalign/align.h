@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libalign — octant's single model of block-device topology and sector
+ * alignment.  One header, one prefix (align_), 0 / -errno returns.
+ *
+ * Units: LBAs are in logical sectors of the topology; byte quantities are
+ * bytes; "sectors" of device-mapper tables are always 512 bytes.
+ *
+ * Debugging: LIBALIGN_DEBUG=0xffff (or "all") prints what the probe saw on
+ * stderr; bits are ALIGN_DEBUG_*.
+ */
+#ifndef OCTANT_ALIGN_H
+#define OCTANT_ALIGN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ALIGN_DEBUG_PROBE   0x1   /* device / image / sysfs probing */
+#define ALIGN_DEBUG_PROFILE 0x2   /* profile resolution */
+#define ALIGN_DEBUG_CALC    0x4   /* calculators */
+
+/* Where a topology came from. */
+enum align_source {
+	ALIGN_SRC_NONE = 0,   /* not filled yet */
+	ALIGN_SRC_DEVICE,     /* block device: libblkid + sysfs */
+	ALIGN_SRC_IMAGE,      /* octant flash image header */
+	ALIGN_SRC_OVERRIDE,   /* explicit LOG/PHYS[/OFFSET] */
+	ALIGN_SRC_PROFILE,    /* defaults of a named profile */
+};
+
+/* A block device's topology, in the kernel's terms (queue limits). */
+struct align_topology {
+	uint32_t logical;          /* logical sector size, bytes (512, 4096) */
+	uint32_t physical;         /* physical sector size, bytes */
+	uint32_t alignment_offset; /* bytes, kernel semantics: LBA 0 sits this
+	                              many bytes past a natural boundary's
+	                              complement, i.e. the lowest aligned LBA is
+	                              alignment_offset / logical */
+	uint32_t io_min;           /* minimum I/O size, bytes (0 = unknown) */
+	uint32_t io_opt;           /* optimal I/O size, bytes (0 = unknown) */
+	uint32_t erase_block;      /* erase block / grain hint, bytes (0 = unknown) */
+	uint64_t size;             /* bytes (0 = unknown) */
+	bool misaligned;           /* kernel said -1: the device's own stacking
+	                              is misaligned (libblkid shows 0 for it) */
+	enum align_source source;
+};
+
+/*
+ * A named partitioning profile: the topology to assume when the target
+ * does not say, and where partitions go.
+ */
+struct align_profile {
+	const char *name;          /* "odd", "1m", "legacy", "4kn", "512n", "auto" */
+	const char *description;   /* one line for --help and reports */
+	bool from_target;          /* "auto": topology comes from the target only */
+	uint32_t logical;          /* default topology when the target has none */
+	uint32_t physical;
+	uint32_t alignment_offset;
+	uint64_t grain;            /* bytes between partition starts, measured on
+	                              the physical medium (0 = topology's choice) */
+	uint64_t first_lba;        /* preferred first partition start, LBA
+	                              (0 = first grain-aligned LBA) */
+};
+
+/* ---- topology sources ------------------------------------------------ */
+
+/* Fill *t from a block device (libblkid, plus sysfs for the kernel's -1). */
+int align_topology_from_device(const char *path, struct align_topology *t);
+
+/* Fill *t from an octant flash image's superblock.  -EBADMSG if the header
+ * is not a valid octant superblock, -EPROTONOSUPPORT for another version. */
+int align_topology_from_image(const char *path, struct align_topology *t);
+
+/* Parse "LOG/PHYS[/OFFSET]" (e.g. "512/4096/3584") into *t; size untouched.
+ * -EINVAL on a malformed or impossible spec (non-power-of-two sizes,
+ * PHYS < LOG, OFFSET not a multiple of LOG or >= PHYS). */
+int align_topology_parse(const char *spec, struct align_topology *t);
+
+/* Any target: a block device, an octant image, or (for a plain file) the
+ * file size only with source ALIGN_SRC_NONE.  -ENOENT etc. from stat. */
+int align_topology_probe(const char *path, struct align_topology *t);
+
+/* Fill unknown fields (0 / ALIGN_SRC_NONE) from a profile's defaults. */
+void align_topology_apply_profile(struct align_topology *t,
+				  const struct align_profile *p);
+
+/* 0 if the topology is self-consistent, else -EINVAL. */
+int align_topology_validate(const struct align_topology *t);
+
+/* Print a one-line human description, e.g.
+ * "512/4096 offset 3584 io_min 4096 io_opt 262144 (image)". */
+int align_topology_describe(const struct align_topology *t, char *buf,
+			    size_t len);
+
+/* ---- profiles ---------------------------------------------------------- */
+
+/* Look up a profile by name; NULL if unknown. */
+const struct align_profile *align_profile_get(const char *name);
+
+/* The NULL-terminated table of all profiles, for listings. */
+const struct align_profile *const *align_profile_list(void);
+
+/* ---- predicates and calculators ---------------------------------------- */
+
+/* Alignment granularity: max(physical, io_min), never 0. */
+uint32_t align_granularity(const struct align_topology *t);
+
+/* Is a partition / I/O starting at @lba physically aligned?
+ * (gran + off - lba*ls mod gran) mod gran == 0. */
+bool align_lba_is_aligned(const struct align_topology *t, uint64_t lba);
+
+/* Is @lba on a @grain-byte boundary of the physical medium (i.e. taking
+ * alignment_offset into account)? */
+bool align_lba_is_grain_aligned(const struct align_topology *t, uint64_t lba,
+				uint64_t grain);
+
+/* Does a partition whose last LBA is @last_lba end on a physical boundary? */
+bool align_end_is_aligned(const struct align_topology *t, uint64_t last_lba);
+
+/* First LBA >= @bound that is aligned to @grain bytes on the physical
+ * medium (grain 0 = align_granularity()). */
+uint64_t align_first_aligned_lba(const struct align_topology *t,
+				 uint64_t bound, uint64_t grain);
+
+/* The largest LBA <= @bound that ends a partition on a @grain boundary
+ * (i.e. last+1 is grain-aligned); 0 if none. */
+uint64_t align_last_aligned_lba(const struct align_topology *t,
+				uint64_t bound, uint64_t grain);
+
+/* The kernel's alignment_offset for a partition starting at @start_lba
+ * (queue_limit_alignment_offset()). */
+uint32_t align_partition_offset(const struct align_topology *t,
+				uint64_t start_lba);
+
+/* The kernel's alignment_offset for a dm-linear target that starts at
+ * 512-byte sector @start_sector of a device with topology @t. */
+uint32_t align_dm_linear_offset(const struct align_topology *t,
+				uint64_t start_sector);
+
+/* A write/read of @len bytes at byte offset @off: how many physical sectors
+ * it touches, and whether it needs a read-modify-write (it covers some
+ * physical sector only partly). */
+struct align_span {
+	uint64_t first_phys;   /* index of the first physical sector touched */
+	uint64_t nphys;        /* physical sectors touched */
+	bool rmw;              /* a partial physical sector is written */
+	bool straddles;        /* touches >1 physical sector though len <= physical */
+};
+int align_io_span(const struct align_topology *t, uint64_t off, uint64_t len,
+		  struct align_span *span);
+
+/* parted-style explanation of why @lba is (not) aligned, e.g.
+ * "2048s % 8s != 7s" or "63s % 8s == 7s". Returns snprintf's length. */
+int align_explain(const struct align_topology *t, uint64_t lba, char *buf,
+		  size_t len);
+
+/* Parse a size: "4096", "64K", "1MiB", "2G", "1.5GiB", "100s" (sectors of
+ * @sector bytes). -EINVAL on junk or overflow. */
+int align_parse_size(const char *s, uint32_t sector, uint64_t *bytes);
+
+/* libalign version string, e.g. "0.1.0". */
+const char *align_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* OCTANT_ALIGN_H */

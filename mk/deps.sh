@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Install the Debian packages octant needs, skipping those already present.
+# Only Debian's archive is used (apt-get); nothing else is ever downloaded.
+# usage: mk/deps.sh [build|check|vm|bench|compare]...   (default: build)
+set -euo pipefail
+
+build_pkgs=(gcc make pkg-config libblkid-dev libfdisk-dev libsmartcols-dev
+            liburing-dev libfuse3-dev libdevmapper-dev)
+check_pkgs=(bats fuse3 util-linux e2fsprogs btrfs-progs fio parted gdisk fdisk
+            procps psmisc kmod)
+vm_pkgs=(qemu-system-x86 busybox-static cpio xz-utils dmsetup)
+bench_pkgs=(fio qemu-system-common)
+compare_pkgs=(fio gnuplot-nox e2fsprogs btrfs-progs fuse3 jq)
+
+want=()
+[ $# -eq 0 ] && set -- build
+for set in "$@"; do
+	case "$set" in
+	build)   want+=("${build_pkgs[@]}") ;;
+	check)   want+=("${build_pkgs[@]}" "${check_pkgs[@]}" "${vm_pkgs[@]}") ;;
+	vm)      want+=("${vm_pkgs[@]}") ;;
+	bench)   want+=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
+	compare) want+=("${build_pkgs[@]}" "${compare_pkgs[@]}") ;;
+	*) echo "deps.sh: unknown package set '$set'" >&2; exit 2 ;;
+	esac
+done
+
+missing=()
+for p in $(printf '%s\n' "${want[@]}" | sort -u); do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
+		missing+=("$p")
+	fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing from Debian: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps: missing packages and not root; run: apt-get install ${missing[*]}" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+stamp=/var/lib/apt/periodic/octant-update-stamp
+if [ ! -e "$stamp" ] || [ -n "$(find "$stamp" -mmin +360 2>/dev/null)" ]; then
+	apt-get update -qq
+	mkdir -p "$(dirname "$stamp")" && touch "$stamp"
+fi
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

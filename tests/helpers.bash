@@ -1,0 +1,45 @@
+# Shared helpers for octant's bats tests (cli and integration tiers).
+# load with:  load ../helpers
+OCTANT_TOP=${OCTANT_TOP:-$(cd "$BATS_TEST_DIRNAME/../.." && pwd)}
+BUILD=${BUILD:-$OCTANT_TOP/build}
+UBLK_FLASH=$BUILD/ublk-flash
+ALIGNPART=$BUILD/alignpart
+export PATH="$BUILD:$PATH"
+
+# requires CMD...: skip (loudly, with the reason) unless every command exists.
+requires() {
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null 2>&1 || skip "requires $c (not installed)"
+	done
+}
+
+# requires_root: skip unless running as root.
+requires_root() {
+	[ "$(id -u)" -eq 0 ] || skip "requires root"
+}
+
+# requires_dev PATH: skip unless a device node exists.
+requires_dev() {
+	[ -e "$1" ] || skip "requires $1 (not present on this kernel)"
+}
+
+# A private scratch folder per test, removed by the cleanup trap.
+setup_scratch() {
+	SCRATCH=$(mktemp -d "${BATS_TMPDIR:-/tmp}/octant.XXXXXX")
+}
+
+teardown_scratch() {
+	[ -n "${SCRATCH:-}" ] && rm -rf "$SCRATCH"
+}
+
+# Compare output with an expected-output file; show a diff when they differ.
+# Set OCTANT_BLESS=1 to rewrite the expected file instead.
+assert_matches_file() {
+	local expected=$1 actual=$2
+	if [ "${OCTANT_BLESS:-0}" = 1 ]; then
+		printf '%s\n' "$actual" >"$expected"
+		return 0
+	fi
+	diff -u "$expected" <(printf '%s\n' "$actual")
+}

@@ -1,0 +1,50 @@
+# Test tiers. Unit tests: one standalone program per tests/unit/*.c
+# (exit 0 pass, 1 fail, 77 skip), linked with the engine and libalign.
+UNIT_SRCS  := $(wildcard tests/unit/*.c)
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
+EXTRA_CFLAGS_tests = -Itests/unit
+
+all: $(UNIT_BINS)
+unit-bins: $(UNIT_BINS)
+
+$(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libengine.a $(BUILD)/libalign.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBALIGN_LIBS) -lm
+
+RUNNER := tests/runner
+TIERS  ?= unit unit-san cli integration vm
+
+# The README's test command: install what is missing, build, run every tier.
+check:
+	@mk/deps.sh check
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory BUILD=build/san SANITIZE=1 unit-bins
+	@$(RUNNER) $(TIERS)
+
+check-unit:
+	@$(MAKE) --no-print-directory all
+	@$(RUNNER) unit
+check-cli:
+	@$(MAKE) --no-print-directory all
+	@$(RUNNER) cli
+check-integration:
+	@$(MAKE) --no-print-directory all
+	@$(RUNNER) integration
+check-vm:
+	@mk/deps.sh check
+	@$(MAKE) --no-print-directory all
+	@$(RUNNER) vm
+check-long:
+	@$(MAKE) --no-print-directory all
+	@OCTANT_LONG=1 $(RUNNER) unit integration
+
+bench:
+	@mk/deps.sh bench
+	@$(MAKE) --no-print-directory all
+	@tests/bench/run
+
+compare:
+	@mk/deps.sh compare
+	@$(MAKE) --no-print-directory all
+	@if [ -x tests/compare/run ]; then tests/compare/run $(ARGS); \
+	 else echo "make compare: not ready yet (issue: make compare)"; fi

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/* Minimal helpers for octant's standalone C tests (exit 0/1/77). */
+#ifndef OCTANT_TEST_H
+#define OCTANT_TEST_H
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define T_EXIT_PASS 0
+#define T_EXIT_FAIL 1
+#define T_EXIT_SKIP 77
+
+static int t_failures;
+
+#define T_CHECK(cond, ...) do {                                          \
+	if (!(cond)) {                                                   \
+		fprintf(stderr, "%s:%d: FAIL: %s: ", __FILE__, __LINE__, #cond); \
+		fprintf(stderr, __VA_ARGS__);                            \
+		fputc('\n', stderr);                                     \
+		t_failures++;                                            \
+	}                                                                \
+} while (0)
+
+#define T_EQ_U64(a, b, ...) do {                                         \
+	uint64_t t_a_ = (uint64_t)(a), t_b_ = (uint64_t)(b);             \
+	if (t_a_ != t_b_) {                                              \
+		fprintf(stderr, "%s:%d: FAIL: %s == %s (%" PRIu64 " != %" PRIu64 "): ", \
+			__FILE__, __LINE__, #a, #b, t_a_, t_b_);         \
+		fprintf(stderr, __VA_ARGS__);                            \
+		fputc('\n', stderr);                                     \
+		t_failures++;                                            \
+	}                                                                \
+} while (0)
+
+#define T_SKIP(...) do {                                                 \
+	fprintf(stderr, "SKIP: " __VA_ARGS__);                           \
+	fputc('\n', stderr);                                             \
+	exit(T_EXIT_SKIP);                                               \
+} while (0)
+
+static inline int t_result(void)
+{
+	return t_failures ? T_EXIT_FAIL : T_EXIT_PASS;
+}
+
+/* Seed for randomized tests: OCTANT_SEED or a fixed default, printed. */
+static inline unsigned t_seed(unsigned dflt)
+{
+	const char *s = getenv("OCTANT_SEED");
+	unsigned v = s ? (unsigned)strtoul(s, NULL, 0) : dflt;
+	fprintf(stderr, "seed %u (OCTANT_SEED to override)\n", v);
+	return v;
+}
+
+/* OCTANT_LONG=1 selects the long mode of a test. */
+static inline int t_long(void)
+{
+	const char *s = getenv("OCTANT_LONG");
+	return s && *s && *s != '0';
+}
+#endif

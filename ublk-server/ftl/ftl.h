@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ftl — the ublk-flash engine's public face: a disk of 512-byte logical
+ * sectors stored on emulated NAND flash through a log-structured
+ * translation layer.  Frontends (FUSE + loop, ublk) and the CLI use only
+ * this header.  Prefix ftl_, 0 / -errno returns, thread-safe: any number of
+ * threads may call read/write/flush/discard concurrently.
+ *
+ * Block-layer contract: a volatile write cache.  ftl_flush() makes every
+ * write that completed before it durable; a write with FTL_FUA is durable
+ * when it returns.  Discard and write-zeroes unmap (reads return zeroes).
+ */
+#ifndef OCTANT_FTL_H
+#define OCTANT_FTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "align.h"
+
+#define FTL_SECTOR 512u
+
+enum ftl_align_mode { FTL_ALIGN_ODD = 1, FTL_ALIGN_1M = 2 };
+enum ftl_gc_policy  { FTL_GC_GREEDY = 0, FTL_GC_COST_BENEFIT = 1 };
+enum ftl_mount_kind { FTL_MOUNT_CLEAN = 0, FTL_MOUNT_ROLL_FORWARD, FTL_MOUNT_SCAN };
+
+#define FTL_FUA 0x1u   /* ftl_write flag: durable on return */
+
+struct ftl;
+
+/* Geometry and mode chosen at create time. Zero fields take defaults. */
+struct ftl_create_opts {
+	uint64_t size;              /* exported logical size, bytes (required) */
+	enum ftl_align_mode align;  /* required */
+	uint32_t page_size;         /* 4096 (default), 8192, 16384 */
+	uint32_t pages_per_block;   /* 64 default */
+	uint32_t oob_size;          /* per-page OOB bytes, default 64 */
+	uint32_t op_permille;       /* over-provisioning, default 70 (7 %) */
+	bool force;                 /* overwrite an existing signature */
+};
+
+struct ftl_open_opts {
+	bool scan;                  /* ignore checkpoints, rebuild from OOB */
+	bool readonly;              /* never write to the medium */
+	enum ftl_gc_policy gc;      /* victim selection */
+	uint32_t wl_threshold;      /* static WL: max-min erase count, default 128 */
+};
+
+/* Counters; all monotonic since create unless noted. */
+struct ftl_stats {
+	uint64_t host_read_sectors, host_write_sectors;
+	uint64_t host_flushes, host_fua, host_discard_sectors;
+	uint64_t page_reads, page_programs, block_erases;
+	uint64_t rmw_subpage;       /* page RMWs: write covers part of one page */
+	uint64_t rmw_straddle;      /* page RMWs caused by a write straddling pages */
+	uint64_t gc_relocations;    /* valid pages copied by GC */
+	uint64_t wl_relocations;    /* valid pages copied by static WL */
+	uint64_t ckpt_writes;       /* checkpoints written */
+	uint64_t nand_violations;   /* program-twice etc.: always 0 unless a bug */
+	uint32_t erase_min, erase_max;
+	double   erase_mean, erase_stddev;
+	uint64_t mapped_pages, free_blocks;
+	enum ftl_mount_kind last_mount;
+	double   last_mount_ms;     /* time the last open took */
+	double   write_amplification; /* flash bytes programmed / host bytes written */
+};
+
+/* Create a fresh image at @path (file created or a block device used).
+ * -EEXIST if it holds an octant image or another signature and !force. */
+int ftl_create(const char *path, const struct ftl_create_opts *o);
+
+/* Open an image. -EBADMSG corrupt, -EPROTONOSUPPORT other version,
+ * -EINVAL wrong size/geometry, -EBUSY already opened read-write elsewhere. */
+int ftl_open(const char *path, const struct ftl_open_opts *o, struct ftl **out);
+
+/* Write a clean checkpoint (unless read-only) and free everything. */
+int ftl_close(struct ftl *f);
+
+uint64_t ftl_size(const struct ftl *f);                 /* bytes */
+void ftl_topology(const struct ftl *f, struct align_topology *t);
+
+/* @off and @len are multiples of FTL_SECTOR. */
+int ftl_read(struct ftl *f, void *buf, uint64_t off, size_t len);
+int ftl_write(struct ftl *f, const void *buf, uint64_t off, size_t len,
+	      unsigned flags);
+int ftl_flush(struct ftl *f);
+int ftl_discard(struct ftl *f, uint64_t off, uint64_t len);
+int ftl_write_zeroes(struct ftl *f, uint64_t off, uint64_t len);
+
+void ftl_stats_get(struct ftl *f, struct ftl_stats *st);
+/* Print stats as JSON (one object) or a readable table. */
+void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json);
+
+#endif /* OCTANT_FTL_H */

@@ -1,0 +1,18 @@
+# ublk-server: the engine (nand + ftl, a static library the tests link too)
+# and the ublk-flash program (cli + serve + frontends).
+ENGINE_SRCS    := $(wildcard ublk-server/nand/*.c ublk-server/ftl/*.c)
+ENGINE_OBJS    := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRCS))
+UBLKFLASH_SRCS := $(wildcard ublk-server/cli/*.c ublk-server/serve/*.c \
+                             ublk-server/frontend/*.c)
+UBLKFLASH_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(UBLKFLASH_SRCS))
+EXTRA_CFLAGS_ublk-server = $(call pc_cflags,fuse3 liburing devmapper blkid)
+UBLKFLASH_LIBS  = $(call pc_libs,fuse3 liburing devmapper blkid) -lm
+
+all: $(BUILD)/libengine.a $(BUILD)/ublk-flash
+
+$(BUILD)/libengine.a: $(ENGINE_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/ublk-flash: $(UBLKFLASH_OBJS) $(BUILD)/libengine.a $(BUILD)/libalign.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(UBLKFLASH_LIBS) $(LIBALIGN_LIBS)
