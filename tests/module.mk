@@ -18,33 +18,33 @@ TIERS  ?= unit unit-san cli integration vm
 check:
 	@mk/deps.sh check
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory BUILD=build/san SANITIZE=1 unit-bins
-	@$(RUNNER) $(TIERS)
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/san SANITIZE=1 unit-bins
+	@BUILD=$(BUILD) $(RUNNER) $(TIERS)
 
 check-unit:
 	@$(MAKE) --no-print-directory all
-	@$(RUNNER) unit
+	@BUILD=$(BUILD) $(RUNNER) unit
 check-cli:
 	@$(MAKE) --no-print-directory all
-	@$(RUNNER) cli
+	@BUILD=$(BUILD) $(RUNNER) cli
 check-integration:
 	@$(MAKE) --no-print-directory all
-	@$(RUNNER) integration
+	@BUILD=$(BUILD) $(RUNNER) integration
 check-vm:
 	@mk/deps.sh check
 	@$(MAKE) --no-print-directory all
-	@$(RUNNER) vm
+	@BUILD=$(BUILD) $(RUNNER) vm
 check-long:
 	@$(MAKE) --no-print-directory all
-	@OCTANT_LONG=1 $(RUNNER) unit integration
+	@BUILD=$(BUILD) OCTANT_LONG=1 $(RUNNER) unit integration
 
 bench:
 	@mk/deps.sh bench
 	@$(MAKE) --no-print-directory all
-	@tests/bench/run
+	@BUILD=$(BUILD) tests/bench/run $(ARGS)
 
 compare:
 	@mk/deps.sh compare
 	@$(MAKE) --no-print-directory all
-	@if [ -x tests/compare/run ]; then tests/compare/run $(ARGS); \
+	@if [ -x tests/compare/run ]; then BUILD=$(BUILD) tests/compare/run $(ARGS); \
 	 else echo "make compare: not ready yet (issue: make compare)"; fi

@@ -1,27 +1,69 @@
 /* SPDX-License-Identifier: MIT */
 /* ublk-flash: serve emulated NAND flash as a 512e block device. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "commands.h"
+
+static const struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{ "create", cmd_create, "create IMG --size SIZE --align odd|1m   make a new flash image" },
+	{ "info",   cmd_info,   "info IMG [--json]                        geometry, mode, topology" },
+	{ "fsck",   cmd_fsck,   "fsck IMG [--json] [--repair]             verify an image" },
+	{ "stats",  cmd_stats,  "stats IMG|DEV [--json]                   counters (live for a served DEV)" },
+	{ "serve",  cmd_serve,  "serve IMG [--frontend ublk|fuse] ...     expose the image as a block device" },
+	{ "stop",   cmd_stop,   "stop DEV|IMG                             stop serving, clean checkpoint" },
+};
+
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"Usage: ublk-flash COMMAND [OPTIONS]\n"
-		"Commands: create, info, fsck, stats, serve, stop (not ready yet)\n"
-		"  --help      this text\n"
-		"  --version   print the version\n");
+	fprintf(out, "Usage: ublk-flash COMMAND [OPTIONS]\n\nCommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %s\n", commands[i].summary);
+	fprintf(out, "\n  ublk-flash COMMAND --help   options of one command\n"
+		     "  ublk-flash --version\n\n"
+		     "Exit codes: 0 ok, 1 problems found, 2 usage, 3 I/O error,\n"
+		     "4 corrupt or unsupported image, 5 busy.\n");
+}
+
+int cli_fail(const char *what, int err)
+{
+	if (err < 0)
+		err = -err;
+	fprintf(stderr, "ublk-flash: %s: %s\n", what, strerror(err));
+	switch (err) {
+	case EBADMSG: case EPROTONOSUPPORT: case EUCLEAN:
+		return EXIT_CORRUPT;
+	case EBUSY: case EEXIST: case EALREADY:
+		return EXIT_BUSY;
+	case EINVAL:
+		return EXIT_USAGE;
+	default:
+		return EXIT_IO;
+	}
 }
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && !strcmp(argv[1], "--version")) {
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
 		printf("ublk-flash %s\n", OCTANT_VERSION);
 		return 0;
 	}
-	if (argc > 1 && !strcmp(argv[1], "--help")) {
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
 		return 0;
 	}
-	usage(stderr);
-	return 2;
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "ublk-flash: unknown command '%s' (try --help)\n", argv[1]);
+	return EXIT_USAGE;
 }

@@ -93,4 +93,25 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st);
 /* Print stats as JSON (one object) or a readable table. */
 void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json);
 
+/* ---- offline inspection (no mount; used by info / fsck / libalign) ---- */
+
+/* What the superblock says; no mount, never writes. */
+struct ftl_info {
+	enum ftl_align_mode align;
+	uint32_t page_size, pages_per_block, oob_size, nblocks, op_permille;
+	uint64_t logical_size;     /* bytes exported */
+	uint64_t flash_size;       /* bytes of emulated flash */
+	uint64_t image_size;       /* bytes the backing file/device must have */
+	uint8_t  uuid[16];
+	struct align_topology topo; /* what to report to the kernel */
+};
+int ftl_info_read(const char *path, struct ftl_info *info);
+void ftl_info_print(const struct ftl_info *info, FILE *out, bool json);
+
+/* Check an image: superblocks, checkpoints, map vs OOB, CRCs, NAND-rule
+ * invariants.  Never writes unless @repair.  Findings go to @out (text or
+ * one JSON object).  Returns 0 clean, 1 problems found and repaired,
+ * 4 problems left, or -errno if the check could not run. */
+int ftl_fsck(const char *path, bool repair, FILE *out, bool json);
+
 #endif /* OCTANT_FTL_H */

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Frontends expose an opened engine (struct ftl) as a kernel block device.
+ * Each is a const ops table with designated initializers; the serve layer
+ * (ublk-server/serve/) owns everything common: option parsing, opening the
+ * engine, daemonizing, the pidfile and run registry, the control socket
+ * (stats, stop), signals, and the clean checkpoint at the end.
+ */
+#ifndef OCTANT_FRONTEND_H
+#define OCTANT_FRONTEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ftl.h"
+
+struct fe_serve_opts {
+	const char *image;       /* image path */
+	const char *frontend;    /* "ublk", "fuse" or NULL (auto) */
+	bool foreground;
+	bool recover;            /* ublk: re-attach to a device left by a dead server */
+	int dev_id;              /* ublk: device id to ask for, -1 any */
+	unsigned queues, depth;  /* ublk: hardware queues, queue depth */
+	const char *dm_name;     /* --dm NAME: stack a dm-linear device on top */
+	const char *run_dir;     /* per-server state folder (pidfile, socket) */
+};
+
+struct fe_server {
+	struct ftl *ftl;
+	const struct fe_serve_opts *opts;
+	char devpath[128];       /* filled by start(): /dev/loopN, /dev/ublkbN */
+	int stop_fd;             /* eventfd: readable once a stop was requested */
+	void *priv;              /* the frontend's own state */
+};
+
+struct fe_ops {
+	const char *name;
+	/* 0 if this frontend can run here; else -errno and a one-line reason. */
+	int (*probe)(char *why, size_t len);
+	/* Create the block device; return once it is live (devpath filled). */
+	int (*start)(struct fe_server *s);
+	/* Serve I/O until stop_fd is readable or a fatal error; -errno on error. */
+	int (*run)(struct fe_server *s);
+	/* Remove the block device (clean stop). Safe after a failed start. */
+	void (*stop)(struct fe_server *s);
+};
+
+extern const struct fe_ops fe_fuse_ops;
+extern const struct fe_ops fe_ublk_ops;
+
+#endif
