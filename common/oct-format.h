@@ -43,7 +43,7 @@ struct oct_sb {
 	uint8_t  uuid[16];
 	uint64_t create_time;       /* unix seconds */
 	uint32_t flags;
-	uint8_t  reserved[OCT_SB_SIZE - 124];
+	uint8_t  reserved[OCT_SB_SIZE - 108];
 } __attribute__((packed));
 
 _Static_assert(sizeof(struct oct_sb) == OCT_SB_SIZE, "superblock size");

@@ -69,7 +69,9 @@ struct align_profile {
 
 /* ---- topology sources ------------------------------------------------ */
 
-/* Fill *t from a block device (libblkid, plus sysfs for the kernel's -1). */
+/* Fill *t from a block device (libblkid, plus sysfs for the kernel's -1
+ * and the discard granularity as erase_block hint; sysfs alone when
+ * libblkid may not open the device).  -ENOTBLK if it is not one. */
 int align_topology_from_device(const char *path, struct align_topology *t);
 
 /* Fill *t from an octant flash image's superblock.  -EBADMSG if the header
@@ -82,7 +84,10 @@ int align_topology_from_image(const char *path, struct align_topology *t);
 int align_topology_parse(const char *spec, struct align_topology *t);
 
 /* Any target: a block device, an octant image, or (for a plain file) the
- * file size only with source ALIGN_SRC_NONE.  -ENOENT etc. from stat. */
+ * file size only with source ALIGN_SRC_NONE.  -ENOENT etc. from stat;
+ * a file with the octant magic but a bad crc / another version gives
+ * -EBADMSG / -EPROTONOSUPPORT (never "plain file"); -EISDIR for a
+ * directory, -ENOTBLK for other non-regular files. */
 int align_topology_probe(const char *path, struct align_topology *t);
 
 /* Fill unknown fields (0 / ALIGN_SRC_NONE) from a profile's defaults. */
@@ -105,6 +110,17 @@ const struct align_profile *align_profile_get(const char *name);
 /* The NULL-terminated table of all profiles, for listings. */
 const struct align_profile *const *align_profile_list(void);
 
+/* The partition grain of @p on @t, bytes of the medium: the profile's own,
+ * or for "auto" max(1 MiB, granularity, io_opt, erase_block), the last two
+ * only when sane (<= 1 GiB, multiples of the granularity and of 4 KiB). */
+uint64_t align_profile_grain(const struct align_profile *p,
+			     const struct align_topology *t);
+
+/* First partition LBA of @p on @t: p->first_lba if it is >= @bound, else
+ * the first grain-aligned LBA >= @bound (UINT64_MAX if none). */
+uint64_t align_profile_first_lba(const struct align_profile *p,
+				 const struct align_topology *t, uint64_t bound);
+
 /* ---- predicates and calculators ---------------------------------------- */
 
 /* Alignment granularity: max(physical, io_min), never 0. */
@@ -123,7 +139,7 @@ bool align_lba_is_grain_aligned(const struct align_topology *t, uint64_t lba,
 bool align_end_is_aligned(const struct align_topology *t, uint64_t last_lba);
 
 /* First LBA >= @bound that is aligned to @grain bytes on the physical
- * medium (grain 0 = align_granularity()). */
+ * medium (grain 0 = align_granularity()); UINT64_MAX if there is none. */
 uint64_t align_first_aligned_lba(const struct align_topology *t,
 				 uint64_t bound, uint64_t grain);
 
@@ -133,7 +149,8 @@ uint64_t align_last_aligned_lba(const struct align_topology *t,
 				uint64_t bound, uint64_t grain);
 
 /* The kernel's alignment_offset for a partition starting at @start_lba
- * (queue_limit_alignment_offset()). */
+ * (queue_limit_alignment_offset()); UINT32_MAX (the kernel's -1, as sysfs
+ * prints it) if the device itself is misaligned. */
 uint32_t align_partition_offset(const struct align_topology *t,
 				uint64_t start_lba);
 
@@ -158,6 +175,11 @@ int align_io_span(const struct align_topology *t, uint64_t off, uint64_t len,
  * "2048s % 8s != 7s" or "63s % 8s == 7s". Returns snprintf's length. */
 int align_explain(const struct align_topology *t, uint64_t lba, char *buf,
 		  size_t len);
+
+/* The same against @grain bytes of the medium (0 = granularity), e.g. on
+ * the odd profile with 1 MiB: "2055s % 2048s != 2047s". */
+int align_explain_grain(const struct align_topology *t, uint64_t lba,
+			uint64_t grain, char *buf, size_t len);
 
 /* Parse a size: "4096", "64K", "1MiB", "2G", "1.5GiB", "100s" (sectors of
  * @sector bytes). -EINVAL on junk or overflow. */

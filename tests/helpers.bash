@@ -30,7 +30,7 @@ setup_scratch() {
 }
 
 teardown_scratch() {
-	[ -n "${SCRATCH:-}" ] && rm -rf "$SCRATCH"
+	[ -z "${SCRATCH:-}" ] || rm -rf "$SCRATCH"
 }
 
 # Compare output with an expected-output file; show a diff when they differ.
