@@ -1,12 +1,58 @@
 /* SPDX-License-Identifier: MIT */
+/* ublk-flash fsck IMG [--json] [--repair]: check (and fix) an image. */
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "commands.h"
+#include "ftl.h"
 
+/* fsck: 0 clean, 1 problems found and repaired, 4 problems left. */
 int cmd_fsck(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "ublk-flash: fsck: not implemented yet\n");
-	return EXIT_IO;
+	static const struct option lo[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "repair", no_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	bool json = false, repair = false;
+	char what[4200];
+	int c, r;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'r':
+			repair = true;
+			break;
+		case 'h':
+			printf("Usage: ublk-flash fsck IMG [--json] [--repair]\n"
+			       "Check superblocks, checkpoints, the map against the OOB\n"
+			       "records and data CRCs, and NAND-rule invariants.  Never\n"
+			       "writes unless --repair.\n"
+			       "Exit: 0 clean; 1 problems found and repaired; 2 usage;\n"
+			       "3 I/O error; 4 problems left (corrupt, truncated or\n"
+			       "other-version image); 5 busy (image in use).\n");
+			return 0;
+		default:
+			fprintf(stderr, "ublk-flash: fsck: unknown option '%s'\n",
+				argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "ublk-flash: fsck: expected one IMG\n");
+		return EXIT_USAGE;
+	}
+	r = ftl_fsck(argv[optind], repair, stdout, json);
+	if (r >= 0)
+		return r == 4 ? EXIT_CORRUPT : r;
+	snprintf(what, sizeof(what), "fsck: %s", argv[optind]);
+	return cli_fail(what, r);
 }

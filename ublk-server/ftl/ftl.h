@@ -65,6 +65,10 @@ struct ftl_stats {
 	enum ftl_mount_kind last_mount;
 	double   last_mount_ms;     /* time the last open took */
 	double   write_amplification; /* flash bytes programmed / host bytes written */
+	/* added by the engine (also JSON keys) */
+	uint64_t last_mount_time;   /* unix seconds of the last read-write open */
+	enum ftl_align_mode align;  /* JSON: "odd" / "1m" */
+	uint32_t page_size;         /* flash page, bytes */
 };
 
 /* Create a fresh image at @path (file created or a block device used).

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench-engine: the ublk-flash engine's numbers, ratios side by side.
+ *   1. throughput: sequential page-sized and random 4K writes through the
+ *      engine vs raw pwrite to a file on the same filesystem;
+ *   2. write amplification vs Desnoyers' greedy model at 7/12.5/28 % OP
+ *      (uniform) and 90/10 hot/cold (reference.md);
+ *   3. clean / roll-forward / full-scan open time of 1, 4, 16, 64 GiB
+ *      sparse images; map bytes per page and RSS.
+ * usage: bench-engine [DIR]   (DIR for images: $TMPDIR or /var/tmp)
+ * BENCH_QUICK=1 runs smaller sizes.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ftl-int.h"
+
+static uint64_t rs = 88172645463325252ull;
+static bool quick;
+
+static uint64_t rnd(void)
+{
+	rs ^= rs << 13;
+	rs ^= rs >> 7;
+	rs ^= rs << 17;
+	return rs;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static long rss_kib(void)
+{
+	FILE *s = fopen("/proc/self/status", "r");
+	char line[256];
+	long v = -1;
+
+	while (s && fgets(line, sizeof(line), s))
+		if (!strncmp(line, "VmRSS:", 6))
+			v = strtol(line + 6, NULL, 10);
+	if (s)
+		fclose(s);
+	return v;
+}
+
+static void die(const char *what, int r)
+{
+	fprintf(stderr, "bench-engine: %s failed (%d)\n", what, r);
+	exit(1);
+}
+
+/* ---- 1. throughput ------------------------------------------------------ */
+
+static double raw_run(const char *path, uint64_t size, uint64_t n, bool random)
+{
+	static uint8_t page[4096];
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	double t0;
+
+	if (fd < 0 || ftruncate(fd, (off_t)size))
+		die("raw file", -1);
+	t0 = now();
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t p = random ? rnd() % (size / 4096) : i % (size / 4096);
+		page[0] = (uint8_t)i;
+		if (pwrite(fd, page, 4096, (off_t)(p * 4096)) != 4096)
+			die("pwrite", -1);
+	}
+	fdatasync(fd);
+	t0 = now() - t0;
+	close(fd);
+	unlink(path);
+	return (double)n * 4096 / t0 / 1e6;
+}
+
+static double ftl_run(const char *path, uint64_t size, uint64_t n, bool random,
+		      enum ftl_align_mode a, bool prefill)
+{
+	struct ftl_create_opts c = { .size = size, .align = a, .force = true };
+	static uint8_t page[4096];
+	struct ftl *f;
+	double t0;
+	int r;
+
+	unlink(path);
+	if ((r = ftl_create(path, &c)) || (r = ftl_open(path, NULL, &f)))
+		die("create/open", r);
+	if (prefill) {
+		static uint8_t mb[1 << 20];
+		for (uint64_t o = 0; o < size; o += sizeof(mb))
+			ftl_write(f, mb, o, sizeof(mb), 0);
+	}
+	t0 = now();
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t p = random ? rnd() % (size / 4096) : i % (size / 4096);
+		page[0] = (uint8_t)i;
+		if ((r = ftl_write(f, page, p * 4096, 4096, 0)))
+			die("ftl_write", r);
+	}
+	ftl_flush(f);
+	t0 = now() - t0;
+	ftl_close(f);
+	unlink(path);
+	return (double)n * 4096 / t0 / 1e6;
+}
+
+static void throughput(const char *dir)
+{
+	uint64_t size = quick ? 64ull << 20 : 256ull << 20, n = size / 4096;
+	char img[512], raw[512];
+	double r1, e1, e1o, r2, e2, e2o;
+
+	snprintf(img, sizeof(img), "%s/bench-engine.img", dir);
+	snprintf(raw, sizeof(raw), "%s/bench-engine.raw", dir);
+	r1 = raw_run(raw, size, n, false);
+	e1 = ftl_run(img, size, n, false, FTL_ALIGN_1M, false);
+	e1o = ftl_run(img, size, n, false, FTL_ALIGN_ODD, false);
+	r2 = raw_run(raw, size, n, true);
+	e2 = ftl_run(img, size, n, true, FTL_ALIGN_1M, true);
+	e2o = ftl_run(img, size, n, true, FTL_ALIGN_ODD, true);
+	printf("\n1. write throughput, %llu MiB disk, 4 KiB writes, files in %s\n",
+	       (unsigned long long)(size >> 20), dir);
+	printf("%-34s %10s %10s %8s %12s %8s\n", "", "raw MB/s", "1m MB/s",
+	       "1m/raw", "odd MB/s", "odd/raw");
+	printf("%-34s %10.0f %10.0f %8.2f %12.0f %8.2f\n",
+	       "sequential page-sized (fresh)", r1, e1, e1 / r1, e1o, e1o / r1);
+	printf("%-34s %10.0f %10.0f %8.2f %12.0f %8.2f\n",
+	       "random 4K (full disk, GC active)", r2, e2, e2 / r2, e2o, e2o / r2);
+}
+
+/* ---- 2. write amplification ------------------------------------------- */
+
+static struct ftl *mem_ftl(uint64_t size, uint32_t op, uint32_t ppb,
+			   enum ftl_gc_policy gc)
+{
+	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M,
+		.pages_per_block = ppb, .op_permille = op };
+	struct ftl_open_opts o = { .gc = gc, .wl_threshold = 1000000 };
+	struct nand_backing *b;
+	struct ftl *f;
+	int r;
+
+	if ((r = nand_backing_mem(ftl_test_image_size(&c), false, &b)) ||
+	    (r = ftl_create_backing(b, &c)) || (r = ftl_open_backing(b, &o, &f)))
+		die("memory engine", r);
+	return f;
+}
+
+static double wa_run(uint64_t size, uint32_t op, uint32_t ppb, bool hot,
+		     enum ftl_gc_policy gc, double *with_ckpt)
+{
+	struct ftl *f = mem_ftl(size, op, ppb, gc);
+	uint64_t pages = size / 4096, n = 3 * pages;
+	static uint8_t page[4096], mb[1 << 20];
+	struct ftl_stats a, b;
+
+	for (uint64_t o = 0; o < size; o += sizeof(mb))
+		ftl_write(f, mb, o, sizeof(mb), 0);
+	for (int phase = 0; phase < 2; phase++) {
+		if (phase)
+			ftl_stats_get(f, &a);
+		for (uint64_t i = 0; i < (phase ? n : 4 * pages); i++) {
+			uint64_t p = rnd();
+			p = !hot ? p % pages : (p % 10 < 9) ? (p >> 8) % (pages / 10) :
+			    pages / 10 + (p >> 8) % (pages - pages / 10);
+			ftl_write(f, page, p * 4096, 4096, 0);
+		}
+	}
+	ftl_stats_get(f, &b);
+	ftl_close(f);
+	*with_ckpt = (double)(b.page_programs - a.page_programs) / (double)n;
+	return (double)(n + b.gc_relocations - a.gc_relocations) / (double)n;
+}
+
+static void write_amp(void)
+{
+	static const struct { uint32_t op; double greedy; } u[] = {
+		{ 70, 7.00 }, { 125, 4.38 }, { 280, 2.40 } };
+	static const struct { double sf; double uni, mixed, seg; } h[] = {
+		{ 0.07, 7.12, 8.16, 3.02 }, { 0.125, 4.12, 5.07, 1.97 },
+		{ 0.28, 1.98, 2.71, 1.25 } };
+	uint64_t size = quick ? 64ull << 20 : 256ull << 20;
+	double t, w, wc, tc;
+
+	printf("\n2. write amplification ((host + GC copies) / host pages; "
+	       "in brackets incl. checkpoint pages), %llu MiB, after 4x warm-up\n",
+	       (unsigned long long)(size >> 20));
+	printf("%-28s %8s %16s %16s %8s\n", "uniform 4K, 64-page blocks",
+	       "model", "greedy", "cost-benefit", "gr/model");
+	for (int i = 0; i < 3; i++) {
+		w = wa_run(size, u[i].op, 64, false, FTL_GC_GREEDY, &t);
+		wc = wa_run(size, u[i].op, 64, false, FTL_GC_COST_BENEFIT, &tc);
+		printf("  OP %4.1f %%%18s %8.2f %7.2f [%5.2f] %7.2f [%5.2f] %8.2f\n",
+		       u[i].op / 10.0, "", u[i].greedy, w, t, wc, tc, w / u[i].greedy);
+	}
+	printf("%-28s %8s %8s %16s %16s\n", "90/10 hot/cold, 256-page blk",
+	       "uniform", "mixed", "greedy", "cost-benefit");
+	for (int i = 0; i < 3; i++) {
+		uint32_t op = (uint32_t)(h[i].sf / (1 - h[i].sf) * 1000 + 0.5);
+		w = wa_run(size, op, 256, true, FTL_GC_GREEDY, &t);
+		wc = wa_run(size, op, 256, true, FTL_GC_COST_BENEFIT, &tc);
+		printf("  Sf %4.1f %% (OP %4.1f %%)%4s %7.2f %8.2f %7.2f [%5.2f] "
+		       "%7.2f [%5.2f]   (segregated model %.2f)\n", h[i].sf * 100,
+		       op / 10.0, "", h[i].uni, h[i].mixed, w, t, wc, tc, h[i].seg);
+	}
+}
+
+/* ---- 3. open times ------------------------------------------------------ */
+
+static double open_ms(const char *img, bool scan, struct ftl **out)
+{
+	struct ftl_open_opts o = { .scan = scan };
+	double t0 = now();
+	int r = ftl_open(img, &o, out);
+
+	if (r)
+		die("open", r);
+	return (now() - t0) * 1e3;
+}
+
+static void open_times(const char *dir)
+{
+	static const unsigned gib[] = { 1, 4, 16, 64 };
+	static uint8_t mb[1 << 20];
+	char img[512];
+
+	snprintf(img, sizeof(img), "%s/bench-engine-open.img", dir);
+	printf("\n3. open time (ms) of sparse images: 64 MiB written at random, "
+	       "then for roll-forward 16 MiB more + flush + crash\n");
+	printf("%8s %10s %14s %10s %10s %12s %10s\n", "size", "clean",
+	       "roll-forward", "scan", "map B/pg", "RAM B/pg", "RSS MiB");
+	for (unsigned i = 0; i < (quick ? 2u : 4u); i++) {
+		uint64_t size = (uint64_t)gib[i] << 30;
+		struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M,
+			.force = true };
+		double tc, tr, tsc;
+		long rss0 = rss_kib(), rss1;
+		struct ftl *f;
+		int r;
+
+		unlink(img);
+		if ((r = ftl_create(img, &c)))
+			die("create", r);
+		open_ms(img, false, &f);
+		for (int k = 0; k < 64; k++)
+			ftl_write(f, mb, (rnd() % (size >> 20)) << 20, sizeof(mb), 0);
+		ftl_close(f);
+		tc = open_ms(img, false, &f);
+		rss1 = rss_kib();
+		for (int k = 0; k < 16; k++)
+			ftl_write(f, mb, (rnd() % (size >> 20)) << 20, sizeof(mb), 0);
+		ftl_flush(f);
+		ftl_abandon(f);
+		tr = open_ms(img, false, &f);
+		ftl_close(f);
+		tsc = open_ms(img, true, &f);
+		printf("%5u GiB %10.1f %14.1f %10.1f %10.1f %12.2f %10.1f\n", gib[i],
+		       tc, tr, tsc, 4.0,
+		       (double)((size_t)f->g.nlpn * 4 + (size_t)f->g.nblocks * 46) /
+		       f->g.nlpn, (rss1 - rss0) / 1024.0);
+		ftl_close(f);
+		unlink(img);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *dir = argc > 1 ? argv[1] : getenv("TMPDIR") ? getenv("TMPDIR") :
+			  "/var/tmp";
+
+	quick = getenv("BENCH_QUICK") && *getenv("BENCH_QUICK") == '1';
+	printf("bench-engine (%s)\n", quick ? "quick" : "full");
+	throughput(dir);
+	write_amp();
+	open_times(dir);
+	return 0;
+}

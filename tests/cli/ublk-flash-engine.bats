@@ -1,0 +1,129 @@
+#!/usr/bin/env bats
+# ublk-flash create / info / fsck on image files (no root needed).
+load ../helpers
+
+setup() {
+	setup_scratch
+	IMG=$SCRATCH/disk.img
+}
+
+teardown() {
+	teardown_scratch
+}
+
+sum() { md5sum "$1" | cut -d' ' -f1; }
+
+@test "create + info: odd mode reports alignment_offset 3584" {
+	run "$UBLK_FLASH" create "$IMG" --size 64M --align odd
+	[ "$status" -eq 0 ]
+	run "$UBLK_FLASH" info "$IMG"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"alignment_offset:    3584"* ]]
+	[[ "$output" == *"logical size:        67108864 bytes"* ]]
+	run "$UBLK_FLASH" info "$IMG" --json
+	[ "$status" -eq 0 ]
+	[[ "$output" == *'"align":"odd"'* ]]
+	[[ "$output" == *'"alignment_offset":3584'* ]]
+	[[ "$output" == *'"io_min":4096'* ]]
+}
+
+@test "create + info: 1m mode, 16K pages, 12.5 % OP" {
+	run "$UBLK_FLASH" create "$IMG" --size 1G --align 1m --page-size 16K \
+		--pages-per-block 128 --over-provision 12.5
+	[ "$status" -eq 0 ]
+	run "$UBLK_FLASH" info "$IMG" --json
+	[ "$status" -eq 0 ]
+	[[ "$output" == *'"align":"1m"'* ]]
+	[[ "$output" == *'"alignment_offset":0'* ]]
+	[[ "$output" == *'"page_size":16384'* ]]
+	[[ "$output" == *'"op_permille":125'* ]]
+	# sparse: a fresh 1 GiB image takes almost no space
+	[ "$(du -k "$IMG" | cut -f1)" -lt 4096 ]
+}
+
+@test "create refuses an existing image or another signature without --force" {
+	"$UBLK_FLASH" create "$IMG" --size 8M --align odd
+	before=$(sum "$IMG")
+	run "$UBLK_FLASH" create "$IMG" --size 8M --align 1m
+	[ "$status" -eq 5 ]
+	[[ "$output" == *"--force"* ]]
+	[ "$(sum "$IMG")" = "$before" ]
+	run "$UBLK_FLASH" create "$IMG" --size 8M --align 1m --force
+	[ "$status" -eq 0 ]
+	requires mkfs.ext4
+	other=$SCRATCH/ext4.img
+	truncate -s 16M "$other"
+	mkfs.ext4 -q -F "$other"
+	before=$(sum "$other")
+	run "$UBLK_FLASH" create "$other" --size 8M --align odd
+	[ "$status" -eq 5 ]
+	[ "$(sum "$other")" = "$before" ]
+}
+
+@test "create: bad arguments are usage errors (exit 2)" {
+	run "$UBLK_FLASH" create "$IMG" --size 1000 --align odd
+	[ "$status" -eq 2 ]
+	run "$UBLK_FLASH" create "$IMG" --size 8M --align sideways
+	[ "$status" -eq 2 ]
+	run "$UBLK_FLASH" create "$IMG" --size 8M --align odd --page-size 3000
+	[ "$status" -eq 2 ]
+	run "$UBLK_FLASH" create "$IMG" --size 8M
+	[ "$status" -eq 2 ]
+	[ ! -e "$IMG" ] || [ ! -s "$IMG" ]
+}
+
+@test "fsck: clean image exits 0, JSON is one object" {
+	"$UBLK_FLASH" create "$IMG" --size 8M --align odd
+	run "$UBLK_FLASH" fsck "$IMG"
+	[ "$status" -eq 0 ]
+	[[ "$output" == clean:* ]]
+	run "$UBLK_FLASH" fsck "$IMG" --json
+	[ "$status" -eq 0 ]
+	[[ "$output" == '{"clean":true'* ]]
+}
+
+@test "fsck: a damaged superblock copy is reported (exit 4, no write), --repair fixes it (exit 1)" {
+	"$UBLK_FLASH" create "$IMG" --size 8M --align odd
+	printf 'Z' | dd of="$IMG" bs=1 seek=40 conv=notrunc status=none
+	before=$(sum "$IMG")
+	run "$UBLK_FLASH" fsck "$IMG"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"superblock copy 0 is damaged"* ]]
+	[ "$(sum "$IMG")" = "$before" ]
+	run "$UBLK_FLASH" fsck "$IMG" --repair
+	[ "$status" -eq 1 ]
+	run "$UBLK_FLASH" fsck "$IMG"
+	[ "$status" -eq 0 ]
+}
+
+@test "corrupt, truncated and other-version images: one-line error, exit 4, unchanged" {
+	"$UBLK_FLASH" create "$IMG" --size 8M --align odd
+	cp "$IMG" "$SCRATCH/good.img"
+	# both superblock copies
+	printf 'Z' | dd of="$IMG" bs=1 seek=3 conv=notrunc status=none
+	printf 'Z' | dd of="$IMG" bs=1 seek=4099 conv=notrunc status=none
+	before=$(sum "$IMG")
+	for cmd in info fsck; do
+		run "$UBLK_FLASH" $cmd "$IMG"
+		[ "$status" -eq 4 ] || { echo "$cmd: $status $output"; false; }
+	done
+	run "$UBLK_FLASH" info "$IMG"
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == "ublk-flash: info: "* ]]
+	[ "$(sum "$IMG")" = "$before" ]
+	# truncated
+	cp "$SCRATCH/good.img" "$IMG"
+	truncate -s 4M "$IMG"
+	before=$(sum "$IMG")
+	run "$UBLK_FLASH" info "$IMG"
+	[ "$status" -eq 4 ]
+	[ "${#lines[@]}" -eq 1 ]
+	run "$UBLK_FLASH" fsck "$IMG"
+	[ "$status" -eq 4 ]
+	[ "$(sum "$IMG")" = "$before" ]
+	# not an image at all
+	head -c 1M /dev/urandom >"$IMG"
+	run "$UBLK_FLASH" info "$IMG"
+	[ "$status" -eq 4 ]
+	[ "${#lines[@]}" -eq 1 ]
+}

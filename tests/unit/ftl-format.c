@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Image-format robustness: every superblock field corrupted (in both
+ * copies, with and without a matching crc), every checkpoint header field
+ * and the checkpoint payload corrupted, a truncated / grown image, another
+ * version.  Each must be detected: an error (never a crash), fsck exit 4,
+ * and the image bytes unchanged by info / fsck / a failed open.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "ftl-int.h"
+#include "test.h"
+
+static char img[256];
+static uint8_t *orig;
+static size_t isz;
+static struct ftl_geom g;
+
+static uint8_t *load(size_t *n)
+{
+	int fd = open(img, O_RDONLY);
+	off_t sz = lseek(fd, 0, SEEK_END);
+	uint8_t *b = malloc((size_t)sz + 1);
+
+	*n = pread(fd, b, (size_t)sz, 0) == sz ? (size_t)sz : 0;
+	close(fd);
+	return b;
+}
+
+static void store(const uint8_t *b, size_t n)
+{
+	int fd = open(img, O_WRONLY | O_TRUNC);
+
+	T_CHECK(pwrite(fd, b, n, 0) == (ssize_t)n, "store");
+	close(fd);
+}
+
+static uint32_t file_crc(void)
+{
+	size_t n;
+	uint8_t *b = load(&n);
+	uint32_t c = oct_crc32c(0, b, n) ^ (uint32_t)n;
+
+	free(b);
+	return c;
+}
+
+/* The image as it is must be rejected / reported, and stay unchanged. */
+static void expect_bad(const char *what, bool info_too, bool open_too)
+{
+	struct ftl_open_opts ro = { .readonly = true }, rw = { 0 };
+	struct ftl_info info;
+	struct ftl *f = NULL;
+	FILE *null = fopen("/dev/null", "w");
+	uint32_t before = file_crc();
+	int r;
+
+	if (info_too) {
+		r = ftl_info_read(img, &info);
+		T_CHECK(r == -EBADMSG || r == -EPROTONOSUPPORT || r == -EINVAL,
+			"%s: info %d", what, r);
+	}
+	r = ftl_fsck(img, false, null, false);
+	T_CHECK(r == 4, "%s: fsck %d", what, r);
+	r = ftl_fsck(img, false, null, true);
+	T_CHECK(r == 4, "%s: fsck --json %d", what, r);
+	if (open_too) {
+		r = ftl_open(img, &ro, &f);
+		T_CHECK(r < 0, "%s: read-only open %d", what, r);
+		if (!r)
+			ftl_close(f);
+		r = ftl_open(img, &rw, &f);
+		T_CHECK(r < 0, "%s: open %d", what, r);
+		if (!r)
+			ftl_close(f);
+	}
+	T_CHECK(file_crc() == before, "%s: image changed", what);
+	fclose(null);
+}
+
+static void sb_fields(void)
+{
+	static const struct { const char *name; size_t off, len; bool info; } fl[] = {
+#define F(x, i) { #x, offsetof(struct oct_sb, x), sizeof(((struct oct_sb *)0)->x), i }
+		F(magic, true), F(version, true), F(crc, true), F(sb_size, true),
+		F(align_mode, true), F(align_shift, true), F(logical_size, true),
+		F(logical_sectors, true), F(page_size, true), F(oob_size, true),
+		F(pages_per_block, true), F(nblocks, true), F(flash_offset, true),
+		F(oob_offset, true), F(op_permille, true), F(ckpt_blocks, true),
+		F(uuid, false), F(create_time, true), F(flags, true),
+		F(reserved, true),
+#undef F
+	};
+	uint8_t *b = malloc(isz);
+
+	for (size_t i = 0; i < sizeof(fl) / sizeof(fl[0]); i++) {
+		for (int fix = 0; fix < 2; fix++) {
+			char what[64];
+			bool detectable = !(fix && !strcmp(fl[i].name, "create_time"));
+
+			if (fix && !strcmp(fl[i].name, "crc"))
+				continue;
+			memcpy(b, orig, isz);
+			for (int c = 0; c < 2; c++) {
+				struct oct_sb *sb = (struct oct_sb *)
+					(b + (c ? OCT_SB_COPY_OFFSET : 0));
+				for (size_t k = 0; k < fl[i].len; k++)
+					((uint8_t *)sb)[fl[i].off + k] ^= 0xa5;
+				if (fix) {
+					sb->crc = 0;
+					sb->crc = oct_crc32c(0, sb, OCT_SB_SIZE);
+				}
+			}
+			store(b, isz);
+			snprintf(what, sizeof(what), "superblock %s%s", fl[i].name,
+				 fix ? " (crc fixed)" : "");
+			if (detectable)
+				expect_bad(what, fl[i].info || !fix, true);
+		}
+	}
+	free(b);
+}
+
+/* Byte offsets of the header page and its OOB of checkpoint @gen. */
+static void ckpt_where(uint64_t gen, size_t *page, size_t *oob)
+{
+	uint64_t ppn = (gen % FTL_CKPT_SLOTS) * g.slot_blocks * g.ppb;
+
+	*page = (size_t)(g.flash_off + ppn * g.ps);
+	*oob = (size_t)(g.oob_off + ppn * g.oob);
+}
+
+static void fix_page(uint8_t *b, size_t page, size_t oob)
+{
+	struct ftl_oob *o = (struct ftl_oob *)(b + oob);
+
+	o->data_crc = oct_crc32c(0, b + page, g.ps);
+	o->crc = 0;
+	o->crc = oct_crc32c(0, o, sizeof(*o));
+}
+
+static void ckpt_fields(void)
+{
+	static const struct { const char *name; size_t off, len; } fl[] = {
+#define F(x) { #x, offsetof(struct ftl_ckpt_hdr, x), sizeof(((struct ftl_ckpt_hdr *)0)->x) }
+		F(magic), F(version), F(hdr_size), F(gen), F(seq), F(flags),
+		F(payload_pages), F(nlpn), F(nblocks), F(payload_crc), F(uuid),
+		F(open), F(write_time), F(cnt), F(crc),
+#undef F
+	};
+	static const char *semantic[] = { "magic", "version", "hdr_size", "gen",
+		"payload_pages", "nlpn", "nblocks", "payload_crc", "uuid", "open",
+		"flags" };
+	uint8_t *b = malloc(isz);
+	size_t p2, o2, p1, o1;
+
+	ckpt_where(2, &p2, &o2);
+	ckpt_where(1, &p1, &o1);
+	for (size_t i = 0; i < sizeof(fl) / sizeof(fl[0]); i++) {
+		for (int mode = 0; mode < 3; mode++) {
+			/* 0: newest copy raw; 1: both copies raw; 2: both, all
+			 * crcs recomputed (semantic checks only) */
+			struct ftl_ckpt_hdr *h;
+			bool sem = false;
+			char what[80];
+
+			for (size_t k = 0; k < sizeof(semantic) / sizeof(*semantic); k++)
+				sem |= !strcmp(semantic[k], fl[i].name);
+			if (mode == 2 && !sem)
+				continue;
+			memcpy(b, orig, isz);
+			for (int c = 0; c < (mode ? 2 : 1); c++) {
+				size_t pg = c ? p1 : p2, oo = c ? o1 : o2;
+				h = (struct ftl_ckpt_hdr *)(b + pg);
+				for (size_t k = 0; k < fl[i].len; k++)
+					b[pg + fl[i].off + k] ^= 0x5a;
+				if (mode == 2) {
+					h->crc = 0;
+					h->crc = oct_crc32c(0, h, sizeof(*h));
+					fix_page(b, pg, oo);
+				}
+			}
+			store(b, isz);
+			snprintf(what, sizeof(what), "checkpoint %s (%s)", fl[i].name,
+				 mode == 0 ? "newest copy" : mode == 1 ? "both copies" :
+				 "both, crcs fixed");
+			/* one bad copy: detected by fsck, the image still opens */
+			expect_bad(what, false, mode > 0);
+			if (mode == 0) {
+				struct ftl_open_opts ro = { .readonly = true };
+				struct ftl *f;
+				int r = ftl_open(img, &ro, &f);
+				T_CHECK(r == 0, "%s: the older copy should open", what);
+				if (!r)
+					ftl_close(f);
+			}
+		}
+	}
+	/* payload: one map byte of the newest checkpoint */
+	memcpy(b, orig, isz);
+	b[p2 + g.ps + 3] ^= 1;
+	store(b, isz);
+	expect_bad("checkpoint payload", false, false);
+	/* both: nothing valid left */
+	memcpy(b, orig, isz);
+	b[p2 + g.ps + 3] ^= 1;
+	b[p1 + g.ps + 3] ^= 1;
+	store(b, isz);
+	expect_bad("checkpoint payloads", false, true);
+	free(b);
+}
+
+int main(void)
+{
+	struct ftl_create_opts c = { .size = 1 << 20, .align = FTL_ALIGN_ODD,
+		.pages_per_block = 16 };
+	uint8_t *b;
+	size_t n;
+
+	snprintf(img, sizeof(img), "%s/ftl-format.%d.img",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+	unlink(img);
+	T_CHECK(ftl_create(img, &c) == 0, "create");
+	ftl_create_opts_geom(&c, &g);
+	orig = load(&isz);
+	T_EQ_U64(isz, g.image_size, "image size");
+
+	sb_fields();
+	ckpt_fields();
+
+	/* truncated, grown, empty */
+	store(orig, isz - 4096);
+	expect_bad("truncated", true, true);
+	b = calloc(1, isz + 4096);
+	memcpy(b, orig, isz);
+	store(b, isz + 4096);
+	expect_bad("grown", true, true);
+	store(orig, 100);
+	expect_bad("100-byte file", true, true);
+	free(b);
+
+	/* other version (crc valid) */
+	b = malloc(isz);
+	memcpy(b, orig, isz);
+	for (int k = 0; k < 2; k++) {
+		struct oct_sb *sb = (struct oct_sb *)(b + (k ? OCT_SB_COPY_OFFSET : 0));
+		sb->version = 2;
+		sb->crc = 0;
+		sb->crc = oct_crc32c(0, sb, OCT_SB_SIZE);
+	}
+	store(b, isz);
+	{
+		struct ftl_info info;
+		struct ftl *f;
+		T_CHECK(ftl_info_read(img, &info) == -EPROTONOSUPPORT, "version");
+		T_CHECK(ftl_open(img, NULL, &f) == -EPROTONOSUPPORT, "version");
+	}
+	free(b);
+
+	/* and the pristine image is clean */
+	store(orig, isz);
+	n = 0;
+	{
+		FILE *null = fopen("/dev/null", "w");
+		T_CHECK(ftl_fsck(img, false, null, false) == 0, "clean image");
+		fclose(null);
+	}
+	(void)n;
+	unlink(img);
+	free(orig);
+	return t_result();
+}

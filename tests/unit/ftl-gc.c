@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Garbage collection and wear levelling.
+ * 1. Uniform random 4K page writes at 12.5 % over-provisioning, 64-page
+ *    blocks, greedy victims, after steady state: write amplification
+ *    within +-10 % of Desnoyers' greedy model, 4.38 (reference.md).
+ * 2. Cost-benefit victims beat greedy on a 90/10 hot/cold workload.
+ * 3. Static wear levelling: with cold data pinned and a threshold of 16,
+ *    max - min erase count stays under the threshold once the first
+ *    moves happened; without static WL it grows far past it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftl-int.h"
+#include "test.h"
+
+static uint64_t rs;
+
+static uint64_t rnd(void)
+{
+	rs ^= rs << 13;
+	rs ^= rs >> 7;
+	rs ^= rs << 17;
+	return rs;
+}
+
+static struct ftl *mk(uint64_t size, uint32_t op, uint32_t ppb,
+		      enum ftl_gc_policy gc, uint32_t wl)
+{
+	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M,
+		.pages_per_block = ppb, .op_permille = op };
+	struct ftl_open_opts o = { .gc = gc, .wl_threshold = wl };
+	struct nand_backing *b;
+	struct ftl *f = NULL;
+
+	if (nand_backing_mem(ftl_test_image_size(&c), false, &b) ||
+	    ftl_create_backing(&*b, &c) || ftl_open_backing(b, &o, &f)) {
+		T_CHECK(0, "setup");
+		exit(t_result());
+	}
+	return f;
+}
+
+/* @n page writes; hot: 90 % go to the first 10 % of pages. */
+static void writes(struct ftl *f, uint64_t n, bool hot)
+{
+	static uint8_t page[4096];
+	uint64_t pages = ftl_size(f) / 4096;
+
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t p = rnd();
+		if (hot)
+			p = (p % 10 < 9) ? (p >> 8) % (pages / 10) :
+			    pages / 10 + (p >> 8) % (pages - pages / 10);
+		else
+			p %= pages;
+		memcpy(page, &i, sizeof(i));
+		if (ftl_write(f, page, p * 4096, 4096, 0)) {
+			T_CHECK(0, "write");
+			exit(t_result());
+		}
+	}
+}
+
+static void fill(struct ftl *f)
+{
+	static uint8_t buf[1 << 20];
+
+	for (uint64_t o = 0; o < ftl_size(f); o += sizeof(buf))
+		ftl_write(f, buf, o, sizeof(buf), 0);
+}
+
+/* WA over @n writes after @warm writes: (host + gc) / host pages. */
+static double wa(struct ftl *f, uint64_t warm, uint64_t n, bool hot,
+		 double *total)
+{
+	struct ftl_stats a, b;
+
+	fill(f);
+	writes(f, warm, hot);
+	ftl_stats_get(f, &a);
+	writes(f, n, hot);
+	ftl_stats_get(f, &b);
+	*total = (double)(b.page_programs - a.page_programs) / (double)n;
+	return (double)(n + b.gc_relocations - a.gc_relocations) / (double)n;
+}
+
+int main(void)
+{
+	uint64_t size = t_long() ? (512ull << 20) : (128ull << 20);
+	uint64_t pages = size / 4096;
+	struct ftl_stats st;
+	double w, tot, wg, wcb;
+	struct ftl *f;
+
+	rs = t_seed(99) | 1;
+
+	/* 1. greedy, uniform, 12.5 % OP, Np = 64 */
+	f = mk(size, 125, 64, FTL_GC_GREEDY, 100000);
+	w = wa(f, 4 * pages, 3 * pages, false, &tot);
+	fprintf(stderr, "greedy uniform 12.5%% OP: WA %.3f (with checkpoints %.3f), "
+		"model 4.38\n", w, tot);
+	T_CHECK(w > 4.38 * 0.9 && w < 4.38 * 1.1, "WA %.3f not within 10 %% of "
+		"4.38", w);
+	ftl_stats_get(f, &st);
+	T_EQ_U64(st.nand_violations, 0, "violations");
+	ftl_close(f);
+
+	/* 2. hot/cold: cost-benefit vs greedy */
+	f = mk(size / 2, 125, 64, FTL_GC_GREEDY, 100000);
+	wg = wa(f, 4 * pages / 2, 2 * pages / 2, true, &tot);
+	ftl_close(f);
+	f = mk(size / 2, 125, 64, FTL_GC_COST_BENEFIT, 100000);
+	wcb = wa(f, 4 * pages / 2, 2 * pages / 2, true, &tot);
+	ftl_close(f);
+	fprintf(stderr, "hot/cold 90/10 12.5%% OP: greedy WA %.3f, cost-benefit "
+		"WA %.3f\n", wg, wcb);
+	T_CHECK(wcb < wg, "cost-benefit (%.3f) should beat greedy (%.3f) on "
+		"hot/cold", wcb, wg);
+
+	/* 3. static wear levelling: 80 % of the disk cold, writes to the rest */
+	for (int wl = 0; wl < 2; wl++) {
+		uint32_t thr = wl ? 16 : 1000000, worst = 0;
+		uint64_t sz = 16 << 20, pg = sz / 4096;
+
+		f = mk(sz, 125, 16, FTL_GC_GREEDY, thr);
+		fill(f);
+		for (int round = 0; round < 60; round++) {
+			static uint8_t page[4096];
+			for (uint64_t i = 0; i < pg; i++) {
+				uint64_t p = pg * 8 / 10 + rnd() % (pg / 5);
+				ftl_write(f, page, p * 4096, 4096, 0);
+			}
+			ftl_stats_get(f, &st);
+			if (round >= 10 && st.erase_max - st.erase_min > worst)
+				worst = st.erase_max - st.erase_min;
+		}
+		fprintf(stderr, "static WL %s: erase min %u max %u, worst spread "
+			"%u, wl_relocations %llu\n", wl ? "on (threshold 16)" : "off",
+			st.erase_min, st.erase_max, worst,
+			(unsigned long long)st.wl_relocations);
+		if (wl)
+			T_CHECK(worst <= thr && st.wl_relocations > 0,
+				"spread %u over threshold %u", worst, thr);
+		else
+			T_CHECK(worst > 40, "without WL the spread should grow (%u)",
+				worst);
+		ftl_close(f);
+	}
+	return t_result();
+}

@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Power-cut simulator.  The engine runs a random workload (writes of
+ * 512 B..64 KiB, aligned and not, FUA, flushes, discards) on a memory
+ * backing that logs every write since the last sync.  At seeded cut
+ * points the image a power cut would leave is built: all synced writes,
+ * then a prefix or an arbitrary subset of the later ones, one of them torn
+ * (page programs, OOB writes, erases and checkpoint pages alike).  The
+ * engine opens that image (roll-forward) and every sector must read as its
+ * newest flushed/FUA value or a newer one: never older, torn or garbage.
+ * >= 2,000 cut points normally, >= 10,000 with OCTANT_LONG=1.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftl-int.h"
+#include "test.h"
+
+#define SIZE   (1u << 20)
+#define NSECT  (SIZE / 512)
+
+struct hist {
+	uint32_t *v, n, cap;
+};
+
+static struct hist h[NSECT];
+static uint64_t rs;
+static uint32_t next_id = 1;
+
+static uint64_t rnd(void)
+{
+	rs ^= rs << 13;
+	rs ^= rs >> 7;
+	rs ^= rs << 17;
+	return rs;
+}
+
+static uint64_t mix(uint64_t a)
+{
+	a ^= a >> 33;
+	a *= 0xff51afd7ed558ccdull;
+	a ^= a >> 33;
+	return a;
+}
+
+static void stamp(uint8_t *s, uint32_t id, uint32_t sect)
+{
+	memcpy(s, &id, 4);
+	memcpy(s + 4, &sect, 4);
+	for (int i = 8; i < 512; i += 8) {
+		uint64_t v = mix(((uint64_t)id << 32 | sect) + (uint64_t)i);
+		memcpy(s + i, &v, 8);
+	}
+}
+
+/* The id a sector holds, 0 for zeroes, -1 for garbage. */
+static int64_t decode(const uint8_t *s, uint32_t sect)
+{
+	uint8_t want[512];
+	uint32_t id, se;
+
+	for (int i = 0; i < 512; i++)
+		if (s[i])
+			goto nonzero;
+	return 0;
+nonzero:
+	memcpy(&id, s, 4);
+	memcpy(&se, s + 4, 4);
+	if (se != sect || !id)
+		return -1;
+	stamp(want, id, sect);
+	return memcmp(want, s, 512) ? -1 : (int64_t)id;
+}
+
+static void push(uint32_t sect, uint32_t id)
+{
+	struct hist *x = &h[sect];
+
+	if (x->n == x->cap) {
+		x->cap = x->cap ? x->cap * 2 : 4;
+		x->v = realloc(x->v, x->cap * sizeof(*x->v));
+	}
+	x->v[x->n++] = id;
+}
+
+static void barrier(uint32_t sect)
+{
+	h[sect].v[0] = h[sect].v[h[sect].n - 1];
+	h[sect].n = 1;
+}
+
+static bool allowed(uint32_t sect, uint32_t id)
+{
+	for (uint32_t i = 0; i < h[sect].n; i++)
+		if (h[sect].v[i] == id)
+			return true;
+	return false;
+}
+
+static uint8_t *crash_img, *rbuf;
+
+/*
+ * A crash after a crash: on the recovered engine @g (its backing @m logs
+ * writes too), the state just read is durable (the mount wrote a
+ * checkpoint); a few more unflushed writes, then another power cut.
+ */
+static void second_cut(struct ftl *g, struct nand_backing *m, uint64_t isz,
+		       uint64_t seed)
+{
+	static uint32_t base[NSECT], late[NSECT];
+	uint8_t w[8192], *img = malloc(isz);
+	struct nand_backing *m2;
+	struct ftl *g2 = NULL;
+
+	for (uint32_t s = 0; s < NSECT; s++) {
+		int64_t id = decode(rbuf + (size_t)s * 512, s);
+		base[s] = late[s] = (uint32_t)id;
+	}
+	for (int i = 0; i < 6; i++) {
+		uint32_t len = (uint32_t)(1 + rnd() % 16) * 512;
+		uint32_t off = (uint32_t)(rnd() % ((SIZE - len) / 512 + 1)) * 512;
+		uint32_t id = next_id++;
+		for (uint32_t s = 0; s < len / 512; s++)
+			stamp(w + s * 512, id, off / 512 + s);
+		if (ftl_write(g, w, off, len, 0)) {
+			T_CHECK(0, "seed %llu: write after recovery failed",
+				(unsigned long long)seed);
+			break;
+		}
+		for (uint32_t s = off / 512; s < (off + len) / 512; s++)
+			late[s] = id;   /* only the newest matters here */
+	}
+	nand_mem_crash_image(m, seed ^ 0x5555, true, img);
+	if (nand_backing_mem(isz, false, &m2) == 0) {
+		nand_mem_load(m2, img);
+		T_CHECK(ftl_open_backing(m2, NULL, &g2) == 0, "second open");
+		if (g2 && ftl_read(g2, rbuf, 0, SIZE) == 0) {
+			for (uint32_t s = 0; s < NSECT; s++) {
+				int64_t id = decode(rbuf + (size_t)s * 512, s);
+				bool ok = id == base[s] || (id >= 0 &&
+					  (uint32_t)id > base[s] && (uint32_t)id <= late[s]);
+				if (!ok) {
+					T_CHECK(0, "seed %llu: second crash: sector %u "
+						"reads %lld, flushed %u", (unsigned long long)seed,
+						s, (long long)id, base[s]);
+					break;
+				}
+			}
+		}
+		if (g2)
+			ftl_abandon(g2);
+		else
+			m2->ops->destroy(m2);
+	}
+	free(img);
+}
+
+/* Build the crash image for @seed, open it, check every sector. */
+static void cut(struct nand_backing *b, uint64_t isz, uint64_t seed,
+		int *pending_max)
+{
+	struct nand_backing *m;
+	struct ftl *g = NULL;
+	long n;
+	int r;
+
+	n = nand_mem_crash_image(b, seed, true, crash_img);
+	if (n > *pending_max)
+		*pending_max = (int)n;
+	if (nand_backing_mem(isz, seed % 8 == 0, &m))
+		return;
+	nand_mem_load(m, crash_img);
+	r = ftl_open_backing(m, NULL, &g);
+	if (r) {
+		T_CHECK(0, "seed %llu: open after power cut: %d",
+			(unsigned long long)seed, r);
+		m->ops->destroy(m);
+		return;
+	}
+	r = ftl_read(g, rbuf, 0, SIZE);
+	T_CHECK(r == 0, "read after power cut");
+	for (uint32_t s = 0; !r && s < NSECT; s++) {
+		int64_t id = decode(rbuf + (size_t)s * 512, s);
+		if (id < 0 || !allowed(s, (uint32_t)id)) {
+			T_CHECK(0, "seed %llu: sector %u reads %lld, allowed %u..%u"
+				" (%u values)", (unsigned long long)seed, s,
+				(long long)id, h[s].v[0], h[s].v[h[s].n - 1],
+				h[s].n);
+			break;
+		}
+	}
+	if (!t_failures && seed % 8 == 0)
+		second_cut(g, m, isz, seed);
+	ftl_abandon(g);
+}
+
+struct trig {
+	struct nand_backing *b;
+	uint64_t isz, seed0;
+	int *done, *pmax;
+};
+static struct trig tc;
+static bool armed;
+static int inside;
+
+static void *fire_thread(void *ctx)
+{
+	struct trig *t = ctx;
+
+	cut(t->b, t->isz, t->seed0 * 1000003 + (uint64_t)*t->done, t->pmax);
+	return NULL;
+}
+
+/* Runs inside the engine's write to the medium: cut the power there.  The
+ * check runs on another thread (as another process would): the engine's
+ * per-thread scratch page is in use by the interrupted operation. */
+static void fire(void *ctx)
+{
+	struct trig *t = ctx;
+	pthread_t th;
+
+	if (pthread_create(&th, NULL, fire_thread, t) == 0)
+		pthread_join(th, NULL);
+	(*t->done)++;
+	inside++;
+	armed = false;
+}
+
+int main(void)
+{
+	struct ftl_create_opts c = { .size = SIZE, .pages_per_block = 8,
+		.op_permille = 250 };
+	int cuts = t_long() ? 10000 : 2000, done = 0, pmax = 0;
+	uint8_t *w = malloc(65536);
+	struct nand_backing *b;
+	struct ftl_stats st;
+	struct ftl *f = NULL;
+	uint64_t isz, seed0;
+
+	seed0 = t_seed(4242);
+	rs = seed0 | 1;
+	for (int round = 0; round < 2; round++) {
+		c.align = round ? FTL_ALIGN_1M : FTL_ALIGN_ODD;
+		isz = ftl_test_image_size(&c);
+		crash_img = malloc(isz);
+		rbuf = malloc(SIZE);
+		for (uint32_t s = 0; s < NSECT; s++) {
+			h[s].n = 0;
+			push(s, 0);
+		}
+		T_CHECK(nand_backing_mem(isz, true, &b) == 0, "mem");
+		T_CHECK(ftl_create_backing(b, &c) == 0, "create");
+		nand_mem_hold(b);
+		T_CHECK(ftl_open_backing(b, NULL, &f) == 0, "open");
+		for (int op = 0; done < cuts * (round + 1) / 2 && !t_failures; op++) {
+			uint64_t k = rnd() % 100;
+			uint32_t len = (uint32_t)(1 + rnd() % (k < 40 ? 8 : 128)) * 512;
+			uint32_t off = (uint32_t)(rnd() % ((SIZE - len) / 512 + 1)) * 512;
+
+			if (rnd() % 2)
+				off &= ~4095u;
+			/* the history gets new values before the operation starts
+			 * (a cut inside it may show them), barriers after it */
+			if (k < 75) {
+				bool fua = k < 5;
+				uint32_t id = next_id++;
+				for (uint32_t s = 0; s < len / 512; s++)
+					stamp(w + s * 512, id, off / 512 + s);
+				for (uint32_t s = off / 512; s < (off + len) / 512; s++)
+					push(s, id);
+				T_CHECK(ftl_write(f, w, off, len, fua ? FTL_FUA : 0) == 0,
+					"write");
+				for (uint32_t s = off / 512; fua && s < (off + len) / 512; s++)
+					barrier(s);
+			} else if (k < 83) {
+				for (uint32_t s = off / 512; s < (off + len) / 512; s++)
+					push(s, 0);
+				T_CHECK(ftl_discard(f, off, len) == 0, "discard");
+			} else if (k < 93) {
+				T_CHECK(ftl_flush(f) == 0, "flush");
+				for (uint32_t s = 0; s < NSECT; s++)
+					barrier(s);
+			}
+			/* cut points: after an operation, or (armed here) right
+			 * after one of the next few writes to the medium, i.e.
+			 * inside a page program, GC, erase or checkpoint */
+			if (rnd() % 2) {
+				cut(b, isz, seed0 * 1000003 + (uint64_t)done, &pmax);
+				done++;
+			} else if (!armed) {
+				tc = (struct trig){ b, isz, seed0, &done, &pmax };
+				armed = true;
+				nand_mem_set_trigger(b, 1 + rnd() % 24, fire, &tc);
+			}
+		}
+		nand_mem_set_trigger(b, 0, NULL, NULL);
+		armed = false;
+		fprintf(stderr, "%d cut points inside operations\n", inside);
+		ftl_stats_get(f, &st);
+		fprintf(stderr, "%s: %d cut points so far, up to %d writes pending "
+			"at a cut; ", round ? "1m" : "odd", done, pmax);
+		ftl_stats_print(&st, stderr, true);
+		T_CHECK(st.gc_relocations > 0 && st.ckpt_writes > 4,
+			"GC and checkpoints ran");
+		T_EQ_U64(st.nand_violations, 0, "violations");
+		ftl_abandon(f);
+		b->ops->destroy(b);
+		free(crash_img);
+		free(rbuf);
+	}
+	for (uint32_t s = 0; s < NSECT; s++)
+		free(h[s].v);
+	free(w);
+	return t_result();
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The emulated flash: NAND rules (program once, in order, per erase;
+ * erased pages read 0xff), counters, buffered OOB reaching the backing at
+ * sync, the fault-injection seam, and the power-cut image builder.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nand.h"
+#include "test.h"
+
+static int fail_program_of = -1;
+
+static int fault(void *ctx, enum nand_op op, uint64_t page, void *buf,
+		 size_t len)
+{
+	(void)ctx;
+	if (op == NAND_OP_PROGRAM && (int)page == fail_program_of)
+		return -EIO;
+	if (op == NAND_OP_READ && page == 9 && buf && len)
+		((uint8_t *)buf)[0] ^= 1;      /* a bit flip */
+	return 0;
+}
+
+int main(void)
+{
+	struct nand_geom g = { .page_size = 4096, .oob_size = 64, .ppb = 8,
+		.nblocks = 4, .flash_off = 8192 };
+	uint64_t size;
+	struct nand_backing *b;
+	struct nand_counters c;
+	struct nand *n;
+	uint8_t data[4096], oob[64], rd[4096], *img, *crash;
+
+	g.oob_off = g.flash_off + (uint64_t)g.nblocks * g.ppb * g.page_size;
+	size = g.oob_off + (uint64_t)g.nblocks * g.ppb * g.oob_size;
+	T_CHECK(nand_backing_mem(size, true, &b) == 0, "mem");
+	nand_mem_hold(b);
+	T_CHECK(nand_create(b, &g, &n) == 0, "create");
+	for (uint32_t k = 0; k < g.nblocks; k++)
+		nand_set_block(n, k, 0, 0);
+
+	memset(data, 0xab, sizeof(data));
+	memset(oob, 0x11, sizeof(oob));
+	/* erased page reads 0xff */
+	T_CHECK(nand_read(n, 0, 0, rd, 4096) == 0, "read");
+	T_CHECK(rd[0] == 0xff && rd[4095] == 0xff, "erased pattern");
+	/* program in order, once */
+	T_CHECK(nand_program(n, 0, data, oob) == 0, "program 0");
+	T_CHECK(nand_program(n, 2, data, oob) == 0, "program 2 (skip 1)");
+	T_CHECK(nand_program(n, 2, data, oob) == -EIO, "program twice");
+	T_CHECK(nand_program(n, 1, data, oob) == -EIO, "program out of order");
+	nand_counters_get(n, &c);
+	T_EQ_U64(c.violations, 2, "violations counted");
+	T_EQ_U64(c.programs, 2, "programs");
+	T_CHECK(nand_read(n, 2, 100, rd, 10) == 0 && rd[0] == 0xab, "read back");
+	/* OOB is written through with its page (a killed server whose page
+	 * cache survives must not lose it), and reads back */
+	memset(rd, 0, 64);
+	T_CHECK(nand_read_oob(n, 2, rd) == 0 && rd[0] == 0x11, "oob reads back");
+	img = nand_mem_bytes(b, NULL);
+	T_CHECK(img[g.oob_off + 2 * 64] == 0x11, "oob written with its page");
+	T_CHECK(nand_sync(n) == 0, "sync");
+	T_CHECK(img[g.oob_off + 2 * 64] == 0x11, "oob still there after sync");
+	/* erase: programmable again, reads 0xff, OOB zero, count */
+	T_CHECK(nand_erase(n, 0) == 0, "erase");
+	T_CHECK(nand_read(n, 0, 0, rd, 4096) == 0 && rd[0] == 0xff, "erased");
+	T_CHECK(nand_read_oob(n, 0, rd) == 0 && rd[0] == 0, "oob erased");
+	T_CHECK(nand_program(n, 0, data, oob) == 0, "program after erase");
+	T_EQ_U64(nand_block_ec(n, 0), 1, "erase count");
+	/* filling a block writes its OOB out at once */
+	for (uint64_t p = 8; p < 16; p++)
+		T_CHECK(nand_program(n, p, data, oob) == 0, "fill block 1");
+	T_CHECK(img[g.oob_off + 15 * 64] == 0x11, "full block's oob written");
+	/* fault seam: program failure, read bit flip */
+	nand_set_fault(n, fault, NULL);
+	fail_program_of = 16;
+	T_CHECK(nand_program(n, 16, data, oob) == -EIO, "injected failure");
+	T_CHECK(nand_read(n, 9, 0, rd, 16) == 0 && rd[0] == (0xab ^ 1),
+		"injected bit flip");
+	T_CHECK(nand_program(n, 17, data, oob) == 0, "program after failure");
+	nand_set_fault(n, NULL, NULL);
+	nand_counters_get(n, &c);
+	T_CHECK(c.faults >= 1, "faults counted");
+	/* power cut: nothing after the last sync is guaranteed */
+	T_CHECK(nand_sync(n) == 0, "sync");
+	T_CHECK(nand_program(n, 18, data, oob) == 0, "unsynced program");
+	T_CHECK(nand_erase(n, 3) == 0, "unsynced erase");
+	crash = malloc(size);
+	for (uint64_t seed = 0; seed < 64; seed++) {
+		long pending = nand_mem_crash_image(b, seed, false, crash);
+		T_EQ_U64(pending, 3, "three writes pending (data page, its oob, erase oob zeroing)");
+		/* synced state always there */
+		T_CHECK(crash[g.flash_off + 17 * 4096] == 0xab, "synced data kept");
+		T_CHECK(crash[g.oob_off + 15 * 64] == 0x11, "synced oob kept");
+	}
+	free(crash);
+	nand_destroy(n);
+	b->ops->destroy(b);
+	return t_result();
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * On-medium structures of the ublk-flash engine besides the superblock
+ * (common/oct-format.h): per-page OOB, trim records, checkpoints.  All
+ * little-endian (the engine only builds on little-endian hosts), each with
+ * magic, version and crc32c.  Described in docs/image-format.md.
+ */
+#ifndef OCTANT_FTL_FORMAT_H
+#define OCTANT_FTL_FORMAT_H
+
+#include <stdint.h>
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the ublk-flash on-medium format is little-endian"
+#endif
+
+#define FTL_FMT_VERSION 1u
+
+/* ---- OOB: the first 32 bytes of every page's out-of-band area ---------- */
+#define FTL_OOB_MAGIC 0x3142304fu   /* "O0B1" */
+enum ftl_oob_kind {
+	FTL_OOB_DATA = 1,    /* lpn = logical page */
+	FTL_OOB_TRIM = 2,    /* data = struct ftl_trim; lpn = range count */
+	FTL_OOB_CKPT = 3,    /* lpn = page index inside the checkpoint, seq = gen */
+	FTL_OOB_MOUNT = 4,   /* mount marker after a clean checkpoint, seq = gen */
+};
+
+struct ftl_oob {
+	uint32_t magic;
+	uint8_t  kind;
+	uint8_t  version;     /* FTL_FMT_VERSION */
+	uint16_t stream;      /* which open block wrote it (0 host, 1 gc, 2 ckpt) */
+	uint32_t lpn;
+	uint32_t data_crc;    /* crc32c of the page's data */
+	uint64_t seq;         /* global write sequence number (ckpt: generation) */
+	uint32_t ec;          /* erase count of the block when programmed */
+	uint32_t crc;         /* crc32c of these 32 bytes with crc = 0 */
+} __attribute__((packed));
+_Static_assert(sizeof(struct ftl_oob) == 32, "oob size");
+
+/* ---- trim record: a page that unmaps logical page ranges ---------------- */
+#define FTL_TRIM_MAGIC 0x4d495254u  /* "TRIM" */
+struct ftl_trim_range {
+	uint32_t lpn, count;
+};
+struct ftl_trim {
+	uint32_t magic;
+	uint32_t n;           /* ranges that follow */
+	struct ftl_trim_range r[];
+};
+
+/* ---- checkpoint ----------------------------------------------------------
+ * A checkpoint fills the first pages of one of FTL_CKPT_SLOTS slots (each
+ * slot_blocks erase blocks at the start of the flash): page 0 the header,
+ * then the payload (map: one uint32 per logical page; then one
+ * struct ftl_ckpt_blk per erase block), then one spare page for the mount
+ * marker.  Slots are used in turn (generation modulo FTL_CKPT_SLOTS).
+ */
+#define FTL_CKPT_MAGIC "OCTCKPT1"
+#define FTL_CKPT_SLOTS 4u
+#define FTL_CKPT_CLEAN 0x1u       /* written by a clean close */
+#define FTL_NSTREAMS   2u         /* open blocks: host writes, GC/WL copies */
+#define FTL_UNMAPPED   0xffffffffu
+#define FTL_NONE       0xffffffffu
+
+#define FTL_BLKF_MAYBE_DIRTY 0x1  /* free, but may hold pages left by a crash */
+
+enum ftl_blk_state {
+	FTL_BLK_FREE = 0,     /* erased, allocatable */
+	FTL_BLK_OPEN = 1,     /* being written by a stream */
+	FTL_BLK_FULL = 2,     /* written, holds valid and invalid pages */
+	FTL_BLK_PENDING = 3,  /* GC victim, no valid pages, awaiting erase */
+	FTL_BLK_CKPT = 4,     /* part of the checkpoint area */
+};
+
+struct ftl_ckpt_blk {
+	uint32_t ec;          /* erase count */
+	uint8_t  state;       /* enum ftl_blk_state */
+	uint8_t  flags;       /* FTL_BLKF_MAYBE_DIRTY */
+	uint8_t  pad[2];
+	uint64_t mtime;       /* seq of its last program (GC age) */
+} __attribute__((packed));
+_Static_assert(sizeof(struct ftl_ckpt_blk) == 16, "ckpt blk size");
+
+/* Counters carried from one mount to the next. */
+struct ftl_ckpt_counters {
+	uint64_t host_read_sectors, host_write_sectors;
+	uint64_t host_flushes, host_fua, host_discard_sectors;
+	uint64_t page_reads, page_programs, block_erases;
+	uint64_t rmw_subpage, rmw_straddle;
+	uint64_t gc_relocations, wl_relocations, ckpt_writes, nand_violations;
+	uint64_t last_mount_time;     /* unix seconds of the last rw mount */
+	uint32_t last_mount;          /* enum ftl_mount_kind */
+	uint32_t last_mount_us;       /* how long it took */
+} __attribute__((packed));
+
+struct ftl_ckpt_hdr {
+	char     magic[8];            /* FTL_CKPT_MAGIC */
+	uint32_t version;             /* FTL_FMT_VERSION */
+	uint32_t hdr_size;            /* sizeof(struct ftl_ckpt_hdr) */
+	uint64_t gen;                 /* generation, 1 = written by create */
+	uint64_t seq;                 /* covers every page with seq <= this */
+	uint32_t flags;               /* FTL_CKPT_CLEAN */
+	uint32_t payload_pages;
+	uint32_t nlpn, nblocks;       /* must match the superblock */
+	uint32_t payload_crc;         /* crc32c of the payload bytes */
+	uint8_t  uuid[16];            /* the superblock's */
+	struct { uint32_t blk, wp; } open[FTL_NSTREAMS];
+	uint64_t write_time;          /* unix seconds */
+	struct ftl_ckpt_counters cnt;
+	uint32_t crc;                 /* crc32c of the header with crc = 0 */
+} __attribute__((packed));
+
+#endif /* OCTANT_FTL_FORMAT_H */

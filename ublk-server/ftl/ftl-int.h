@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/* Engine internals shared by the ftl_*.c files.  Not a public API. */
+#ifndef OCTANT_FTL_INT_H
+#define OCTANT_FTL_INT_H
+
+#include <pthread.h>
+
+#include "ftl.h"
+#include "ftl-format.h"
+#include "nand.h"
+#include "oct-format.h"
+
+#define FTL_NSTRIPES     256u   /* per-page range locks (hashed) */
+#define FTL_GC_RESERVE   3u     /* free blocks only GC may take */
+#define FTL_MIN_SPARE    4u     /* spare blocks beyond the logical size */
+#define FTL_MAX_PAGE     16384u
+#define STREAM_HOST      0
+#define STREAM_GC        1
+
+/* Geometry derived from the create options or the superblock. */
+struct ftl_geom {
+	enum ftl_align_mode align;
+	uint32_t shift;              /* 512 odd, 0 1m */
+	uint64_t size;               /* logical bytes */
+	uint32_t ps, ppb, oob, op;   /* page size, pages/block, oob, permille */
+	uint32_t nlpn;               /* logical pages */
+	uint32_t data_blocks, ckpt_blocks, nblocks, slot_blocks;
+	uint32_t payload_pages;      /* checkpoint payload */
+	uint64_t flash_off, oob_off, image_size;
+};
+
+struct ftl_stream {
+	uint32_t blk, wp;            /* FTL_NONE: no open block */
+};
+
+struct ftl {
+	pthread_mutex_t lock;        /* map updates, blocks, streams, nand */
+	pthread_rwlock_t io_rw;      /* shared: data reads; exclusive: erases */
+	pthread_mutex_t stripe[FTL_NSTRIPES];
+	struct ftl_geom g;
+	struct oct_sb sb;
+	struct nand *nand;
+	int fd;
+	bool readonly;
+	struct ftl_open_opts o;
+
+	uint32_t *map;               /* lpn -> ppn, FTL_UNMAPPED; atomic */
+	uint32_t *valid;             /* per block: valid pages */
+	uint8_t  *state;             /* per block: enum ftl_blk_state */
+	uint64_t *mtime;             /* per block: seq of last program */
+	uint64_t *trim_seq;          /* per block: newest trim record in it */
+	uint8_t  *fdirty;            /* per block: free but maybe not erased
+	                                (after a crash); checked before use */
+	uint32_t *freel;             /* free blocks (unordered) */
+	uint32_t nfree;
+	uint32_t *pend;              /* PENDING blocks awaiting erase */
+	uint64_t *pend_gen;          /* sync generation when they became so */
+	uint32_t npend;
+	struct ftl_stream st[FTL_NSTREAMS];
+	uint64_t seq;                /* last sequence number used */
+	uint64_t sync_gen;           /* completed nand_syncs */
+	uint64_t ckpt_gen, ckpt_seq; /* newest durable checkpoint */
+	uint32_t ckpt_interval, allocs_since_ckpt;
+	uint64_t seq_gap;            /* a checkpoint at least every seq_gap
+	                                programs; recovery skips this far */
+	bool ckpt_due;
+	uint64_t mapped;
+	uint64_t wl_erases;          /* erases since the last static-WL move */
+	uint32_t gc_batch, gc_batch_max; /* victims per forced sync (adaptive) */
+	uint8_t *gcbuf, *oobbuf, *oobbuf2, *zero, *ckbuf;
+
+	/* counters: persisted part (ckpt) + this mount's atomics */
+	struct ftl_ckpt_counters base;
+	struct nand_counters nbase;  /* nand counters at mount */
+	uint64_t c_rs, c_ws, c_fl, c_fua, c_ds, c_sub, c_str, c_gc, c_wl, c_ck;
+	enum ftl_mount_kind mount_kind;
+	double mount_ms;
+};
+
+#define CADD(f, field, n) __atomic_fetch_add(&(f)->field, (n), __ATOMIC_RELAXED)
+
+/* ftl_geom.c */
+int ftl_geom_compute(struct ftl_geom *g, uint64_t size, enum ftl_align_mode a,
+		     uint32_t ps, uint32_t ppb, uint32_t oob, uint32_t op);
+int ftl_sb_build(struct oct_sb *sb, const struct ftl_geom *g);
+int ftl_sb_decode(const struct oct_sb *sb, struct ftl_geom *g);
+int ftl_sb_load(const uint8_t *area, size_t len, struct oct_sb *sb,
+		struct ftl_geom *g, int *bad_copies);
+void ftl_oob_fill(struct ftl_oob *o, uint8_t kind, uint16_t stream,
+		  uint32_t lpn, uint64_t seq, uint32_t ec, const void *data,
+		  uint32_t ps);
+bool ftl_oob_ok(const struct ftl_oob *o);
+
+/* ftl_open.c, ftl_stats.c */
+int ftl_fd_size(int fd, uint64_t *size, bool *blkdev);
+void ftl_topo_fill(const struct ftl_geom *g, struct align_topology *t);
+void ftl_counters_snapshot(struct ftl *f, struct ftl_ckpt_counters *c);
+int ftl_create_opts_geom(const struct ftl_create_opts *o, struct ftl_geom *g);
+
+/* ftl_core.c: building an engine on a nand */
+int ftl_alloc(const struct ftl_geom *g, struct ftl **out);
+void ftl_free(struct ftl *f);
+void ftl_rebuild_lists(struct ftl *f);
+int ftl_mount(struct ftl *f, const struct ftl_open_opts *o);
+
+/* ftl_ckpt.c */
+int ftl_ckpt_write(struct ftl *f, bool clean);
+int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
+		  int *bad, FILE *report);
+int ftl_ckpt_mount_marker(struct ftl *f, bool *present, bool write);
+uint64_t ftl_ckpt_slot_page(const struct ftl *f, uint64_t gen, uint32_t idx);
+
+/* ftl_recover.c */
+int ftl_roll_forward(struct ftl *f, bool full_scan);
+
+/* ftl_gc.c */
+int ftl_alloc_page(struct ftl *f, int stream, uint64_t *ppn);
+int ftl_gc_free_space(struct ftl *f);
+int ftl_erase_pending(struct ftl *f, bool force_sync);
+int ftl_sync(struct ftl *f);
+
+/* ftl_write.c */
+int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
+		  uint8_t kind, uint64_t *seq_out);
+void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn);
+void ftl_map_unset(struct ftl *f, uint32_t lpn);
+
+static inline uint32_t ftl_map_get(const struct ftl *f, uint32_t lpn)
+{
+	return __atomic_load_n(&f->map[lpn], __ATOMIC_ACQUIRE);
+}
+
+/* ---- seams for tests (tests/unit/ftl-*.c) ----------------------------- */
+
+/* Create an image on any backing of g.image_size bytes (see
+ * ftl_test_image_size). */
+int ftl_create_backing(struct nand_backing *b, const struct ftl_create_opts *o);
+/* Image size for create options (0 on bad options). */
+uint64_t ftl_test_image_size(const struct ftl_create_opts *o);
+/* Open an image on a backing; the engine owns @b afterwards. */
+int ftl_open_backing(struct nand_backing *b, const struct ftl_open_opts *o,
+		     struct ftl **out);
+/* Free without a checkpoint (as if the process died). */
+void ftl_abandon(struct ftl *f);
+struct nand *ftl_test_nand(struct ftl *f);
+
+#endif

@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: MIT */
+/* Checkpoints: map, block states, erase counts and counters, written to
+ * rotating slots (see ftl-format.h and docs/image-format.md). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "crc32c.h"
+#include "ftl-int.h"
+
+/* Physical page @idx of the slot that generation @gen uses. */
+uint64_t ftl_ckpt_slot_page(const struct ftl *f, uint64_t gen, uint32_t idx)
+{
+	uint64_t slot = gen % FTL_CKPT_SLOTS;
+
+	return slot * f->g.slot_blocks * f->g.ppb + idx;
+}
+
+static uint64_t map_bytes(const struct ftl *f)
+{
+	return (uint64_t)f->g.nlpn * sizeof(uint32_t);
+}
+
+static uint64_t tab_bytes(const struct ftl *f)
+{
+	return (uint64_t)f->g.nblocks * sizeof(struct ftl_ckpt_blk);
+}
+
+/* Payload page @i (map bytes, then the block table in f->ckbuf) into @buf. */
+static void payload_page(struct ftl *f, uint32_t i, uint8_t *buf)
+{
+	uint64_t ps = f->g.ps, lo = i * ps, hi = lo + ps, m = map_bytes(f);
+	uint64_t end = m + tab_bytes(f);
+
+	memset(buf, 0, ps);
+	for (uint64_t o = lo; o < hi && o < end;) {
+		uint64_t n;
+		if (o < m) {
+			n = (m < hi ? m : hi) - o;
+			memcpy(buf + (o - lo), (uint8_t *)f->map + o, n);
+		} else {
+			n = (end < hi ? end : hi) - o;
+			memcpy(buf + (o - lo), f->ckbuf + (o - m), n);
+		}
+		o += n;
+	}
+}
+
+static uint8_t *pagebuf(struct ftl *f)
+{
+	return f->ckbuf + tab_bytes(f);
+}
+
+static int prog_ckpt_page(struct ftl *f, uint64_t gen, uint32_t idx,
+			  uint8_t kind, const void *data)
+{
+	uint8_t oob[1024];
+	uint64_t ppn = ftl_ckpt_slot_page(f, gen, idx);
+
+	memset(oob, 0, f->g.oob);
+	ftl_oob_fill((struct ftl_oob *)oob, kind, 2, idx, gen,
+		     nand_block_ec(f->nand, (uint32_t)(ppn / f->g.ppb)), data,
+		     f->g.ps);
+	return nand_program(f->nand, ppn, data, oob);
+}
+
+/*
+ * Write a checkpoint of the current state (f->lock held): sync first so
+ * that everything it points to is durable, erase the next slot, program
+ * header and payload, sync.
+ */
+int ftl_ckpt_write(struct ftl *f, bool clean)
+{
+	const struct ftl_geom *g = &f->g;
+	struct ftl_ckpt_blk *tab = (struct ftl_ckpt_blk *)f->ckbuf;
+	struct ftl_ckpt_hdr *h;
+	uint8_t *pb = pagebuf(f);
+	uint64_t gen = f->ckpt_gen + 1;
+	uint32_t crc = 0, b0;
+	int r;
+
+	if (f->readonly)
+		return -EROFS;
+	r = ftl_sync(f);
+	if (r)
+		return r;
+	for (uint32_t b = 0; b < g->nblocks; b++) {
+		memset(&tab[b], 0, sizeof(tab[b]));
+		tab[b].ec = nand_block_ec(f->nand, b);
+		tab[b].state = f->state[b];
+		tab[b].flags = f->fdirty[b] ? FTL_BLKF_MAYBE_DIRTY : 0;
+		tab[b].mtime = f->mtime[b];
+	}
+	for (uint32_t i = 0; i < g->payload_pages; i++) {
+		payload_page(f, i, pb);
+		crc = oct_crc32c(crc, pb, g->ps);
+	}
+	b0 = (uint32_t)(ftl_ckpt_slot_page(f, gen, 0) / g->ppb);
+	for (uint32_t b = b0; b < b0 + g->slot_blocks; b++) {
+		r = nand_erase(f->nand, b);
+		if (r)
+			return r;
+	}
+	memset(pb, 0, g->ps);
+	h = (struct ftl_ckpt_hdr *)pb;
+	memcpy(h->magic, FTL_CKPT_MAGIC, 8);
+	h->version = FTL_FMT_VERSION;
+	h->hdr_size = sizeof(*h);
+	h->gen = gen;
+	h->seq = f->seq;
+	h->flags = clean ? FTL_CKPT_CLEAN : 0;
+	h->payload_pages = g->payload_pages;
+	h->nlpn = g->nlpn;
+	h->nblocks = g->nblocks;
+	h->payload_crc = crc;
+	memcpy(h->uuid, f->sb.uuid, 16);
+	for (unsigned s = 0; s < FTL_NSTREAMS; s++) {
+		h->open[s].blk = f->st[s].blk;
+		h->open[s].wp = f->st[s].wp;
+	}
+	h->write_time = (uint64_t)time(NULL);
+	CADD(f, c_ck, 1);
+	ftl_counters_snapshot(f, &h->cnt);
+	h->crc = 0;
+	h->crc = oct_crc32c(0, h, sizeof(*h));
+	r = prog_ckpt_page(f, gen, 0, FTL_OOB_CKPT, pb);
+	for (uint32_t i = 0; !r && i < g->payload_pages; i++) {
+		payload_page(f, i, pb);
+		r = prog_ckpt_page(f, gen, i + 1, FTL_OOB_CKPT, pb);
+	}
+	if (!r)
+		r = ftl_sync(f);
+	if (r)
+		return r;
+	f->ckpt_gen = gen;
+	f->ckpt_seq = f->seq;
+	f->allocs_since_ckpt = 0;
+	f->ckpt_due = false;
+	return 0;
+}
+
+/* Read and check the header of slot @slot; 0 and *h, or -EBADMSG. */
+static int read_hdr(struct ftl *f, uint32_t slot, struct ftl_ckpt_hdr *h,
+		    bool *looks_used)
+{
+	uint8_t oob[1024], *pb = pagebuf(f);
+	struct ftl_oob *o = (struct ftl_oob *)oob;
+	uint64_t ppn = (uint64_t)slot * f->g.slot_blocks * f->g.ppb;
+	struct ftl_ckpt_hdr t;
+	int r;
+
+	*looks_used = false;
+	r = nand_read_oob(f->nand, ppn, oob);
+	if (r)
+		return r;
+	for (uint32_t i = 0; i < sizeof(*o); i++)
+		if (oob[i])
+			*looks_used = true;
+	if (!ftl_oob_ok(o) || o->kind != FTL_OOB_CKPT || o->lpn != 0)
+		return -EBADMSG;
+	r = nand_read(f->nand, ppn, 0, pb, f->g.ps);
+	if (r)
+		return r;
+	if (oct_crc32c(0, pb, f->g.ps) != o->data_crc)
+		return -EBADMSG;
+	memcpy(&t, pb, sizeof(t));
+	*h = t;
+	t.crc = 0;
+	if (memcmp(t.magic, FTL_CKPT_MAGIC, 8) || t.version != FTL_FMT_VERSION ||
+	    t.hdr_size != sizeof(t) || oct_crc32c(0, &t, sizeof(t)) != h->crc)
+		return -EBADMSG;
+	if (t.gen != o->seq || t.gen % FTL_CKPT_SLOTS != slot ||
+	    t.nlpn != f->g.nlpn || t.nblocks != f->g.nblocks ||
+	    t.payload_pages != f->g.payload_pages ||
+	    memcmp(t.uuid, f->sb.uuid, 16) || (t.flags & ~FTL_CKPT_CLEAN) ||
+	    t.cnt.last_mount > FTL_MOUNT_SCAN)
+		return -EBADMSG;
+	return 0;
+}
+
+/* Load and check the payload of @h into the engine; -EBADMSG if bad. */
+static int load_payload(struct ftl *f, const struct ftl_ckpt_hdr *h)
+{
+	const struct ftl_geom *g = &f->g;
+	struct ftl_ckpt_blk *tab = (struct ftl_ckpt_blk *)f->ckbuf;
+	uint64_t m = map_bytes(f), end = m + tab_bytes(f), total;
+	uint8_t oob[1024], *pb = pagebuf(f);
+	struct ftl_oob *o = (struct ftl_oob *)oob;
+	uint32_t crc = 0;
+	int r;
+
+	total = (uint64_t)g->nblocks * g->ppb;
+	for (uint32_t i = 0; i < g->payload_pages; i++) {
+		uint64_t ppn = ftl_ckpt_slot_page(f, h->gen, i + 1);
+		uint64_t lo = (uint64_t)i * g->ps, hi = lo + g->ps;
+
+		r = nand_read_oob(f->nand, ppn, oob);
+		if (!r)
+			r = nand_read(f->nand, ppn, 0, pb, g->ps);
+		if (r)
+			return r;
+		if (!ftl_oob_ok(o) || o->kind != FTL_OOB_CKPT ||
+		    o->seq != h->gen || o->lpn != i + 1 ||
+		    oct_crc32c(0, pb, g->ps) != o->data_crc)
+			return -EBADMSG;
+		crc = oct_crc32c(crc, pb, g->ps);
+		for (uint64_t p = lo; p < hi && p < end;) {
+			uint64_t n;
+			if (p < m) {
+				n = (m < hi ? m : hi) - p;
+				memcpy((uint8_t *)f->map + p, pb + (p - lo), n);
+			} else {
+				n = (end < hi ? end : hi) - p;
+				memcpy(f->ckbuf + (p - m), pb + (p - lo), n);
+			}
+			p += n;
+		}
+	}
+	if (crc != h->payload_crc)
+		return -EBADMSG;
+	for (uint32_t l = 0; l < g->nlpn; l++) {
+		uint32_t p = f->map[l];
+		if (p != FTL_UNMAPPED &&
+		    (p >= total || p / g->ppb < g->ckpt_blocks))
+			return -EBADMSG;
+	}
+	for (uint32_t b = 0; b < g->nblocks; b++) {
+		bool ck = b < g->ckpt_blocks;
+		if (tab[b].state > FTL_BLK_CKPT || tab[b].pad[0] || tab[b].pad[1] ||
+		    (tab[b].flags & ~FTL_BLKF_MAYBE_DIRTY) ||
+		    (ck != (tab[b].state == FTL_BLK_CKPT)) || tab[b].mtime > h->seq)
+			return -EBADMSG;
+	}
+	for (unsigned s = 0; s < FTL_NSTREAMS; s++) {
+		uint32_t b = h->open[s].blk;
+		if (b == FTL_NONE)
+			continue;
+		if (b >= g->nblocks || tab[b].state != FTL_BLK_OPEN ||
+		    h->open[s].wp > g->ppb)
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+/* Take over a loaded checkpoint: block states, nand state, streams. */
+static void apply(struct ftl *f, const struct ftl_ckpt_hdr *h)
+{
+	const struct ftl_geom *g = &f->g;
+	struct ftl_ckpt_blk *tab = (struct ftl_ckpt_blk *)f->ckbuf;
+	uint32_t b0 = (uint32_t)(ftl_ckpt_slot_page(f, h->gen, 0) / g->ppb);
+	uint32_t used = g->payload_pages + 1;
+
+	for (uint32_t b = 0; b < g->nblocks; b++) {
+		uint32_t wp = g->ppb;
+
+		f->state[b] = tab[b].state;
+		f->mtime[b] = tab[b].mtime;
+		f->trim_seq[b] = 0;
+		f->fdirty[b] = tab[b].flags & FTL_BLKF_MAYBE_DIRTY;
+		if (tab[b].state == FTL_BLK_FREE)
+			wp = 0;
+		if (b >= b0 && b < b0 + g->slot_blocks) {
+			uint64_t first = (uint64_t)(b - b0) * g->ppb;
+			wp = used <= first ? 0 : used - first > g->ppb ?
+			     g->ppb : (uint32_t)(used - first);
+		}
+		nand_set_block(f->nand, b, wp, tab[b].ec);
+	}
+	for (unsigned s = 0; s < FTL_NSTREAMS; s++) {
+		f->st[s].blk = h->open[s].blk;
+		f->st[s].wp = h->open[s].wp;
+		if (f->st[s].blk != FTL_NONE)
+			nand_set_block(f->nand, f->st[s].blk, f->st[s].wp,
+				       tab[f->st[s].blk].ec);
+	}
+	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
+		bool open = false;
+		for (unsigned s = 0; s < FTL_NSTREAMS; s++)
+			open |= f->st[s].blk == b;
+		if (f->state[b] == FTL_BLK_OPEN && !open)
+			f->state[b] = FTL_BLK_FULL;
+	}
+	f->ckpt_gen = h->gen;
+	f->ckpt_seq = f->seq = h->seq;
+	f->base = h->cnt;
+}
+
+/*
+ * Find the newest valid checkpoint and load it into @f.  *gen_out / *flags
+ * describe it.  With @report, describe every slot there; *bad counts slots
+ * that hold a damaged checkpoint that should have been valid.  -EBADMSG if
+ * none is valid.
+ */
+int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
+		  int *bad, FILE *report)
+{
+	struct ftl_ckpt_hdr h[FTL_CKPT_SLOTS];
+	int ok[FTL_CKPT_SLOTS], order[FTL_CKPT_SLOTS], n = 0, r, chosen = -1;
+	bool used[FTL_CKPT_SLOTS];
+	uint64_t cgen = 0;
+
+	for (uint32_t s = 0; s < FTL_CKPT_SLOTS; s++) {
+		ok[s] = read_hdr(f, s, &h[s], &used[s]);
+		if (ok[s] && ok[s] != -EBADMSG)
+			return ok[s];
+		if (!ok[s])
+			order[n++] = (int)s;
+	}
+	/* newest first */
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++)
+			if (h[order[j]].gen > h[order[i]].gen) {
+				int t = order[i];
+				order[i] = order[j];
+				order[j] = t;
+			}
+	for (int i = 0; i < n; i++) {
+		int s = order[i];
+		r = load_payload(f, &h[s]);
+		if (r == -EBADMSG) {
+			ok[s] = r;
+			continue;
+		}
+		if (r)
+			return r;
+		chosen = s;
+		break;
+	}
+	if (chosen >= 0) {
+		apply(f, &h[chosen]);
+		cgen = h[chosen].gen;
+		*gen_out = cgen;
+		*flags = h[chosen].flags;
+	}
+	if (bad)
+		*bad = 0;
+	for (uint32_t s = 0; s < FTL_CKPT_SLOTS; s++) {
+		bool torn_newest = chosen >= 0 &&
+			!(h[chosen].flags & FTL_CKPT_CLEAN) &&
+			(ok[s] == 0 ? h[s].gen > cgen : true);
+		if (report)
+			fprintf(report, "checkpoint slot %u: %s%s gen %llu\n", s,
+				(int)s == chosen ? "in use, " : "",
+				!used[s] ? "empty" : ok[s] ? "damaged" : "valid",
+				ok[s] ? 0ull : (unsigned long long)h[s].gen);
+		if (used[s] && ok[s] && bad && !torn_newest)
+			(*bad)++;
+	}
+	return chosen >= 0 ? 0 : -EBADMSG;
+}
+
+/*
+ * The mount marker: a page after the clean checkpoint, programmed (and
+ * synced) before the first write of a mount that started clean.  A clean
+ * checkpoint with a marker means the last mount did not close cleanly.
+ */
+int ftl_ckpt_mount_marker(struct ftl *f, bool *present, bool write)
+{
+	uint32_t idx = f->g.payload_pages + 1;
+	uint64_t ppn = ftl_ckpt_slot_page(f, f->ckpt_gen, idx);
+	uint8_t oob[1024];
+	struct ftl_oob *o = (struct ftl_oob *)oob;
+	int r;
+
+	if (!write) {
+		r = nand_read_oob(f->nand, ppn, oob);
+		if (r)
+			return r;
+		*present = ftl_oob_ok(o) && o->kind == FTL_OOB_MOUNT &&
+			   o->seq == f->ckpt_gen;
+		return 0;
+	}
+	r = prog_ckpt_page(f, f->ckpt_gen, idx, FTL_OOB_MOUNT, f->zero);
+	if (!r)
+		r = ftl_sync(f);
+	return r;
+}

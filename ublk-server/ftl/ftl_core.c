@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/* Engine state: allocation, block lists, mounting (clean / roll-forward /
+ * scan). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ftl-int.h"
+
+/* Allocate an engine for geometry @g: everything unmapped, no nand yet. */
+int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
+{
+	struct ftl *f = calloc(1, sizeof(*f));
+	pthread_rwlockattr_t ra;
+	size_t nb = g->nblocks;
+
+	if (!f)
+		return -ENOMEM;
+	f->g = *g;
+	f->fd = -1;
+	f->map = malloc((size_t)g->nlpn * sizeof(*f->map));
+	f->valid = calloc(nb, sizeof(*f->valid));
+	f->state = calloc(nb, 1);
+	f->mtime = calloc(nb, sizeof(*f->mtime));
+	f->trim_seq = calloc(nb, sizeof(*f->trim_seq));
+	f->fdirty = calloc(nb, 1);
+	f->freel = calloc(nb, sizeof(*f->freel));
+	f->pend = calloc(nb, sizeof(*f->pend));
+	f->pend_gen = calloc(nb, sizeof(*f->pend_gen));
+	f->gcbuf = aligned_alloc(4096, g->ps);
+	f->zero = aligned_alloc(4096, g->ps);
+	f->oobbuf = malloc((size_t)g->ppb * g->oob);
+	f->oobbuf2 = malloc((size_t)g->ppb * g->oob);
+	f->ckbuf = malloc(nb * sizeof(struct ftl_ckpt_blk) + g->ps);
+	if (!f->map || !f->valid || !f->state || !f->mtime || !f->trim_seq ||
+	    !f->fdirty || !f->freel || !f->pend || !f->pend_gen || !f->gcbuf || !f->zero ||
+	    !f->oobbuf || !f->oobbuf2 || !f->ckbuf) {
+		ftl_free(f);
+		return -ENOMEM;
+	}
+	memset(f->map, 0xff, (size_t)g->nlpn * sizeof(*f->map));
+	memset(f->zero, 0, g->ps);
+	for (uint32_t b = 0; b < g->ckpt_blocks; b++)
+		f->state[b] = FTL_BLK_CKPT;
+	for (int s = 0; s < (int)FTL_NSTREAMS; s++)
+		f->st[s].blk = FTL_NONE;
+	f->ckpt_interval = g->data_blocks / 4 > 16 ? g->data_blocks / 4 : 16;
+	f->seq_gap = 2ull * f->ckpt_interval * g->ppb;
+	f->gc_batch = 1;
+	f->gc_batch_max = (g->data_blocks - (g->nlpn + g->ppb - 1) / g->ppb) / 8;
+	if (f->gc_batch_max < 1)
+		f->gc_batch_max = 1;
+	if (f->gc_batch_max > 16)
+		f->gc_batch_max = 16;
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(&ra,
+		PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&f->io_rw, &ra);
+	pthread_rwlockattr_destroy(&ra);
+	for (unsigned i = 0; i < FTL_NSTRIPES; i++)
+		pthread_mutex_init(&f->stripe[i], NULL);
+	*out = f;
+	return 0;
+}
+
+/* Free an engine and its nand (closing nothing else). */
+void ftl_free(struct ftl *f)
+{
+	if (!f)
+		return;
+	if (f->nand)
+		nand_destroy(f->nand);
+	free(f->map);
+	free(f->valid);
+	free(f->state);
+	free(f->mtime);
+	free(f->trim_seq);
+	free(f->fdirty);
+	free(f->freel);
+	free(f->pend);
+	free(f->pend_gen);
+	free(f->gcbuf);
+	free(f->zero);
+	free(f->oobbuf);
+	free(f->oobbuf2);
+	free(f->ckbuf);
+	pthread_mutex_destroy(&f->lock);
+	pthread_rwlock_destroy(&f->io_rw);
+	for (unsigned i = 0; i < FTL_NSTRIPES; i++)
+		pthread_mutex_destroy(&f->stripe[i]);
+	free(f);
+}
+
+/* Recompute valid counts, the free and pending lists from map and states. */
+void ftl_rebuild_lists(struct ftl *f)
+{
+	const struct ftl_geom *g = &f->g;
+
+	memset(f->valid, 0, (size_t)g->nblocks * sizeof(*f->valid));
+	f->mapped = 0;
+	for (uint32_t l = 0; l < g->nlpn; l++) {
+		uint32_t p = f->map[l];
+		if (p == FTL_UNMAPPED)
+			continue;
+		f->valid[p / g->ppb]++;
+		f->mapped++;
+	}
+	f->nfree = f->npend = 0;
+	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
+		if (f->state[b] == FTL_BLK_FREE)
+			f->freel[f->nfree++] = b;
+		else if (f->state[b] == FTL_BLK_PENDING) {
+			f->pend_gen[f->npend] = 0;  /* durable: no sync needed */
+			f->pend[f->npend++] = b;
+		}
+	}
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/*
+ * Bring the nand-backed engine @f to a usable state: newest valid
+ * checkpoint, then nothing more (clean), roll-forward (after a crash), or a
+ * full OOB scan (o->scan).  A read-write mount then makes its state durable
+ * (mount marker, or a new checkpoint) before any write.
+ */
+int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
+{
+	double t0 = now_ms();
+	uint64_t gen = 0;
+	uint32_t flags = 0;
+	bool marker = false;
+	int r;
+
+	f->o = *o;
+	if (!f->o.wl_threshold)
+		f->o.wl_threshold = 128;
+	f->readonly = o->readonly;
+	r = ftl_ckpt_find(f, &gen, &flags, NULL, NULL);
+	if (r && (!o->scan || r != -EBADMSG))
+		return r;
+	if (o->scan) {
+		/* forget everything but the generation and counters */
+		memset(f->map, 0xff, (size_t)f->g.nlpn * sizeof(*f->map));
+		f->seq = f->ckpt_seq = 0;
+		r = ftl_roll_forward(f, true);
+		f->mount_kind = FTL_MOUNT_SCAN;
+	} else {
+		if (flags & FTL_CKPT_CLEAN) {
+			r = ftl_ckpt_mount_marker(f, &marker, false);
+			if (r)
+				return r;
+		}
+		if ((flags & FTL_CKPT_CLEAN) && !marker) {
+			f->mount_kind = FTL_MOUNT_CLEAN;
+		} else {
+			r = ftl_roll_forward(f, false);
+			f->mount_kind = FTL_MOUNT_ROLL_FORWARD;
+		}
+	}
+	if (r)
+		return r;
+	ftl_rebuild_lists(f);
+	nand_counters_get(f->nand, &f->nbase);
+	f->mount_ms = now_ms() - t0;
+	if (f->readonly)
+		return 0;
+	f->base.last_mount = f->mount_kind;
+	f->base.last_mount_time = (uint64_t)time(NULL);
+	f->base.last_mount_us = (uint32_t)(f->mount_ms * 1000);
+	pthread_mutex_lock(&f->lock);
+	if (f->mount_kind == FTL_MOUNT_CLEAN)
+		r = ftl_ckpt_mount_marker(f, &marker, true);
+	else
+		r = ftl_ckpt_write(f, false);
+	pthread_mutex_unlock(&f->lock);
+	f->mount_ms = now_ms() - t0;
+	f->base.last_mount_us = (uint32_t)(f->mount_ms * 1000);
+	return r;
+}
+
+
+/* The nand under an engine (tests). */
+struct nand *ftl_test_nand(struct ftl *f)
+{
+	return f->nand;
+}

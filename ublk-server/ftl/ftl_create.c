@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT */
+/* Creating images: geometry, superblocks, the first checkpoints. */
+#include <blkid.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ftl-int.h"
+
+/* Geometry for create options, defaults filled in. */
+int ftl_create_opts_geom(const struct ftl_create_opts *o, struct ftl_geom *g)
+{
+	return ftl_geom_compute(g, o->size, o->align,
+				o->page_size ? o->page_size : 4096,
+				o->pages_per_block ? o->pages_per_block : 64,
+				o->oob_size ? o->oob_size : 64,
+				o->op_permille ? o->op_permille : 70);
+}
+
+/* Image size for create options, 0 if they are bad (tests). */
+uint64_t ftl_test_image_size(const struct ftl_create_opts *o)
+{
+	struct ftl_geom g;
+
+	return ftl_create_opts_geom(o, &g) ? 0 : g.image_size;
+}
+
+/*
+ * Format a backing whose bytes read as zeroes where it matters (OOB area,
+ * checkpoint area): two superblock copies, then two checkpoints of the
+ * empty state (so two valid copies exist from the start).  @b is not taken.
+ */
+int ftl_create_backing(struct nand_backing *b, const struct ftl_create_opts *o)
+{
+	uint8_t area[OCT_SB_AREA];
+	struct nand_geom ng;
+	struct ftl_geom g;
+	struct nand *n = NULL;
+	struct ftl *f = NULL;
+	int r;
+
+	r = ftl_create_opts_geom(o, &g);
+	if (r)
+		return r;
+	r = ftl_alloc(&g, &f);
+	if (r)
+		return r;
+	ftl_sb_build(&f->sb, &g);
+	memset(area, 0, sizeof(area));
+	memcpy(area, &f->sb, OCT_SB_SIZE);
+	memcpy(area + OCT_SB_COPY_OFFSET, &f->sb, OCT_SB_SIZE);
+	ng = (struct nand_geom){ .page_size = g.ps, .oob_size = g.oob,
+		.ppb = g.ppb, .nblocks = g.nblocks, .flash_off = g.flash_off,
+		.oob_off = g.oob_off };
+	r = nand_create(b, &ng, &n);
+	if (r)
+		goto out;
+	f->nand = n;
+	for (uint32_t blk = 0; blk < g.nblocks; blk++)
+		nand_set_block(n, blk, blk < g.ckpt_blocks ? g.ppb : 0, 0);
+	ftl_rebuild_lists(f);
+	r = ftl_ckpt_write(f, true);
+	if (!r)
+		r = ftl_ckpt_write(f, true);
+	/* superblock last: an interrupted create leaves no valid image */
+	if (!r)
+		r = b->ops->pwrite(b, area, sizeof(area), 0);
+	if (!r)
+		r = b->ops->sync(b);
+out:
+	if (n)
+		nand_detach(n);
+	ftl_free(f);
+	return r;
+}
+
+/* Does @fd hold an octant image or a signature libblkid knows? */
+static int has_signature(int fd, const char *path)
+{
+	uint8_t area[OCT_SB_AREA];
+	blkid_probe pr;
+	ssize_t n;
+	int r;
+
+	n = pread(fd, area, sizeof(area), 0);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= 8 && !memcmp(area, OCT_SB_MAGIC, 8))
+		return 1;
+	if ((size_t)n >= OCT_SB_COPY_OFFSET + 8 &&
+	    !memcmp(area + OCT_SB_COPY_OFFSET, OCT_SB_MAGIC, 8))
+		return 1;
+	pr = blkid_new_probe_from_filename(path);
+	if (!pr)
+		return 0;               /* too small to probe */
+	blkid_probe_enable_superblocks(pr, 1);
+	blkid_probe_enable_partitions(pr, 1);
+	r = blkid_do_safeprobe(pr);
+	blkid_free_probe(pr);
+	return r == 0 || r == -2;       /* found, or ambiguous */
+}
+
+/* Create a fresh image at @path (see ftl.h). */
+int ftl_create(const char *path, const struct ftl_create_opts *o)
+{
+	struct nand_backing *b = NULL;
+	struct ftl_geom g;
+	uint64_t size;
+	bool blkdev;
+	int fd, r;
+
+	r = ftl_create_opts_geom(o, &g);
+	if (r)
+		return r;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	r = ftl_fd_size(fd, &size, &blkdev);
+	if (r)
+		goto out;
+	if (size) {
+		r = has_signature(fd, path);
+		if (r < 0)
+			goto out;
+		if (r && !o->force) {
+			r = -EEXIST;
+			goto out;
+		}
+	}
+	if (blkdev) {
+		if (size < g.image_size) {
+			r = -ENOSPC;
+			goto out;
+		}
+	} else if (ftruncate(fd, 0) || ftruncate(fd, (off_t)g.image_size)) {
+		r = -errno;
+		goto out;
+	}
+	r = nand_backing_fd(fd, &b);
+	if (r)
+		goto out;
+	if (blkdev) {
+		/* zero what must read as zeroes: superblocks, ckpt area, OOB */
+		r = b->ops->punch(b, 0, g.flash_off + (uint64_t)g.ckpt_blocks *
+				  g.ppb * g.ps);
+		if (!r)
+			r = b->ops->punch(b, g.oob_off, g.image_size - g.oob_off);
+		if (r)
+			goto out;
+	}
+	r = ftl_create_backing(b, o);
+out:
+	if (b)
+		b->ops->destroy(b);
+	close(fd);
+	return r;
+}

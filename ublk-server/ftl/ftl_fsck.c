@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fsck: check an image without mounting it — superblock copies,
+ * checkpoints, the map against the OOB and data CRCs, NAND-rule
+ * invariants (erased free blocks, nothing programmed past a write
+ * pointer).  Read-only unless @repair.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "ftl-int.h"
+
+struct fsck {
+	FILE *log;            /* findings (memstream) */
+	char *buf;
+	size_t len;
+	int problems, warnings, nfind;
+	bool json;
+	uint32_t *bad_lpn;    /* map entries to drop on repair */
+	uint32_t nbad;
+	int sb_bad;           /* bit per bad superblock copy */
+	bool no_ckpt, dirty;
+	uint64_t gen, mapped;
+};
+
+static void finding(struct fsck *k, bool problem, const char *fmt, ...)
+{
+	va_list ap;
+	char line[512];
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (problem)
+		k->problems++;
+	else
+		k->warnings++;
+	if (k->json) {
+		fprintf(k->log, "%s{\"problem\":%s,\"what\":\"", k->nfind ? "," : "",
+			problem ? "true" : "false");
+		for (char *p = line; *p; p++)
+			fprintf(k->log, *p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
+		fputs("\"}", k->log);
+	} else {
+		fprintf(k->log, "%s: %s\n", problem ? "PROBLEM" : "note", line);
+	}
+	k->nfind++;
+}
+
+static bool oob_zero(const uint8_t *o, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (o[i])
+			return false;
+	return true;
+}
+
+/* Map vs OOB and data, and per-block NAND invariants. */
+static int check_blocks(struct ftl *f, struct fsck *k)
+{
+	const struct ftl_geom *g = &f->g;
+	uint64_t total = (uint64_t)g->nblocks * g->ppb;
+	uint8_t *seen = calloc(total / 8 + 1, 1);
+	uint8_t *page = malloc(g->ps);
+	int r = 0;
+
+	k->bad_lpn = calloc(g->nlpn, sizeof(*k->bad_lpn));
+	if (!seen || !page || !k->bad_lpn) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t l = 0; l < g->nlpn; l++) {
+		uint32_t p = f->map[l], b;
+		uint8_t oob[1024];
+		const struct ftl_oob *o = (const struct ftl_oob *)oob;
+		const char *why = NULL;
+
+		if (p == FTL_UNMAPPED)
+			continue;
+		k->mapped++;
+		b = p / g->ppb;
+		if (seen[p / 8] & (1 << (p % 8)))
+			why = "shares its page with another logical page";
+		seen[p / 8] |= (uint8_t)(1 << (p % 8));
+		if (!why && (f->state[b] == FTL_BLK_FREE ||
+			     f->state[b] == FTL_BLK_PENDING))
+			why = "points into a free or erased block";
+		if (!why && ((r = nand_read_oob(f->nand, p, oob)) ||
+			     (r = nand_read(f->nand, p, 0, page, g->ps))))
+			goto out;
+		if (!why && (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA))
+			why = "has no valid OOB record";
+		if (!why && o->lpn != l)
+			why = "OOB names another logical page";
+		if (!why && oct_crc32c(0, page, g->ps) != o->data_crc)
+			why = "data does not match its CRC";
+		if (why) {
+			finding(k, true, "logical page %u -> flash page %u: %s", l,
+				p, why);
+			k->bad_lpn[k->nbad++] = l;
+		}
+	}
+	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
+		uint32_t from = f->state[b] == FTL_BLK_FREE ? 0 :
+				f->state[b] == FTL_BLK_OPEN ? nand_block_wp(f->nand, b) :
+				g->ppb;
+		if (from >= g->ppb || nand_block_oob_hole(f->nand, b))
+			continue;
+		r = nand_read_block_oob(f->nand, b, f->oobbuf);
+		if (r)
+			goto out;
+		if (from >= g->ppb ||
+		    oob_zero(f->oobbuf + (size_t)from * g->oob,
+			     (size_t)(g->ppb - from) * g->oob))
+			continue;
+		if (f->state[b] == FTL_BLK_FREE)
+			finding(k, false, "free block %u holds stale pages left by "
+				"a crash (erased before reuse)", b);
+		else
+			finding(k, !k->dirty, "block %u: pages programmed past its "
+				"write pointer %u%s", b, from, k->dirty ?
+				" (left by the crash)" : ": NAND rule broken");
+	}
+out:
+	free(seen);
+	free(page);
+	return r;
+}
+
+/* Load like a read-only mount; 0, or <0 when it cannot be checked. */
+static int check(const char *path, struct fsck *k)
+{
+	uint8_t area[OCT_SB_AREA];
+	struct ftl_open_opts oo = { .readonly = true };
+	struct nand_backing *b = NULL;
+	struct nand_geom ng;
+	struct oct_sb sb;
+	struct ftl_geom g;
+	struct ftl *f = NULL;
+	uint64_t size;
+	uint32_t flags = 0;
+	bool blkdev, marker = false;
+	int fd, r, bad = 0;
+	ssize_t n;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = ftl_fd_size(fd, &size, &blkdev);
+	if (r)
+		goto out;
+	memset(area, 0, sizeof(area));
+	n = pread(fd, area, sizeof(area), 0);
+	if (n < 0) {
+		r = -errno;
+		goto out;
+	}
+	r = ftl_sb_load(area, (size_t)n, &sb, &g, &k->sb_bad);
+	for (int i = 0; i < 2; i++)
+		if (k->sb_bad & (1 << i))
+			finding(k, true, "superblock copy %d is damaged%s", i,
+				r ? "" : " (the other copy is used)");
+	if (r) {
+		finding(k, true, r == -EPROTONOSUPPORT ? "image of another "
+			"format version" : "no valid superblock");
+		r = 0;
+		goto out;
+	}
+	if (size < g.image_size || (!blkdev && size != g.image_size)) {
+		finding(k, true, "image is %llu bytes, the superblock needs %llu "
+			"(truncated or wrong size)", (unsigned long long)size,
+			(unsigned long long)g.image_size);
+		goto out;
+	}
+	ng = (struct nand_geom){ .page_size = g.ps, .oob_size = g.oob,
+		.ppb = g.ppb, .nblocks = g.nblocks, .flash_off = g.flash_off,
+		.oob_off = g.oob_off };
+	r = nand_backing_fd(fd, &b);
+	if (!r)
+		r = ftl_alloc(&g, &f);
+	if (!r)
+		r = nand_create(b, &ng, &f->nand);
+	if (r)
+		goto out;
+	b = NULL;
+	f->sb = sb;
+	f->o = oo;
+	f->readonly = true;
+	r = ftl_ckpt_find(f, &k->gen, &flags, &bad, NULL);
+	if (r == -EBADMSG) {
+		finding(k, true, "no valid checkpoint (ublk-flash serve --scan "
+			"or fsck --repair rebuilds from the OOB)");
+		k->no_ckpt = true;
+		r = 0;
+		goto out;
+	}
+	if (r)
+		goto out;
+	if (bad)
+		finding(k, true, "%d damaged checkpoint%s (the newest valid one, "
+			"generation %llu, is used)", bad, bad > 1 ? "s" : "",
+			(unsigned long long)k->gen);
+	if (flags & FTL_CKPT_CLEAN) {
+		r = ftl_ckpt_mount_marker(f, &marker, false);
+		if (r)
+			goto out;
+	}
+	if (!(flags & FTL_CKPT_CLEAN) || marker) {
+		k->dirty = true;
+		finding(k, false, "not cleanly closed: the next open rolls "
+			"forward from checkpoint %llu", (unsigned long long)k->gen);
+		r = ftl_roll_forward(f, false);
+		if (r)
+			goto out;
+	}
+	if (f->base.nand_violations)
+		finding(k, true, "%llu NAND rule violations were counted",
+			(unsigned long long)f->base.nand_violations);
+	r = check_blocks(f, k);
+out:
+	if (f)
+		ftl_free(f);
+	if (b)
+		b->ops->destroy(b);
+	close(fd);
+	return r;
+}
+
+static void fsck_reset(struct fsck *k, bool json)
+{
+	free(k->bad_lpn);
+	if (k->log)
+		fclose(k->log);
+	free(k->buf);
+	memset(k, 0, sizeof(*k));
+	k->json = json;
+	k->log = open_memstream(&k->buf, &k->len);
+}
+
+/* Fix what check() found: superblock copy, dirty state, bad map entries,
+ * missing checkpoints (scan).  Leaves a cleanly closed image. */
+static int repair(const char *path, struct fsck *k)
+{
+	struct ftl_open_opts o = { .scan = k->no_ckpt };
+	uint8_t area[OCT_SB_AREA];
+	struct oct_sb sb;
+	struct ftl_geom g;
+	struct ftl *f;
+	int fd, r, bad;
+
+	if (k->sb_bad && k->sb_bad != 3) {
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		r = pread(fd, area, sizeof(area), 0) == sizeof(area) ? 0 : -EIO;
+		if (!r)
+			r = ftl_sb_load(area, sizeof(area), &sb, &g, &bad);
+		if (!r && (pwrite(fd, &sb, sizeof(sb), 0) != sizeof(sb) ||
+			   pwrite(fd, &sb, sizeof(sb), OCT_SB_COPY_OFFSET) !=
+			   sizeof(sb) || fdatasync(fd)))
+			r = -errno;
+		close(fd);
+		if (r)
+			return r;
+	}
+	r = ftl_open(path, &o, &f);
+	if (r)
+		return r;
+	pthread_mutex_lock(&f->lock);
+	for (uint32_t i = 0; i < k->nbad; i++)
+		ftl_map_unset(f, k->bad_lpn[i]);
+	pthread_mutex_unlock(&f->lock);
+	return ftl_close(f);
+}
+
+static void report(struct fsck *k, FILE *out, bool repaired)
+{
+	fflush(k->log);
+	if (k->json) {
+		fprintf(out, "{\"clean\":%s,\"repaired\":%s,\"problems\":%d,"
+			"\"notes\":%d,\"checkpoint_gen\":%llu,\"mapped_pages\":%llu,"
+			"\"findings\":[%s]}\n", k->problems ? "false" : "true",
+			repaired ? "true" : "false", k->problems, k->warnings,
+			(unsigned long long)k->gen, (unsigned long long)k->mapped,
+			k->buf ? k->buf : "");
+		return;
+	}
+	fputs(k->buf ? k->buf : "", out);
+	fprintf(out, "%s: %d problem%s, %d note%s; checkpoint generation %llu, "
+		"%llu mapped pages\n", k->problems ? "damaged" : "clean",
+		k->problems, k->problems == 1 ? "" : "s", k->warnings,
+		k->warnings == 1 ? "" : "s", (unsigned long long)k->gen,
+		(unsigned long long)k->mapped);
+}
+
+/* Check an image (see ftl.h): 0 clean, 1 repaired, 4 problems left. */
+int ftl_fsck(const char *path, bool fix, FILE *out, bool json)
+{
+	struct fsck k = { 0 };
+	int r;
+
+	fsck_reset(&k, json);
+	r = check(path, &k);
+	if (r || !k.problems || !fix) {
+		if (!r)
+			report(&k, out, false);
+		r = r ? r : k.problems ? 4 : 0;
+		free(k.bad_lpn);
+		fclose(k.log);
+		free(k.buf);
+		return r;
+	}
+	if (!json)
+		report(&k, out, false);
+	r = repair(path, &k);
+	fsck_reset(&k, json);
+	if (!r)
+		r = check(path, &k);
+	if (!r) {
+		if (!json)
+			fprintf(out, "after repair:\n");
+		report(&k, out, true);
+	}
+	r = r ? r : k.problems ? 4 : 1;
+	free(k.bad_lpn);
+	fclose(k.log);
+	free(k.buf);
+	return r;
+}

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Space management: block allocation with dynamic wear levelling, garbage
+ * collection (greedy or cost-benefit victims), static wear levelling, and
+ * erasing victims only once what superseded them is durable.
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "ftl-int.h"
+
+#define WL_EVERY   4u    /* erases between static-WL checks (rate limit) */
+
+/* Flush the write cache (f->lock held). */
+int ftl_sync(struct ftl *f)
+{
+	int r = nand_sync(f->nand);
+
+	if (!r)
+		f->sync_gen++;
+	return r;
+}
+
+/*
+ * Dynamic wear levelling: host writes (hot) get the free block with the
+ * fewest erases, GC and WL copies (cold: they survived) the one with the
+ * most, so worn blocks rest under cold data.
+ */
+static uint32_t take_free(struct ftl *f, bool most_worn)
+{
+	uint32_t best = 0, bec = most_worn ? 0 : UINT32_MAX, b;
+
+	for (uint32_t i = 0; i < f->nfree; i++) {
+		uint32_t ec = nand_block_ec(f->nand, f->freel[i]);
+		if (most_worn ? ec > bec : ec < bec) {
+			bec = ec;
+			best = i;
+		}
+	}
+	b = f->freel[best];
+	f->freel[best] = f->freel[--f->nfree];
+	return b;
+}
+
+static uint32_t pick_victim(struct ftl *f)
+{
+	const struct ftl_geom *g = &f->g;
+	uint32_t best = FTL_NONE, bv = UINT32_MAX;
+	double bscore = -1;
+
+	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
+		uint32_t v = f->valid[b];
+
+		if (f->state[b] != FTL_BLK_FULL || v >= g->ppb)
+			continue;
+		if (f->o.gc == FTL_GC_COST_BENEFIT) {
+			double u = (double)v / g->ppb;
+			double age = (double)(f->seq - f->mtime[b]) + 1;
+			double score = (1 - u) * age / (1 + u);
+			if (score > bscore) {
+				bscore = score;
+				best = b;
+			}
+		} else if (v < bv) {
+			bv = v;
+			best = b;
+			if (!v)
+				break;
+		}
+	}
+	return best;
+}
+
+/* Copy the valid pages of block @v away; it becomes PENDING (erase later). */
+static int relocate(struct ftl *f, uint32_t v, uint64_t *counter)
+{
+	const struct ftl_geom *g = &f->g;
+	int r;
+
+	r = nand_read_block_oob(f->nand, v, f->oobbuf);
+	if (r)
+		return r;
+	for (uint32_t pg = 0; pg < g->ppb && f->valid[v]; pg++) {
+		const struct ftl_oob *o =
+			(const struct ftl_oob *)(f->oobbuf + (size_t)pg * g->oob);
+		uint64_t ppn = (uint64_t)v * g->ppb + pg;
+
+		if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA ||
+		    o->lpn >= g->nlpn || ftl_map_get(f, o->lpn) != ppn)
+			continue;
+		r = nand_read(f->nand, ppn, 0, f->gcbuf, g->ps);
+		if (r)
+			return r;
+		r = ftl_prog_page(f, STREAM_GC, o->lpn, f->gcbuf, FTL_OOB_DATA,
+				  NULL);
+		if (r)
+			return r;
+		__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+	}
+	if (f->valid[v])
+		return -EIO;            /* map and OOB disagree: a bug */
+	f->state[v] = FTL_BLK_PENDING;
+	f->pend_gen[f->npend] = f->sync_gen;
+	f->pend[f->npend++] = v;
+	return 0;
+}
+
+/* Static wear levelling, rate-limited (one check per WL_EVERY erases):
+ * when max - min erase count nears the threshold, move the data of the
+ * least-erased full block (cold data) to a worn block. */
+static int static_wl(struct ftl *f)
+{
+	const struct ftl_geom *g = &f->g;
+	uint32_t mn = UINT32_MAX, mx = 0, cold = FTL_NONE, cec = UINT32_MAX;
+
+	if (f->wl_erases < WL_EVERY)
+		return 0;
+	f->wl_erases = 0;
+	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
+		uint32_t ec = nand_block_ec(f->nand, b);
+		if (ec < mn)
+			mn = ec;
+		if (ec > mx)
+			mx = ec;
+		if (f->state[b] == FTL_BLK_FULL && ec < cec) {
+			cec = ec;
+			cold = b;
+		}
+	}
+	/* start at 3/4 of the threshold so the spread stays below it */
+	if (mx - mn <= f->o.wl_threshold - f->o.wl_threshold / 4 ||
+	    cold == FTL_NONE || cec > mn)
+		return 0;
+	return relocate(f, cold, &f->c_wl);
+}
+
+/*
+ * Erase every PENDING block.  Their data was superseded (relocated,
+ * overwritten or trimmed); make that durable first: a sync, or a
+ * checkpoint when a block holds trim records the last checkpoint does not
+ * cover.  Readers are excluded while blocks are erased.
+ */
+int ftl_erase_pending(struct ftl *f, bool force_sync)
+{
+	bool need_sync = false, need_ckpt = false;
+	int r = 0;
+
+	(void)force_sync;
+	if (!f->npend)
+		return 0;
+	for (uint32_t i = 0; i < f->npend; i++) {
+		if (f->pend_gen[i] >= f->sync_gen)
+			need_sync = true;
+		if (f->trim_seq[f->pend[i]] > f->ckpt_seq)
+			need_ckpt = true;
+	}
+	if (need_ckpt) {
+		r = ftl_ckpt_write(f, false);
+	} else if (need_sync) {
+		/* a sync only for the erase: learn what it costs, and batch
+		 * more victims per sync when it is expensive (a disk file) */
+		struct timespec a, b;
+		double ms;
+
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		r = ftl_sync(f);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		ms = (double)(b.tv_sec - a.tv_sec) * 1e3 +
+		     (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+		f->gc_batch = ms < 0.5 ? 1 : ms < 5 ? 4 : 16;
+		if (f->gc_batch > f->gc_batch_max)
+			f->gc_batch = f->gc_batch_max;
+	}
+	if (r)
+		return r;
+	pthread_rwlock_wrlock(&f->io_rw);
+	while (f->npend) {
+		uint32_t b = f->pend[f->npend - 1];
+
+		r = nand_erase(f->nand, b);
+		if (r)
+			break;
+		f->npend--;
+		f->state[b] = FTL_BLK_FREE;
+		f->trim_seq[b] = 0;
+		f->valid[b] = 0;
+		f->freel[f->nfree++] = b;
+		f->wl_erases++;
+	}
+	pthread_rwlock_unlock(&f->io_rw);
+	return r;
+}
+
+/* Make room: collect a few victims, then one durable erase round. */
+int ftl_gc_free_space(struct ftl *f)
+{
+	uint32_t target = FTL_GC_RESERVE + 2;
+	bool synced = true;
+	int r;
+
+	for (int pass = 0; pass < 2; pass++) {
+		while (f->nfree + f->npend < target) {
+			uint32_t v = pick_victim(f);
+			if (v == FTL_NONE)
+				break;
+			r = relocate(f, v, &f->c_gc);
+			if (r)
+				return r;
+		}
+		for (uint32_t i = 0; i < f->npend; i++)
+			synced &= f->pend_gen[i] < f->sync_gen;
+		if (synced)
+			break;          /* erasing needs no sync: done */
+		/* a sync is due anyway: make it free several blocks */
+		target = FTL_GC_RESERVE + 1 + f->gc_batch;
+	}
+	if (!f->npend)
+		return -ENOSPC;
+	r = ftl_erase_pending(f, true);
+	if (!r)
+		r = static_wl(f);
+	return r;
+}
+
+static int open_block(struct ftl *f, int s)
+{
+	uint32_t b;
+	int r;
+
+	if (s == STREAM_HOST) {
+		while (f->nfree <= FTL_GC_RESERVE) {
+			r = ftl_gc_free_space(f);
+			if (r)
+				return r;
+		}
+	} else if (!f->nfree) {
+		r = ftl_erase_pending(f, true);
+		if (r)
+			return r;
+		if (!f->nfree)
+			return -ENOSPC;
+	}
+	b = take_free(f, s != STREAM_HOST);
+	if (f->fdirty[b]) {
+		/* after a crash: erase it if anything is left in it */
+		bool dirty = false;
+		/* (not oobbuf: a relocation may be walking it) */
+		r = nand_read_block_oob(f->nand, b, f->oobbuf2);
+		for (size_t i = 0; !r && i < (size_t)f->g.ppb * f->g.oob; i++)
+			dirty |= f->oobbuf2[i] != 0;
+		if (!r && dirty)
+			r = nand_erase(f->nand, b);
+		if (r) {
+			f->freel[f->nfree++] = b;
+			return r;
+		}
+		f->fdirty[b] = 0;
+	}
+	f->state[b] = FTL_BLK_OPEN;
+	f->st[s].blk = b;
+	f->st[s].wp = 0;
+	if (++f->allocs_since_ckpt >= f->ckpt_interval)
+		f->ckpt_due = true;
+	return 0;
+}
+
+/* Next page of stream @s's open block, opening one (and collecting
+ * garbage) when needed (f->lock held). */
+int ftl_alloc_page(struct ftl *f, int s, uint64_t *ppn)
+{
+	struct ftl_stream *st = &f->st[s];
+	int r;
+
+	if (st->blk != FTL_NONE && st->wp >= f->g.ppb) {
+		f->state[st->blk] = FTL_BLK_FULL;
+		st->blk = FTL_NONE;
+	}
+	if (st->blk == FTL_NONE) {
+		r = open_block(f, s);
+		if (r)
+			return r;
+	}
+	*ppn = (uint64_t)st->blk * f->g.ppb + st->wp++;
+	return 0;
+}

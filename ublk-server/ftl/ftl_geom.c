@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: MIT */
+/* Geometry, superblock encode/decode/validate, OOB records. */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "ftl-int.h"
+
+static uint64_t div_up(uint64_t a, uint64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+static bool pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+/*
+ * Derive the whole layout from the create parameters.  -EINVAL when they
+ * are out of range.  Layout: superblock area, flash (checkpoint slots first,
+ * then data blocks), OOB area.
+ */
+int ftl_geom_compute(struct ftl_geom *g, uint64_t size, enum ftl_align_mode a,
+		     uint32_t ps, uint32_t ppb, uint32_t oob, uint32_t op)
+{
+	uint64_t t, payload, nblk;
+
+	memset(g, 0, sizeof(*g));
+	if (a != FTL_ALIGN_ODD && a != FTL_ALIGN_1M)
+		return -EINVAL;
+	if (ps != 4096 && ps != 8192 && ps != 16384)
+		return -EINVAL;
+	if (!pow2(ppb) || ppb < 4 || ppb > 1024)
+		return -EINVAL;
+	if (oob < sizeof(struct ftl_oob) || oob > 1024 || oob % 8)
+		return -EINVAL;
+	if (op < 10 || op > 10000)
+		return -EINVAL;
+	if (!size || size % FTL_SECTOR || size > (1ull << 50))
+		return -EINVAL;
+	g->align = a;
+	g->shift = a == FTL_ALIGN_ODD ? 512 : 0;
+	g->size = size;
+	g->ps = ps;
+	g->ppb = ppb;
+	g->oob = oob;
+	g->op = op;
+	t = div_up(size + g->shift, ps);
+	if (t >= FTL_UNMAPPED / 2)
+		return -EINVAL;
+	g->nlpn = (uint32_t)t;
+	t = div_up((uint64_t)g->nlpn * (1000 + op), 1000);
+	nblk = div_up(t, ppb);
+	if (nblk < div_up(g->nlpn, ppb) + FTL_MIN_SPARE)
+		nblk = div_up(g->nlpn, ppb) + FTL_MIN_SPARE;
+	g->data_blocks = (uint32_t)nblk;
+	/* the block table covers the checkpoint blocks too: iterate */
+	for (int i = 0; i < 3; i++) {
+		payload = (uint64_t)g->nlpn * 4 +
+			  (uint64_t)(g->data_blocks + g->ckpt_blocks) *
+			  sizeof(struct ftl_ckpt_blk);
+		g->payload_pages = (uint32_t)div_up(payload, ps);
+		g->slot_blocks = (uint32_t)div_up(g->payload_pages + 2, ppb);
+		g->ckpt_blocks = FTL_CKPT_SLOTS * g->slot_blocks;
+	}
+	if ((uint64_t)g->data_blocks + g->ckpt_blocks > UINT32_MAX / ppb)
+		return -EINVAL;
+	g->nblocks = g->data_blocks + g->ckpt_blocks;
+	g->flash_off = div_up(OCT_SB_AREA, ps) * ps;
+	g->oob_off = g->flash_off + (uint64_t)g->nblocks * ppb * ps;
+	g->image_size = g->oob_off + (uint64_t)g->nblocks * ppb * oob;
+	return 0;
+}
+
+/* Fill a superblock for geometry @g (fresh uuid and time). */
+int ftl_sb_build(struct oct_sb *sb, const struct ftl_geom *g)
+{
+	int fd;
+
+	memset(sb, 0, sizeof(*sb));
+	memcpy(sb->magic, OCT_SB_MAGIC, 8);
+	sb->version = OCT_SB_VERSION;
+	sb->sb_size = OCT_SB_SIZE;
+	sb->align_mode = g->align == FTL_ALIGN_ODD ? OCT_ALIGN_ODD : OCT_ALIGN_1M;
+	sb->align_shift = g->shift;
+	sb->logical_size = FTL_SECTOR;
+	sb->logical_sectors = g->size / FTL_SECTOR;
+	sb->page_size = g->ps;
+	sb->oob_size = g->oob;
+	sb->pages_per_block = g->ppb;
+	sb->nblocks = g->nblocks;
+	sb->flash_offset = g->flash_off;
+	sb->oob_offset = g->oob_off;
+	sb->op_permille = g->op;
+	sb->ckpt_blocks = g->ckpt_blocks;
+	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, sb->uuid, 16) != 16) {
+		uint64_t t = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 32;
+		memcpy(sb->uuid, &t, 8);
+		memcpy(sb->uuid + 8, &sb, sizeof(void *));
+	}
+	if (fd >= 0)
+		close(fd);
+	sb->uuid[6] = (sb->uuid[6] & 0x0f) | 0x40;
+	sb->uuid[8] = (sb->uuid[8] & 0x3f) | 0x80;
+	sb->create_time = (uint64_t)time(NULL);
+	sb->crc = 0;
+	sb->crc = oct_crc32c(0, sb, OCT_SB_SIZE);
+	return 0;
+}
+
+/*
+ * Check one superblock copy and derive the geometry: -EBADMSG (bad magic,
+ * crc or an inconsistent field), -EPROTONOSUPPORT (another version).
+ */
+int ftl_sb_decode(const struct oct_sb *in, struct ftl_geom *g)
+{
+	struct oct_sb sb = *in;
+	uint32_t crc;
+	enum ftl_align_mode a;
+
+	if (memcmp(sb.magic, OCT_SB_MAGIC, 8))
+		return -EBADMSG;
+	if (sb.version != OCT_SB_VERSION)
+		return -EPROTONOSUPPORT;
+	crc = sb.crc;
+	sb.crc = 0;
+	if (oct_crc32c(0, &sb, OCT_SB_SIZE) != crc)
+		return -EBADMSG;
+	if (sb.sb_size != OCT_SB_SIZE || sb.logical_size != FTL_SECTOR)
+		return -EBADMSG;
+	if (sb.align_mode == OCT_ALIGN_ODD && sb.align_shift == 512)
+		a = FTL_ALIGN_ODD;
+	else if (sb.align_mode == OCT_ALIGN_1M && sb.align_shift == 0)
+		a = FTL_ALIGN_1M;
+	else
+		return -EBADMSG;
+	if (sb.logical_sectors > (1ull << 50) / FTL_SECTOR)
+		return -EBADMSG;
+	if (ftl_geom_compute(g, sb.logical_sectors * FTL_SECTOR, a, sb.page_size,
+			     sb.pages_per_block, sb.oob_size, sb.op_permille))
+		return -EBADMSG;
+	if (g->nblocks != sb.nblocks || g->flash_off != sb.flash_offset ||
+	    g->oob_off != sb.oob_offset || g->ckpt_blocks != sb.ckpt_blocks ||
+	    sb.flags != 0)
+		return -EBADMSG;
+	for (size_t i = 0; i < sizeof(sb.reserved); i++)
+		if (sb.reserved[i])
+			return -EBADMSG;
+	return 0;
+}
+
+/*
+ * Pick the superblock from the OCT_SB_AREA bytes at @area: copy 0, else
+ * copy 1.  *bad_copies gets a bit per invalid copy.  Returns copy 0's error
+ * when neither is valid (unless copy 1 says "other version").
+ */
+int ftl_sb_load(const uint8_t *area, size_t len, struct oct_sb *sb,
+		struct ftl_geom *g, int *bad_copies)
+{
+	static const size_t where[2] = { 0, OCT_SB_COPY_OFFSET };
+	int r, first = -EBADMSG, ok = -1;
+	struct ftl_geom tmp;
+
+	*bad_copies = 0;
+	for (int i = 0; i < 2; i++) {
+		if (where[i] + OCT_SB_SIZE > len) {
+			*bad_copies |= 1 << i;
+			continue;
+		}
+		r = ftl_sb_decode((const struct oct_sb *)(area + where[i]), &tmp);
+		if (r) {
+			*bad_copies |= 1 << i;
+			if (i == 0 || (first == -EBADMSG && r != -EBADMSG))
+				first = r;
+			continue;
+		}
+		if (ok < 0) {
+			ok = i;
+			*g = tmp;
+			memcpy(sb, area + where[i], sizeof(*sb));
+		} else if (memcmp(area + where[i], sb, OCT_SB_SIZE)) {
+			*bad_copies |= 1 << i;   /* valid but different */
+		}
+	}
+	return ok < 0 ? first : 0;
+}
+
+/* Fill an OOB record (data crc computed over @ps bytes of @data). */
+void ftl_oob_fill(struct ftl_oob *o, uint8_t kind, uint16_t stream,
+		  uint32_t lpn, uint64_t seq, uint32_t ec, const void *data,
+		  uint32_t ps)
+{
+	o->magic = FTL_OOB_MAGIC;
+	o->kind = kind;
+	o->version = FTL_FMT_VERSION;
+	o->stream = stream;
+	o->lpn = lpn;
+	o->data_crc = data ? oct_crc32c(0, data, ps) : 0;
+	o->seq = seq;
+	o->ec = ec;
+	o->crc = 0;
+	o->crc = oct_crc32c(0, o, sizeof(*o));
+}
+
+/* Is @o a well-formed OOB record (magic, version, crc)? */
+bool ftl_oob_ok(const struct ftl_oob *o)
+{
+	struct ftl_oob t = *o;
+
+	if (t.magic != FTL_OOB_MAGIC || t.version != FTL_FMT_VERSION ||
+	    t.kind < FTL_OOB_DATA || t.kind > FTL_OOB_MOUNT)
+		return false;
+	t.crc = 0;
+	return oct_crc32c(0, &t, sizeof(t)) == o->crc;
+}

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+/* Opening and closing images (file, block device, or any backing). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <linux/fs.h>
+
+#include "ftl-int.h"
+
+/* Size of the file or block device behind @fd. */
+int ftl_fd_size(int fd, uint64_t *size, bool *blkdev)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return -errno;
+	*blkdev = S_ISBLK(st.st_mode);
+	if (*blkdev)
+		return ioctl(fd, BLKGETSIZE64, size) ? -errno : 0;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
+/* Build an engine over backing @b (which it owns on success), sized @bsize. */
+static int open_on(struct nand_backing *b, uint64_t bsize, bool blkdev,
+		   const struct ftl_open_opts *o, struct ftl **out)
+{
+	uint8_t area[OCT_SB_AREA];
+	struct oct_sb sb;
+	struct ftl_geom g;
+	struct nand_geom ng;
+	struct nand *n = NULL;
+	struct ftl *f = NULL;
+	int r, bad;
+
+	if (bsize < OCT_SB_AREA)
+		return -EBADMSG;        /* truncated: not even a superblock */
+	r = b->ops->pread(b, area, sizeof(area), 0);
+	if (r)
+		return r;
+	r = ftl_sb_load(area, sizeof(area), &sb, &g, &bad);
+	if (r)
+		return r;
+	if (bsize < g.image_size || (!blkdev && bsize != g.image_size))
+		return -EINVAL;         /* truncated or wrong size */
+	ng = (struct nand_geom){ .page_size = g.ps, .oob_size = g.oob,
+		.ppb = g.ppb, .nblocks = g.nblocks, .flash_off = g.flash_off,
+		.oob_off = g.oob_off };
+	r = nand_create(b, &ng, &n);
+	if (r)
+		return r;
+	r = ftl_alloc(&g, &f);
+	if (r) {
+		nand_detach(n);
+		nand_destroy(n);
+		return r;
+	}
+	f->nand = n;
+	f->sb = sb;
+	r = ftl_mount(f, o);
+	if (r) {
+		nand_detach(n);         /* the caller still owns b */
+		ftl_free(f);
+		return r;
+	}
+	*out = f;
+	return 0;
+}
+
+/* Open the image at @path (see ftl.h). */
+int ftl_open(const char *path, const struct ftl_open_opts *o,
+	     struct ftl **out)
+{
+	struct ftl_open_opts dflt = { 0 };
+	struct nand_backing *b = NULL;
+	uint64_t size;
+	bool blkdev;
+	int fd, r;
+
+	if (!o)
+		o = &dflt;
+	fd = open(path, (o->readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (!o->readonly && flock(fd, LOCK_EX | LOCK_NB)) {
+		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		goto err;
+	}
+	r = ftl_fd_size(fd, &size, &blkdev);
+	if (r)
+		goto err;
+	r = nand_backing_fd(fd, &b);
+	if (r)
+		goto err;
+	r = open_on(b, size, blkdev, o, out);
+	if (r)
+		goto err;
+	(*out)->fd = fd;
+	return 0;
+err:
+	if (b)
+		b->ops->destroy(b);
+	close(fd);
+	return r;
+}
+
+/* Open an image on any backing (tests; the engine owns @b on success). */
+int ftl_open_backing(struct nand_backing *b, const struct ftl_open_opts *o,
+		     struct ftl **out)
+{
+	struct ftl_open_opts dflt = { 0 };
+	uint8_t *bytes;
+	uint64_t size = 0;
+
+	bytes = nand_mem_bytes(b, &size);
+	(void)bytes;
+	return open_on(b, size, false, o ? o : &dflt, out);
+}
+
+/* Write a clean checkpoint (unless read-only) and free everything. */
+int ftl_close(struct ftl *f)
+{
+	int r = 0;
+
+	if (!f)
+		return 0;
+	if (!f->readonly) {
+		pthread_mutex_lock(&f->lock);
+		r = ftl_ckpt_write(f, true);
+		pthread_mutex_unlock(&f->lock);
+	}
+	if (f->fd >= 0)
+		close(f->fd);
+	ftl_free(f);
+	return r;
+}
+
+/* Free without a checkpoint, as if the process died (tests). */
+void ftl_abandon(struct ftl *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	ftl_free(f);
+}
+
+/* Exported logical size in bytes. */
+uint64_t ftl_size(const struct ftl *f)
+{
+	return f->g.size;
+}
+
+/* The topology to report to the kernel (same as libalign reads). */
+void ftl_topo_fill(const struct ftl_geom *g, struct align_topology *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->logical = FTL_SECTOR;
+	t->physical = g->ps;
+	t->alignment_offset = (g->ps - g->shift) % g->ps;
+	t->io_min = g->ps;
+	t->io_opt = g->ps * g->ppb;
+	t->erase_block = g->ps * g->ppb;
+	t->size = g->size;
+	t->source = ALIGN_SRC_IMAGE;
+}
+
+/* The topology of an opened image. */
+void ftl_topology(const struct ftl *f, struct align_topology *t)
+{
+	ftl_topo_fill(&f->g, t);
+}

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Recovery: roll forward from the checkpoint over the blocks written since
+ * (found by the sequence number in the OOB of their first page, plus the
+ * blocks that were open), or rebuild everything from the OOB of every
+ * block (--scan).  Pages are applied in sequence order; a page whose data
+ * does not match its OOB crc (torn or lost program) is ignored.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crc32c.h"
+#include "ftl-int.h"
+
+struct rec {
+	uint64_t seq;
+	uint32_t ppn;
+	uint32_t lpn;     /* data: logical page; trim: index into ranges */
+	uint32_t n;       /* trim: ranges */
+	uint8_t kind;
+	uint8_t stream;
+	uint32_t crc;     /* data crc */
+};
+
+struct recs {
+	struct rec *r;
+	size_t n, cap;
+	struct ftl_trim_range *t;
+	size_t nt, tcap;
+};
+
+static int push(void **arr, size_t *n, size_t *cap, size_t sz)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 1024;
+		void *p = realloc(*arr, c * sz);
+		if (!p)
+			return -ENOMEM;
+		*arr = p;
+		*cap = c;
+	}
+	(*n)++;
+	return 0;
+}
+
+static int cmp_rec(const void *a, const void *b)
+{
+	const struct rec *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Collect the usable records of block @b newer than @after. */
+static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
+		      struct recs *rs, uint64_t *bmax, uint32_t *ec,
+		      uint32_t *used, int *bstream)
+{
+	const struct ftl_geom *g = &f->g;
+	uint32_t maxr = (g->ps - sizeof(struct ftl_trim)) /
+			sizeof(struct ftl_trim_range);
+	int r;
+
+	*bmax = 0;
+	*used = 0;
+	*bstream = -1;
+	r = nand_read_block_oob(f->nand, b, f->oobbuf);
+	if (r)
+		return r;
+	/* pages up to the last OOB that is not all zero may hold something */
+	for (uint32_t pg = 0; pg < g->ppb; pg++)
+		for (uint32_t i = 0; i < g->oob; i++)
+			if (f->oobbuf[(size_t)pg * g->oob + i]) {
+				*used = pg + 1;
+				break;
+			}
+	for (uint32_t pg = 0; pg < g->ppb; pg++) {
+		const struct ftl_oob *o =
+			(const struct ftl_oob *)(f->oobbuf + (size_t)pg * g->oob);
+		uint64_t ppn = (uint64_t)b * g->ppb + pg;
+		const struct ftl_trim *t = (const struct ftl_trim *)f->gcbuf;
+		struct rec *x;
+
+		if (!ftl_oob_ok(o) || o->seq <= after ||
+		    (o->kind != FTL_OOB_DATA && o->kind != FTL_OOB_TRIM))
+			continue;
+		if (o->kind == FTL_OOB_DATA && o->lpn >= g->nlpn)
+			continue;
+		r = nand_read(f->nand, ppn, 0, f->gcbuf, g->ps);
+		if (r)
+			return r;
+		if (oct_crc32c(0, f->gcbuf, g->ps) != o->data_crc)
+			continue;       /* torn or lost */
+		if (o->kind == FTL_OOB_TRIM &&
+		    (t->magic != FTL_TRIM_MAGIC || t->n > maxr))
+			continue;
+		if (o->ec > *ec)
+			*ec = o->ec;
+		if (o->seq > *bmax) {
+			*bmax = o->seq;
+			*bstream = o->stream;
+		}
+		r = push((void **)&rs->r, &rs->n, &rs->cap, sizeof(*rs->r));
+		if (r)
+			return r;
+		x = &rs->r[rs->n - 1];
+		x->seq = o->seq;
+		x->ppn = (uint32_t)ppn;
+		x->kind = o->kind;
+		x->stream = (uint8_t)o->stream;
+		x->crc = o->data_crc;
+		x->lpn = o->lpn;
+		x->n = 0;
+		if (o->kind != FTL_OOB_TRIM)
+			continue;
+		x->lpn = (uint32_t)rs->nt;
+		x->n = t->n;
+		for (uint32_t i = 0; i < t->n; i++) {
+			r = push((void **)&rs->t, &rs->nt, &rs->tcap,
+				 sizeof(*rs->t));
+			if (r)
+				return r;
+			rs->t[rs->nt - 1] = t->r[i];
+		}
+	}
+	return 0;
+}
+
+/*
+ * A GC copy is redundant when the page it was copied from is still mapped
+ * and intact (same logical page, older, same data CRC as the copy, data
+ * matches it): a crash froze the GC
+ * before the victim was erased.  Keeping the original leaves the copies
+ * invalid, so the half-used GC block is reclaimable at once and a crash
+ * during GC never eats free space.
+ */
+static bool copy_redundant(struct ftl *f, const struct rec *x)
+{
+	uint32_t old = f->map[x->lpn];
+	uint8_t oob[1024];
+	const struct ftl_oob *o = (const struct ftl_oob *)oob;
+
+	if (x->stream != STREAM_GC || old == FTL_UNMAPPED ||
+	    nand_read_oob(f->nand, old, oob) || !ftl_oob_ok(o) ||
+	    o->kind != FTL_OOB_DATA || o->lpn != x->lpn || o->seq >= x->seq ||
+	    o->data_crc != x->crc)
+		return false;           /* not the page it was copied from */
+	nand_set_block(f->nand, old / f->g.ppb, f->g.ppb,
+		       nand_block_ec(f->nand, old / f->g.ppb));
+	if (nand_read(f->nand, old, 0, f->gcbuf, f->g.ps))
+		return false;
+	return oct_crc32c(0, f->gcbuf, f->g.ps) == o->data_crc;
+}
+
+static bool is_candidate(struct ftl *f, uint32_t b, bool full)
+{
+	uint8_t oob[1024];
+	const struct ftl_oob *o = (const struct ftl_oob *)oob;
+
+	if (f->state[b] == FTL_BLK_OPEN)
+		return true;
+	if (nand_block_oob_hole(f->nand, b))
+		return false;           /* never programmed (sparse file) */
+	if (full)
+		return true;
+	if (nand_read_oob(f->nand, (uint64_t)b * f->g.ppb, oob))
+		return true;            /* can't tell: look closer */
+	return ftl_oob_ok(o) && o->seq > f->ckpt_seq &&
+	       (o->kind == FTL_OOB_DATA || o->kind == FTL_OOB_TRIM);
+}
+
+/*
+ * Bring the map loaded from the checkpoint up to date (or, with @full,
+ * build it from nothing).  Every block written since ends up FULL, except
+ * the newest block of each stream, which stays open past its last page.
+ */
+int ftl_roll_forward(struct ftl *f, bool full)
+{
+	const struct ftl_geom *g = &f->g;
+	struct recs rs = { 0 };
+	uint64_t maxseq = f->seq, best_seq[FTL_NSTREAMS] = { 0 };
+	uint32_t best[FTL_NSTREAMS], best_used[FTL_NSTREAMS];
+	int r = 0;
+
+	for (unsigned s = 0; s < FTL_NSTREAMS; s++)
+		best[s] = FTL_NONE;
+	for (uint32_t b = g->ckpt_blocks; b < g->nblocks && !r; b++) {
+		uint64_t bmax = 0;
+		uint32_t ec = nand_block_ec(f->nand, b), used;
+		int bs;
+
+		if (!is_candidate(f, b, full))
+			continue;
+		nand_set_block(f->nand, b, g->ppb, ec);  /* read everything */
+		r = scan_block(f, b, full ? 0 : f->ckpt_seq, &rs, &bmax, &ec,
+			       &used, &bs);
+		if (r)
+			break;
+		if (bmax && bs >= 0 && bs < (int)FTL_NSTREAMS &&
+		    bmax > best_seq[bs]) {
+			best_seq[bs] = bmax;
+			best[bs] = b;
+			best_used[bs] = used;
+		}
+		if (bmax || f->state[b] == FTL_BLK_OPEN) {
+			f->state[b] = FTL_BLK_FULL;
+			f->mtime[b] = bmax > f->mtime[b] ? bmax : f->mtime[b];
+			nand_set_block(f->nand, b, g->ppb, ec);
+		} else if (full || f->state[b] == FTL_BLK_FREE) {
+			f->state[b] = FTL_BLK_FREE;
+			f->mtime[b] = 0;
+			nand_set_block(f->nand, b, 0, ec);
+		}
+		if (bmax > maxseq)
+			maxseq = bmax;
+	}
+	if (r)
+		goto out;
+	/* a free block may hold what the crash left: check it before use */
+	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++)
+		f->fdirty[b] = f->state[b] == FTL_BLK_FREE;
+	/* each stream goes on in its newest block, past anything written
+	 * there, so a crash does not cost the rest of those blocks */
+	for (unsigned s = 0; s < FTL_NSTREAMS; s++) {
+		uint32_t b = best[s];
+
+		f->st[s].blk = FTL_NONE;
+		if (b == FTL_NONE || best_used[s] >= g->ppb)
+			continue;
+		f->st[s].blk = b;
+		f->st[s].wp = best_used[s];
+		f->state[b] = FTL_BLK_OPEN;
+		nand_set_block(f->nand, b, best_used[s], nand_block_ec(f->nand, b));
+	}
+	if (rs.n)
+		qsort(rs.r, rs.n, sizeof(*rs.r), cmp_rec);
+	for (size_t i = 0; i < rs.n; i++) {
+		const struct rec *x = &rs.r[i];
+
+		if (x->kind == FTL_OOB_DATA) {
+			if (!copy_redundant(f, x))
+				f->map[x->lpn] = x->ppn;
+			continue;
+		}
+		for (uint32_t k = 0; k < x->n; k++) {
+			const struct ftl_trim_range *t = &rs.t[x->lpn + k];
+			for (uint64_t l = t->lpn;
+			     l < (uint64_t)t->lpn + t->count && l < g->nlpn; l++)
+				f->map[l] = FTL_UNMAPPED;
+		}
+		f->trim_seq[x->ppn / g->ppb] = x->seq;
+	}
+	/*
+	 * Pages not taken (torn, or whose block was not recognised) may carry
+	 * any number up to ckpt_seq + seq_gap: new numbers start above, so the
+	 * next checkpoint makes them all stale for good.
+	 */
+	f->seq = maxseq;
+	if (f->seq < f->ckpt_seq + f->seq_gap)
+		f->seq = f->ckpt_seq + f->seq_gap;
+	if (full)
+		f->seq = maxseq + f->seq_gap;
+out:
+	free(rs.r);
+	free(rs.t);
+	return r;
+}

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The write path: out-of-place page programs, read-modify-write of partly
+ * written pages under per-page range locks, FUA, flush, discard and
+ * write-zeroes (trim records).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "ftl-int.h"
+
+/* One page of scratch per thread for read-modify-write: no malloc per I/O. */
+static __thread uint8_t tls_page[FTL_MAX_PAGE] __attribute__((aligned(64)));
+
+/* Point @lpn at @ppn, keeping valid counts (f->lock held). */
+void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn)
+{
+	uint32_t old = f->map[lpn];
+
+	if (old != FTL_UNMAPPED)
+		f->valid[old / f->g.ppb]--;
+	else
+		f->mapped++;
+	f->valid[ppn / f->g.ppb]++;
+	__atomic_store_n(&f->map[lpn], ppn, __ATOMIC_RELEASE);
+}
+
+/* Unmap @lpn (f->lock held). */
+void ftl_map_unset(struct ftl *f, uint32_t lpn)
+{
+	uint32_t old = f->map[lpn];
+
+	if (old == FTL_UNMAPPED)
+		return;
+	f->valid[old / f->g.ppb]--;
+	f->mapped--;
+	__atomic_store_n(&f->map[lpn], FTL_UNMAPPED, __ATOMIC_RELEASE);
+}
+
+/*
+ * Program one page into stream @stream's open block with a fresh sequence
+ * number and its OOB record; a data page becomes @lpn's mapping (f->lock
+ * held).
+ */
+int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
+		  uint8_t kind, uint64_t *seq_out)
+{
+	uint8_t oob[1024];
+	uint64_t ppn, seq;
+	uint32_t blk;
+	int r;
+
+	/* sequence numbers stay below ckpt_seq + seq_gap: recovery then
+	 * knows every number on the medium is below that */
+	if (f->seq + 1 > f->ckpt_seq + f->seq_gap) {
+		r = ftl_ckpt_write(f, false);
+		if (r)
+			return r;
+	}
+	r = ftl_alloc_page(f, stream, &ppn);
+	if (r)
+		return r;
+	if (f->seq + 1 > f->ckpt_seq + f->seq_gap) {
+		r = ftl_ckpt_write(f, false);   /* allocation took many */
+		if (r)
+			return r;
+	}
+	blk = (uint32_t)(ppn / f->g.ppb);
+	seq = ++f->seq;
+	memset(oob, 0, f->g.oob);
+	ftl_oob_fill((struct ftl_oob *)oob, kind, (uint16_t)stream, lpn, seq,
+		     nand_block_ec(f->nand, blk), data, f->g.ps);
+	r = nand_program(f->nand, ppn, data, oob);
+	if (r)
+		return r;
+	f->mtime[blk] = seq;
+	if (kind == FTL_OOB_DATA)
+		ftl_map_set(f, lpn, (uint32_t)ppn);
+	else if (kind == FTL_OOB_TRIM)
+		f->trim_seq[blk] = seq;
+	if (seq_out)
+		*seq_out = seq;
+	return 0;
+}
+
+/* Lock (or unlock) the stripes of logical pages [p0, p1], in index order. */
+static void range_lock(struct ftl *f, uint64_t p0, uint64_t p1, bool lock)
+{
+	unsigned a = (unsigned)(p0 % FTL_NSTRIPES), b = (unsigned)(p1 % FTL_NSTRIPES);
+	unsigned i;
+
+	if (p1 - p0 + 1 >= FTL_NSTRIPES) {
+		a = 0;
+		b = FTL_NSTRIPES - 1;
+	}
+	if (a <= b) {
+		for (i = a; i <= b; i++)
+			lock ? pthread_mutex_lock(&f->stripe[i])
+			     : pthread_mutex_unlock(&f->stripe[i]);
+		return;
+	}
+	for (i = 0; i <= b; i++)
+		lock ? pthread_mutex_lock(&f->stripe[i])
+		     : pthread_mutex_unlock(&f->stripe[i]);
+	for (i = a; i < FTL_NSTRIPES; i++)
+		lock ? pthread_mutex_lock(&f->stripe[i])
+		     : pthread_mutex_unlock(&f->stripe[i]);
+}
+
+/* Read the whole current content of logical page @lpn into @buf. */
+static int read_whole(struct ftl *f, uint32_t lpn, uint8_t *buf)
+{
+	uint32_t ppn;
+	int r = 0;
+
+	pthread_rwlock_rdlock(&f->io_rw);
+	ppn = ftl_map_get(f, lpn);
+	if (ppn == FTL_UNMAPPED)
+		memset(buf, 0, f->g.ps);
+	else
+		r = nand_read(f->nand, ppn, 0, buf, f->g.ps);
+	pthread_rwlock_unlock(&f->io_rw);
+	return r;
+}
+
+static int write_page(struct ftl *f, uint32_t lpn, const void *data)
+{
+	int r;
+
+	pthread_mutex_lock(&f->lock);
+	r = ftl_prog_page(f, STREAM_HOST, lpn, data, FTL_OOB_DATA, NULL);
+	if (!r && f->ckpt_due)
+		r = ftl_ckpt_write(f, false);
+	pthread_mutex_unlock(&f->lock);
+	return r;
+}
+
+static int check_io(struct ftl *f, uint64_t off, uint64_t len)
+{
+	if (off % FTL_SECTOR || len % FTL_SECTOR || off > f->g.size ||
+	    len > f->g.size - off)
+		return -EINVAL;
+	return f->readonly ? -EROFS : 0;
+}
+
+/*
+ * Write @len bytes at logical byte @off.  Pages the write covers only in
+ * part are read, modified and written (counted as rmw_subpage when the
+ * write lies inside one page, rmw_straddle when it spans several).
+ */
+int ftl_write(struct ftl *f, const void *buf, uint64_t off, size_t len,
+	      unsigned flags)
+{
+	const uint8_t *src = buf;
+	uint64_t mo, end, p0, p1, ps = f->g.ps;
+	int r;
+
+	r = check_io(f, off, len);
+	if (r)
+		return r;
+	if (!len)
+		return (flags & FTL_FUA) ? ftl_flush(f) : 0;
+	mo = off + f->g.shift;
+	end = mo + len;
+	p0 = mo / ps;
+	p1 = (end - 1) / ps;
+	range_lock(f, p0, p1, true);
+	for (uint64_t p = p0; p <= p1 && !r; p++) {
+		uint64_t lo = p * ps, a = mo > lo ? mo - lo : 0;
+		uint64_t b = end < lo + ps ? end - lo : ps;
+		const uint8_t *data = src + (lo + a - mo);
+
+		if (a || b != ps) {
+			r = read_whole(f, (uint32_t)p, tls_page);
+			if (r)
+				break;
+			memcpy(tls_page + a, data, b - a);
+			data = tls_page;
+			if (p0 == p1)
+				CADD(f, c_sub, 1);
+			else
+				CADD(f, c_str, 1);
+		}
+		r = write_page(f, (uint32_t)p, data);
+	}
+	if (!r && (flags & FTL_FUA)) {
+		pthread_mutex_lock(&f->lock);
+		r = ftl_sync(f);
+		pthread_mutex_unlock(&f->lock);
+		CADD(f, c_fua, 1);
+	}
+	range_lock(f, p0, p1, false);
+	if (!r)
+		CADD(f, c_ws, len / FTL_SECTOR);
+	return r;
+}
+
+/* Make every completed write durable. */
+int ftl_flush(struct ftl *f)
+{
+	int r;
+
+	if (f->readonly)
+		return 0;
+	pthread_mutex_lock(&f->lock);
+	r = ftl_sync(f);
+	pthread_mutex_unlock(&f->lock);
+	CADD(f, c_fl, 1);
+	return r;
+}
+
+/* Zero bytes [a, b) of mapped page @p by read-modify-write. */
+static int zero_part(struct ftl *f, uint64_t p, uint64_t a, uint64_t b,
+		     bool straddle)
+{
+	int r;
+
+	if (ftl_map_get(f, (uint32_t)p) == FTL_UNMAPPED)
+		return 0;               /* reads as zeroes already */
+	r = read_whole(f, (uint32_t)p, tls_page);
+	if (r)
+		return r;
+	memset(tls_page + a, 0, b - a);
+	CADD(f, c_sub, straddle ? 0 : 1);
+	CADD(f, c_str, straddle ? 1 : 0);
+	return write_page(f, (uint32_t)p, tls_page);
+}
+
+/* Unmap whole pages [q0, q1): one trim record, then the map entries. */
+static int trim_pages(struct ftl *f, uint64_t q0, uint64_t q1)
+{
+	struct ftl_trim *t = (struct ftl_trim *)tls_page;
+	bool any = false;
+	int r = 0;
+
+	pthread_mutex_lock(&f->lock);
+	for (uint64_t q = q0; q < q1 && !any; q++)
+		any = f->map[q] != FTL_UNMAPPED;
+	if (any) {
+		memset(tls_page, 0, f->g.ps);
+		t->magic = FTL_TRIM_MAGIC;
+		t->n = 1;
+		t->r[0].lpn = (uint32_t)q0;
+		t->r[0].count = (uint32_t)(q1 - q0);
+		r = ftl_prog_page(f, STREAM_HOST, 1, tls_page, FTL_OOB_TRIM, NULL);
+		for (uint64_t q = q0; !r && q < q1; q++)
+			ftl_map_unset(f, (uint32_t)q);
+		if (!r && f->ckpt_due)
+			r = ftl_ckpt_write(f, false);
+	}
+	pthread_mutex_unlock(&f->lock);
+	return r;
+}
+
+/* Discard: whole pages are unmapped, partly covered pages zeroed. */
+int ftl_discard(struct ftl *f, uint64_t off, uint64_t len)
+{
+	uint64_t mo, end, p0, p1, q0, q1, ps = f->g.ps;
+	int r;
+
+	r = check_io(f, off, len);
+	if (r || !len)
+		return r;
+	mo = off + f->g.shift;
+	end = mo + len;
+	p0 = mo / ps;
+	p1 = (end - 1) / ps;
+	q0 = (mo + ps - 1) / ps;
+	q1 = end / ps;
+	range_lock(f, p0, p1, true);
+	if (mo % ps)            /* partly covered first page */
+		r = zero_part(f, p0, mo % ps,
+			      end - p0 * ps < ps ? end - p0 * ps : ps, p0 != p1);
+	if (!r && end % ps && !(p0 == p1 && mo % ps))  /* ... last page */
+		r = zero_part(f, p1, 0, end - p1 * ps, p0 != p1);
+	if (!r && q0 < q1)
+		r = trim_pages(f, q0, q1);
+	range_lock(f, p0, p1, false);
+	if (!r)
+		CADD(f, c_ds, len / FTL_SECTOR);
+	return r;
+}
+
+/* Write zeroes: the same as a discard (unmapped pages read as zeroes). */
+int ftl_write_zeroes(struct ftl *f, uint64_t off, uint64_t len)
+{
+	return ftl_discard(f, off, len);
+}

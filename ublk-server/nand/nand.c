@@ -1,0 +1,404 @@
+/* SPDX-License-Identifier: MIT */
+/* Emulated NAND flash: rules, counters, buffered OOB (see nand.h). */
+#include <errno.h>
+#include <unistd.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nand.h"
+
+#define NAND_OOB_SLOTS 8
+
+/* OOB bytes of one block, buffered; [lo, hi) pages not yet written out. */
+struct oob_slot {
+	int64_t blk;          /* -1 = empty */
+	uint32_t lo, hi;
+	uint64_t used;        /* LRU stamp */
+	uint8_t *buf;         /* ppb * oob_size */
+};
+
+struct nand {
+	struct nand_geom g;
+	struct nand_backing *b;
+	uint32_t *wp;         /* per block: next programmable page */
+	uint32_t *ec;         /* per block: erase count */
+	struct oob_slot slot[NAND_OOB_SLOTS];
+	uint64_t stamp;
+	uint64_t win_from, data_at, hole_at; /* nand_block_oob_hole's window */
+	bool no_seek;
+	nand_fault_fn fault;
+	void *fault_ctx;
+	struct nand_counters c;  /* updated with atomics */
+};
+
+#define CNT_ADD(n, f) __atomic_fetch_add(&(n)->c.f, 1, __ATOMIC_RELAXED)
+
+/* Create a nand over @b with geometry @g (see nand.h). */
+int nand_create(struct nand_backing *b, const struct nand_geom *g,
+		struct nand **out)
+{
+	struct nand *n;
+	int i;
+
+	if (!g->page_size || !g->ppb || !g->nblocks || g->oob_size < 16)
+		return -EINVAL;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n->g = *g;
+	n->b = b;
+	n->wp = calloc(g->nblocks, sizeof(*n->wp));
+	n->ec = calloc(g->nblocks, sizeof(*n->ec));
+	if (!n->wp || !n->ec)
+		goto err;
+	for (uint32_t i2 = 0; i2 < g->nblocks; i2++)
+		n->wp[i2] = g->ppb;
+	for (i = 0; i < NAND_OOB_SLOTS; i++) {
+		n->slot[i].blk = -1;
+		n->slot[i].buf = malloc((size_t)g->ppb * g->oob_size);
+		if (!n->slot[i].buf)
+			goto err;
+	}
+	*out = n;
+	return 0;
+err:
+	n->b = NULL;
+	nand_destroy(n);
+	return -ENOMEM;
+}
+
+/* Free @n and its backing (without syncing). */
+void nand_destroy(struct nand *n)
+{
+	if (!n)
+		return;
+	for (int i = 0; i < NAND_OOB_SLOTS; i++)
+		free(n->slot[i].buf);
+	free(n->wp);
+	free(n->ec);
+	if (n->b && n->b->ops->destroy)
+		n->b->ops->destroy(n->b);
+	free(n);
+}
+
+/* Hand the backing back to the caller (see nand.h). */
+struct nand_backing *nand_detach(struct nand *n)
+{
+	struct nand_backing *b = n->b;
+
+	n->b = NULL;
+	return b;
+}
+
+/* The geometry @n was created with. */
+const struct nand_geom *nand_geom(const struct nand *n)
+{
+	return &n->g;
+}
+
+/* The backing under @n. */
+struct nand_backing *nand_backing(struct nand *n)
+{
+	return n->b;
+}
+
+static int fault(struct nand *n, enum nand_op op, uint64_t page, void *buf,
+		 size_t len)
+{
+	int r;
+
+	if (!n->fault)
+		return 0;
+	r = n->fault(n->fault_ctx, op, page, buf, len);
+	if (r)
+		CNT_ADD(n, faults);
+	return r;
+}
+
+/* Read part of a page (see nand.h). */
+int nand_read(struct nand *n, uint64_t ppn, uint32_t off, void *buf,
+	      uint32_t len)
+{
+	uint32_t blk = (uint32_t)(ppn / n->g.ppb), pg = (uint32_t)(ppn % n->g.ppb);
+	int r;
+
+	if (blk >= n->g.nblocks || (uint64_t)off + len > n->g.page_size)
+		return -EINVAL;
+	CNT_ADD(n, reads);
+	if (pg >= __atomic_load_n(&n->wp[blk], __ATOMIC_ACQUIRE)) {
+		memset(buf, 0xff, len);
+		return 0;
+	}
+	r = n->b->ops->pread(n->b, buf, len,
+			     n->g.flash_off + ppn * n->g.page_size + off);
+	if (r)
+		return r;
+	return fault(n, NAND_OP_READ, ppn, buf, len) < 0 ? -EIO : 0;
+}
+
+static struct oob_slot *slot_find(struct nand *n, uint32_t blk)
+{
+	for (int i = 0; i < NAND_OOB_SLOTS; i++)
+		if (n->slot[i].blk == (int64_t)blk)
+			return &n->slot[i];
+	return NULL;
+}
+
+static int slot_writeback(struct nand *n, struct oob_slot *s)
+{
+	uint64_t first;
+	int r;
+
+	if (s->blk < 0 || s->lo >= s->hi)
+		return 0;
+	n->hole_at = 0;                 /* the hole window is stale now */
+	first = (uint64_t)s->blk * n->g.ppb + s->lo;
+	r = n->b->ops->pwrite(n->b, s->buf + (size_t)s->lo * n->g.oob_size,
+			      (size_t)(s->hi - s->lo) * n->g.oob_size,
+			      n->g.oob_off + first * n->g.oob_size);
+	if (!r)
+		s->lo = s->hi = 0;
+	return r;
+}
+
+/* Read the raw OOB of one page, from the buffer if it is there. */
+int nand_read_oob(struct nand *n, uint64_t ppn, void *oob)
+{
+	uint32_t blk = (uint32_t)(ppn / n->g.ppb);
+	struct oob_slot *s;
+
+	if (blk >= n->g.nblocks)
+		return -EINVAL;
+	s = slot_find(n, blk);
+	if (s) {
+		memcpy(oob, s->buf + (ppn % n->g.ppb) * n->g.oob_size,
+		       n->g.oob_size);
+		return 0;
+	}
+	return n->b->ops->pread(n->b, oob, n->g.oob_size,
+				n->g.oob_off + ppn * n->g.oob_size);
+}
+
+/* Read the raw OOB of every page of block @blk into @buf (ppb * oob_size). */
+int nand_read_block_oob(struct nand *n, uint32_t blk, void *buf)
+{
+	size_t len = (size_t)n->g.ppb * n->g.oob_size;
+	struct oob_slot *s;
+
+	if (blk >= n->g.nblocks)
+		return -EINVAL;
+	s = slot_find(n, blk);
+	if (s) {
+		memcpy(buf, s->buf, len);
+		return 0;
+	}
+	return n->b->ops->pread(n->b, buf, len,
+				n->g.oob_off + (uint64_t)blk * len);
+}
+
+static struct oob_slot *slot_get(struct nand *n, uint32_t blk, int *err)
+{
+	struct oob_slot *s = slot_find(n, blk), *lru = NULL;
+	size_t len = (size_t)n->g.ppb * n->g.oob_size;
+
+	*err = 0;
+	if (s)
+		return s;
+	for (int i = 0; i < NAND_OOB_SLOTS; i++) {
+		s = &n->slot[i];
+		if (s->blk < 0) {
+			lru = s;
+			break;
+		}
+		if (!lru || s->used < lru->used)
+			lru = s;
+	}
+	*err = slot_writeback(n, lru);
+	if (*err)
+		return NULL;
+	/* pages of this block programmed before are on the backing */
+	*err = n->b->ops->pread(n->b, lru->buf, len,
+				n->g.oob_off + (uint64_t)blk * len);
+	if (*err)
+		return NULL;
+	lru->blk = blk;
+	lru->lo = lru->hi = 0;
+	return lru;
+}
+
+/* Program one page (see nand.h). */
+int nand_program(struct nand *n, uint64_t ppn, const void *data,
+		 const void *oob)
+{
+	uint32_t blk = (uint32_t)(ppn / n->g.ppb), pg = (uint32_t)(ppn % n->g.ppb);
+	struct oob_slot *s;
+	int r;
+
+	if (blk >= n->g.nblocks)
+		return -EINVAL;
+	if (pg < n->wp[blk]) {
+		CNT_ADD(n, violations);
+		return -EIO;
+	}
+	r = fault(n, NAND_OP_PROGRAM, ppn, (void *)data, n->g.page_size);
+	if (r < 0)
+		return r;
+	s = slot_get(n, blk, &r);
+	if (!s)
+		return r;
+	r = n->b->ops->pwrite(n->b, data, n->g.page_size,
+			      n->g.flash_off + ppn * n->g.page_size);
+	if (r)
+		return r;
+	memcpy(s->buf + (size_t)pg * n->g.oob_size, oob, n->g.oob_size);
+	if (s->lo >= s->hi)
+		s->lo = pg;
+	s->hi = pg + 1;
+	s->used = ++n->stamp;
+	/* Write the OOB through before the program completes: data and OOB
+	 * then sit together in the backing's cache, so a killed server (whose
+	 * page cache survives) never loses a page roll-forward must find. */
+	r = slot_writeback(n, s);
+	if (r)
+		return r;
+	__atomic_store_n(&n->wp[blk], pg + 1, __ATOMIC_RELEASE);
+	CNT_ADD(n, programs);
+	if (pg + 1 == n->g.ppb)         /* block full: release its slot */
+		s->blk = -1;
+	return 0;
+}
+
+static int nand_zero(struct nand *n, uint64_t off, uint64_t len)
+{
+	static const uint8_t zero[16384];
+	int r = 0;
+
+	while (len && !r) {
+		size_t c = len < sizeof(zero) ? (size_t)len : sizeof(zero);
+		r = n->b->ops->pwrite(n->b, zero, c, off);
+		off += c;
+		len -= c;
+	}
+	return r;
+}
+
+/* Erase block @blk (see nand.h). */
+int nand_erase(struct nand *n, uint32_t blk)
+{
+	uint64_t bytes = (uint64_t)n->g.ppb * n->g.page_size;
+	uint64_t oobb = (uint64_t)n->g.ppb * n->g.oob_size;
+	struct oob_slot *s;
+	int r;
+
+	if (blk >= n->g.nblocks)
+		return -EINVAL;
+	r = fault(n, NAND_OP_ERASE, blk, NULL, 0);
+	if (r < 0)
+		return r;
+	s = slot_find(n, blk);
+	if (s)
+		s->blk = -1;            /* its buffered OOB is void now */
+	n->hole_at = 0;
+	/* Erased = OOB records gone: write zeroes over them (cheaper than
+	 * punching holes, which frees and reallocates the file's pages); the
+	 * data bytes stay but read back as 0xff (write pointer 0). */
+	r = nand_zero(n, n->g.oob_off + blk * oobb, oobb);
+	if (r)
+		return r;
+	(void)bytes;
+	__atomic_store_n(&n->wp[blk], 0, __ATOMIC_RELEASE);
+	n->ec[blk]++;
+	CNT_ADD(n, erases);
+	return 0;
+}
+
+/* Write out buffered OOB and flush the backing (see nand.h). */
+int nand_sync(struct nand *n)
+{
+	int r;
+
+	for (int i = 0; i < NAND_OOB_SLOTS; i++) {
+		r = slot_writeback(n, &n->slot[i]);
+		if (r)
+			return r;
+	}
+	CNT_ADD(n, syncs);
+	return n->b->ops->sync(n->b);
+}
+
+/* Set block @blk's write pointer and erase count. */
+void nand_set_block(struct nand *n, uint32_t blk, uint32_t wp, uint32_t ec)
+{
+	if (blk >= n->g.nblocks)
+		return;
+	__atomic_store_n(&n->wp[blk], wp > n->g.ppb ? n->g.ppb : wp,
+			 __ATOMIC_RELEASE);
+	n->ec[blk] = ec;
+}
+
+/* Pages programmed in block @blk since its erase. */
+uint32_t nand_block_wp(const struct nand *n, uint32_t blk)
+{
+	return blk < n->g.nblocks ? __atomic_load_n(&n->wp[blk], __ATOMIC_ACQUIRE) : 0;
+}
+
+/* Erase count of block @blk. */
+uint32_t nand_block_ec(const struct nand *n, uint32_t blk)
+{
+	return blk < n->g.nblocks ? n->ec[blk] : 0;
+}
+
+/* Is block @blk's OOB region a hole of the backing (see nand.h)?  Keeps
+ * one [data, hole) window, so a forward walk costs two lseeks per extent. */
+bool nand_block_oob_hole(struct nand *n, uint32_t blk)
+{
+	uint64_t len = (uint64_t)n->g.ppb * n->g.oob_size;
+	uint64_t off = n->g.oob_off + (uint64_t)blk * len;
+	int64_t d, h;
+
+	if (n->no_seek || !n->b->ops->seek || slot_find(n, blk))
+		return false;
+	if (n->hole_at && off >= n->win_from) {
+		if (off + len <= n->data_at)
+			return true;    /* before the next data extent */
+		if (off >= n->data_at && off + len <= n->hole_at)
+			return false;   /* inside it */
+	}
+	d = n->b->ops->seek(n->b, off, SEEK_DATA);
+	if (d < 0) {
+		if (errno != ENXIO) {   /* no SEEK_DATA here: can't tell */
+			n->no_seek = true;
+			return false;
+		}
+		n->win_from = off;
+		n->data_at = n->hole_at = UINT64_MAX;   /* only holes follow */
+		return true;
+	}
+	h = n->b->ops->seek(n->b, (uint64_t)d, SEEK_HOLE);
+	if (h < 0) {
+		n->no_seek = true;
+		return false;
+	}
+	n->win_from = off;
+	n->data_at = (uint64_t)d;
+	n->hole_at = (uint64_t)h;
+	return off + len <= n->data_at;
+}
+
+/* Install (or with NULL remove) the fault-injection hook. */
+void nand_set_fault(struct nand *n, nand_fault_fn fn, void *ctx)
+{
+	n->fault = fn;
+	n->fault_ctx = ctx;
+}
+
+/* Snapshot of the operation counters. */
+void nand_counters_get(const struct nand *n, struct nand_counters *c)
+{
+	c->reads = __atomic_load_n(&n->c.reads, __ATOMIC_RELAXED);
+	c->programs = __atomic_load_n(&n->c.programs, __ATOMIC_RELAXED);
+	c->erases = __atomic_load_n(&n->c.erases, __ATOMIC_RELAXED);
+	c->violations = __atomic_load_n(&n->c.violations, __ATOMIC_RELAXED);
+	c->faults = __atomic_load_n(&n->c.faults, __ATOMIC_RELAXED);
+	c->syncs = __atomic_load_n(&n->c.syncs, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nand — emulated NAND flash on a byte-addressable backing (image file,
+ * block device, or memory for tests).  Prefix nand_, 0 / -errno returns.
+ *
+ * Geometry: nblocks erase blocks of ppb pages of page_size bytes, the data
+ * of page p at flash_off + p * page_size, its out-of-band (OOB) bytes at
+ * oob_off + p * oob_size.  NAND rules are enforced: inside an erase block
+ * pages are programmed in ascending order, each at most once between
+ * erases (a page below the block's write pointer cannot be programmed);
+ * erase is per block; data reads of erased pages return 0xff.  A violation
+ * is counted and fails with -EIO.
+ *
+ * Durability: programs and erases may sit in the host page cache (a
+ * volatile write cache) until nand_sync().  OOB bytes of recently
+ * programmed pages are buffered per block and written with one pwrite per
+ * block (at sync, when the block fills, or on eviction), so programming a
+ * page costs ~1 pwrite.
+ *
+ * Threads: nand_read() may run concurrently with anything except an erase
+ * of the same block (the caller excludes that); every other call must be
+ * serialized by the caller.
+ */
+#ifndef OCTANT_NAND_H
+#define OCTANT_NAND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct nand_backing;
+
+/* Byte store under the flash.  pread/pwrite transfer everything or fail. */
+struct nand_backing_ops {
+	int (*pread)(struct nand_backing *b, void *buf, size_t len, uint64_t off);
+	int (*pwrite)(struct nand_backing *b, const void *buf, size_t len,
+		      uint64_t off);
+	/* Make [off, off+len) read as zeroes (and free the space if possible). */
+	int (*punch)(struct nand_backing *b, uint64_t off, uint64_t len);
+	/* Make every earlier pwrite/punch durable (a write-cache flush). */
+	int (*sync)(struct nand_backing *b);
+	void (*destroy)(struct nand_backing *b);
+	/* Optional: lseek SEEK_DATA / SEEK_HOLE; -1 when none. */
+	int64_t (*seek)(struct nand_backing *b, uint64_t off, int whence);
+};
+
+struct nand_backing {
+	const struct nand_backing_ops *ops;
+};
+
+/* A backing over an open file descriptor (not closed by destroy). */
+int nand_backing_fd(int fd, struct nand_backing **out);
+
+/*
+ * A backing in memory, @size bytes of zeroes.  With @powercut, every write
+ * since the last sync is logged so nand_mem_crash_image() can build the
+ * image a power cut would leave.
+ */
+int nand_backing_mem(uint64_t size, bool powercut, struct nand_backing **out);
+
+/* The memory backing's current bytes (for tests). */
+uint8_t *nand_mem_bytes(struct nand_backing *b, uint64_t *size);
+
+/*
+ * Power-cut simulation: write into @out (size bytes) the image left by a
+ * power cut now: everything up to the last sync, then, chosen by @seed,
+ * either a prefix or an arbitrary subset of the later writes (in order),
+ * with one of them torn (only some of its 512-byte sectors written) unless
+ * @tear is false.  Returns the number of later writes that were pending.
+ */
+long nand_mem_crash_image(struct nand_backing *b, uint64_t seed, bool tear,
+			  uint8_t *out);
+
+/* Call @fn(@ctx) just after the @n-th next write reaches the memory
+ * backing (0 cancels): lets a test cut the power inside an operation. */
+void nand_mem_set_trigger(struct nand_backing *b, uint64_t n,
+			  void (*fn)(void *ctx), void *ctx);
+/* Reference counting: hold() adds a holder, destroy() drops one. */
+void nand_mem_hold(struct nand_backing *b);
+/* Replace the bytes with @img (size bytes) and forget pending writes. */
+void nand_mem_load(struct nand_backing *b, const uint8_t *img);
+void nand_mem_power_on(struct nand_backing *b);
+
+/* After this, the memory backing silently drops every write (the power is
+ * off): lets a test close an engine without touching the crash image. */
+void nand_mem_power_off(struct nand_backing *b);
+
+struct nand_geom {
+	uint32_t page_size, oob_size, ppb, nblocks;
+	uint64_t flash_off, oob_off;
+};
+
+/* Fault-injection seam: called before every operation; a negative return
+ * fails it with that error (NAND_OP_READ may instead flip bits in @buf and
+ * return 0).  @page is the page number (block number for erase). */
+enum nand_op { NAND_OP_READ, NAND_OP_PROGRAM, NAND_OP_ERASE };
+typedef int (*nand_fault_fn)(void *ctx, enum nand_op op, uint64_t page,
+			     void *buf, size_t len);
+
+struct nand_counters {
+	uint64_t reads, programs, erases, violations, faults, syncs;
+};
+
+struct nand;
+
+/* Wrap @b (which the nand then owns). Every block starts "fully programmed"
+ * (write pointer = ppb) until the owner sets the real state. */
+int nand_create(struct nand_backing *b, const struct nand_geom *g,
+		struct nand **out);
+void nand_destroy(struct nand *n);
+/* Hand the backing back: nand_destroy() will then leave it alone. */
+struct nand_backing *nand_detach(struct nand *n);
+const struct nand_geom *nand_geom(const struct nand *n);
+struct nand_backing *nand_backing(struct nand *n);
+
+/* Read @len bytes at @off inside page @ppn; erased pages read 0xff. */
+int nand_read(struct nand *n, uint64_t ppn, uint32_t off, void *buf,
+	      uint32_t len);
+/* Raw OOB of one page / of all ppb pages of a block (no erased check). */
+int nand_read_oob(struct nand *n, uint64_t ppn, void *oob);
+int nand_read_block_oob(struct nand *n, uint32_t blk, void *buf);
+/* Program one page: page_size bytes of @data and oob_size bytes of @oob. */
+int nand_program(struct nand *n, uint64_t ppn, const void *data,
+		 const void *oob);
+/* Erase a block: its pages read 0xff and may be programmed again. */
+int nand_erase(struct nand *n, uint32_t blk);
+/* Write buffered OOB bytes and flush the backing's write cache. */
+int nand_sync(struct nand *n);
+
+/* Set a block's write pointer (pages programmed) and erase count, e.g.
+ * from a checkpoint. */
+void nand_set_block(struct nand *n, uint32_t blk, uint32_t wp, uint32_t ec);
+uint32_t nand_block_wp(const struct nand *n, uint32_t blk);
+uint32_t nand_block_ec(const struct nand *n, uint32_t blk);
+
+/* True when the OOB bytes of block @blk are certainly all zero because the
+ * backing has a hole there (a sparse file): scans skip such blocks. */
+bool nand_block_oob_hole(struct nand *n, uint32_t blk);
+
+void nand_set_fault(struct nand *n, nand_fault_fn fn, void *ctx);
+void nand_counters_get(const struct nand *n, struct nand_counters *c);
+
+#endif /* OCTANT_NAND_H */

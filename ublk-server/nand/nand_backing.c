@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: MIT */
+/* Backings for the emulated flash: a file descriptor, or memory with a
+ * power-cut simulator (see nand.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nand.h"
+
+/* ---- file descriptor ------------------------------------------------ */
+
+struct fd_backing {
+	struct nand_backing b;
+	int fd;
+	bool no_punch;
+};
+
+static int fd_pread(struct nand_backing *b, void *buf, size_t len, uint64_t off)
+{
+	struct fd_backing *f = (struct fd_backing *)b;
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = pread(f->fd, p, len, (off_t)off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;    /* past the end: truncated image */
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+static int fd_pwrite(struct nand_backing *b, const void *buf, size_t len,
+		     uint64_t off)
+{
+	struct fd_backing *f = (struct fd_backing *)b;
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = pwrite(f->fd, p, len, (off_t)off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+static int fd_punch(struct nand_backing *b, uint64_t off, uint64_t len)
+{
+	static const uint8_t zero[65536];
+	struct fd_backing *f = (struct fd_backing *)b;
+	int r;
+
+	if (!f->no_punch) {
+		if (!fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			       (off_t)off, (off_t)len))
+			return 0;
+		if (errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL)
+			return -errno;
+		f->no_punch = true;     /* e.g. a block device: write zeroes */
+	}
+	while (len) {
+		size_t n = len < sizeof(zero) ? (size_t)len : sizeof(zero);
+		r = fd_pwrite(b, zero, n, off);
+		if (r)
+			return r;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int fd_sync(struct nand_backing *b)
+{
+	struct fd_backing *f = (struct fd_backing *)b;
+
+	return fdatasync(f->fd) ? -errno : 0;
+}
+
+static int64_t fd_seek(struct nand_backing *b, uint64_t off, int whence)
+{
+	struct fd_backing *f = (struct fd_backing *)b;
+	off_t r = lseek(f->fd, (off_t)off, whence);
+
+	return r < 0 ? -1 : (int64_t)r;
+}
+
+static void fd_destroy(struct nand_backing *b)
+{
+	free(b);
+}
+
+static const struct nand_backing_ops fd_ops = {
+	.pread = fd_pread,
+	.pwrite = fd_pwrite,
+	.punch = fd_punch,
+	.sync = fd_sync,
+	.destroy = fd_destroy,
+	.seek = fd_seek,
+};
+
+/* A backing over @fd (see nand.h). */
+int nand_backing_fd(int fd, struct nand_backing **out)
+{
+	struct fd_backing *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -ENOMEM;
+	f->b.ops = &fd_ops;
+	f->fd = fd;
+	*out = &f->b;
+	return 0;
+}
+
+/* ---- memory, with the power-cut log ---------------------------------- */
+
+struct mem_write {
+	uint64_t off, len;
+	uint8_t *data;          /* NULL: zeroes (punch) */
+};
+
+struct mem_backing {
+	struct nand_backing b;
+	uint64_t size;
+	uint8_t *cur;           /* what reads see */
+	uint8_t *dur;           /* what survives a power cut (powercut only) */
+	struct mem_write *log;  /* writes since the last sync */
+	size_t nlog, cap;
+	bool off;               /* power is off: drop writes */
+	int refs;               /* extra holders (nand_mem_hold) */
+	uint64_t writes, trigger_at;     /* nand_mem_set_trigger */
+	void (*trigger)(void *ctx);
+	void *trigger_ctx;
+};
+
+static void mem_count(struct mem_backing *m)
+{
+	if (++m->writes == m->trigger_at && m->trigger) {
+		m->trigger_at = 0;
+		m->trigger(m->trigger_ctx);
+	}
+}
+
+static int mem_log(struct mem_backing *m, const void *buf, uint64_t len,
+		   uint64_t off)
+{
+	struct mem_write *w;
+
+	if (!m->dur)
+		return 0;
+	if (m->nlog == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 256;
+		w = realloc(m->log, cap * sizeof(*w));
+		if (!w)
+			return -ENOMEM;
+		m->log = w;
+		m->cap = cap;
+	}
+	w = &m->log[m->nlog];
+	w->off = off;
+	w->len = len;
+	w->data = NULL;
+	if (buf) {
+		w->data = malloc(len);
+		if (!w->data)
+			return -ENOMEM;
+		memcpy(w->data, buf, len);
+	}
+	m->nlog++;
+	return 0;
+}
+
+static int mem_pread(struct nand_backing *b, void *buf, size_t len, uint64_t off)
+{
+	struct mem_backing *m = (struct mem_backing *)b;
+
+	if (off > m->size || len > m->size - off)
+		return -EIO;
+	memcpy(buf, m->cur + off, len);
+	return 0;
+}
+
+static int mem_pwrite(struct nand_backing *b, const void *buf, size_t len,
+		      uint64_t off)
+{
+	struct mem_backing *m = (struct mem_backing *)b;
+	int r;
+
+	if (off > m->size || len > m->size - off)
+		return -EIO;
+	if (m->off)
+		return 0;
+	memcpy(m->cur + off, buf, len);
+	r = mem_log(m, buf, len, off);
+	if (!r)
+		mem_count(m);
+	return r;
+}
+
+static int mem_punch(struct nand_backing *b, uint64_t off, uint64_t len)
+{
+	struct mem_backing *m = (struct mem_backing *)b;
+	int r;
+
+	if (off > m->size || len > m->size - off)
+		return -EIO;
+	if (m->off)
+		return 0;
+	memset(m->cur + off, 0, len);
+	r = mem_log(m, NULL, len, off);
+	if (!r)
+		mem_count(m);
+	return r;
+}
+
+static void apply(uint8_t *img, const struct mem_write *w)
+{
+	if (w->data)
+		memcpy(img + w->off, w->data, w->len);
+	else
+		memset(img + w->off, 0, w->len);
+}
+
+static int mem_sync(struct nand_backing *b)
+{
+	struct mem_backing *m = (struct mem_backing *)b;
+
+	if (m->off || !m->dur)
+		return 0;
+	for (size_t i = 0; i < m->nlog; i++) {
+		apply(m->dur, &m->log[i]);
+		free(m->log[i].data);
+	}
+	m->nlog = 0;
+	return 0;
+}
+
+static void mem_destroy(struct nand_backing *b)
+{
+	struct mem_backing *m = (struct mem_backing *)b;
+
+	if (m->refs > 0) {
+		m->refs--;
+		return;
+	}
+	for (size_t i = 0; i < m->nlog; i++)
+		free(m->log[i].data);
+	free(m->log);
+	free(m->cur);
+	free(m->dur);
+	free(m);
+}
+
+static const struct nand_backing_ops mem_ops = {
+	.pread = mem_pread,
+	.pwrite = mem_pwrite,
+	.punch = mem_punch,
+	.sync = mem_sync,
+	.destroy = mem_destroy,
+};
+
+/* A backing in memory (see nand.h). */
+int nand_backing_mem(uint64_t size, bool powercut, struct nand_backing **out)
+{
+	struct mem_backing *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return -ENOMEM;
+	m->b.ops = &mem_ops;
+	m->size = size;
+	m->cur = calloc(1, size);
+	if (powercut)
+		m->dur = calloc(1, size);
+	if (!m->cur || (powercut && !m->dur)) {
+		mem_destroy(&m->b);
+		return -ENOMEM;
+	}
+	*out = &m->b;
+	return 0;
+}
+
+/* The current bytes of a memory backing. */
+uint8_t *nand_mem_bytes(struct nand_backing *b, uint64_t *size)
+{
+	struct mem_backing *m = (struct mem_backing *)b;
+
+	if (size)
+		*size = m->size;
+	return m->cur;
+}
+
+/* Call @fn(@ctx) right after the @n-th next write (pwrite or punch) has
+ * been logged: a power cut in the middle of an engine operation. */
+void nand_mem_set_trigger(struct nand_backing *b, uint64_t n,
+			  void (*fn)(void *ctx), void *ctx)
+{
+	struct mem_backing *m = (struct mem_backing *)b;
+
+	m->trigger = fn;
+	m->trigger_ctx = ctx;
+	m->trigger_at = n ? m->writes + n : 0;
+}
+
+/* Take one more reference: destroy() then only drops it. */
+void nand_mem_hold(struct nand_backing *b)
+{
+	((struct mem_backing *)b)->refs++;
+}
+
+/* Power back on: writes reach the memory again. */
+void nand_mem_power_on(struct nand_backing *b)
+{
+	((struct mem_backing *)b)->off = false;
+}
+
+/* Replace the current (and durable) bytes with @img, forgetting pending
+ * writes: the state after a power cut that left @img. */
+void nand_mem_load(struct nand_backing *b, const uint8_t *img)
+{
+	struct mem_backing *m = (struct mem_backing *)b;
+
+	for (size_t i = 0; i < m->nlog; i++)
+		free(m->log[i].data);
+	m->nlog = 0;
+	memcpy(m->cur, img, m->size);
+	if (m->dur)
+		memcpy(m->dur, img, m->size);
+}
+
+/* Drop every later write (see nand.h). */
+void nand_mem_power_off(struct nand_backing *b)
+{
+	((struct mem_backing *)b)->off = true;
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+	/* splitmix64 */
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* Build the image a power cut would leave (see nand.h). */
+long nand_mem_crash_image(struct nand_backing *b, uint64_t seed, bool tear,
+			  uint8_t *out)
+{
+	struct mem_backing *m = (struct mem_backing *)b;
+	uint64_t s = seed;
+	size_t n = m->nlog, keep, torn;
+	bool subset;
+
+	if (!m->dur)
+		return -EINVAL;
+	memcpy(out, m->dur, m->size);
+	if (!n)
+		return 0;
+	subset = rnd(&s) & 1;
+	keep = (size_t)(rnd(&s) % (n + 1));       /* prefix length */
+	torn = tear ? (size_t)(rnd(&s) % n) : n;  /* the write that tears */
+	for (size_t i = 0; i < n; i++) {
+		const struct mem_write *w = &m->log[i];
+		bool in = subset ? (rnd(&s) & 1) : i < keep;
+
+		if (i == torn) {
+			/* some of its 512-byte sectors reach the medium */
+			for (uint64_t o = 0; o < w->len; o += 512) {
+				uint64_t l = w->len - o < 512 ? w->len - o : 512;
+				if (!(rnd(&s) & 1))
+					continue;
+				if (w->data)
+					memcpy(out + w->off + o, w->data + o, l);
+				else
+					memset(out + w->off + o, 0, l);
+			}
+			continue;
+		}
+		if (in)
+			apply(out, w);
+	}
+	return (long)n;
+}
