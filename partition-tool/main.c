@@ -1,27 +1,94 @@
 /* SPDX-License-Identifier: MIT */
 /* alignpart: create and audit MBR/GPT tables with alignment checks. */
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static void usage(FILE *out)
+#include "ap.h"
+#include "ap-map.h"
+
+/* Print "alignpart: MSG" on stderr and return @code (one line per error). */
+int ap_fail(int code, const char *fmt, ...)
 {
-	fprintf(out,
-		"Usage: alignpart COMMAND [OPTIONS]\n"
-		"Commands: check, create, suggest (not ready yet)\n"
-		"  --help      this text\n"
-		"  --version   print the version\n");
+	va_list ap;
+
+	fputs("alignpart: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+/* Print "alignpart: warning: MSG" on stderr. */
+void ap_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("alignpart: warning: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* Print "alignpart: MSG" on stderr (informational). */
+void ap_note(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("alignpart: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* Format @bytes as "512B", "4KiB", "1MiB", "1.5GiB" into @buf. */
+const char *ap_human_size(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	unsigned int u = 0;
+	uint64_t whole = bytes, rem = 0;
+
+	while (whole >= 1024 && u < 5) {
+		rem = whole % 1024;
+		whole /= 1024;
+		u++;
+	}
+	if (rem == 0 || u == 0)
+		snprintf(buf, len, "%llu%s", (unsigned long long)whole, unit[u]);
+	else
+		snprintf(buf, len, "%.1f%s",
+			 (double)bytes / (double)(1ULL << (10 * u)), unit[u]);
+	return buf;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && !strcmp(argv[1], "--version")) {
-		printf("alignpart %s\n", OCTANT_VERSION);
-		return 0;
+	struct ap_opts o;
+	int rc;
+
+	/* map / unmap (partition-tool/ap-map.c) parse their own options */
+	if (argc > 1 && !strcmp(argv[1], "map"))
+		return ap_cmd_map(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "unmap"))
+		return ap_cmd_unmap(argc - 1, argv + 1);
+
+	rc = ap_parse_args(argc, argv, &o);
+	if (rc >= 0)
+		return rc;          /* --help, --version or a usage error */
+
+	switch (o.cmd) {
+	case AP_CMD_CHECK:
+		return ap_cmd_check(&o);
+	case AP_CMD_CREATE:
+		return ap_cmd_create(&o);
+	case AP_CMD_SUGGEST:
+		return ap_cmd_suggest(&o);
+	default:
+		break;
 	}
-	if (argc > 1 && !strcmp(argv[1], "--help")) {
-		usage(stdout);
-		return 0;
-	}
-	usage(stderr);
-	return 2;
+	return ap_fail(AP_EXIT_USAGE, "no command given");
 }

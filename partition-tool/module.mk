@@ -1,4 +1,5 @@
-# partition-tool: alignpart (libfdisk + libsmartcols + libalign).
+# partition-tool: alignpart (libalign + libfdisk + libsmartcols + libblkid;
+# libdevmapper for map/unmap, whose dm-stack.o ublk-server/module.mk adds).
 ALIGNPART_SRCS := $(wildcard partition-tool/*.c)
 ALIGNPART_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(ALIGNPART_SRCS))
 EXTRA_CFLAGS_partition-tool = $(call pc_cflags,fdisk smartcols blkid devmapper)

@@ -3,9 +3,10 @@
 ENGINE_SRCS    := $(wildcard ublk-server/nand/*.c ublk-server/ftl/*.c)
 ENGINE_OBJS    := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRCS))
 UBLKFLASH_SRCS := $(wildcard ublk-server/cli/*.c ublk-server/serve/*.c \
-                             ublk-server/frontend/*.c)
+                             ublk-server/frontend/*.c ublk-server/dm/*.c)
 UBLKFLASH_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(UBLKFLASH_SRCS))
-EXTRA_CFLAGS_ublk-server = $(call pc_cflags,fuse3 liburing devmapper blkid)
+EXTRA_CFLAGS_ublk-server = $(call pc_cflags,fuse3 liburing devmapper blkid) \
+                            -Iublk-server/dm
 UBLKFLASH_LIBS  = $(call pc_libs,fuse3 liburing devmapper blkid) -lm
 
 all: $(BUILD)/libengine.a $(BUILD)/ublk-flash
@@ -16,3 +17,11 @@ $(BUILD)/libengine.a: $(ENGINE_OBJS)
 
 $(BUILD)/ublk-flash: $(UBLKFLASH_OBJS) $(BUILD)/libengine.a $(BUILD)/libalign.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(UBLKFLASH_LIBS) $(LIBALIGN_LIBS)
+
+# device-mapper stacking (ublk-server/dm/dm-stack.c) is shared with alignpart's
+# map/unmap (partition-tool/ap-map.c) and with the guest test tool dmstack-tool.
+$(BUILD)/alignpart: $(BUILD)/obj/ublk-server/dm/dm-stack.o
+all: $(BUILD)/dmstack-tool
+$(BUILD)/dmstack-tool: $(BUILD)/obj/tests/vm/dmstack-tool.o \
+                       $(BUILD)/obj/ublk-server/dm/dm-stack.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(call pc_libs,devmapper)

@@ -1,12 +1,74 @@
 /* SPDX-License-Identifier: MIT */
+/* ublk-flash stats IMG|DEV [--json]: live from a server, else offline. */
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
+#include "serve.h"
 
 int cmd_stats(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "ublk-flash: stats: not implemented yet\n");
-	return EXIT_IO;
+	static const struct option lo[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct serve_entry e;
+	struct ftl_open_opts oo = { .readonly = true };
+	struct ftl_stats st;
+	struct ftl *f;
+	struct stat sb;
+	bool json = false;
+	char what[PATH_MAX + 16];
+	int c, err;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = true; break;
+		case 'h':
+			printf("Usage: ublk-flash stats IMG|DEV [--json]\n"
+			       "Engine counters: live from the server of a served DEV or\n"
+			       "IMG, else read from IMG (opened read-only).\n"
+			       "Exit: 0; 2 usage; 3 not served / I/O error; 4 corrupt.\n");
+			return 0;
+		default:
+			fprintf(stderr, "ublk-flash: stats: unknown option '%s'\n",
+				argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "ublk-flash: stats: expected one IMG or DEV\n");
+		return EXIT_USAGE;
+	}
+	const char *arg = argv[optind];
+	snprintf(what, sizeof(what), "stats: %s", arg);
+	if (serve_entry_find(arg, &e) == 0 && e.live) {
+		err = serve_ctl_request(&e, json ? "stats json" : "stats text",
+					stdout);
+		if (!err)
+			return 0;
+		fprintf(stderr, "ublk-flash: stats: the server of %s does not "
+			"answer: %s\n", arg, strerror(-err));
+		return EXIT_IO;
+	}
+	if (stat(arg, &sb) < 0)
+		return cli_fail(what, -errno);
+	if (S_ISBLK(sb.st_mode) && ftl_info_read(arg, &(struct ftl_info){ 0 }) < 0) {
+		fprintf(stderr, "ublk-flash: stats: %s is not served by ublk-flash\n",
+			arg);
+		return EXIT_IO;
+	}
+	err = ftl_open(arg, &oo, &f);
+	if (err)
+		return cli_fail(what, err);
+	ftl_stats_get(f, &st);
+	ftl_stats_print(&st, stdout, json);
+	ftl_close(f);
+	return 0;
 }

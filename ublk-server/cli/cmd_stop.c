@@ -1,12 +1,112 @@
 /* SPDX-License-Identifier: MIT */
+/* ublk-flash stop DEV|IMG: stop a server, clean checkpoint. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "commands.h"
+#include "serve.h"
+
+/* Is block device @dev open by someone else (mounted, held)? */
+static bool stop_dev_busy(const char *dev)
+{
+	struct timespec ts = { 0, 100 * 1000000L };
+	for (int i = 0; i < 10; i++) {   /* udev may probe it for a moment */
+		int fd = open(dev, O_RDONLY | O_EXCL | O_CLOEXEC);
+		if (fd >= 0) {
+			close(fd);
+			return false;
+		}
+		if (errno != EBUSY)
+			return false;
+		nanosleep(&ts, NULL);
+	}
+	return true;
+}
 
 int cmd_stop(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "ublk-flash: stop: not implemented yet\n");
-	return EXIT_IO;
+	static const struct option lo[] = {
+		{ "force", no_argument, NULL, 'F' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct serve_entry e;
+	bool force = false;
+	unsigned timeout = 60;
+	int c, err;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'F': force = true; break;
+		case 't': timeout = (unsigned)atoi(optarg); break;
+		case 'h':
+			printf("Usage: ublk-flash stop DEV|IMG [--force] [--timeout SECS]\n"
+			       "Stop the server of DEV or IMG: remove the device, write a\n"
+			       "clean checkpoint, wait for the server to exit (default 60 s).\n"
+			       "Refuses (exit 5) while the device is open (mounted) unless\n"
+			       "--force.  Exit: 0 stopped (or a dead server's leftovers\n"
+			       "cleaned); 2 usage; 3 not served / did not stop; 5 busy.\n");
+			return 0;
+		default:
+			fprintf(stderr, "ublk-flash: stop: unknown option '%s'\n",
+				argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "ublk-flash: stop: expected one DEV or IMG\n");
+		return EXIT_USAGE;
+	}
+	const char *arg = argv[optind];
+	err = serve_entry_find(arg, &e);
+	if (err == -ENOENT && access(arg, F_OK) == 0) {
+		fprintf(stderr, "ublk-flash: stop: %s is not served\n", arg);
+		return EXIT_IO;
+	}
+	if (err) {
+		char what[PATH_MAX + 16];
+		snprintf(what, sizeof(what), "stop: %s", arg);
+		return cli_fail(what, err);
+	}
+	if (!e.live) {
+		/* The server died: clean what it left, under its lock. */
+		int fd;
+		if (serve_entry_lock(e.dir, &fd) == 0) {
+			serve_entry_cleanup(e.dir);
+			close(fd);
+			fprintf(stderr, "ublk-flash: stop: the server of %s had died; "
+				"cleaned up what it left\n", arg);
+			return 0;
+		}
+		if (serve_entry_load(e.dir, &e) < 0 || !e.live) {
+			fprintf(stderr, "ublk-flash: stop: %s is not served\n", arg);
+			return EXIT_IO;
+		}
+	}
+	/* With --dm the dm table holds the served device; the top one counts. */
+	const char *top = e.dm[0] ? e.dm : e.dev;
+	if (!force && top[0] && stop_dev_busy(top)) {
+		fprintf(stderr, "ublk-flash: stop: %s is in use (mounted?); unmount "
+			"it first or use --force\n", top);
+		return EXIT_BUSY;
+	}
+	err = serve_stop_server(&e, timeout * 1000);
+	if (err == -ETIMEDOUT) {
+		fprintf(stderr, "ublk-flash: stop: the server (pid %d) did not exit "
+			"within %u s\n", (int)e.pid, timeout);
+		return EXIT_IO;
+	}
+	if (err)
+		return cli_fail("stop", err);
+	return 0;
 }

@@ -1,31 +1,497 @@
 /* SPDX-License-Identifier: MIT */
-/* ublk frontend: placeholder until the ublk issue lands. */
+/*
+ * ublk frontend: the engine as /dev/ublkbN through the kernel's ublk driver.
+ *
+ * start: ADD_DEV (with USER_RECOVERY | USER_RECOVERY_REISSUE, a timeout),
+ *   SET_PARAMS (topology from the engine, write cache + FUA, discard), open
+ *   /dev/ublkcN, start the queue threads (ublk-queue.c), START_DEV with our
+ *   pid.  With --recover: find the device a dead server of the same image
+ *   left (--dev-id, else the tag we keep in dev_info.ublksrv_flags),
+ *   START_USER_RECOVERY once the driver has quiesced it, re-fetch on every
+ *   queue, END_USER_RECOVERY: the same /dev/ublkbN is LIVE again and the
+ *   requests the dead server held are reissued to us.
+ * stop: sync the block device, STOP_DEV (the driver waits for in-flight
+ *   requests, then aborts every fetch so the queue threads end), DEL_DEV.
+ */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "frontend.h"
+#include "ublk-int.h"
+
+#define UBLK_DEF_QUEUES   1u
+#define UBLK_DEF_DEPTH    64u
+#define UBLK_BUF_BYTES    (512u << 10)   /* per-tag buffer = max I/O size */
+#define UBLK_MAX_DISCARD  (64u << 11)    /* sectors per discard: 64 MiB */
+#define UBLK_ADD_TIMEOUT  10000u         /* ms */
+#define UBLK_START_TIMEOUT 60000u        /* START_DEV scans partitions */
+#define UBLK_RECOVER_WAIT 30000u         /* dead server -> QUIESCED */
+#define UBLK_SCAN_IDS     256u           /* ids tried without sysfs */
+
+static const char ublk_no_driver[] = "no /dev/ublk-control: load the driver "
+	"(modprobe ublk_drv) or use --frontend fuse";
 
 static int ublk_probe(char *why, size_t len)
 {
-	snprintf(why, len, "the ublk frontend is not built yet; use --frontend fuse");
-	return -ENOTSUP;
+	int fd;
+
+	if (access("/dev/ublk-control", F_OK) != 0) {
+		snprintf(why, len, "%s", ublk_no_driver);
+		return -ENODEV;
+	}
+	fd = open("/dev/ublk-control", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		int err = -errno;
+		snprintf(why, len, "/dev/ublk-control: %s", strerror(-err));
+		return err;
+	}
+	close(fd);
+	return 0;
+}
+
+/* The image's tag (dev_info.ublksrv_flags): its st_dev and st_ino hashed. */
+static uint64_t ublk_image_tag(const char *image)
+{
+	struct stat st;
+	uint64_t h = 1469598103934665603ULL, v[2];
+	size_t i;
+
+	if (stat(image, &st) < 0)
+		return 0;
+	v[0] = st.st_dev;
+	v[1] = st.st_ino;
+	for (i = 0; i < sizeof(v); i++) {
+		h ^= ((const unsigned char *)v)[i];
+		h *= 1099511628211ULL;
+	}
+	return UBLK_TAG(h);
+}
+
+static void ublk_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* Wait up to @ms for a device node (udev, or devtmpfs, creates it). */
+static int ublk_wait_node(const char *path, unsigned ms)
+{
+	unsigned waited = 0;
+
+	while (access(path, F_OK) != 0) {
+		if (waited >= ms)
+			return -ENOENT;
+		ublk_sleep_ms(20);
+		waited += 20;
+	}
+	return 0;
+}
+
+static unsigned ublk_log2(uint32_t v)
+{
+	unsigned s = 0;
+
+	while (v > 1) {
+		v >>= 1;
+		s++;
+	}
+	return s;
+}
+
+/* Parameters: the engine's topology, a volatile write cache with FUA, one
+ * discard segment per request at page granularity. */
+static void ublk_params_fill(struct ublk_dev *d, struct ublk_params *p)
+{
+	struct align_topology t;
+	uint32_t phys, io_min, io_opt;
+
+	ftl_topology(d->ftl, &t);
+	phys = t.physical ? t.physical : 4096;
+	io_min = t.io_min ? t.io_min : phys;
+	io_opt = t.io_opt ? t.io_opt : (t.erase_block ? t.erase_block : phys);
+	memset(p, 0, sizeof(*p));
+	p->types = UBLK_PARAM_TYPE_BASIC | UBLK_PARAM_TYPE_DISCARD;
+	p->basic.attrs = UBLK_ATTR_VOLATILE_CACHE | UBLK_ATTR_FUA;
+	p->basic.logical_bs_shift = 9;
+	p->basic.physical_bs_shift = (uint8_t)ublk_log2(phys);
+	p->basic.io_min_shift = (uint8_t)ublk_log2(io_min);
+	p->basic.io_opt_shift = (uint8_t)ublk_log2(io_opt);
+	p->basic.max_sectors = d->buf_size >> 9;
+	p->basic.dev_sectors = ftl_size(d->ftl) / FTL_SECTOR;
+	/* No alignment offset either way: ublk cannot report one, and a discard
+	 * alignment that disagreed with it would mislead stacked devices
+	 * (--dm carries the odd-mode shift). */
+	p->discard.discard_alignment = 0;
+	p->discard.discard_granularity = phys;
+	p->discard.max_discard_sectors = UBLK_MAX_DISCARD;
+	p->discard.max_write_zeroes_sectors = UBLK_MAX_DISCARD;
+	p->discard.max_discard_segments = 1;
+}
+
+/* Find a device carrying @tag; its info in *info.  -ENOENT if none. */
+static int ublk_find_tagged(struct ublk_dev *d, uint64_t tag,
+			    struct ublksrv_ctrl_dev_info *info)
+{
+	DIR *dir = opendir("/sys/class/ublk-char");
+	struct dirent *de;
+	unsigned id;
+
+	if (!tag) {
+		if (dir)
+			closedir(dir);
+		return -ENOENT;
+	}
+	if (dir) {
+		while ((de = readdir(dir))) {
+			if (sscanf(de->d_name, "ublkc%u", &id) != 1)
+				continue;
+			if (ublk_ctrl_get_info(&d->ctrl, id, info) == 0 &&
+			    info->ublksrv_flags == tag) {
+				closedir(dir);
+				return 0;
+			}
+		}
+		closedir(dir);
+		return -ENOENT;
+	}
+	for (id = 0; id < UBLK_SCAN_IDS; id++)
+		if (ublk_ctrl_get_info(&d->ctrl, id, info) == 0 &&
+		    info->ublksrv_flags == tag)
+			return 0;
+	return -ENOENT;
+}
+
+/* Open /dev/ublkcN and bring up every queue. */
+static int ublk_queues_up(struct ublk_dev *d)
+{
+	char path[64];
+	unsigned i;
+	int ret;
+
+	snprintf(path, sizeof(path), "/dev/ublkc%u", d->info.dev_id);
+	ret = ublk_wait_node(path, 5000);
+	if (ret)
+		return ret;
+	d->cdev_fd = open(path, O_RDWR | O_CLOEXEC);
+	if (d->cdev_fd < 0)
+		return -errno;
+	d->io_ioctl = !!(d->info.flags & UBLK_F_CMD_IOCTL_ENCODE);
+	d->buf_size = d->info.max_io_buf_bytes;
+	d->q = calloc(d->info.nr_hw_queues, sizeof(*d->q));
+	if (!d->q)
+		return -ENOMEM;
+	for (i = 0; i < d->info.nr_hw_queues; i++) {
+		ret = ublk_q_start(d, i);
+		if (ret) {
+			fprintf(stderr, "ublk-flash: ublk queue %u: %s\n", i,
+				strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static int ublk_add(struct ublk_dev *d, const struct fe_serve_opts *o,
+		    uint64_t tag)
+{
+	struct ublksrv_ctrl_dev_info info = { 0 };
+	struct ublk_params p;
+	int ret;
+
+	if (tag && ublk_find_tagged(d, tag, &info) == 0)
+		fprintf(stderr, "ublk-flash: note: /dev/ublkb%u was left by a dead "
+			"server of %s; `serve --recover` re-attaches it\n",
+			info.dev_id, o->image);
+	memset(&info, 0, sizeof(info));
+	info.nr_hw_queues = (uint16_t)(o->queues ? o->queues : UBLK_DEF_QUEUES);
+	info.queue_depth = (uint16_t)(o->depth ? o->depth : UBLK_DEF_DEPTH);
+	if (o->queues > 64 || o->depth > UBLK_MAX_QUEUE_DEPTH) {
+		fprintf(stderr, "ublk-flash: ublk: --queues is at most 64 and "
+			"--depth at most %d\n", UBLK_MAX_QUEUE_DEPTH);
+		return -EINVAL;
+	}
+	info.max_io_buf_bytes = UBLK_BUF_BYTES;
+	info.dev_id = o->dev_id < 0 ? UINT32_MAX : (uint32_t)o->dev_id;
+	info.flags = UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE;
+	if (d->ctrl.features & UBLK_F_CMD_IOCTL_ENCODE)
+		info.flags |= UBLK_F_CMD_IOCTL_ENCODE;
+	info.ublksrv_flags = tag;
+	ret = ublk_ctrl_add_dev(&d->ctrl, &info, UBLK_ADD_TIMEOUT);
+	if (ret) {
+		if (ret == -ETIMEDOUT)
+			fprintf(stderr, "ublk-flash: ublk: ADD_DEV did not answer "
+				"within %u s\n", UBLK_ADD_TIMEOUT / 1000);
+		else if (ret == -EEXIST && o->dev_id >= 0)
+			fprintf(stderr, "ublk-flash: ublk: device id %d is in use\n",
+				o->dev_id);
+		else
+			fprintf(stderr, "ublk-flash: ublk: ADD_DEV: %s\n",
+				strerror(-ret));
+		return ret == -EEXIST ? -EBUSY : ret;
+	}
+	d->info = info;
+	d->added = true;
+	if (!(info.flags & UBLK_F_USER_RECOVERY))
+		fprintf(stderr, "ublk-flash: warning: the ublk driver has no user "
+			"recovery; a crashed server loses the device\n");
+	d->buf_size = info.max_io_buf_bytes;
+	ublk_params_fill(d, &p);
+	ret = ublk_ctrl_set_params(&d->ctrl, info.dev_id, &p);
+	if (ret) {
+		fprintf(stderr, "ublk-flash: ublk: SET_PARAMS: %s\n", strerror(-ret));
+		return ret;
+	}
+	ret = ublk_queues_up(d);
+	if (ret)
+		return ret;
+	ret = ublk_ctrl_start_dev(&d->ctrl, info.dev_id, (int)getpid(),
+				  UBLK_START_TIMEOUT);
+	if (ret) {
+		fprintf(stderr, "ublk-flash: ublk: START_DEV: %s\n", strerror(-ret));
+		return ret;
+	}
+	d->started = true;
+	return 0;
+}
+
+/* The device to recover: --dev-id, else the one tagged with our image. */
+static int ublk_recover_find(struct ublk_dev *d, const struct fe_serve_opts *o,
+			     uint64_t tag)
+{
+	struct ublksrv_ctrl_dev_info *info = &d->info;
+	int ret;
+
+	if (o->dev_id >= 0) {
+		ret = ublk_ctrl_get_info(&d->ctrl, (uint32_t)o->dev_id, info);
+		if (ret) {
+			fprintf(stderr, "ublk-flash: serve --recover: no ublk "
+				"device %d\n", o->dev_id);
+			return -ENOENT;
+		}
+		if (tag && info->ublksrv_flags != tag) {
+			fprintf(stderr, "ublk-flash: serve --recover: /dev/ublkb%d "
+				"was not served from %s\n", o->dev_id, o->image);
+			return -EINVAL;
+		}
+	} else if (ublk_find_tagged(d, tag, info) < 0) {
+		fprintf(stderr, "ublk-flash: serve --recover: no ublk device "
+			"left by a server of %s\n", o->image);
+		return -ENOENT;
+	}
+	if (!(info->flags & UBLK_F_USER_RECOVERY)) {
+		fprintf(stderr, "ublk-flash: serve --recover: /dev/ublkb%u was "
+			"added without user recovery\n", info->dev_id);
+		return -EINVAL;
+	}
+	if (info->state == UBLK_S_DEV_LIVE && info->ublksrv_pid > 0 &&
+	    kill(info->ublksrv_pid, 0) == 0) {
+		fprintf(stderr, "ublk-flash: serve --recover: /dev/ublkb%u is "
+			"served by pid %d\n", info->dev_id, info->ublksrv_pid);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+static int ublk_recover(struct ublk_dev *d, const struct fe_serve_opts *o,
+			uint64_t tag)
+{
+	struct ublk_params p;
+	unsigned waited = 0;
+	int ret;
+
+	ret = ublk_recover_find(d, o, tag);
+	if (ret)
+		return ret;
+	ret = ublk_ctrl_get_params(&d->ctrl, d->info.dev_id, &p);
+	if (ret == 0 && p.basic.dev_sectors != ftl_size(d->ftl) / FTL_SECTOR) {
+		fprintf(stderr, "ublk-flash: serve --recover: /dev/ublkb%u has "
+			"another size than %s\n", d->info.dev_id, o->image);
+		return -EINVAL;
+	}
+	/* The driver quiesces the device once it notices the dead server
+	 * (at once on new I/O, else within ~5 s): -EBUSY until then. */
+	while ((ret = ublk_ctrl_start_recovery(&d->ctrl, d->info.dev_id)) ==
+	       -EBUSY && waited < UBLK_RECOVER_WAIT) {
+		ublk_sleep_ms(100);
+		waited += 100;
+	}
+	if (ret) {
+		fprintf(stderr, "ublk-flash: serve --recover: START_USER_RECOVERY "
+			"on /dev/ublkb%u: %s\n", d->info.dev_id, strerror(-ret));
+		return ret == -EBUSY ? -EBUSY : ret;
+	}
+	d->added = true;
+	ret = ublk_queues_up(d);
+	if (ret)
+		return ret;
+	ret = ublk_ctrl_end_recovery(&d->ctrl, d->info.dev_id, (int)getpid(),
+				     UBLK_START_TIMEOUT);
+	if (ret) {
+		fprintf(stderr, "ublk-flash: serve --recover: END_USER_RECOVERY: "
+			"%s\n", strerror(-ret));
+		return ret;
+	}
+	d->started = true;
+	return 0;
 }
 
 static int ublk_start(struct fe_server *s)
 {
-	(void)s;
-	return -ENOTSUP;
+	struct ublk_dev *d = calloc(1, sizeof(*d));
+	uint64_t tag;
+	int ret;
+
+	if (!d)
+		return -ENOMEM;
+	d->ftl = s->ftl;
+	d->cdev_fd = -1;
+	d->event_fd = -1;
+	d->ctrl.fd = -1;
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->cond, NULL);
+	s->priv = d;
+	d->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (d->event_fd < 0)
+		return -errno;
+	ret = ublk_ctrl_open(&d->ctrl);
+	if (ret) {
+		if (ret == -ENOENT)
+			fprintf(stderr, "ublk-flash: %s\n", ublk_no_driver);
+		else
+			fprintf(stderr, "ublk-flash: /dev/ublk-control: %s\n",
+				strerror(-ret));
+		return ret;
+	}
+	tag = ublk_image_tag(s->opts->image);
+	ret = s->opts->recover ? ublk_recover(d, s->opts, tag)
+			       : ublk_add(d, s->opts, tag);
+	if (ret)
+		return ret;
+	snprintf(s->devpath, sizeof(s->devpath), "/dev/ublkb%u", d->info.dev_id);
+	if (ublk_wait_node(s->devpath, 5000) < 0)
+		fprintf(stderr, "ublk-flash: warning: %s did not appear\n",
+			s->devpath);
+	return 0;
 }
 
 static int ublk_run(struct fe_server *s)
 {
-	(void)s;
-	return -ENOTSUP;
+	struct ublk_dev *d = s->priv;
+	struct pollfd pf[2] = {
+		{ .fd = s->stop_fd, .events = POLLIN },
+		{ .fd = d->event_fd, .events = POLLIN },
+	};
+	unsigned i;
+
+	for (;;) {
+		if (poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (pf[0].revents)
+			return 0;
+		if (!pf[1].revents)
+			continue;
+		/* A queue thread ended on its own: failed, or the device was
+		 * removed behind our back. */
+		pthread_mutex_lock(&d->lock);
+		for (i = 0; i < d->info.nr_hw_queues; i++) {
+			struct ublk_queue *q = &d->q[i];
+			if (q->state == UBLK_Q_FAILED || q->state == UBLK_Q_DONE) {
+				int err = q->state == UBLK_Q_FAILED ? q->err : -ENODEV;
+				pthread_mutex_unlock(&d->lock);
+				fprintf(stderr, "ublk-flash: ublk queue %u ended: %s\n",
+					i, strerror(-err));
+				return err ? err : -EIO;
+			}
+		}
+		pthread_mutex_unlock(&d->lock);
+	}
+}
+
+/* Write back what the page cache holds for the device while the queues
+ * still serve (STOP_DEV fails requests that arrive after it). */
+static void ublk_drain(const char *devpath)
+{
+	int fd = open(devpath, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return;
+	if (fsync(fd) < 0)
+		fprintf(stderr, "ublk-flash: warning: sync %s: %s\n", devpath,
+			strerror(errno));
+	close(fd);
+}
+
+static bool ublk_q_ended(struct ublk_dev *d, unsigned i)
+{
+	bool ended;
+
+	pthread_mutex_lock(&d->lock);
+	ended = !d->q[i].thread_ok || d->q[i].state == UBLK_Q_DONE ||
+		d->q[i].state == UBLK_Q_FAILED;
+	pthread_mutex_unlock(&d->lock);
+	return ended;
 }
 
 static void ublk_stop(struct fe_server *s)
 {
-	(void)s;
+	struct ublk_dev *d = s->priv;
+	bool stopped = false, joined = true;
+	unsigned i;
+	int ret;
+
+	if (!d)
+		return;
+	if (d->added && !d->ctrl.lost) {
+		if (d->started)
+			ublk_drain(s->devpath);
+		ret = ublk_ctrl_stop_dev(&d->ctrl, d->info.dev_id, 60000);
+		if (ret)
+			fprintf(stderr, "ublk-flash: ublk: STOP_DEV: %s\n",
+				strerror(-ret));
+		stopped = ret == 0;
+	}
+	/* After STOP_DEV every fetch is aborted and the threads end; without
+	 * it only the threads that already ended can be joined. */
+	for (i = 0; d->q && i < d->info.nr_hw_queues; i++) {
+		if (stopped || ublk_q_ended(d, i))
+			ublk_q_join(d, i);
+		else
+			joined = false;
+	}
+	if (!joined || d->ctrl.lost)
+		return;   /* a thread or the kernel may still use d: leak it */
+	if (d->cdev_fd >= 0)
+		close(d->cdev_fd);
+	d->cdev_fd = -1;
+	if (d->added) {
+		ret = ublk_ctrl_del_dev(&d->ctrl, d->info.dev_id, 30000);
+		if (ret)
+			fprintf(stderr, "ublk-flash: ublk: DEL_DEV: %s\n",
+				strerror(-ret));
+	}
+	if (d->ctrl.lost)
+		return;
+	ublk_ctrl_close(&d->ctrl);
+	if (d->event_fd >= 0)
+		close(d->event_fd);
+	free(d->q);
+	pthread_mutex_destroy(&d->lock);
+	pthread_cond_destroy(&d->cond);
+	free(d);
+	s->priv = NULL;
 }
 
 const struct fe_ops fe_ublk_ops = {

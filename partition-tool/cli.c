@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/* alignpart command-line parsing: commands, options, usage texts. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ap.h"
+
+enum {
+	OPT_JSON = 1000, OPT_TOPOLOGY, OPT_PROFILE, OPT_LABEL, OPT_PART,
+	OPT_START, OPT_SCRIPT, OPT_NOACT, OPT_FORCE, OPT_HELP, OPT_VERSION,
+};
+
+static const struct option longopts[] = {
+	{ "json",     no_argument,       NULL, OPT_JSON },
+	{ "topology", required_argument, NULL, OPT_TOPOLOGY },
+	{ "profile",  required_argument, NULL, OPT_PROFILE },
+	{ "label",    required_argument, NULL, OPT_LABEL },
+	{ "part",     required_argument, NULL, OPT_PART },
+	{ "start",    required_argument, NULL, OPT_START },
+	{ "script",   required_argument, NULL, OPT_SCRIPT },
+	{ "no-act",   no_argument,       NULL, OPT_NOACT },
+	{ "force",    no_argument,       NULL, OPT_FORCE },
+	{ "help",     no_argument,       NULL, OPT_HELP },
+	{ "version",  no_argument,       NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const char *cmd_name(enum ap_cmd c)
+{
+	switch (c) {
+	case AP_CMD_CHECK:   return "check";
+	case AP_CMD_CREATE:  return "create";
+	case AP_CMD_SUGGEST: return "suggest";
+	default:             return NULL;
+	}
+}
+
+static void profiles_help(FILE *out)
+{
+	const struct align_profile *const *p = align_profile_list();
+
+	fputs("\nProfiles (--profile):\n", out);
+	for (; p && *p; p++)
+		fprintf(out, "  %-8s %s\n", (*p)->name,
+			(*p)->description ? (*p)->description : "");
+}
+
+/* Print the usage text of @cmd (AP_CMD_NONE: the overview) on @out. */
+void ap_usage(FILE *out, enum ap_cmd cmd)
+{
+	switch (cmd) {
+	case AP_CMD_CHECK:
+		fputs("Usage: alignpart check TARGET [--topology LOG/PHYS[/OFFSET]] [--profile P] [--json]\n"
+		      "Audit the partition table of TARGET: per partition the start, end, size,\n"
+		      "physical / grain / end alignment, the kernel's alignment_offset, a verdict.\n"
+		      "Exit 0 all aligned, 1 some misaligned, 2 usage, 3 I/O, 4 refused.\n", out);
+		break;
+	case AP_CMD_CREATE:
+		fputs("Usage: alignpart create TARGET --label gpt|dos [--profile P]\n"
+		      "         (--part SIZE[:TYPE]... | --script FILE|-) [--start LBA]\n"
+		      "         [--topology LOG/PHYS[/OFFSET]] [--no-act] [--force] [--json]\n"
+		      "Write a new partition table whose starts are aligned for the topology.\n"
+		      "  --part SIZE[:TYPE]  a partition (SIZE like 64MiB, 100s, or 'rest')\n"
+		      "  --script FILE|-     partitions from an sfdisk script (stdin with -)\n"
+		      "  --start LBA         force the first start (warns when misaligned)\n"
+		      "  --no-act            print what would be written, write nothing\n"
+		      "  --force             overwrite an existing table or signature\n", out);
+		break;
+	case AP_CMD_SUGGEST:
+		fputs("Usage: alignpart suggest TARGET [--profile P] [--topology LOG/PHYS[/OFFSET]] [--json]\n"
+		      "Print the first aligned LBA for each label type, the grain and the reason.\n", out);
+		break;
+	default:
+		fputs("Usage: alignpart COMMAND TARGET [OPTIONS]\n"
+		      "Create and audit MBR/GPT partition tables with alignment checks.\n\n"
+		      "Commands:\n"
+		      "  check TARGET     audit an existing table (exit 1 when misaligned)\n"
+		      "  create TARGET    write a new aligned table (--label, --part / --script)\n"
+		      "  suggest TARGET   first aligned LBA, grain and reason\n"
+		      "  map TARGET       dm-linear mappings of the partitions (root)\n"
+		      "  unmap TARGET     remove them\n\n"
+		      "Common options:\n"
+		      "  --topology LOG/PHYS[/OFFSET]  override the target's topology\n"
+		      "  --profile NAME   alignment profile (default auto)\n"
+		      "  --json           JSON output\n"
+		      "  --help, --version\n"
+		      "Run 'alignpart COMMAND --help' for a command's options; see alignpart(8).\n",
+		      out);
+		break;
+	}
+	profiles_help(out);
+}
+
+static int usage_err(enum ap_cmd cmd, const char *fmt, const char *arg)
+{
+	char msg[256];
+	const char *name = cmd_name(cmd);
+
+	snprintf(msg, sizeof(msg), fmt, arg ? arg : "");
+	return ap_fail(AP_EXIT_USAGE, "%s%s%s (see 'alignpart %s%s--help')",
+		       name ? name : "", name ? ": " : "", msg,
+		       name ? name : "", name ? " " : "");
+}
+
+static bool opt_allowed(enum ap_cmd cmd, int opt)
+{
+	switch (opt) {
+	case OPT_JSON: case OPT_TOPOLOGY: case OPT_PROFILE:
+	case OPT_HELP: case OPT_VERSION:
+		return true;
+	case OPT_LABEL:
+		return cmd == AP_CMD_CREATE || cmd == AP_CMD_SUGGEST;
+	default:
+		return cmd == AP_CMD_CREATE;
+	}
+}
+
+static int parse_lba(const char *s, uint64_t *v)
+{
+	char *end;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * Parse argv into @o.  Returns -1 when a command should run, else the exit
+ * code to return at once (0 after --help / --version, 2 on a usage error).
+ */
+int ap_parse_args(int argc, char **argv, struct ap_opts *o)
+{
+	const char *c;
+	int opt;
+
+	memset(o, 0, sizeof(*o));
+	if (argc < 2) {
+		ap_usage(stderr, AP_CMD_NONE);
+		return AP_EXIT_USAGE;
+	}
+	c = argv[1];
+	if (!strcmp(c, "--version") || !strcmp(c, "-V")) {
+		printf("alignpart %s (libalign %s)\n", OCTANT_VERSION, align_version());
+		return 0;
+	}
+	if (!strcmp(c, "--help") || !strcmp(c, "-h")) {
+		ap_usage(stdout, AP_CMD_NONE);
+		return 0;
+	}
+	if (!strcmp(c, "check"))
+		o->cmd = AP_CMD_CHECK;
+	else if (!strcmp(c, "create"))
+		o->cmd = AP_CMD_CREATE;
+	else if (!strcmp(c, "suggest"))
+		o->cmd = AP_CMD_SUGGEST;
+	else
+		return usage_err(AP_CMD_NONE, "unknown command '%s'", c);
+
+	optind = 2;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+		if (opt == '?')
+			return usage_err(o->cmd, "unknown option '%s'", argv[optind - 1]);
+		if (opt == ':')
+			return usage_err(o->cmd, "option '%s' needs a value", argv[optind - 1]);
+		if (!opt_allowed(o->cmd, opt))
+			return usage_err(o->cmd, "option '%s' does not apply here", argv[optind - 1]);
+		switch (opt) {
+		case OPT_JSON:     o->json = true; break;
+		case OPT_TOPOLOGY: o->topology = optarg; break;
+		case OPT_PROFILE:  o->profile = optarg; break;
+		case OPT_LABEL:
+			if (strcmp(optarg, "gpt") && strcmp(optarg, "dos"))
+				return usage_err(o->cmd, "--label must be gpt or dos, not '%s'", optarg);
+			o->label = optarg;
+			break;
+		case OPT_PART:
+			if (o->nparts >= AP_MAX_PARTS)
+				return usage_err(o->cmd, "too many --part options%s", NULL);
+			o->part_spec[o->nparts++] = optarg;
+			break;
+		case OPT_START:
+			if (parse_lba(optarg, &o->start))
+				return usage_err(o->cmd, "--start needs an LBA (a plain sector number), not '%s'", optarg);
+			o->have_start = true;
+			break;
+		case OPT_SCRIPT:   o->script = optarg; break;
+		case OPT_NOACT:    o->no_act = true; break;
+		case OPT_FORCE:    o->force = true; break;
+		case OPT_HELP:
+			ap_usage(stdout, o->cmd);
+			return 0;
+		case OPT_VERSION:
+			printf("alignpart %s (libalign %s)\n", OCTANT_VERSION, align_version());
+			return 0;
+		}
+	}
+	if (optind >= argc)
+		return usage_err(o->cmd, "missing TARGET%s", NULL);
+	if (optind + 1 < argc)
+		return usage_err(o->cmd, "unexpected argument '%s'", argv[optind + 1]);
+	o->target = argv[optind];
+	if (o->profile && !align_profile_get(o->profile))
+		return usage_err(o->cmd, "unknown profile '%s'", o->profile);
+	if (o->cmd == AP_CMD_CREATE) {
+		if (o->script && o->nparts)
+			return usage_err(o->cmd, "--script and --part exclude each other%s", NULL);
+		if (!o->script && !o->nparts)
+			return usage_err(o->cmd, "nothing to create: give --part SIZE[:TYPE] or --script FILE%s", NULL);
+		if (!o->label && !o->script)
+			return usage_err(o->cmd, "--label gpt|dos is required%s", NULL);
+	}
+	return -1;
+}

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Topology resolution: which topology alignpart uses for a target, and
+ * where it came from.  Order: --topology (overrides everything, even a
+ * block device's own report), then the target itself (block device or
+ * octant flash image), then the named profile's defaults for a plain file.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ap.h"
+
+/* Short name of a topology source, as printed in reports. */
+const char *ap_source_name(enum align_source s)
+{
+	switch (s) {
+	case ALIGN_SRC_DEVICE:   return "device";
+	case ALIGN_SRC_IMAGE:    return "image";
+	case ALIGN_SRC_OVERRIDE: return "override";
+	case ALIGN_SRC_PROFILE:  return "profile";
+	default:                 return "none";
+	}
+}
+
+static bool profile_disagrees(const struct align_profile *p,
+			      const struct align_topology *t)
+{
+	return p->logical && p->physical &&
+	       (p->logical != t->logical || p->physical != t->physical ||
+		p->alignment_offset != t->alignment_offset);
+}
+
+/*
+ * Resolve the topology of o->target into *tp.  Returns 0, AP_EXIT_USAGE for
+ * a bad --topology / missing topology, AP_EXIT_IO when the target cannot be
+ * probed.
+ */
+int ap_topo_resolve(const struct ap_opts *o, struct ap_topo *tp)
+{
+	struct align_topology probe;
+	struct stat st;
+	int rc;
+
+	memset(tp, 0, sizeof(*tp));
+	memset(&probe, 0, sizeof(probe));
+	tp->profile = align_profile_get(o->profile ? o->profile : "auto");
+	if (!tp->profile)
+		return ap_fail(AP_EXIT_USAGE, "unknown profile '%s'",
+			       o->profile ? o->profile : "auto");
+	tp->profile_named = o->profile && !tp->profile->from_target;
+
+	if (stat(o->target, &st) < 0)
+		return ap_fail(AP_EXIT_IO, "%s: %s", o->target, strerror(errno));
+	if (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode))
+		return ap_fail(AP_EXIT_USAGE,
+			       "%s: not a block device or a regular file",
+			       o->target);
+	tp->is_blockdev = S_ISBLK(st.st_mode);
+
+	rc = align_topology_probe(o->target, &probe);
+	if (rc < 0)
+		return ap_fail(AP_EXIT_IO, "%s: cannot probe topology: %s",
+			       o->target, strerror(-rc));
+	tp->is_image = probe.source == ALIGN_SRC_IMAGE;
+	if (!probe.size && !tp->is_blockdev)
+		probe.size = (uint64_t)st.st_size;
+
+	if (o->topology) {
+		struct align_topology t = { 0 };
+
+		rc = align_topology_parse(o->topology, &t);
+		if (rc < 0)
+			return ap_fail(AP_EXIT_USAGE,
+				       "bad --topology '%s': want LOG/PHYS[/OFFSET], e.g. 512/4096/3584",
+				       o->topology);
+		if (tp->is_blockdev && probe.logical && t.logical != probe.logical)
+			return ap_fail(AP_EXIT_USAGE,
+				       "--topology logical size %u differs from %s's %u-byte sectors",
+				       t.logical, o->target, probe.logical);
+		t.size = probe.size;
+		t.erase_block = probe.erase_block;
+		t.source = ALIGN_SRC_OVERRIDE;
+		tp->t = t;
+	} else if (probe.source == ALIGN_SRC_DEVICE ||
+		   probe.source == ALIGN_SRC_IMAGE) {
+		tp->t = probe;
+		if (tp->profile_named && profile_disagrees(tp->profile, &probe))
+			ap_warn("%s reports %u/%u offset %u (%s) but profile %s assumes %u/%u offset %u; "
+				"using the %s's (override with --topology %u/%u/%u)",
+				o->target, probe.logical, probe.physical,
+				probe.alignment_offset, ap_source_name(probe.source),
+				tp->profile->name, tp->profile->logical,
+				tp->profile->physical,
+				tp->profile->alignment_offset,
+				ap_source_name(probe.source),
+				tp->profile->logical, tp->profile->physical,
+				tp->profile->alignment_offset);
+	} else {
+		if (!tp->profile_named)
+			return ap_fail(AP_EXIT_USAGE,
+				       "%s: a plain file has no topology: give --topology LOG/PHYS[/OFFSET] or --profile odd|1m|legacy|4kn|512n",
+				       o->target);
+		tp->t = probe;
+		tp->t.logical = tp->t.physical = tp->t.alignment_offset = 0;
+		tp->t.source = ALIGN_SRC_NONE;
+		align_topology_apply_profile(&tp->t, tp->profile);
+		tp->t.source = ALIGN_SRC_PROFILE;
+	}
+	if (!tp->t.logical)
+		tp->t.logical = 512;
+	if (!tp->t.physical)
+		tp->t.physical = tp->t.logical;
+	/* a plain file need not be a whole number of sectors: ignore the tail */
+	tp->t.size -= tp->t.size % tp->t.logical;
+	if (align_topology_validate(&tp->t) < 0)
+		return ap_fail(AP_EXIT_USAGE, "%s: inconsistent topology %u/%u offset %u",
+			       o->target, tp->t.logical, tp->t.physical,
+			       tp->t.alignment_offset);
+	tp->nsectors = tp->t.size / tp->t.logical;
+	tp->grain = align_profile_grain(tp->profile, &tp->t);
+	if (align_topology_describe(&tp->t, tp->desc, sizeof(tp->desc)) < 0)
+		snprintf(tp->desc, sizeof(tp->desc), "%u/%u offset %u",
+			 tp->t.logical, tp->t.physical, tp->t.alignment_offset);
+	return 0;
+}

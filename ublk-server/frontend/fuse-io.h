@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fuse-io — the FUSE frontend's request handlers (libfuse3 low-level ops)
+ * and their preallocated per-thread I/O buffers.  Private to the FUSE
+ * frontend (fuse.c); prefix fe_fuse_io_.
+ */
+#ifndef OCTANT_FUSE_IO_H
+#define OCTANT_FUSE_IO_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ftl.h"
+
+#define FE_FUSE_MAX_IO (1u << 20)          /* max_read / max_write */
+#define FE_FUSE_BUF    (FE_FUSE_MAX_IO + 2 * FTL_SECTOR)
+
+struct fe_fuse_io {
+	struct ftl *ftl;
+	uint64_t size;                 /* disk file size, bytes */
+	pthread_mutex_t rmw_lock;      /* serialises unaligned read-modify-writes */
+	pthread_mutex_t pool_lock;
+	void **pool;                   /* free FE_FUSE_BUF buffers */
+	unsigned npool, nfree;
+	bool mutexes_made;
+};
+
+struct fuse_lowlevel_ops;
+
+/* The low-level operations table; userdata is a struct fe_fuse_io. */
+extern const struct fuse_lowlevel_ops fe_fuse_io_ops;
+
+/* Prepare @io for @ftl with @nbuf preallocated buffers (touched, so the
+ * serve layer's mlockall keeps them resident). */
+int fe_fuse_io_init(struct fe_fuse_io *io, struct ftl *ftl, unsigned nbuf);
+
+/* Free what fe_fuse_io_init allocated (after the session ended). */
+void fe_fuse_io_fini(struct fe_fuse_io *io);
+
+/* Mark the calling thread an IO flusher (PR_SET_IO_FLUSHER), once. */
+void fe_fuse_io_flusher(void);
+
+/* The errno of a PR_SET_IO_FLUSHER that failed in some thread, else 0. */
+int fe_fuse_io_flusher_error(void);
+
+#endif

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * FUSE frontend: the engine's disk as one regular file "disk" in a private
+ * libfuse3 (low-level API) mount under the server's run folder, with a
+ * loop device attached to it (frontend/loop.c).  Reads and writes go
+ * straight to ftl_read / ftl_write; fsync and flush reach the engine as a
+ * FLUSH; fallocate(PUNCH_HOLE) as a DISCARD, fallocate(ZERO_RANGE) as
+ * WRITE ZEROES.
+ *
+ * Deadlock safety: every serving thread is an IO flusher (PR_SET_IO_FLUSHER,
+ * so its allocations never recurse into block I/O), I/O buffers come from a
+ * pool allocated (and locked by the serve layer's mlockall) before the
+ * device goes live, the file is direct-I/O only (no FUSE page cache), and
+ * loop runs in direct-I/O mode.
+ */
+#define FUSE_USE_VERSION 312
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "frontend.h"
+#include "fuse-io.h"
+#include "loop.h"
+
+#ifndef PR_SET_IO_FLUSHER
+#define PR_SET_IO_FLUSHER 57
+#endif
+
+#define FE_FUSE_THREADS 8          /* serving threads, all started up front */
+
+struct fe_fuse {
+	struct fe_fuse_io io;          /* the I/O half (fuse-io.c) */
+	struct fuse_session *se;
+	pthread_t threads[FE_FUSE_THREADS];
+	unsigned started;              /* threads created */
+	atomic_uint nthreads;          /* threads still serving */
+	bool mounted;
+	int dead_fd;                   /* eventfd: the session loop ended */
+	int backing_fd;
+	struct loop_dev loop;
+	char mnt[PATH_MAX];
+	char file[PATH_MAX + 8];
+};
+
+/* One serving thread: its request buffer is allocated before the first
+ * read blocks (and made resident by the serve layer's mlockall), so no
+ * request needs a page fault that could wait on reclaim. */
+static void *fe_fuse_thread(void *arg)
+{
+	struct fe_fuse *ff = arg;
+	struct fuse_buf fbuf = { .mem = NULL };
+	uint64_t one = 1;
+	int res;
+
+	fe_fuse_io_flusher();
+	/* libfuse allocates fbuf.mem (its own size) in the first call, right
+	 * away at thread start; mlockall(MCL_FUTURE) populates it. */
+	while (!fuse_session_exited(ff->se)) {
+		res = fuse_session_receive_buf(ff->se, &fbuf);
+		if (res == -EINTR || res == -EAGAIN)
+			continue;
+		if (res <= 0)
+			break;            /* unmounted (ENODEV) or aborted */
+		fuse_session_process_buf(ff->se, &fbuf);
+	}
+	fuse_session_exit(ff->se);
+	free(fbuf.mem);
+	if (atomic_fetch_sub(&ff->nthreads, 1) == 1 &&
+	    write(ff->dead_fd, &one, sizeof(one)) < 0) {
+		/* run() also sees the session exit */
+	}
+	return NULL;
+}
+
+static int fe_fuse_probe(char *why, size_t len)
+{
+	int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		int err = errno;
+		snprintf(why, len, "/dev/fuse: %s (FUSE not available here)",
+			 strerror(err));
+		return err == ENOENT ? -ENODEV : -err;
+	}
+	close(fd);
+	if (access("/dev/loop-control", R_OK | W_OK) < 0) {
+		int err = errno;
+		snprintf(why, len, "/dev/loop-control: %s (no loop device support)",
+			 strerror(err));
+		return err == ENOENT ? -ENODEV : -err;
+	}
+	return 0;
+}
+
+static void fe_fuse_teardown(struct fe_fuse *ff)
+{
+	if (ff->loop.fd >= 0) {
+		int n = ff->loop.number, err = loop_detach(&ff->loop);
+		if (err)
+			fprintf(stderr, "ublk-flash: detach %s: %s\n",
+				ff->loop.path, strerror(-err));
+		/* Keep serving while the kernel lets go of the file (udev may
+		 * still hold the device for a moment). */
+		if (n >= 0 && loop_wait_released(n, 10000) < 0)
+			fprintf(stderr, "ublk-flash: warning: /dev/loop%d still "
+				"holds the disk file; stopping anyway\n", n);
+	}
+	if (ff->backing_fd >= 0) {
+		close(ff->backing_fd);
+		ff->backing_fd = -1;
+	}
+	if (ff->se) {
+		fuse_session_exit(ff->se);
+		if (ff->mounted)
+			fuse_session_unmount(ff->se);
+		ff->mounted = false;
+		for (unsigned i = 0; i < ff->started; i++)
+			pthread_join(ff->threads[i], NULL);
+		ff->started = 0;
+		fuse_session_destroy(ff->se);
+		ff->se = NULL;
+	}
+	if (ff->mnt[0])
+		rmdir(ff->mnt);
+	if (ff->dead_fd >= 0)
+		close(ff->dead_fd);
+	fe_fuse_io_fini(&ff->io);
+	free(ff);
+}
+
+static int fe_fuse_start(struct fe_server *s)
+{
+	struct fe_fuse *ff;
+	int err;
+	char *argv[] = { "ublk-flash", "-o",
+		"fsname=ublk-flash,subtype=ublk-flash,max_read=1048576", NULL };
+	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
+
+	ff = calloc(1, sizeof(*ff));
+	if (!ff)
+		return -ENOMEM;
+	ff->dead_fd = -1;
+	ff->backing_fd = -1;
+	ff->loop.fd = -1;
+	s->priv = ff;
+	err = fe_fuse_io_init(&ff->io, s->ftl, FE_FUSE_THREADS);
+	if (err)
+		goto err;
+	ff->dead_fd = eventfd(0, EFD_CLOEXEC);
+	if (ff->dead_fd < 0) {
+		err = -errno;
+		goto err;
+	}
+	snprintf(ff->mnt, sizeof(ff->mnt), "%s/mnt", s->opts->run_dir);
+	if (mkdir(ff->mnt, 0700) < 0 && errno != EEXIST) {
+		err = -errno;
+		ff->mnt[0] = '\0';
+		goto err;
+	}
+	snprintf(ff->file, sizeof(ff->file), "%s/disk", ff->mnt);
+
+	ff->se = fuse_session_new(&args, &fe_fuse_io_ops, sizeof(fe_fuse_io_ops),
+				  &ff->io);
+	fuse_opt_free_args(&args);
+	if (!ff->se) {
+		err = -EIO;
+		fprintf(stderr, "ublk-flash: cannot create the FUSE session\n");
+		goto err;
+	}
+	if (fuse_session_mount(ff->se, ff->mnt) != 0) {
+		err = -EIO;
+		fprintf(stderr, "ublk-flash: cannot mount FUSE on %s\n", ff->mnt);
+		goto err;
+	}
+	ff->mounted = true;
+	/* A fixed set of threads, all started (buffers allocated) before the
+	 * device goes live: nothing is created or allocated while serving. */
+	for (unsigned i = 0; i < FE_FUSE_THREADS; i++) {
+		atomic_fetch_add(&ff->nthreads, 1);
+		err = -pthread_create(&ff->threads[i], NULL, fe_fuse_thread, ff);
+		if (err) {
+			atomic_fetch_sub(&ff->nthreads, 1);
+			goto err;
+		}
+		ff->started++;
+	}
+
+	ff->backing_fd = open(ff->file, O_RDWR | O_DIRECT | O_CLOEXEC);
+	if (ff->backing_fd < 0) {
+		err = -errno;
+		fprintf(stderr, "ublk-flash: open %s: %s\n", ff->file,
+			strerror(errno));
+		goto err;
+	}
+	err = loop_attach(&ff->loop, ff->backing_fd, s->opts->image);
+	if (err) {
+		if (err == -ENOSPC || err == -EBUSY || err == -ENXIO)
+			fprintf(stderr, "ublk-flash: no free loop device: %s\n",
+				strerror(-err));
+		else
+			fprintf(stderr, "ublk-flash: cannot attach a loop device: "
+				"%s\n", strerror(-err));
+		err = err == -ENODEV ? -ENODEV : -EBUSY;
+		goto err;
+	}
+	/* The loop holds its own reference.  Ours must go now: a server
+	 * killed with an open file on its own mount would hang in exit,
+	 * flushing that file to itself. */
+	close(ff->backing_fd);
+	ff->backing_fd = -1;
+	snprintf(s->devpath, sizeof(s->devpath), "%s", ff->loop.path);
+	return 0;
+err:
+	fuse_opt_free_args(&args);   /* no-op once freed above */
+	fe_fuse_teardown(ff);
+	s->priv = NULL;
+	return err;
+}
+
+static int fe_fuse_run(struct fe_server *s)
+{
+	struct fe_fuse *ff = s->priv;
+	struct pollfd p[2] = { { s->stop_fd, POLLIN, 0 }, { ff->dead_fd, POLLIN, 0 } };
+	int e = fe_fuse_io_flusher_error();
+
+	/* Said once the device is live (a daemon's stderr is its log by now). */
+	if (e)
+		fprintf(stderr, "ublk-flash: warning: PR_SET_IO_FLUSHER: %s (serving "
+			"threads may wait on reclaim under memory pressure)\n",
+			strerror(e));
+
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (p[0].revents)
+			return 0;
+		if (p[1].revents) {
+			fprintf(stderr, "ublk-flash: the FUSE session ended "
+				"(unmounted from outside?)\n");
+			return -ENOTCONN;
+		}
+	}
+}
+
+static void fe_fuse_stop(struct fe_server *s)
+{
+	if (s->priv)
+		fe_fuse_teardown(s->priv);
+	s->priv = NULL;
+}
+
+const struct fe_ops fe_fuse_ops = {
+	.name  = "fuse",
+	.probe = fe_fuse_probe,
+	.start = fe_fuse_start,
+	.run   = fe_fuse_run,
+	.stop  = fe_fuse_stop,
+};

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/* Loop devices over the FUSE disk file (LOOP_CONFIGURE, direct I/O). */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/loop.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loop.h"
+
+static void loop_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* Read /sys/block/loopN/loop/ATTR into @buf without the newline. */
+static int loop_sysfs(int number, const char *attr, char *buf, size_t len)
+{
+	char p[128];
+	snprintf(p, sizeof(p), "/sys/block/loop%d/loop/%s", number, attr);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, len - 1);
+	int err = n < 0 ? -errno : 0;
+	close(fd);
+	if (err)
+		return err;
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		n--;
+	buf[n] = '\0';
+	return 0;
+}
+
+static int loop_configure(int fd, int backing_fd, const char *name, bool dio)
+{
+	struct loop_config cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.fd = (unsigned)backing_fd;
+	cfg.block_size = 512;
+	cfg.info.lo_flags = LO_FLAGS_PARTSCAN | (dio ? LO_FLAGS_DIRECT_IO : 0);
+	snprintf((char *)cfg.info.lo_file_name, sizeof(cfg.info.lo_file_name),
+		 "%s", name ? name : "ublk-flash");
+	return ioctl(fd, LOOP_CONFIGURE, &cfg) < 0 ? -errno : 0;
+}
+
+int loop_attach(struct loop_dev *ld, int backing_fd, const char *name)
+{
+	int ctl = -1, fd = -1, err = 0, n = -1;
+	char dio[16];
+
+	memset(ld, 0, sizeof(*ld));
+	ld->fd = -1;
+	ld->number = -1;
+	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (ctl < 0) {
+		err = errno == ENOENT ? -ENODEV : -errno;
+		goto err;
+	}
+	/* Another process may grab the device between GET_FREE and CONFIGURE. */
+	for (int tries = 0; tries < 20; tries++) {
+		n = ioctl(ctl, LOOP_CTL_GET_FREE);
+		if (n < 0) {
+			err = -errno;
+			goto err;
+		}
+		snprintf(ld->path, sizeof(ld->path), "/dev/loop%d", n);
+		for (int w = 0; w < 100; w++) {   /* devtmpfs may lag a moment */
+			fd = open(ld->path, O_RDWR | O_CLOEXEC);
+			if (fd >= 0 || errno != ENOENT)
+				break;
+			loop_sleep_ms(10);
+		}
+		if (fd < 0) {
+			err = -errno;
+			goto err;
+		}
+		ld->direct_io = true;
+		err = loop_configure(fd, backing_fd, name, true);
+		if (err == -EINVAL) {
+			fprintf(stderr, "ublk-flash: warning: %s refused direct I/O; "
+				"using buffered I/O (slower, less deadlock-safe)\n",
+				ld->path);
+			ld->direct_io = false;
+			err = loop_configure(fd, backing_fd, name, false);
+		}
+		if (err != -EBUSY)
+			break;
+		close(fd);
+		fd = -1;
+	}
+	if (err)
+		goto err;
+	if (ld->direct_io && loop_sysfs(n, "dio", dio, sizeof(dio)) == 0 &&
+	    strcmp(dio, "1") != 0) {
+		fprintf(stderr, "ublk-flash: warning: %s runs without direct I/O\n",
+			ld->path);
+		ld->direct_io = false;
+	}
+	close(ctl);
+	ld->fd = fd;
+	ld->number = n;
+	return 0;
+err:
+	if (fd >= 0)
+		close(fd);
+	if (ctl >= 0)
+		close(ctl);
+	ld->path[0] = '\0';
+	return err;
+}
+
+int loop_detach(struct loop_dev *ld)
+{
+	int err = 0;
+
+	if (ld->fd < 0)
+		return 0;
+	for (int tries = 0; tries < 50; tries++) {
+		err = ioctl(ld->fd, LOOP_CLR_FD, 0) < 0 ? -errno : 0;
+		if (err != -EBUSY)
+			break;
+		loop_sleep_ms(20);
+	}
+	close(ld->fd);
+	ld->fd = -1;
+	return err == -ENXIO ? 0 : err;
+}
+
+int loop_wait_released(int number, unsigned ms)
+{
+	char buf[4096];
+
+	for (unsigned t = 0;; t += 10) {
+		if (loop_sysfs(number, "backing_file", buf, sizeof(buf)) < 0)
+			return 0;   /* no loop/ folder: nothing attached */
+		if (t >= ms)
+			return -EBUSY;
+		loop_sleep_ms(10);
+	}
+}
+
+int loop_detach_if_backed_by(const char *path, const char *backing)
+{
+	char buf[4096];
+	int number, fd, err;
+
+	if (sscanf(path, "/dev/loop%d", &number) != 1)
+		return -ENOENT;
+	if (loop_sysfs(number, "backing_file", buf, sizeof(buf)) < 0)
+		return -ENOENT;
+	/* A lazily unmounted backing file may show a suffix like " (deleted)". */
+	if (strncmp(buf, backing, strlen(backing)) != 0)
+		return -ENOENT;
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	err = ioctl(fd, LOOP_CLR_FD, 0) < 0 ? -errno : 0;
+	close(fd);
+	if (err == -ENXIO)
+		err = 0;
+	if (!err)
+		loop_wait_released(number, 2000);
+	return err;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * loop — attach a regular file (the FUSE frontend's disk file) to a free
+ * kernel loop device with LOOP_CONFIGURE: 512-byte logical blocks, direct
+ * I/O (buffered with a warning when the kernel refuses it), partition
+ * scanning, no autoclear.  Prefix loop_, 0 / -errno returns.
+ */
+#ifndef OCTANT_LOOP_H
+#define OCTANT_LOOP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* A configured loop device. */
+struct loop_dev {
+	int fd;             /* open /dev/loopN, -1 when not attached */
+	int number;         /* N */
+	bool direct_io;     /* the kernel accepted LO_FLAGS_DIRECT_IO */
+	char path[64];      /* "/dev/loopN" */
+};
+
+/* Attach @backing_fd (label @name, e.g. the image path) to a free loop
+ * device.  -ENOSPC (or the kernel's error) when no loop device is free;
+ * -ENODEV when /dev/loop-control is missing. */
+int loop_attach(struct loop_dev *ld, int backing_fd, const char *name);
+
+/* Detach (LOOP_CLR_FD) and close.  If the device is still open elsewhere
+ * the kernel detaches it at the last close.  Safe on a detached loop_dev. */
+int loop_detach(struct loop_dev *ld);
+
+/* Wait up to @ms milliseconds for /dev/loopN to let go of its backing
+ * file (the deferred half of a detach).  0 once released, -EBUSY if not. */
+int loop_wait_released(int number, unsigned ms);
+
+/* Detach loop device @path if (and only if) its backing file is
+ * @backing (a path as /sys/block/loopN/loop/backing_file shows it).
+ * 0 detached, -ENOENT not a loop device or not backed by @backing. */
+int loop_detach_if_backed_by(const char *path, const char *backing);
+
+#endif

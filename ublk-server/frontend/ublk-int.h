@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ublk frontend internals, shared by ublk.c (the ops table and the device
+ * lifecycle), ublk-ctrl.c (control commands on /dev/ublk-control) and
+ * ublk-queue.c (one thread + one io_uring per hardware queue).
+ * Prefixes: ublk_ctrl_ (control), ublk_q_ (queues).
+ */
+#ifndef OCTANT_UBLK_INT_H
+#define OCTANT_UBLK_INT_H
+
+#include <liburing.h>
+#include <linux/ublk_cmd.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
+
+#include "ftl.h"
+
+/* ---- what Linux 6.1's uapi header lacks (values from newer kernels) ---- */
+#ifndef UBLK_F_CMD_IOCTL_ENCODE
+#define UBLK_F_CMD_IOCTL_ENCODE (1ULL << 6)
+#endif
+#ifndef UBLK_CMD_GET_FEATURES
+#define UBLK_CMD_GET_FEATURES 0x13
+#endif
+/* ioctl-encoded command opcodes (newer kernels); the legacy opcodes are the
+ * low byte.  Defined here under our own names so both headers work. */
+#define UBLK_IOC_R(nr)  _IOR('u', nr, struct ublksrv_ctrl_cmd)
+#define UBLK_IOC_RW(nr) _IOWR('u', nr, struct ublksrv_ctrl_cmd)
+#define UBLK_IOC_IO(nr) _IOWR('u', nr, struct ublksrv_io_cmd)
+
+/* Flags Linux 6.1 knows (UBLK_F_ALL there), assumed when GET_FEATURES is
+ * missing. */
+#define UBLK_FEATURES_6_1 (UBLK_F_SUPPORT_ZERO_COPY | \
+	UBLK_F_URING_CMD_COMP_IN_TASK | UBLK_F_NEED_GET_DATA | \
+	UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE)
+
+/* dev_info.ublksrv_flags ("for ublksrv internal use"): our tag in the top
+ * 16 bits, a hash of the image's identity below, so `serve --recover`
+ * finds the device a dead server of the same image left. */
+#define UBLK_TAG_MAGIC   0x0C7AULL
+#define UBLK_TAG(h)      ((UBLK_TAG_MAGIC << 48) | ((h) & 0xffffffffffffULL))
+
+/* ---- control (ublk-ctrl.c) ---- */
+struct ublk_ctrl {
+	struct io_uring ring;
+	int fd;                  /* /dev/ublk-control */
+	bool ring_ok;
+	bool ioctl_encode;       /* send UBLK_U_CMD_* instead of UBLK_CMD_* */
+	bool have_get_features;  /* GET_FEATURES answered */
+	uint64_t features;       /* what the driver supports */
+	uint64_t seq;            /* user_data of the next command */
+	bool lost;               /* a command timed out: the ring is unusable
+	                            and this struct must never be freed */
+	union {                  /* the kernel's view of a command's buffer */
+		struct ublksrv_ctrl_dev_info info;
+		struct ublk_params params;
+		uint64_t features;
+	} buf;
+};
+
+/* Open /dev/ublk-control, set up a 128-byte-SQE ring, probe features. */
+int ublk_ctrl_open(struct ublk_ctrl *c);
+void ublk_ctrl_close(struct ublk_ctrl *c);
+/* ADD_DEV: in/out @info (dev_id UINT32_MAX = any); fails after @timeout_ms. */
+int ublk_ctrl_add_dev(struct ublk_ctrl *c, struct ublksrv_ctrl_dev_info *info,
+		      unsigned timeout_ms);
+int ublk_ctrl_del_dev(struct ublk_ctrl *c, uint32_t id, unsigned timeout_ms);
+int ublk_ctrl_get_info(struct ublk_ctrl *c, uint32_t id,
+		       struct ublksrv_ctrl_dev_info *info);
+int ublk_ctrl_set_params(struct ublk_ctrl *c, uint32_t id,
+			 struct ublk_params *p);
+int ublk_ctrl_get_params(struct ublk_ctrl *c, uint32_t id,
+			 struct ublk_params *p);
+/* START_DEV returns once every queue has fetched and the disk is added. */
+int ublk_ctrl_start_dev(struct ublk_ctrl *c, uint32_t id, int pid,
+			unsigned timeout_ms);
+int ublk_ctrl_stop_dev(struct ublk_ctrl *c, uint32_t id, unsigned timeout_ms);
+int ublk_ctrl_start_recovery(struct ublk_ctrl *c, uint32_t id);
+int ublk_ctrl_end_recovery(struct ublk_ctrl *c, uint32_t id, int pid,
+			   unsigned timeout_ms);
+
+/* ---- queues (ublk-queue.c) ---- */
+struct ublk_dev;
+
+enum ublk_q_state { UBLK_Q_NEW = 0, UBLK_Q_READY, UBLK_Q_FAILED, UBLK_Q_DONE };
+
+struct ublk_queue {
+	struct ublk_dev *dev;
+	unsigned id, depth;
+	struct io_uring ring;
+	bool ring_ok;
+	struct ublksrv_io_desc *iods;  /* mmap of the driver's descriptors */
+	size_t iods_len;
+	unsigned char *bufs;           /* depth * buf_size, one per tag */
+	pthread_t thread;
+	bool thread_ok;
+	enum ublk_q_state state;       /* under dev->lock */
+	int err;                       /* why it failed / ended */
+	unsigned inflight;             /* fetch/commit commands queued */
+	uint64_t ios;                  /* requests served */
+};
+
+struct ublk_dev {
+	struct ublk_ctrl ctrl;
+	struct ublksrv_ctrl_dev_info info;
+	struct ftl *ftl;
+	int cdev_fd;                   /* /dev/ublkcN */
+	uint32_t buf_size;             /* per-tag I/O buffer, = max_io_buf_bytes */
+	bool io_ioctl;                 /* ioctl-encoded FETCH/COMMIT */
+	bool added, started;
+	struct ublk_queue *q;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;           /* a queue changed state */
+	int event_fd;                  /* written when a queue thread ends */
+};
+
+/* Map queue @i's descriptors, allocate its buffers, start its thread and
+ * wait until every tag has been fetched (or it failed). */
+int ublk_q_start(struct ublk_dev *d, unsigned i);
+/* Wait for a queue thread to end (the device was stopped) and free it. */
+void ublk_q_join(struct ublk_dev *d, unsigned i);
+
+#endif

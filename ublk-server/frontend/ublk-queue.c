@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ublk queues: one thread and one io_uring per hardware queue.  The thread
+ * queues a FETCH_REQ for every tag (each with its own I/O buffer, no zero
+ * copy), then loops: a completed fetch means the driver put request @tag in
+ * the mmap'ed descriptor array; the thread runs it on the engine itself
+ * (ftl_read / ftl_write / ftl_flush / ftl_discard / ftl_write_zeroes) and
+ * answers with COMMIT_AND_FETCH_REQ carrying the result.  A fetch answered
+ * UBLK_IO_RES_ABORT retires its tag (the device was stopped); the thread
+ * ends once every tag is retired.
+ *
+ * The threads are IO flushers (PR_SET_IO_FLUSHER: their allocations never
+ * recurse into block I/O, which could wait on this very device) and block
+ * every signal, so SIGTERM reaches the serve layer's thread.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "ublk-int.h"
+
+#ifndef PR_SET_IO_FLUSHER
+#define PR_SET_IO_FLUSHER 57
+#endif
+
+static size_t q_page(void)
+{
+	long p = sysconf(_SC_PAGESIZE);
+	return p > 0 ? (size_t)p : 4096;
+}
+
+static size_t q_round(size_t n, size_t to)
+{
+	return (n + to - 1) / to * to;
+}
+
+static void *q_buf(const struct ublk_queue *q, unsigned tag)
+{
+	return q->bufs + (size_t)tag * q->dev->buf_size;
+}
+
+/* Queue a FETCH_REQ or COMMIT_AND_FETCH_REQ (@nr) for @tag. */
+static int q_prep(struct ublk_queue *q, unsigned nr, unsigned tag, int result)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
+	struct ublksrv_io_cmd *cmd;
+
+	if (!sqe) {
+		io_uring_submit(&q->ring);
+		sqe = io_uring_get_sqe(&q->ring);
+		if (!sqe)
+			return -EBUSY;
+	}
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = q->dev->cdev_fd;
+	sqe->cmd_op = q->dev->io_ioctl ? UBLK_IOC_IO(nr) : nr;
+	sqe->user_data = tag;
+	cmd = (struct ublksrv_io_cmd *)sqe->cmd;
+	cmd->q_id = (uint16_t)q->id;
+	cmd->tag = (uint16_t)tag;
+	cmd->result = result;
+	cmd->addr = (uint64_t)(uintptr_t)q_buf(q, tag);
+	q->inflight++;
+	return 0;
+}
+
+/* Run request @tag on the engine; bytes done or -errno. */
+static int q_handle(struct ublk_queue *q, unsigned tag)
+{
+	const struct ublksrv_io_desc *iod = &q->iods[tag];
+	struct ftl *f = q->dev->ftl;
+	unsigned op = ublksrv_get_op(iod), flags = ublksrv_get_flags(iod);
+	uint64_t off = iod->start_sector * FTL_SECTOR;
+	uint64_t len = (uint64_t)iod->nr_sectors * FTL_SECTOR;
+	int r;
+
+	switch (op) {
+	case UBLK_IO_OP_READ:
+	case UBLK_IO_OP_WRITE:
+		if (len > q->dev->buf_size)
+			return -EINVAL;
+		if (op == UBLK_IO_OP_READ)
+			r = ftl_read(f, q_buf(q, tag), off, (size_t)len);
+		else
+			r = ftl_write(f, q_buf(q, tag), off, (size_t)len,
+				      (flags & UBLK_IO_F_FUA) ? FTL_FUA : 0);
+		return r < 0 ? r : (int)len;
+	case UBLK_IO_OP_FLUSH:
+		return ftl_flush(f);
+	case UBLK_IO_OP_DISCARD:
+		return ftl_discard(f, off, len);
+	case UBLK_IO_OP_WRITE_ZEROES:
+		return ftl_write_zeroes(f, off, len);
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+static void q_set_state(struct ublk_queue *q, enum ublk_q_state st, int err)
+{
+	struct ublk_dev *d = q->dev;
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&d->lock);
+	q->state = st;
+	if (err && !q->err)
+		q->err = err;
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	if ((st == UBLK_Q_DONE || st == UBLK_Q_FAILED) && d->event_fd >= 0 &&
+	    write(d->event_fd, &one, sizeof(one)) < 0) {
+		/* the eventfd only wakes run(); nothing to do */
+	}
+}
+
+/* Submit every fetch; an error the driver reports at once fails the queue. */
+static int q_fetch_all(struct ublk_queue *q)
+{
+	struct io_uring_cqe *cqe;
+	unsigned tag;
+	int ret;
+
+	for (tag = 0; tag < q->depth; tag++) {
+		ret = q_prep(q, UBLK_IO_FETCH_REQ, tag, 0);
+		if (ret)
+			return ret;
+	}
+	ret = io_uring_submit(&q->ring);
+	if (ret < 0)
+		return ret;
+	/* FETCH_REQ is handled inline at submit: failures are already here. */
+	if (io_uring_peek_cqe(&q->ring, &cqe) == 0 && cqe->res < 0)
+		return cqe->res;
+	return 0;
+}
+
+static void q_loop(struct ublk_queue *q)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head, n;
+	int ret, err = 0;
+
+	while (q->inflight > 0) {
+		ret = io_uring_submit_and_wait(&q->ring, 1);
+		if (ret == -EINTR)
+			continue;
+		if (ret < 0) {
+			err = ret;
+			break;
+		}
+		n = 0;
+		io_uring_for_each_cqe(&q->ring, head, cqe) {
+			unsigned tag = (unsigned)cqe->user_data;
+			int res = cqe->res;
+
+			n++;
+			q->inflight--;
+			if (res == UBLK_IO_RES_OK && tag < q->depth) {
+				q->ios++;
+				ret = q_prep(q, UBLK_IO_COMMIT_AND_FETCH_REQ,
+					     tag, q_handle(q, tag));
+				if (ret && !err)
+					err = ret;
+			} else if (res != UBLK_IO_RES_ABORT && !err) {
+				fprintf(stderr, "ublk-flash: ublk queue %u tag %u: "
+					"%s\n", q->id, tag, strerror(-res));
+				err = res < 0 ? res : -EIO;
+			}
+		}
+		io_uring_cq_advance(&q->ring, n);
+		if (err)
+			break;
+	}
+	q_set_state(q, err ? UBLK_Q_FAILED : UBLK_Q_DONE, err);
+}
+
+static void *q_thread(void *arg)
+{
+	struct ublk_queue *q = arg;
+	sigset_t all;
+	char name[16];
+	int ret;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	(void)prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0);
+	snprintf(name, sizeof(name), "ublk-q%u", q->id);
+	pthread_setname_np(pthread_self(), name);
+
+	/* The ring belongs to this thread: the driver binds the queue to the
+	 * task that fetched, and completes commands in that task. */
+	/* COOP_TASKRUN: completions are run when we enter the kernel anyway
+	 * (we always wait there), so the driver need not interrupt us. */
+	ret = io_uring_queue_init(q->depth, &q->ring, IORING_SETUP_COOP_TASKRUN);
+	if (ret == -EINVAL)
+		ret = io_uring_queue_init(q->depth, &q->ring, 0);
+	if (ret < 0)
+		goto fail;
+	q->ring_ok = true;
+	ret = q_fetch_all(q);
+	if (ret)
+		goto fail;
+	q_set_state(q, UBLK_Q_READY, 0);
+	q_loop(q);
+	io_uring_queue_exit(&q->ring);
+	q->ring_ok = false;
+	return NULL;
+fail:
+	if (q->ring_ok)
+		io_uring_queue_exit(&q->ring);
+	q->ring_ok = false;
+	q_set_state(q, UBLK_Q_FAILED, ret);
+	return NULL;
+}
+
+int ublk_q_start(struct ublk_dev *d, unsigned i)
+{
+	struct ublk_queue *q = &d->q[i];
+	size_t page = q_page();
+	size_t max_sz = q_round(UBLK_MAX_QUEUE_DEPTH *
+				sizeof(struct ublksrv_io_desc), page);
+	void *p;
+	int ret;
+
+	q->dev = d;
+	q->id = i;
+	q->depth = d->info.queue_depth;
+	q->iods_len = q_round(q->depth * sizeof(struct ublksrv_io_desc), page);
+	p = mmap(NULL, q->iods_len, PROT_READ, MAP_SHARED | MAP_POPULATE,
+		 d->cdev_fd, (off_t)(UBLKSRV_CMD_BUF_OFFSET + i * max_sz));
+	if (p == MAP_FAILED) {
+		q->iods = NULL;
+		return -errno;
+	}
+	q->iods = p;
+	ret = posix_memalign(&p, page, (size_t)q->depth * d->buf_size);
+	if (ret)
+		return -ret;
+	q->bufs = p;
+	ret = pthread_create(&q->thread, NULL, q_thread, q);
+	if (ret)
+		return -ret;
+	q->thread_ok = true;
+
+	pthread_mutex_lock(&d->lock);
+	while (q->state == UBLK_Q_NEW)
+		pthread_cond_wait(&d->cond, &d->lock);
+	ret = q->state == UBLK_Q_FAILED ? (q->err ? q->err : -EIO) : 0;
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
+void ublk_q_join(struct ublk_dev *d, unsigned i)
+{
+	struct ublk_queue *q = &d->q[i];
+
+	if (q->thread_ok)
+		pthread_join(q->thread, NULL);
+	q->thread_ok = false;
+	if (q->iods)
+		munmap(q->iods, q->iods_len);
+	q->iods = NULL;
+	free(q->bufs);
+	q->bufs = NULL;
+}

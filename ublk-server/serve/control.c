@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/* The control socket: live stats and stop for `ublk-flash stats|stop`. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "serve.h"
+
+struct serve_ctl {
+	int lfd, quit_fd;
+	pthread_t thread;
+	struct fe_server *s;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+};
+
+static int serve_ctl_addr(const char *dir, struct sockaddr_un *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	if ((size_t)snprintf(a->sun_path, sizeof(a->sun_path), "%s/ctl.sock",
+			     dir) >= sizeof(a->sun_path))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static void serve_ctl_write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+static void serve_ctl_answer(struct serve_ctl *c, int fd)
+{
+	char cmd[64];
+	ssize_t n = 0, r;
+	struct timeval tv = { 2, 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while ((size_t)n < sizeof(cmd) - 1) {
+		r = recv(fd, cmd + n, sizeof(cmd) - 1 - (size_t)n, 0);
+		if (r <= 0)
+			break;
+		n += r;
+		if (memchr(cmd, '\n', (size_t)n))
+			break;
+	}
+	cmd[n] = '\0';
+	cmd[strcspn(cmd, "\n")] = '\0';
+
+	if (!strcmp(cmd, "stats json") || !strcmp(cmd, "stats text")) {
+		struct ftl_stats st;
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *m = open_memstream(&buf, &len);
+		if (!m) {
+			serve_ctl_write_all(fd, "error: out of memory\n", 21);
+			return;
+		}
+		ftl_stats_get(c->s->ftl, &st);
+		ftl_stats_print(&st, m, cmd[6] == 'j');
+		fclose(m);
+		serve_ctl_write_all(fd, buf, len);
+		free(buf);
+	} else if (!strcmp(cmd, "stop")) {
+		uint64_t one = 1;
+		if (write(c->s->stop_fd, &one, sizeof(one)) < 0)
+			serve_ctl_write_all(fd, "error: cannot signal stop\n", 26);
+		else
+			serve_ctl_write_all(fd, "stopping\n", 9);
+	} else {
+		serve_ctl_write_all(fd, "error: unknown command\n", 23);
+	}
+}
+
+static void *serve_ctl_thread(void *arg)
+{
+	struct serve_ctl *c = arg;
+	struct pollfd p[2] = { { c->lfd, POLLIN, 0 }, { c->quit_fd, POLLIN, 0 } };
+
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[1].revents)
+			break;
+		if (p[0].revents & POLLIN) {
+			int fd = accept4(c->lfd, NULL, NULL, SOCK_CLOEXEC);
+			if (fd >= 0) {
+				serve_ctl_answer(c, fd);
+				close(fd);
+			}
+		}
+	}
+	return NULL;
+}
+
+int serve_ctl_start(struct serve_ctl **out, const char *dir,
+		    struct fe_server *s)
+{
+	struct sockaddr_un a;
+	struct serve_ctl *c;
+	int err;
+
+	*out = NULL;
+	err = serve_ctl_addr(dir, &a);
+	if (err)
+		return err;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->s = s;
+	c->quit_fd = eventfd(0, EFD_CLOEXEC);
+	c->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->quit_fd < 0 || c->lfd < 0) {
+		err = -errno;
+		goto err;
+	}
+	snprintf(c->path, sizeof(c->path), "%s", a.sun_path);
+	unlink(c->path);
+	if (bind(c->lfd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    listen(c->lfd, 8) < 0) {
+		err = -errno;
+		goto err;
+	}
+	err = -pthread_create(&c->thread, NULL, serve_ctl_thread, c);
+	if (err)
+		goto err;
+	*out = c;
+	return 0;
+err:
+	if (c->lfd >= 0)
+		close(c->lfd);
+	if (c->quit_fd >= 0)
+		close(c->quit_fd);
+	free(c);
+	return err;
+}
+
+void serve_ctl_stop(struct serve_ctl *c)
+{
+	uint64_t one = 1;
+
+	if (!c)
+		return;
+	if (write(c->quit_fd, &one, sizeof(one)) == sizeof(one))
+		pthread_join(c->thread, NULL);
+	close(c->lfd);
+	close(c->quit_fd);
+	unlink(c->path);
+	free(c);
+}
+
+static int serve_ctl_connect(const struct serve_entry *e)
+{
+	struct sockaddr_un a;
+	int err = serve_ctl_addr(e->dir, &a);
+	if (err)
+		return err;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int serve_ctl_request(const struct serve_entry *e, const char *cmd, FILE *out)
+{
+	char buf[4096];
+	ssize_t n;
+	int fd = serve_ctl_connect(e);
+	struct timeval tv = { 10, 0 };
+
+	if (fd < 0)
+		return fd;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	snprintf(buf, sizeof(buf), "%s\n", cmd);
+	serve_ctl_write_all(fd, buf, strlen(buf));
+	while ((n = recv(fd, buf, sizeof(buf), 0)) > 0)
+		if (out)
+			fwrite(buf, 1, (size_t)n, out);
+	close(fd);
+	return n < 0 ? -errno : 0;
+}
+
+int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms)
+{
+	char p[PATH_MAX];
+	struct timespec ts = { 0, 20 * 1000000L };
+
+	if (serve_ctl_request(e, "stop", NULL) < 0 && e->pid > 0 &&
+	    kill(e->pid, SIGTERM) < 0 && errno != ESRCH)
+		return -errno;
+	/* The server has exited once its lock is free. */
+	snprintf(p, sizeof(p), "%s/lock", e->dir);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (unsigned t = 0; t <= timeout_ms; t += 20) {
+		if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+			close(fd);
+			return 0;
+		}
+		nanosleep(&ts, NULL);
+	}
+	close(fd);
+	return -ETIMEDOUT;
+}

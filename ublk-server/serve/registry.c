@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+/* The run registry: one folder per served image (see serve.h). */
+#include <dirent.h>
+#include <stdbool.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loop.h"
+#include "serve.h"
+
+static const char *const serve_files[] = { "pid", "image", "dev", "frontend",
+					   "dm", "ctl.sock", NULL };
+
+const char *serve_base(void)
+{
+	const char *b = getenv("UBLK_FLASH_RUN_DIR");
+	return b && *b ? b : "/run/octant";
+}
+
+int serve_entry_dir(const char *image, char *dir, size_t len)
+{
+	struct stat st;
+
+	if (stat(image, &st) < 0)
+		return -errno;
+	if ((size_t)snprintf(dir, len, "%s/img-%llx-%llu", serve_base(),
+			     (unsigned long long)st.st_dev,
+			     (unsigned long long)st.st_ino) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static void serve_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+int serve_entry_lock(const char *dir, int *fd)
+{
+	char p[PATH_MAX];
+	int err;
+
+	*fd = -1;
+	if (mkdir(serve_base(), 0755) < 0 && errno != EEXIST)
+		return -errno;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(p, sizeof(p), "%s/lock", dir);
+	int lfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lfd < 0)
+		return -errno;
+	/* A stats/stop client may hold it (shared) for a moment. */
+	for (int i = 0; i < 25; i++) {
+		err = flock(lfd, LOCK_EX | LOCK_NB) < 0 ? -errno : 0;
+		if (err != -EWOULDBLOCK)
+			break;
+		serve_sleep_ms(20);
+	}
+	if (err) {
+		close(lfd);
+		return err == -EWOULDBLOCK ? -EBUSY : err;
+	}
+	*fd = lfd;
+	return 0;
+}
+
+/* Is the lock of @dir held by a server? (a shared try-lock, released) */
+static bool serve_entry_held(const char *dir)
+{
+	char p[PATH_MAX];
+	bool held = false;
+
+	snprintf(p, sizeof(p), "%s/lock", dir);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (flock(fd, LOCK_SH | LOCK_NB) < 0)
+		held = errno == EWOULDBLOCK;
+	close(fd);
+	return held;
+}
+
+static int serve_entry_get(const char *dir, const char *name, char *buf,
+			   size_t len)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	FILE *f = fopen(p, "re");
+	if (!f)
+		return -errno;
+	if (!fgets(buf, (int)len, f))
+		buf[0] = '\0';
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+int serve_entry_put(const char *dir, const char *name, const char *value)
+{
+	char p[PATH_MAX], tmp[PATH_MAX + 8];
+	int err = 0;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
+	FILE *f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	fprintf(f, "%s\n", value);
+	if (fclose(f) != 0)
+		err = -errno;
+	if (!err && rename(tmp, p) < 0)
+		err = -errno;
+	return err;
+}
+
+int serve_entry_load(const char *dir, struct serve_entry *e)
+{
+	char pid[32];
+
+	memset(e, 0, sizeof(*e));
+	snprintf(e->dir, sizeof(e->dir), "%s", dir);
+	if (serve_entry_get(dir, "pid", pid, sizeof(pid)) < 0)
+		return -ENOENT;
+	e->pid = (pid_t)atol(pid);
+	serve_entry_get(dir, "image", e->image, sizeof(e->image));
+	serve_entry_get(dir, "dev", e->dev, sizeof(e->dev));
+	serve_entry_get(dir, "frontend", e->frontend, sizeof(e->frontend));
+	serve_entry_get(dir, "dm", e->dm, sizeof(e->dm));
+	e->live = serve_entry_held(dir);
+	return 0;
+}
+
+int serve_entry_find(const char *arg, struct serve_entry *e)
+{
+	char dir[PATH_MAX];
+	struct stat st, dst;
+	int err;
+
+	if (stat(arg, &st) < 0)
+		return -errno;
+	if (!S_ISBLK(st.st_mode)) {
+		err = serve_entry_dir(arg, dir, sizeof(dir));
+		return err ? err : serve_entry_load(dir, e);
+	}
+	DIR *d = opendir(serve_base());
+	if (!d)
+		return -ENOENT;
+	struct dirent *de;
+	err = -ENOENT;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "img-", 4) != 0)
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%s", serve_base(), de->d_name);
+		if (serve_entry_load(dir, e) < 0 || !e->dev[0])
+			continue;
+		if ((stat(e->dev, &dst) == 0 && S_ISBLK(dst.st_mode) &&
+		     dst.st_rdev == st.st_rdev) ||
+		    (e->dm[0] && stat(e->dm, &dst) == 0 && S_ISBLK(dst.st_mode) &&
+		     dst.st_rdev == st.st_rdev)) {
+			err = 0;
+			break;
+		}
+	}
+	closedir(d);
+	return err;
+}
+
+void serve_entry_clear(const char *dir)
+{
+	char p[PATH_MAX];
+	for (int i = 0; serve_files[i]; i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, serve_files[i]);
+		unlink(p);
+	}
+}
+
+/* Detach every loop device whose backing file lies in @mnt. */
+static int serve_cleanup_loops(const char *mnt)
+{
+	char backing[PATH_MAX + 8], dev[300];
+	int n = 0;
+
+	snprintf(backing, sizeof(backing), "%s/disk", mnt);
+	DIR *d = opendir("/sys/block");
+	if (!d)
+		return 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "loop", 4) != 0)
+			continue;
+		snprintf(dev, sizeof(dev), "/dev/%s", de->d_name);
+		if (loop_detach_if_backed_by(dev, backing) == 0) {
+			fprintf(stderr, "ublk-flash: detached stale %s\n", dev);
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+/* Abort the FUSE connection mounted on @mnt, if one still looks alive
+ * (its server is gone but, e.g., stuck exiting): pending and future
+ * requests then fail with ENOTCONN instead of hanging. */
+static void serve_abort_fuse(const char *mnt)
+{
+	char line[PATH_MAX * 2], p[128];
+	unsigned maj, min;
+	bool found = false;
+
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char mp[PATH_MAX];
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, mp) == 3 &&
+		    !strcmp(mp, mnt) && strstr(line, " - fuse")) {
+			found = true;
+			break;
+		}
+	}
+	fclose(f);
+	if (!found)
+		return;
+	snprintf(p, sizeof(p), "/sys/fs/fuse/connections/%u/abort", min);
+	if (access(p, W_OK) < 0)
+		mount("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, NULL);
+	int fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (write(fd, "1", 1) < 0) {
+			/* already gone */
+		}
+		close(fd);
+	}
+}
+
+int serve_entry_cleanup(const char *dir)
+{
+	char mnt[PATH_MAX];
+	int n;
+
+	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
+	serve_abort_fuse(mnt);
+	n = serve_cleanup_loops(mnt);
+	/* A dead server's FUSE mount answers ENOTCONN; detach it lazily. */
+	if (umount2(mnt, MNT_DETACH) == 0) {
+		fprintf(stderr, "ublk-flash: unmounted stale FUSE mount %s\n", mnt);
+		n++;
+	}
+	rmdir(mnt);
+	serve_entry_clear(dir);
+	return n;
+}

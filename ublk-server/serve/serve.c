@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The serve lifecycle: choose a frontend, take the image's registry lock,
+ * fork a daemon that opens the engine and brings the device up, report the
+ * device path to the caller once it is live, serve until a stop request
+ * (control socket, SIGTERM, SIGINT), then remove the device and close the
+ * engine with a clean checkpoint.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../cli/commands.h"
+#include "dm-stack.h"
+#include "serve.h"
+
+static int serve_stop_fd = -1;
+
+static void serve_on_signal(int sig)
+{
+	uint64_t one = 1;
+	int saved = errno;
+
+	(void)sig;
+	if (serve_stop_fd >= 0 && write(serve_stop_fd, &one, sizeof(one)) < 0) {
+		/* nothing more can be done in a handler */
+	}
+	errno = saved;
+}
+
+/* Keep the server resident so serving never waits on reclaim (which may
+ * wait on writeback of our own device): every mapping is locked and
+ * populated when created (MCL_FUTURE without ONFAULT), so buffers made
+ * before the device is live never fault later.  Thread stacks are kept
+ * small since all of them are locked. */
+static void serve_memory_setup(void)
+{
+	pthread_attr_t a;
+
+	if (pthread_attr_init(&a) == 0) {
+		pthread_attr_setstacksize(&a, 1u << 20);
+		pthread_setattr_default_np(&a);
+		pthread_attr_destroy(&a);
+	}
+#ifdef __SANITIZE_ADDRESS__
+	return;   /* ASan's shadow mappings cannot be locked */
+#endif
+	if (mlockall(MCL_CURRENT | MCL_FUTURE) < 0)
+		fprintf(stderr, "ublk-flash: warning: mlockall: %s (the server "
+			"may wait on reclaim under memory pressure)\n",
+			strerror(errno));
+}
+
+/* Pick the frontend: the named one, or ublk when the kernel has it, else
+ * fuse.  Prints the reason and returns NULL when none can run. */
+static const struct fe_ops *serve_pick(const char *name)
+{
+	char why[256] = "";
+	const struct fe_ops *ops;
+
+	if (name && strcmp(name, "fuse") && strcmp(name, "ublk")) {
+		fprintf(stderr, "ublk-flash: serve: unknown frontend '%s' "
+			"(ublk or fuse)\n", name);
+		return NULL;
+	}
+	if (!name)
+		name = access("/dev/ublk-control", F_OK) == 0 ? "ublk" : "fuse";
+	ops = !strcmp(name, "ublk") ? &fe_ublk_ops : &fe_fuse_ops;
+	if (ops->probe(why, sizeof(why)) < 0) {
+		fprintf(stderr, "ublk-flash: serve: frontend %s cannot run here: %s\n",
+			ops->name, why);
+		return NULL;
+	}
+	return ops;
+}
+
+/* The exit status for a failed engine open. */
+static int serve_open_fail(const char *image, int err)
+{
+	if (err == -EBADMSG || err == -EUCLEAN) {
+		fprintf(stderr, "ublk-flash: serve: %s: corrupt image (run "
+			"`ublk-flash fsck %s`)\n", image, image);
+		return EXIT_CORRUPT;
+	}
+	char what[PATH_MAX + 16];
+	snprintf(what, sizeof(what), "serve: %s", image);
+	return cli_fail(what, err);
+}
+
+/* Stack a dm-linear device on the served device (--dm NAME). */
+static int serve_dm_attach(struct fe_server *s, char *dmpath, size_t len)
+{
+	struct align_topology t;
+	unsigned shift = 0;
+
+	ftl_topology(s->ftl, &t);
+	if (t.physical > 0 && t.alignment_offset % t.physical)
+		shift = (t.physical - t.alignment_offset % t.physical) % t.physical;
+	int err = dmstack_serve_attach(s->opts->dm_name, s->devpath, shift,
+				       ftl_size(s->ftl) - shift, dmpath, len);
+	if (err)
+		fprintf(stderr, "ublk-flash: serve: --dm %s: %s\n",
+			s->opts->dm_name, dmstack_errmsg());
+	return err;
+}
+
+/* Tell the waiting parent how the start went ("OK dev" or "ERR code"). */
+static void serve_report(int fd, int code, const char *dev)
+{
+	char msg[256];
+	if (fd < 0)
+		return;
+	if (code == 0 && dev)
+		snprintf(msg, sizeof(msg), "OK %s\n", dev);
+	else
+		snprintf(msg, sizeof(msg), "ERR %d\n", code);
+	if (write(fd, msg, strlen(msg)) < 0) {
+		/* the parent is gone; keep going */
+	}
+	close(fd);
+}
+
+/* Parent side of the daemon fork: wait for the child's report. */
+static int serve_parent(int rfd, pid_t child)
+{
+	char msg[256];
+	ssize_t n, got = 0;
+	int code;
+
+	while ((n = read(rfd, msg + got, sizeof(msg) - 1 - (size_t)got)) > 0)
+		got += n;
+	close(rfd);
+	msg[got] = '\0';
+	if (!strncmp(msg, "OK ", 3)) {
+		msg[strcspn(msg, "\n")] = '\0';
+		printf("%s\n", msg + 3);
+		return 0;
+	}
+	waitpid(child, NULL, 0);
+	if (sscanf(msg, "ERR %d", &code) == 1)
+		return code;
+	fprintf(stderr, "ublk-flash: serve: the server died while starting\n");
+	return EXIT_IO;
+}
+
+/* Detach from the terminal once the device is live. */
+static void serve_detach_stdio(const char *dir)
+{
+	char log[PATH_MAX + 8];
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+		close(fd);
+	}
+	snprintf(log, sizeof(log), "%s.log", dir);
+	fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		dup2(fd, 2);
+		close(fd);
+	}
+}
+
+static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
+			const struct fe_ops *ops, int report_fd)
+{
+	struct fe_server s = { .opts = o, .stop_fd = -1 };
+	struct serve_ctl *ctl = NULL;
+	struct sigaction sa;
+	sigset_t block, old;
+	char pid[32], dmpath[128] = "";
+	bool tried = false, dm = false;
+	int code = 0, err;
+
+	err = ftl_open(o->image, oo, &s.ftl);
+	if (err) {
+		code = serve_open_fail(o->image, err);
+		goto out;
+	}
+	/* Keep the server resident: reclaim must never wait on our own disk. */
+	serve_memory_setup();
+	s.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s.stop_fd < 0) {
+		code = cli_fail("serve: eventfd", -errno);
+		goto out;
+	}
+	serve_stop_fd = s.stop_fd;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = serve_on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (!o->foreground)
+		signal(SIGHUP, SIG_IGN);
+	/* Serving threads inherit a mask without them: signals reach us. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	tried = true;
+	err = ops->start(&s);
+	if (!err) {
+		err = serve_ctl_start(&ctl, o->run_dir, &s);
+		if (err)
+			fprintf(stderr, "ublk-flash: serve: control socket: %s\n",
+				strerror(-err));
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		code = err == -EBUSY ? EXIT_BUSY : EXIT_IO;
+		goto out;
+	}
+	if (o->dm_name) {
+		if (serve_dm_attach(&s, dmpath, sizeof(dmpath)) < 0) {
+			code = EXIT_IO;
+			goto out;
+		}
+		dm = true;
+	}
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	serve_entry_put(o->run_dir, "image", o->image);
+	serve_entry_put(o->run_dir, "dev", s.devpath);
+	serve_entry_put(o->run_dir, "frontend", ops->name);
+	if (dm)
+		serve_entry_put(o->run_dir, "dm", dmpath);
+	serve_entry_put(o->run_dir, "pid", pid);   /* last: marks the entry */
+
+	if (o->foreground) {
+		printf("%s\n", dm ? dmpath : s.devpath);
+		fflush(stdout);
+	} else {
+		serve_report(report_fd, 0, dm ? dmpath : s.devpath);
+		report_fd = -1;
+		serve_detach_stdio(o->run_dir);
+	}
+	err = ops->run(&s);
+	if (err) {
+		fprintf(stderr, "ublk-flash: serve: %s: %s\n", ops->name,
+			strerror(-err));
+		code = EXIT_IO;
+	}
+out:
+	serve_ctl_stop(ctl);
+	if (dm && dmstack_detach(o->dm_name) < 0)
+		fprintf(stderr, "ublk-flash: warning: --dm %s: %s\n", o->dm_name,
+			dmstack_errmsg());
+	if (tried)
+		ops->stop(&s);   /* safe after a failed start */
+	if (s.ftl) {
+		err = ftl_close(s.ftl);
+		if (err && !code)
+			code = cli_fail("serve: clean checkpoint", err);
+	}
+	serve_stop_fd = -1;
+	if (s.stop_fd >= 0)
+		close(s.stop_fd);
+	serve_entry_clear(o->run_dir);
+	serve_report(report_fd, code, NULL);
+	return code;
+}
+
+int serve_main(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
+{
+	static char image[PATH_MAX], dir[PATH_MAX];
+	struct serve_entry e;
+	const struct fe_ops *ops;
+	int lock_fd = -1, pipefd[2], err, code;
+	pid_t child;
+
+	if (!realpath(o->image, image)) {
+		char what[PATH_MAX + 16];
+		snprintf(what, sizeof(what), "serve: %s", o->image);
+		return cli_fail(what, -errno);
+	}
+	o->image = image;
+	ops = serve_pick(o->frontend);
+	if (!ops)
+		return o->frontend && strcmp(o->frontend, "fuse") &&
+		       strcmp(o->frontend, "ublk") ? EXIT_USAGE : EXIT_IO;
+	err = serve_entry_dir(image, dir, sizeof(dir));
+	if (!err)
+		err = serve_entry_lock(dir, &lock_fd);
+	if (err == -EBUSY) {
+		if (serve_entry_load(dir, &e) == 0 && e.dev[0])
+			fprintf(stderr, "ublk-flash: serve: %s is already served "
+				"on %s (pid %d)\n", image, e.dev, (int)e.pid);
+		else
+			fprintf(stderr, "ublk-flash: serve: %s is already served\n",
+				image);
+		return EXIT_BUSY;
+	}
+	if (err)
+		return cli_fail("serve: run registry", err);
+	o->run_dir = dir;
+	/* A server that died (kill -9) left its device, mount and entry.
+	 * --recover (ublk) re-attaches to what it left: keep the entry. */
+	if (!o->recover)
+		serve_entry_cleanup(dir);
+
+	if (o->foreground) {
+		code = serve_daemon(o, oo, ops, -1);
+		close(lock_fd);
+		return code;
+	}
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return cli_fail("serve: pipe", -errno);
+	fflush(NULL);
+	child = fork();
+	if (child < 0) {
+		code = cli_fail("serve: fork", -errno);
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return code;
+	}
+	if (child > 0) {
+		close(pipefd[1]);
+		close(lock_fd);   /* the child keeps the lock */
+		return serve_parent(pipefd[0], child);
+	}
+	close(pipefd[0]);
+	setsid();
+	if (chdir("/") < 0) {
+		/* realpath()ed image: the cwd does not matter */
+	}
+	code = serve_daemon(o, oo, ops, pipefd[1]);
+	close(lock_fd);
+	_exit(code);
+}

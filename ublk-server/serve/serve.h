@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * serve — what every frontend shares: the run registry, the control
+ * socket, daemonizing and the serve lifecycle.  Prefix serve_.
+ *
+ * Run registry: one folder per image under $UBLK_FLASH_RUN_DIR (default
+ * /run/octant), named after the image's st_dev and st_ino:
+ *   lock      flock'ed (exclusive) by the server for its whole life; never
+ *             deleted, so two servers can never both own it
+ *   pid image dev frontend [dm]   one line each, written once the device is live
+ *   ctl.sock  the control socket (commands: "stats json", "stats text",
+ *             "stop"), answered then closed
+ *   mnt/      the FUSE frontend's private mountpoint
+ * An entry is live while its lock is held; a folder with a pid file but no
+ * lock holder is stale (the server died) and is cleaned by the next serve
+ * or stop of the same image.
+ */
+#ifndef OCTANT_SERVE_H
+#define OCTANT_SERVE_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "frontend.h"
+
+struct serve_entry {
+	char dir[PATH_MAX - 32];  /* the entry's folder */
+	char image[PATH_MAX];     /* image path as served (realpath) */
+	char dev[128];            /* block device, "" if not recorded */
+	char dm[128];             /* --dm device stacked on it, "" if none */
+	char frontend[16];
+	pid_t pid;
+	bool live;                /* a server holds the lock */
+};
+
+/* The registry's base folder ($UBLK_FLASH_RUN_DIR or /run/octant). */
+const char *serve_base(void);
+
+/* The entry folder of image @image (which must exist) into @dir. */
+int serve_entry_dir(const char *image, char *dir, size_t len);
+
+/* Create the entry folder and take its lock (exclusive, non-blocking, a
+ * few retries): the lock fd in *fd, -EBUSY if a live server holds it. */
+int serve_entry_lock(const char *dir, int *fd);
+
+/* Load the entry in @dir; -ENOENT if it records no server. */
+int serve_entry_load(const char *dir, struct serve_entry *e);
+
+/* Find the entry of @arg: a block device served, or stacked on it with
+ * --dm (by device number), or an image path.  -ENOENT if none is recorded. */
+int serve_entry_find(const char *arg, struct serve_entry *e);
+
+/* Write one registry file @name = @value in @dir. */
+int serve_entry_put(const char *dir, const char *name, const char *value);
+
+/* Remove the registry files of @dir (not the lock). */
+void serve_entry_clear(const char *dir);
+
+/* Clean what a dead server left in @dir: loop devices backed by its FUSE
+ * file, the FUSE mount (lazily unmounted), the registry files.  The caller
+ * holds the lock.  Returns how many things it cleaned (>= 0). */
+int serve_entry_cleanup(const char *dir);
+
+/* ---- control socket ---- */
+struct serve_ctl;
+
+/* Listen on @dir/ctl.sock and answer requests in a thread. */
+int serve_ctl_start(struct serve_ctl **out, const char *dir,
+		    struct fe_server *s);
+void serve_ctl_stop(struct serve_ctl *c);
+
+/* Send @cmd to the live server of @e and copy its answer to @out. */
+int serve_ctl_request(const struct serve_entry *e, const char *cmd, FILE *out);
+
+/* Ask the live server of @e to stop (socket, else SIGTERM) and wait up to
+ * @timeout_ms for it to exit.  -ETIMEDOUT if it did not. */
+int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms);
+
+/* ---- lifecycle ---- */
+
+/* `ublk-flash serve`: run a server for @o (engine options @oo) and return
+ * the process exit status (commands.h codes).  Unless @o->foreground, the
+ * caller's process returns once the device is live (its path printed on
+ * stdout) and a daemon keeps serving. */
+int serve_main(struct fe_serve_opts *o, const struct ftl_open_opts *oo);
+
+#endif
