@@ -8,9 +8,12 @@ build_pkgs=(gcc make pkg-config libblkid-dev libfdisk-dev libsmartcols-dev
             liburing-dev libfuse3-dev libdevmapper-dev)
 check_pkgs=(bats fuse3 util-linux e2fsprogs btrfs-progs fio parted gdisk fdisk
             procps psmisc kmod)
-vm_pkgs=(qemu-system-x86 busybox-static cpio xz-utils dmsetup)
+# vm: qemu + the guest's userland (copied from the host: busybox-static, kmod, e2fsprogs...)
+# + what building ublk_drv.ko out of tree needs (gcc, make; kbuild's tools link libelf1).
+vm_pkgs=(qemu-system-x86 busybox-static cpio xz-utils dmsetup kmod gcc make libelf1 libssl3
+         e2fsprogs btrfs-progs fio parted fdisk gdisk util-linux procps jq)
 bench_pkgs=(fio qemu-system-common)
-compare_pkgs=(fio gnuplot-nox e2fsprogs btrfs-progs fuse3 jq)
+compare_pkgs=(fio gnuplot-nox e2fsprogs btrfs-progs fuse3 jq util-linux mount procps)
 
 want=()
 [ $# -eq 0 ] && set -- build

@@ -43,6 +43,11 @@ bench:
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) tests/bench/run $(ARGS)
 
+bench-vm:
+	@mk/deps.sh bench vm
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) tests/bench/bench-vm
+
 compare:
 	@mk/deps.sh compare
 	@$(MAKE) --no-print-directory all

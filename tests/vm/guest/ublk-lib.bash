@@ -1,0 +1,55 @@
+# shellcheck shell=bash
+# Helpers for the ublk guest tests (ublk-*.sh); sourced after guest-lib.sh.  Named .bash so
+# guest-all.sh (which runs guest/*.sh) does not run it as a test.
+
+# ublk_require_driver: SKIP (exit 77) unless /dev/ublk-control is there.
+ublk_require_driver() {
+	modprobe ublk_drv 2>/dev/null
+	if ! wait_for /dev/ublk-control 20; then
+		echo "SKIP: no /dev/ublk-control in the guest (ublk_drv did not load)"
+		exit 77
+	fi
+	[ -x "$UBLK_FLASH" ] || { echo "SKIP: no ublk-flash at $UBLK_FLASH"; exit 77; }
+}
+
+# ublk_mkimg IMG SIZE MODE
+ublk_mkimg() { "$UBLK_FLASH" create "$1" --size "$2" --align "$3" --force; }
+
+# ublk_serve IMG [OPTIONS...]: prints the device; its error output instead on failure.
+ublk_serve() {
+	local img=$1 out rc
+	shift
+	out=$("$UBLK_FLASH" serve "$img" --frontend ublk "$@" 2>&1); rc=$?
+	printf '%s\n' "$out"
+	return $rc
+}
+
+# ublk_wait_gone PATH [TENTHS]: wait until PATH no longer exists (default 10 s).
+ublk_wait_gone() {
+	local i=0 max=${2:-100}
+	while [ -e "$1" ]; do
+		i=$((i + 1)); [ $i -ge "$max" ] && return 1
+		sleep 0.1
+	done
+}
+
+# ublk_server_pid IMG: the pid the run registry records for IMG's server.
+ublk_server_pid() {
+	local img d
+	img=$(realpath "$1")
+	for d in "${UBLK_FLASH_RUN_DIR:-/run/octant}"/*/; do
+		[ "$(cat "$d/image" 2>/dev/null)" = "$img" ] && cat "$d/pid" 2>/dev/null && return 0
+	done
+	return 1
+}
+
+# ublk_wait_dead PID [TENTHS]: wait until PID has exited (gone or a zombie; default 20 s).
+ublk_wait_dead() {
+	local i=0 max=${2:-200} st
+	while [ -e "/proc/$1" ]; do
+		st=$(awk '/^State:/ { print $2 }' "/proc/$1/status" 2>/dev/null)
+		[ "$st" = Z ] && return 0
+		i=$((i + 1)); [ $i -ge "$max" ] && return 1
+		sleep 0.1
+	done
+}
