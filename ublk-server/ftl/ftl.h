@@ -46,6 +46,10 @@ struct ftl_open_opts {
 	bool readonly;              /* never write to the medium */
 	enum ftl_gc_policy gc;      /* victim selection */
 	uint32_t wl_threshold;      /* static WL: max-min erase count, default 128 */
+	bool unshifted;             /* expose the medium from byte 0 (no odd
+	                               shift, size rounded up to whole pages,
+	                               alignment_offset 0): for a dm-linear on
+	                               top that carries the 512-byte shift */
 };
 
 /* Counters; all monotonic since create unless noted. */

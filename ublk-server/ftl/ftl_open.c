@@ -70,6 +70,10 @@ static int open_on(struct nand_backing *b, uint64_t bsize, bool blkdev,
 		ftl_free(f);
 		return r;
 	}
+	if (o->unshifted) {             /* per open only: never persisted */
+		f->g.shift = 0;
+		f->g.size = (uint64_t)f->g.nlpn * f->g.ps;
+	}
 	*out = f;
 	return 0;
 }

@@ -97,17 +97,22 @@ static int serve_open_fail(const char *image, int err)
 	return cli_fail(what, err);
 }
 
-/* Stack a dm-linear device on the served device (--dm NAME). */
+/* Stack a dm-linear device on the served device (--dm NAME).  The engine
+ * was opened un-shifted, so the dm table carries the odd mode's 512-byte
+ * shift: dm LBA s lands on medium byte s*512 + 512, exactly as the engine's
+ * own odd mode, and the kernel reports alignment_offset 3584 for it. */
 static int serve_dm_attach(struct fe_server *s, char *dmpath, size_t len)
 {
-	struct align_topology t;
-	unsigned shift = 0;
+	struct ftl_info info;
+	unsigned shift;
+	int err;
 
-	ftl_topology(s->ftl, &t);
-	if (t.physical > 0 && t.alignment_offset % t.physical)
-		shift = (t.physical - t.alignment_offset % t.physical) % t.physical;
-	int err = dmstack_serve_attach(s->opts->dm_name, s->devpath, shift,
-				       ftl_size(s->ftl) - shift, dmpath, len);
+	err = ftl_info_read(s->opts->image, &info);
+	if (err)
+		return err;
+	shift = info.align == FTL_ALIGN_ODD ? FTL_SECTOR : 0;
+	err = dmstack_serve_attach(s->opts->dm_name, s->devpath, shift,
+				   info.logical_size, dmpath, len);
 	if (err)
 		fprintf(stderr, "ublk-flash: serve: --dm %s: %s\n",
 			s->opts->dm_name, dmstack_errmsg());
@@ -182,7 +187,9 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	bool tried = false, dm = false;
 	int code = 0, err;
 
-	err = ftl_open(o->image, oo, &s.ftl);
+	struct ftl_open_opts open_opts = *oo;
+	open_opts.unshifted = o->dm_name != NULL;   /* dm carries the shift */
+	err = ftl_open(o->image, &open_opts, &s.ftl);
 	if (err) {
 		code = serve_open_fail(o->image, err);
 		goto out;
