@@ -22,17 +22,13 @@ mk_img() {
 }
 # serve_dm IMG NAME: serve IMG with --dm NAME, print what serve printed
 serve_dm() { "$UF" serve "$1" "${FE[@]}" --dm "$2"; }
-# stop_img IMG DESC: `ublk-flash stop IMG` (nothing mounted) must exit 0.  The one known gap
-# of the serve layer (docs/dm.md: stop checks the ublk device, which the dm table always holds,
-# instead of removing the mapping first) is reported as a SKIP naming it, then forced.
+# stop_img IMG DESC: `ublk-flash stop IMG` (nothing mounted) must exit 0: stop removes the
+# mapping first, then the served device.
 stop_img() {
 	local out rc
 	out=$("$UF" stop "$1" 2>&1); rc=$?
 	if [ $rc -eq 0 ]; then
 		t_ok "$2"
-	elif [ $rc -eq 5 ] && grep -q '/dev/ublkb[0-9]* is in use' <<<"$out"; then
-		t_skip "$2" "known gap: stop checks /dev/ublkbN, which the dm table holds; it must remove the mapping first (docs/dm.md)"
-		"$UF" stop --force "$1" >/dev/null 2>&1
 	else
 		t_fail "$2" "exit $rc" "$out"
 		"$UF" stop --force "$1" >/dev/null 2>&1
