@@ -93,6 +93,10 @@ bool ftl_oob_ok(const struct ftl_oob *o);
 
 /* ftl_open.c, ftl_stats.c */
 int ftl_fd_size(int fd, uint64_t *size, bool *blkdev);
+/* Size an open image and load its superblock area: returns 0 or -errno of
+ * the I/O; ftl_sb_load's verdict goes to *load (bad-copy mask to *bad). */
+int ftl_sb_read_fd(int fd, uint64_t *size, bool *blkdev, struct oct_sb *sb,
+		   struct ftl_geom *g, int *bad, int *load);
 void ftl_topo_fill(const struct ftl_geom *g, struct align_topology *t);
 void ftl_counters_snapshot(struct ftl *f, struct ftl_ckpt_counters *c);
 int ftl_create_opts_geom(const struct ftl_create_opts *o, struct ftl_geom *g);

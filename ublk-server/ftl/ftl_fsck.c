@@ -135,7 +135,6 @@ out:
 /* Load like a read-only mount; 0, or <0 when it cannot be checked. */
 static int check(const char *path, struct fsck *k)
 {
-	uint8_t area[OCT_SB_AREA];
 	struct ftl_open_opts oo = { .readonly = true };
 	struct nand_backing *b = NULL;
 	struct nand_geom ng;
@@ -145,22 +144,15 @@ static int check(const char *path, struct fsck *k)
 	uint64_t size;
 	uint32_t flags = 0;
 	bool blkdev, marker = false;
-	int fd, r, bad = 0;
-	ssize_t n;
+	int fd, r, load, bad = 0;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	r = ftl_fd_size(fd, &size, &blkdev);
+	r = ftl_sb_read_fd(fd, &size, &blkdev, &sb, &g, &k->sb_bad, &load);
 	if (r)
 		goto out;
-	memset(area, 0, sizeof(area));
-	n = pread(fd, area, sizeof(area), 0);
-	if (n < 0) {
-		r = -errno;
-		goto out;
-	}
-	r = ftl_sb_load(area, (size_t)n, &sb, &g, &k->sb_bad);
+	r = load;                       /* the superblock's verdict */
 	for (int i = 0; i < 2; i++)
 		if (k->sb_bad & (1 << i))
 			finding(k, true, "superblock copy %d is damaged%s", i,

@@ -14,28 +14,19 @@
  */
 int ftl_info_read(const char *path, struct ftl_info *info)
 {
-	uint8_t area[OCT_SB_AREA];
 	struct oct_sb sb;
 	struct ftl_geom g;
 	uint64_t size;
 	bool blkdev;
-	ssize_t n;
-	int fd, r, bad;
+	int fd, r, bad, load;
 
 	memset(info, 0, sizeof(*info));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	r = ftl_fd_size(fd, &size, &blkdev);
-	if (r)
-		goto out;
-	memset(area, 0, sizeof(area));
-	n = pread(fd, area, sizeof(area), 0);
-	if (n < 0) {
-		r = -errno;
-		goto out;
-	}
-	r = ftl_sb_load(area, (size_t)n, &sb, &g, &bad);
+	r = ftl_sb_read_fd(fd, &size, &blkdev, &sb, &g, &bad, &load);
+	if (!r)
+		r = load;
 	if (r)
 		goto out;
 	info->align = g.align;

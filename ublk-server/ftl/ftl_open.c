@@ -28,6 +28,24 @@ int ftl_fd_size(int fd, uint64_t *size, bool *blkdev)
 	return 0;
 }
 
+int ftl_sb_read_fd(int fd, uint64_t *size, bool *blkdev, struct oct_sb *sb,
+		   struct ftl_geom *g, int *bad, int *load)
+{
+	uint8_t area[OCT_SB_AREA];
+	ssize_t n;
+	int r;
+
+	r = ftl_fd_size(fd, size, blkdev);
+	if (r)
+		return r;
+	memset(area, 0, sizeof(area));
+	n = pread(fd, area, sizeof(area), 0);
+	if (n < 0)
+		return -errno;
+	*load = ftl_sb_load(area, (size_t)n, sb, g, bad);
+	return 0;
+}
+
 /* Build an engine over backing @b (which it owns on success), sized @bsize. */
 static int open_on(struct nand_backing *b, uint64_t bsize, bool blkdev,
 		   const struct ftl_open_opts *o, struct ftl **out)
