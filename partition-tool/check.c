@@ -8,6 +8,7 @@
 #include <libfdisk/libfdisk.h>
 #include <libsmartcols/libsmartcols.h>
 
+#include "ap-map.h"
 #include "ap.h"
 
 #define MIB (1024ULL * 1024ULL)
@@ -86,8 +87,9 @@ int ap_cmd_check(const struct ap_opts *o)
 	struct ap_doc *doc = NULL;
 	struct ap_topo tp;
 	const char *label = NULL;
-	size_t n = 0, bad = 0, checked = 0;
+	size_t n = 0, bad = 0, checked = 0, nmapped = 0;
 	char buf[C_NCOLS][96], gbuf[32];
+	int kdiff = 0;
 	const char *cells[C_NCOLS];
 	int rc;
 
@@ -125,6 +127,14 @@ int ap_cmd_check(const struct ap_opts *o)
 		ap_table_row(tb, cells);
 	}
 
+	/* Partitions mapped with `alignpart map`: does the kernel agree? */
+	if (tp.is_blockdev) {
+		kdiff = ap_map_verify(o->target, &tp.t, NULL, &nmapped);
+		if (kdiff < 0) {        /* no device-mapper here: nothing mapped */
+			kdiff = 0;
+			nmapped = 0;
+		}
+	}
 	ap_doc_kv(doc, "target", SCOLS_JSON_STRING, "%s", o->target);
 	ap_doc_kv(doc, "label", SCOLS_JSON_STRING, "%s", label);
 	ap_doc_kv(doc, "topology", SCOLS_JSON_STRING, "%s", tp.desc);
@@ -138,6 +148,10 @@ int ap_cmd_check(const struct ap_opts *o)
 	ap_doc_kv(doc, "misaligned", SCOLS_JSON_NUMBER, "%zu", bad);
 	ap_doc_kv(doc, "verdict", SCOLS_JSON_STRING, "%s",
 		  bad ? "MISALIGNED" : "aligned");
+	if (nmapped) {
+		ap_doc_kv(doc, "mapped_partitions", SCOLS_JSON_NUMBER, "%zu", nmapped);
+		ap_doc_kv(doc, "kernel_disagrees", SCOLS_JSON_NUMBER, "%d", kdiff);
+	}
 	ap_doc_end_record(doc, "device");
 	ap_doc_table(doc, tb);
 	if (!o->json) {
@@ -149,6 +163,14 @@ int ap_cmd_check(const struct ap_opts *o)
 			printf("\nall %zu partitions are physically aligned.\n", checked);
 	}
 	rc = ap_doc_print(doc);
+	if (!rc && nmapped && !o->json) {
+		printf("\nmapped partitions, predicted vs kernel alignment_offset:\n");
+		ap_map_verify(o->target, &tp.t, stdout, NULL);
+	}
+	if (kdiff > 0)
+		fprintf(stderr, "alignpart: warning: the kernel reports a different "
+			"alignment_offset than predicted for %d mapped partition%s\n",
+			kdiff, kdiff > 1 ? "s" : "");
 	if (!rc && bad)
 		rc = AP_EXIT_MISALIGNED;
 out:

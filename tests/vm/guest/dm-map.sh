@@ -47,8 +47,12 @@ if [ -n "$cj" ]; then
 			"$(sysq "/dev/mapper/dmo-part$n" alignment_offset)" "$off"
 	done <<<"$cj"
 else
-	t_skip "sysfs alignment_offset = alignpart check's prediction" "alignpart check --json not ready"
+	t_fail "sysfs alignment_offset = alignpart check's prediction" "no kernel_offset in check --json"
 fi
+t_eq "alignpart check --json: 4 mapped partitions, the kernel agrees on all" \
+	"$("$AP" check "$odd" --json 2>/dev/null | jq -r '.. | objects | select(has("mapped_partitions")) | "\(.mapped_partitions) \(.kernel_disagrees)"' 2>/dev/null)" "4 0"
+t_eq "alignpart check (text): a predicted-vs-kernel line per mapped partition" \
+	"$("$AP" check "$odd" 2>/dev/null | grep -c ': predicted [0-9-]*, kernel [0-9-]* (same)$')" "4"
 out=$("$AP" map --verify "$odd" 2>&1); rc=$?
 t_eq "alignpart map --verify: libalign and the kernel agree on all 4 (exit 0)" \
 	"$rc $(grep -c '(same)$' <<<"$out")" "0 4"
