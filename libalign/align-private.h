@@ -52,4 +52,15 @@ static inline int alignp_pow2(uint64_t v)
 ALIGNP_HIDDEN int alignp_image_read(int fd, struct align_topology *t,
 				    int *magic_seen);
 
+/* Greatest common divisor (0 with 0 gives 0). */
+static inline uint64_t alignp_gcd64(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t r = a % b;
+		a = b;
+		b = r;
+	}
+	return a;
+}
+
 #endif /* OCTANT_ALIGN_PRIVATE_H */

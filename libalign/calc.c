@@ -30,16 +30,6 @@ static uint64_t mulmod(uint64_t a, uint64_t b, uint64_t m)
 	return (uint64_t)((alignp_u128)a * b % m);
 }
 
-static uint64_t gcd64(uint64_t a, uint64_t b)
-{
-	while (b) {
-		uint64_t r = a % b;
-		a = b;
-		b = r;
-	}
-	return a;
-}
-
 /* Inverse of @a modulo @m (gcd(a, m) == 1, m >= 1). */
 static uint64_t invmod(uint64_t a, uint64_t m)
 {
@@ -65,7 +55,7 @@ static int solve(const struct align_topology *t, uint64_t grain,
 {
 	uint64_t ls = alignp_logical(t), g = grain ? grain : align_granularity(t);
 	uint64_t r = (g - alignp_shift(t) % g) % g;   /* l*ls == r (mod g) */
-	uint64_t d = gcd64(ls, g), m = g / d;
+	uint64_t d = alignp_gcd64(ls, g), m = g / d;
 
 	if (r % d)
 		return -1;

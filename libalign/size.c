@@ -19,16 +19,6 @@ static const struct unit units[] = {
 	{ "p",   1ull << 50 }, { "pib", 1ull << 50 }, { "pb", 1000000000000000ull },
 };
 
-static uint64_t gcd64(uint64_t a, uint64_t b)
-{
-	while (b) {
-		uint64_t r = a % b;
-		a = b;
-		b = r;
-	}
-	return a;
-}
-
 /* Parse a size (see align.h).  Binary K/M/G/T/P and KiB..PiB, decimal
  * KB..PB (as util-linux), "s" = sectors of @sector bytes, an optional
  * decimal fraction that must come out a whole number of bytes (and whole
@@ -76,7 +66,7 @@ int align_parse_size(const char *s, uint32_t sector, uint64_t *bytes)
 	v = ip * mult;
 	if (fnum) {
 		/* fnum / fden * mult must be a whole number of bytes */
-		g = gcd64(mult, fden);
+		g = alignp_gcd64(mult, fden);
 		if (fnum % (fden / g))
 			return -EINVAL;
 		fnum /= fden / g;
