@@ -8,16 +8,22 @@
 #include "ap.h"
 #include "ap-map.h"
 
+/* "alignpart: PREFIX MSG\n" on stderr: the one place messages are shaped. */
+static void ap_vmsg(const char *prefix, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "alignpart: %s", prefix);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 /* Print "alignpart: MSG" on stderr and return @code (one line per error). */
 int ap_fail(int code, const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("alignpart: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	ap_vmsg("", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return code;
 }
 
@@ -26,11 +32,9 @@ void ap_warn(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("alignpart: warning: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	ap_vmsg("warning: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 /* Print "alignpart: MSG" on stderr (informational). */
@@ -38,11 +42,9 @@ void ap_note(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("alignpart: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	ap_vmsg("", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 /* Format @bytes as "512B", "4KiB", "1MiB", "1.5GiB" into @buf. */
