@@ -19,10 +19,7 @@ static uint64_t rs;
 
 static uint64_t rnd(void)
 {
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return rs;
+	return t_xorshift(&rs);
 }
 
 static struct ftl *mk(uint64_t size, uint32_t op, uint32_t ppb,

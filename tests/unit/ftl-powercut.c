@@ -30,10 +30,7 @@ static uint32_t next_id = 1;
 
 static uint64_t rnd(void)
 {
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return rs;
+	return t_xorshift(&rs);
 }
 
 static uint64_t mix(uint64_t a)

@@ -15,10 +15,7 @@ static uint64_t rs;
 
 static uint64_t rnd(void)
 {
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return rs;
+	return t_xorshift(&rs);
 }
 
 static size_t pick_len(uint64_t size)

@@ -3,6 +3,7 @@
 #ifndef OCTANT_TEST_H
 #define OCTANT_TEST_H
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -50,6 +51,18 @@ static inline unsigned t_seed(unsigned dflt)
 	unsigned v = s ? (unsigned)strtoul(s, NULL, 0) : dflt;
 	fprintf(stderr, "seed %u (OCTANT_SEED to override)\n", v);
 	return v;
+}
+
+/* xorshift64 step for randomized tests; *state must be non-zero
+ * (seed it with t_seed(...) | 1). */
+static inline uint64_t t_xorshift(uint64_t *state)
+{
+	uint64_t x = *state;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *state = x;
 }
 
 /* OCTANT_LONG=1 selects the long mode of a test. */

@@ -64,3 +64,20 @@ scsi_debug_dev() {
 	done
 	return 1
 }
+
+# odd_dm_on_scsi_debug NAME: a 64 MiB 512/4096 scsi_debug disk (offset 0)
+# with a dm-linear NAME starting at its sector 1 (the odd layout: the kernel
+# reports alignment_offset 3584), made with $DMT; both undone by t_cleanup.
+# Sets $sd (the disk), $size (its 512-byte sectors) and $odd (the dm
+# device); ends the script on failure.
+odd_dm_on_scsi_debug() {
+	rmmod scsi_debug 2>/dev/null
+	modprobe sd_mod 2>/dev/null
+	modprobe scsi_debug dev_size_mb=64 physblk_exp=3 lowest_aligned=0 && sd=$(scsi_debug_dev) ||
+		{ t_fail "scsi_debug 512/4096 disk appears"; t_done; }
+	t_cleanup "rmmod scsi_debug"
+	size=$(blockdev --getsz "$sd")
+	odd=$("$DMT" create "$1" "$sd" 1 $((size - 8)) 2>&1) ||
+		{ t_fail "dm-linear at sector 1" "$odd"; t_done; }
+	t_cleanup "$DMT remove $1"
+}

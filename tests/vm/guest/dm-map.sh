@@ -10,14 +10,7 @@ AP=${ALIGNPART:-$BUILD/alignpart}
 [ -x "$DMT" ] || { echo "SKIP: $DMT not built"; exit 77; }
 "$AP" map --help >/dev/null 2>&1 || { echo "SKIP: alignpart has no map command yet"; exit 77; }
 
-rmmod scsi_debug 2>/dev/null
-modprobe sd_mod 2>/dev/null
-modprobe scsi_debug dev_size_mb=64 physblk_exp=3 lowest_aligned=0 && sd=$(scsi_debug_dev) ||
-	{ t_fail "scsi_debug 512/4096 disk appears"; t_done; }
-t_cleanup "rmmod scsi_debug"
-size=$(blockdev --getsz "$sd")
-odd=$("$DMT" create dmo "$sd" 1 $((size - 8)) 2>&1) || { t_fail "dm-linear at sector 1" "$odd"; t_done; }
-t_cleanup "$DMT remove dmo"
+odd_dm_on_scsi_debug dmo
 t_eq "the target reports alignment_offset 3584" "$(sysq "$odd" alignment_offset)" 3584
 sfd() { sfdisk -q --no-reread --no-tell-kernel "$@"; }
 # kernel formula with A=3584, granularity 4096
