@@ -6,6 +6,7 @@ set -euo pipefail
 
 build_pkgs=(gcc make pkg-config libblkid-dev libfdisk-dev libsmartcols-dev
             liburing-dev libfuse3-dev libdevmapper-dev)
+# check runs compare-physics.bats, so it needs the compare set too (gnuplot-nox).
 check_pkgs=(bats fuse3 util-linux e2fsprogs btrfs-progs fio parted gdisk fdisk
             procps psmisc kmod)
 # vm: qemu + the guest's userland (copied from the host: busybox-static, kmod, e2fsprogs...)
@@ -20,7 +21,7 @@ want=()
 for set in "$@"; do
 	case "$set" in
 	build)   want+=("${build_pkgs[@]}") ;;
-	check)   want+=("${build_pkgs[@]}" "${check_pkgs[@]}" "${vm_pkgs[@]}") ;;
+	check)   want+=("${build_pkgs[@]}" "${check_pkgs[@]}" "${vm_pkgs[@]}" "${compare_pkgs[@]}") ;;
 	vm)      want+=("${vm_pkgs[@]}") ;;
 	bench)   want+=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
 	compare) want+=("${build_pkgs[@]}" "${compare_pkgs[@]}") ;;
