@@ -216,3 +216,22 @@ serve_ok() {
 			"$UBLK_FLASH" serve x.img --frontend fuse $o
 	done
 }
+
+# ---- alignpart numbers -----------------------------------------------------
+
+@test "alignpart create --start ' 2048' / 2^64-1: not an LBA / out of range, exit 2" {
+	truncate -s 64M disk.img; s=$(sum disk.img)
+	bad 2 "--start: ' 2048' is not an LBA (a whole number of sectors)" \
+		"$ALIGNPART" create disk.img --label gpt --profile odd --part 1M --start ' 2048'
+	bad 2 "--start: 18446744073709551615 is out of range (at most 9223372036854775807)" \
+		"$ALIGNPART" create disk.img --label gpt --profile odd --part 1M \
+		--start 18446744073709551615
+	[ "$(sum disk.img)" = "$s" ]
+}
+
+@test "alignpart create --part 3G5: not a size, exit 2" {
+	truncate -s 64M disk.img; s=$(sum disk.img)
+	bad 2 "--part '3G5:L': '3G5' is not a size" \
+		"$ALIGNPART" create disk.img --label gpt --profile odd --part 3G5:L
+	[ "$(sum disk.img)" = "$s" ]
+}
