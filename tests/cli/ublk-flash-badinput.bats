@@ -88,6 +88,32 @@ serve_ok() {
 	bad 4 "empty: not an octant image (it is empty)" "$UBLK_FLASH" fsck empty
 }
 
+@test "stats / serve of a truncated image: wrong size, both sizes named, exit 4" {
+	"$UBLK_FLASH" create t.img --size 8M --align odd
+	need=$(stat -c %s t.img)
+	truncate -s 4M t.img
+	bad 4 "t.img: wrong size: the superblock needs $need bytes, it has 4194304 bytes" \
+		"$UBLK_FLASH" stats t.img
+	bad 4 "t.img: wrong size: the superblock needs $need bytes, it has 4194304 bytes" \
+		"$UBLK_FLASH" info t.img
+	serve_ok
+	bad 4 "t.img: wrong size: the superblock needs $need bytes, it has 4194304 bytes" \
+		"$UBLK_FLASH" serve t.img --frontend fuse
+}
+
+@test "info / stats of an image of another format version: which version, exit 4" {
+	"$UBLK_FLASH" create v.img --size 8M --align odd
+	for off in 8 4104; do   # the version field of both superblock copies
+		printf '\x02' | dd of=v.img bs=1 seek=$off conv=notrunc status=none
+	done
+	s=$(sum v.img)
+	bad 4 "v.img: an octant image of format version 2; this ublk-flash reads version 1" \
+		"$UBLK_FLASH" info v.img
+	bad 4 "v.img: an octant image of format version 2; this ublk-flash reads version 1" \
+		"$UBLK_FLASH" stats v.img
+	[ "$(sum v.img)" = "$s" ]
+}
+
 @test "info / stats / fsck DIR: is a directory, exit 2" {
 	mkdir d
 	bad 2 "d: is a directory, not an image" "$UBLK_FLASH" info d
@@ -170,6 +196,14 @@ serve_ok() {
 		"$UBLK_FLASH" create x.img --size 1G --align odd --over-provision ' 0x10'
 	bad 2 "--over-provision: '7.25' is not a percentage in 1..1000 (at most one decimal)" \
 		"$UBLK_FLASH" create x.img --size 1G --align odd --over-provision 7.25
+	[ ! -e x.img ]
+}
+
+@test "create without IMG, or with an extra argument: says which, exit 2" {
+	bad 2 "create: missing IMG" "$UBLK_FLASH" create --size 1G --align odd
+	bad 2 "create: unexpected argument 'extra' after IMG 'x.img'" \
+		"$UBLK_FLASH" create x.img --size 1G --align odd extra
+	bad 2 "create: missing --align odd|1m" "$UBLK_FLASH" create x.img --size 1G
 	[ ! -e x.img ]
 }
 

@@ -164,9 +164,16 @@ int cmd_create(int argc, char **argv)
 			return cli_bad_option("create", c, argv);
 		}
 	}
-	if (optind != argc - 1 || !o.size || !o.align) {
-		fprintf(stderr, "ublk-flash: create: need IMG, --size and --align "
-			"(try --help)\n");
+	if (optind < argc - 1) {
+		fprintf(stderr, "ublk-flash: create: unexpected argument '%s' "
+			"after IMG '%s' (try --help)\n", argv[optind + 1],
+			argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (optind == argc || !o.size || !o.align) {
+		fprintf(stderr, "ublk-flash: create: missing %s (try --help)\n",
+			optind == argc ? "IMG" : !o.size ? "--size SIZE" :
+			"--align odd|1m");
 		return EXIT_USAGE;
 	}
 	if (check_geometry(&o) || check_size(&o, size_arg))
