@@ -4,10 +4,11 @@
  * arguments after the command name (argv[0] is the command) and returns
  * the process exit status.
  *
- * Exit codes shared by every command (docs/ublk-flash.1.md):
- *   0 success; 1 the check/fsck found problems; 2 usage error;
- *   3 I/O or system error; 4 corrupt or unsupported image; 5 busy
- *   (already served, device in use).
+ * Exit codes shared by every command (docs/engine.md, docs/serve.md):
+ *   0 success; 1 the check/fsck found problems; 2 usage error (also a
+ *   target that is a directory or neither a file nor a block device);
+ *   3 I/O or system error; 4 not an octant image, or a corrupt or
+ *   unsupported one; 5 busy (already served, device in use).
  */
 #ifndef OCTANT_COMMANDS_H
 #define OCTANT_COMMANDS_H
