@@ -173,6 +173,13 @@ serve_ok() {
 		"$UBLK_FLASH" create x.img --size 1G --align odd --page-size 3000
 }
 
+@test "create --page-size 99999999999 / 4k1: the value as given, exit 2" {
+	bad 2 "--page-size: 99999999999 is not 4096, 8192 or 16384" \
+		"$UBLK_FLASH" create x.img --size 1G --align odd --page-size 99999999999
+	bad 2 "--page-size: '4k1' is not a size" \
+		"$UBLK_FLASH" create x.img --size 1G --align odd --page-size 4k1
+}
+
 @test "create --pages-per-block 3 / 2048 / 64k: a power of 2 in 4..1024, exit 2" {
 	bad 2 "--pages-per-block: 3 is not a power of 2 in 4..1024" \
 		"$UBLK_FLASH" create x.img --size 1G --align odd --pages-per-block 3
@@ -242,6 +249,12 @@ serve_ok() {
 		"$UBLK_FLASH" serve x.img --dev-id abc
 	bad 2 "serve: --wl-threshold: 0 is out of range (1..1000000)" \
 		"$UBLK_FLASH" serve x.img --wl-threshold 0
+}
+
+@test "serve with a ublk-only option where there is no ublk: refused, exit 2" {
+	[ ! -e /dev/ublk-control ] || skip "this kernel has /dev/ublk-control (ublk would serve)"
+	bad 2 "serve: --queues applies to the ublk frontend only, and there is no /dev/ublk-control here" \
+		"$UBLK_FLASH" serve x.img --queues 2
 }
 
 @test "serve --frontend fuse with a ublk-only option: refused, exit 2" {

@@ -30,24 +30,25 @@ static void usage(FILE *out)
 }
 
 /* The geometry options, each against the engine's limits (ftl_geom.c). */
-static int check_geometry(const struct ftl_create_opts *o)
+static int check_geometry(const struct ftl_create_opts *o,
+			  const char *const arg[3])
 {
 	uint32_t ppb = o->pages_per_block, oob = o->oob_size;
 
 	if (o->page_size && o->page_size != 4096 && o->page_size != 8192 &&
 	    o->page_size != 16384) {
-		fprintf(stderr, "ublk-flash: create: --page-size: %u is not 4096, "
-			"8192 or 16384\n", o->page_size);
+		fprintf(stderr, "ublk-flash: create: --page-size: %s is not 4096, "
+			"8192 or 16384\n", arg[0]);
 		return -1;
 	}
 	if (ppb && (ppb < 4 || ppb > 1024 || (ppb & (ppb - 1)))) {
-		fprintf(stderr, "ublk-flash: create: --pages-per-block: %u is not "
-			"a power of 2 in 4..1024\n", ppb);
+		fprintf(stderr, "ublk-flash: create: --pages-per-block: %s is not "
+			"a power of 2 in 4..1024\n", arg[1]);
 		return -1;
 	}
 	if (oob && (oob < 32 || oob > 1024 || oob % 8)) {
-		fprintf(stderr, "ublk-flash: create: --oob-size: %u is not a "
-			"multiple of 8 in 32..1024\n", oob);
+		fprintf(stderr, "ublk-flash: create: --oob-size: %s is not a "
+			"multiple of 8 in 32..1024\n", arg[2]);
 		return -1;
 	}
 	return 0;
@@ -103,7 +104,7 @@ int cmd_create(int argc, char **argv)
 		{ 0 }
 	};
 	struct ftl_create_opts o = { 0 };
-	const char *size_arg = NULL;
+	const char *size_arg = NULL, *arg[3] = { NULL, NULL, NULL };
 	uint64_t v;
 	int c, r;
 
@@ -136,14 +137,17 @@ int cmd_create(int argc, char **argv)
 			if (cli_size("create", c == 'p' ? "--page-size" :
 				     "--oob-size", optarg, &v))
 				return EXIT_USAGE;
+			/* 1: out of range either way (the message shows arg) */
 			*(c == 'p' ? &o.page_size : &o.oob_size) =
-				v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+				v > UINT32_MAX ? 1 : (uint32_t)v;
+			arg[c == 'p' ? 0 : 2] = optarg;
 			break;
 		case 'b':
 			if (cli_uint("create", "--pages-per-block", optarg, 1,
 				     UINT32_MAX, &v))
 				return EXIT_USAGE;
 			o.pages_per_block = (uint32_t)v;
+			arg[1] = optarg;
 			break;
 		case 'O':               /* percent, one decimal: permille */
 			if (oct_parse_fixed(optarg, 1, 10, 10000, &v)) {
@@ -176,7 +180,7 @@ int cmd_create(int argc, char **argv)
 			"--align odd|1m");
 		return EXIT_USAGE;
 	}
-	if (check_geometry(&o) || check_size(&o, size_arg))
+	if (check_geometry(&o, arg) || check_size(&o, size_arg))
 		return EXIT_USAGE;
 	r = ftl_create(argv[optind], &o);
 	if (r == -EEXIST) {

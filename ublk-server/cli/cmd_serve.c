@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <linux/ublk_cmd.h>
 
 #include "commands.h"
@@ -117,6 +118,13 @@ int cmd_serve(int argc, char **argv)
 	if (ublk_only && o.frontend && !strcmp(o.frontend, "fuse")) {
 		fprintf(stderr, "ublk-flash: serve: %s applies to the ublk "
 			"frontend only, not to --frontend fuse\n", ublk_only);
+		return EXIT_USAGE;
+	}
+	/* without --frontend, serve picks fuse when there is no ublk */
+	if (ublk_only && !o.frontend && access("/dev/ublk-control", F_OK)) {
+		fprintf(stderr, "ublk-flash: serve: %s applies to the ublk "
+			"frontend only, and there is no /dev/ublk-control here "
+			"(modprobe ublk_drv)\n", ublk_only);
 		return EXIT_USAGE;
 	}
 	if (optind != argc - 1) {
