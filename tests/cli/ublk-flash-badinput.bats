@@ -148,6 +148,18 @@ serve_ok() {
 	[ ! -e big.img ]
 }
 
+@test "create over ext4 / an octant image without --force: says what it holds, exit 5" {
+	ext4 e.img; s=$(sum e.img)
+	bad 5 "create: e.img is not empty (it holds ext4); use --force to overwrite it" \
+		"$UBLK_FLASH" create e.img --size 8M --align odd
+	[ "$(sum e.img)" = "$s" ]
+	"$UBLK_FLASH" create o.img --size 8M --align odd
+	s=$(sum o.img)
+	bad 5 "create: o.img is not empty (it holds an octant image); use --force to overwrite it" \
+		"$UBLK_FLASH" create o.img --size 8M --align 1m
+	[ "$(sum o.img)" = "$s" ]
+}
+
 @test "create /dev/null: a character device, not an image file or a block device, exit 2" {
 	bad 2 "/dev/null: is a character device, not an image file or a block device" \
 		"$UBLK_FLASH" create /dev/null --size 1G --align odd

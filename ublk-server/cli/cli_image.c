@@ -95,6 +95,17 @@ static const char *file_type(const char *path)
 	return "not a regular file";
 }
 
+void cli_image_holds(const char *path, char *what, size_t len)
+{
+	uint32_t version;
+	int k = image_kind(path, what, len, &version);
+
+	if (k == K_OCTANT)
+		snprintf(what, len, "it holds an octant image");
+	else if (k != K_FOREIGN)
+		snprintf(what, len, "it holds a signature libblkid knows");
+}
+
 int cli_image_foreign(const char *cmd, const char *path)
 {
 	char what[128] = "";

@@ -184,8 +184,11 @@ int cmd_create(int argc, char **argv)
 		return EXIT_USAGE;
 	r = ftl_create(argv[optind], &o);
 	if (r == -EEXIST) {
-		fprintf(stderr, "ublk-flash: create: %s already holds an image or "
-			"a signature; use --force to overwrite\n", argv[optind]);
+		char what[128];
+
+		cli_image_holds(argv[optind], what, sizeof(what));
+		fprintf(stderr, "ublk-flash: create: %s is not empty (%s); use "
+			"--force to overwrite it\n", argv[optind], what);
 		return EXIT_BUSY;
 	}
 	if (r == -EINVAL) {         /* checked above: the limits drifted */

@@ -13,6 +13,7 @@
 #ifndef OCTANT_COMMANDS_H
 #define OCTANT_COMMANDS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define EXIT_USAGE   2
@@ -61,5 +62,7 @@ int cli_image_fail(const char *cmd, const char *path, int err);
  * and is empty, too small or holds something libblkid knows; 0 otherwise
  * (an octant image, maybe damaged, or nothing to tell). */
 int cli_image_foreign(const char *cmd, const char *path);
+/* "it holds ext4", "it holds an octant image", ... for @path into @what. */
+void cli_image_holds(const char *path, char *what, size_t len);
 
 #endif
