@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ap.h"
+#include "oct-parse.h"
 
 enum {
 	OPT_JSON = 1000, OPT_TOPOLOGY, OPT_PROFILE, OPT_LABEL, OPT_PART,
@@ -119,17 +120,11 @@ static bool opt_allowed(enum ap_cmd cmd, int opt)
 	}
 }
 
+/* --start: a plain sector number (common/oct-parse.h); LBAs stay below
+ * 2^63 so no sum of a start and a size wraps. */
 static int parse_lba(const char *s, uint64_t *v)
 {
-	char *end;
-
-	if (!s || !*s || *s == '-' || *s == '+')
-		return -EINVAL;
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	if (errno || *end)
-		return -EINVAL;
-	return 0;
+	return oct_parse_uint(s, 0, INT64_MAX, v);
 }
 
 /*
@@ -139,7 +134,7 @@ static int parse_lba(const char *s, uint64_t *v)
 int ap_parse_args(int argc, char **argv, struct ap_opts *o)
 {
 	const char *c;
-	int opt;
+	int opt, rc;
 
 	memset(o, 0, sizeof(*o));
 	if (argc < 2) {
@@ -188,8 +183,11 @@ int ap_parse_args(int argc, char **argv, struct ap_opts *o)
 			o->part_spec[o->nparts++] = optarg;
 			break;
 		case OPT_START:
-			if (parse_lba(optarg, &o->start))
-				return usage_err(o->cmd, "--start needs an LBA (a plain sector number), not '%s'", optarg);
+			rc = parse_lba(optarg, &o->start);
+			if (rc == -ERANGE)
+				return usage_err(o->cmd, "--start: %s is out of range (at most 9223372036854775807)", optarg);
+			if (rc)
+				return usage_err(o->cmd, "--start: '%s' is not an LBA (a whole number of sectors)", optarg);
 			o->have_start = true;
 			break;
 		case OPT_SCRIPT:   o->script = optarg; break;

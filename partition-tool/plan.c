@@ -49,8 +49,8 @@ int ap_parse_part_spec(const char *spec, const struct ap_topo *tp,
 	}
 	if (align_parse_size(size, tp->t.logical, &bytes) < 0)
 		return ap_fail(AP_EXIT_USAGE,
-			       "bad --part size '%s': want e.g. 64MiB, 1G, 2048s or rest",
-			       size);
+			       "bad --part '%s': '%s' is not a size (a positive number of bytes with an optional unit, whole %u-byte sectors with s: 64MiB, 1G, 2048s; or rest)",
+			       spec, size, tp->t.logical);
 	r->size = (bytes + tp->t.logical - 1) / tp->t.logical;
 	if (!r->size)
 		return ap_fail(AP_EXIT_USAGE, "--part '%s': a partition needs at least one sector", spec);

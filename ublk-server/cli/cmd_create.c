@@ -9,6 +9,7 @@
 #include "align.h"
 #include "commands.h"
 #include "ftl.h"
+#include "oct-parse.h"
 
 static void usage(FILE *out)
 {
@@ -23,17 +24,69 @@ static void usage(FILE *out)
 		"  --oob-size N           out-of-band bytes per page (64)\n"
 		"  --over-provision PCT   spare flash, percent of SIZE (7)\n"
 		"  --force                overwrite an existing image or signature\n"
-		"Exit: 0 ok; 2 usage; 3 I/O error; 5 IMG holds data (use --force).\n");
+		"Exit: 0 ok; 2 usage (a bad value, a size the geometry cannot\n"
+		"hold, IMG a directory or neither a file nor a block device);\n"
+		"3 I/O error; 5 IMG holds data (use --force).\n");
 }
 
-static int parse_u32(const char *s, uint32_t *v)
+/* The geometry options, each against the engine's limits (ftl_geom.c). */
+static int check_geometry(const struct ftl_create_opts *o,
+			  const char *const arg[3])
 {
-	uint64_t b;
+	uint32_t ppb = o->pages_per_block, oob = o->oob_size;
 
-	if (align_parse_size(s, 0, &b) || b > UINT32_MAX)
-		return -EINVAL;
-	*v = (uint32_t)b;
+	if (o->page_size && o->page_size != 4096 && o->page_size != 8192 &&
+	    o->page_size != 16384) {
+		fprintf(stderr, "ublk-flash: create: --page-size: %s is not 4096, "
+			"8192 or 16384\n", arg[0]);
+		return -1;
+	}
+	if (ppb && (ppb < 4 || ppb > 1024 || (ppb & (ppb - 1)))) {
+		fprintf(stderr, "ublk-flash: create: --pages-per-block: %s is not "
+			"a power of 2 in 4..1024\n", arg[1]);
+		return -1;
+	}
+	if (oob && (oob < 32 || oob > 1024 || oob % 8)) {
+		fprintf(stderr, "ublk-flash: create: --oob-size: %s is not a "
+			"multiple of 8 in 32..1024\n", arg[2]);
+		return -1;
+	}
 	return 0;
+}
+
+/* --size beyond what the geometry can address: say the limit and which
+ * --page-size would hold it. */
+static int check_size(const struct ftl_create_opts *o, const char *size_arg)
+{
+	static const uint32_t sizes[] = { 4096, 8192, 16384 };
+	struct ftl_create_opts t = *o;
+	uint32_t ps = o->page_size ? o->page_size : 4096;
+	uint64_t max = ftl_create_max_size(o), m;
+	char fix[128] = "";
+	size_t n = 0;
+
+	if (o->size <= max)
+		return 0;
+	for (size_t i = 0; i < 3; i++) {
+		if (sizes[i] <= ps)
+			continue;
+		t.page_size = sizes[i];
+		m = ftl_create_max_size(&t);
+		if (m >= o->size)
+			n += (size_t)snprintf(fix + n, sizeof(fix) - n, "%s%u",
+					      n ? " or " : "use --page-size ",
+					      sizes[i]);
+	}
+	if (!n) {
+		t.page_size = 16384;
+		snprintf(fix, sizeof(fix), "no page size holds it (16384-byte "
+			 "pages: at most %llu bytes)",
+			 (unsigned long long)ftl_create_max_size(&t));
+	}
+	fprintf(stderr, "ublk-flash: create: --size %s is too large for %u-byte "
+		"pages (at most %llu bytes); %s\n", size_arg, ps,
+		(unsigned long long)max, fix);
+	return -1;
 }
 
 /* create: make a fresh image (see usage). */
@@ -51,22 +104,23 @@ int cmd_create(int argc, char **argv)
 		{ 0 }
 	};
 	struct ftl_create_opts o = { 0 };
-	char what[4200];
-	double pct;
-	char *end;
+	const char *size_arg = NULL, *arg[3] = { NULL, NULL, NULL };
+	uint64_t v;
 	int c, r;
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "s:a:fh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:a:fh", lo, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			if (align_parse_size(optarg, 512, &o.size) || !o.size ||
-			    o.size % 512) {
-				fprintf(stderr, "ublk-flash: create: bad --size '%s' "
-					"(a positive multiple of 512)\n", optarg);
+			if (cli_size("create", "--size", optarg, &o.size))
+				return EXIT_USAGE;
+			if (o.size % 512) {
+				fprintf(stderr, "ublk-flash: create: --size: %s is "
+					"not a multiple of 512 bytes\n", optarg);
 				return EXIT_USAGE;
 			}
+			size_arg = optarg;
 			break;
 		case 'a':
 			if (!strcmp(optarg, "odd"))
@@ -79,22 +133,30 @@ int cmd_create(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
-		case 'p': case 'b': case 'o':
-			if (parse_u32(optarg, c == 'p' ? &o.page_size :
-				      c == 'b' ? &o.pages_per_block : &o.oob_size)) {
-				fprintf(stderr, "ublk-flash: create: bad number '%s'\n",
-					optarg);
+		case 'p': case 'o':     /* bytes: "4096", "16K" */
+			if (cli_size("create", c == 'p' ? "--page-size" :
+				     "--oob-size", optarg, &v))
 				return EXIT_USAGE;
-			}
+			/* 1: out of range either way (the message shows arg) */
+			*(c == 'p' ? &o.page_size : &o.oob_size) =
+				v > UINT32_MAX ? 1 : (uint32_t)v;
+			arg[c == 'p' ? 0 : 2] = optarg;
 			break;
-		case 'O':
-			pct = strtod(optarg, &end);
-			if (end == optarg || *end || pct < 1 || pct > 1000) {
-				fprintf(stderr, "ublk-flash: create: --over-provision "
-					"must be a percentage 1..1000\n");
+		case 'b':
+			if (cli_uint("create", "--pages-per-block", optarg, 1,
+				     UINT32_MAX, &v))
+				return EXIT_USAGE;
+			o.pages_per_block = (uint32_t)v;
+			arg[1] = optarg;
+			break;
+		case 'O':               /* percent, one decimal: permille */
+			if (oct_parse_fixed(optarg, 1, 10, 10000, &v)) {
+				fprintf(stderr, "ublk-flash: create: --over-provision: "
+					"'%s' is not a percentage in 1..1000 (at most "
+					"one decimal)\n", optarg);
 				return EXIT_USAGE;
 			}
-			o.op_permille = (uint32_t)(pct * 10 + 0.5);
+			o.op_permille = (uint32_t)v;
 			break;
 		case 'f':
 			o.force = true;
@@ -103,28 +165,43 @@ int cmd_create(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			fprintf(stderr, "ublk-flash: create: unknown option '%s' "
-				"(try --help)\n", argv[optind - 1]);
-			return EXIT_USAGE;
+			return cli_bad_option("create", c, argv);
 		}
 	}
-	if (optind != argc - 1 || !o.size || !o.align) {
-		fprintf(stderr, "ublk-flash: create: need IMG, --size and --align "
-			"(try --help)\n");
+	if (optind < argc - 1) {
+		fprintf(stderr, "ublk-flash: create: unexpected argument '%s' "
+			"after IMG '%s' (try --help)\n", argv[optind + 1],
+			argv[optind]);
 		return EXIT_USAGE;
 	}
+	if (optind == argc || !o.size || !o.align) {
+		fprintf(stderr, "ublk-flash: create: missing %s (try --help)\n",
+			optind == argc ? "IMG" : !o.size ? "--size SIZE" :
+			"--align odd|1m");
+		return EXIT_USAGE;
+	}
+	if (check_geometry(&o, arg) || check_size(&o, size_arg))
+		return EXIT_USAGE;
 	r = ftl_create(argv[optind], &o);
 	if (r == -EEXIST) {
-		fprintf(stderr, "ublk-flash: create: %s already holds an image or "
-			"a signature; use --force to overwrite\n", argv[optind]);
+		char what[128];
+
+		cli_image_holds(argv[optind], what, sizeof(what));
+		fprintf(stderr, "ublk-flash: create: %s is not empty (%s); use "
+			"--force to overwrite it\n", argv[optind], what);
 		return EXIT_BUSY;
 	}
-	if (r == -EINVAL) {
+	if (r == -EINVAL) {         /* checked above: the limits drifted */
 		fprintf(stderr, "ublk-flash: create: unsupported geometry (page "
 			"size 4096/8192/16384, pages per block a power of 2 in "
 			"4..1024, oob 32..1024, over-provision 1..1000 %%)\n");
 		return EXIT_USAGE;
 	}
-	snprintf(what, sizeof(what), "create: %s", argv[optind]);
-	return r ? cli_fail(what, r) : 0;
+	if (r == -ENOSPC) {
+		fprintf(stderr, "ublk-flash: create: %s: the block device is "
+			"smaller than the image needs (try a smaller --size)\n",
+			argv[optind]);
+		return EXIT_USAGE;
+	}
+	return r ? cli_image_fail("create", argv[optind], r) : 0;
 }

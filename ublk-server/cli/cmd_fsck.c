@@ -18,12 +18,11 @@ int cmd_fsck(int argc, char **argv)
 		{ 0 }
 	};
 	bool json = false, repair = false;
-	char what[4200];
 	int c, r;
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
@@ -36,23 +35,25 @@ int cmd_fsck(int argc, char **argv)
 			       "Check superblocks, checkpoints, the map against the OOB\n"
 			       "records and data CRCs, and NAND-rule invariants.  Never\n"
 			       "writes unless --repair.\n"
-			       "Exit: 0 clean; 1 problems found and repaired; 2 usage;\n"
-			       "3 I/O error; 4 problems left (corrupt, truncated or\n"
-			       "other-version image); 5 busy (image in use).\n");
+			       "Exit: 0 clean; 1 problems found and repaired; 2 usage\n"
+			       "(also: IMG is a directory or neither a file nor a block\n"
+			       "device); 3 I/O error; 4 problems left (corrupt, truncated\n"
+			       "or other-version image) or not an octant image; 5 busy\n"
+			       "(image in use).\n");
 			return 0;
 		default:
-			fprintf(stderr, "ublk-flash: fsck: unknown option '%s'\n",
-				argv[optind - 1]);
-			return EXIT_USAGE;
+			return cli_bad_option("fsck", c, argv);
 		}
 	}
 	if (optind != argc - 1) {
 		fprintf(stderr, "ublk-flash: fsck: expected one IMG\n");
 		return EXIT_USAGE;
 	}
+	/* something else entirely (ext4, empty): nothing to check or repair */
+	if (cli_image_foreign("fsck", argv[optind]))
+		return EXIT_CORRUPT;
 	r = ftl_fsck(argv[optind], repair, stdout, json);
 	if (r >= 0)
 		return r == 4 ? EXIT_CORRUPT : r;
-	snprintf(what, sizeof(what), "fsck: %s", argv[optind]);
-	return cli_fail(what, r);
+	return cli_image_fail("fsck", argv[optind], r);
 }

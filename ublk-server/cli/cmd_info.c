@@ -18,12 +18,11 @@ int cmd_info(int argc, char **argv)
 	};
 	struct ftl_info info;
 	bool json = false;
-	char what[4200];
 	int c, r;
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
@@ -32,13 +31,12 @@ int cmd_info(int argc, char **argv)
 			printf("Usage: ublk-flash info IMG [--json]\n"
 			       "Geometry, alignment mode, sizes and the topology to report\n"
 			       "to the kernel, from the superblock (never writes).\n"
-			       "Exit: 0 ok; 2 usage; 3 I/O error; 4 corrupt, truncated,\n"
-			       "wrong-size or other-version image.\n");
+			       "Exit: 0 ok; 2 usage (also: IMG is a directory or neither\n"
+			       "a file nor a block device); 3 I/O error; 4 not an octant\n"
+			       "image, or a corrupt, wrong-size or other-version one.\n");
 			return 0;
 		default:
-			fprintf(stderr, "ublk-flash: info: unknown option '%s'\n",
-				argv[optind - 1]);
-			return EXIT_USAGE;
+			return cli_bad_option("info", c, argv);
 		}
 	}
 	if (optind != argc - 1) {
@@ -46,25 +44,8 @@ int cmd_info(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	r = ftl_info_read(argv[optind], &info);
-	if (r == -EINVAL) {
-		fprintf(stderr, "ublk-flash: info: %s: wrong size (truncated?): the "
-			"superblock needs %llu bytes\n", argv[optind],
-			(unsigned long long)info.image_size);
-		return EXIT_CORRUPT;
-	}
-	if (r == -EBADMSG) {
-		fprintf(stderr, "ublk-flash: info: %s: not a valid octant flash "
-			"image (bad or missing superblock)\n", argv[optind]);
-		return EXIT_CORRUPT;
-	}
-	if (r == -EPROTONOSUPPORT) {
-		fprintf(stderr, "ublk-flash: info: %s: image of another format "
-			"version\n", argv[optind]);
-		return EXIT_CORRUPT;
-	}
-	snprintf(what, sizeof(what), "info: %s", argv[optind]);
 	if (r)
-		return cli_fail(what, r);
+		return cli_image_fail("info", argv[optind], r);
 	ftl_info_print(&info, stdout, json);
 	return 0;
 }

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <linux/ublk_cmd.h>
 
 #include "commands.h"
 #include "serve.h"
@@ -18,26 +20,24 @@ static void serve_usage(FILE *out)
 		"  -f, --foreground      stay attached (SIGTERM/SIGINT stop cleanly)\n"
 		"  --scan                ignore checkpoints, rebuild the map from OOB\n"
 		"  --gc greedy|cost-benefit   GC victim policy (default greedy)\n"
-		"  --wl-threshold N      static wear-levelling threshold\n"
+		"  --wl-threshold N      static wear-levelling threshold, 1..1000000\n"
+		"                        (max - min erase count; default 128)\n"
 		"  --dm NAME             stack dm-linear NAME on the device\n"
 		"  --recover             ublk: re-attach a device left by a dead server\n"
-		"  --dev-id N            ublk: device id to ask for\n"
-		"  --queues N, --depth N ublk: hardware queues, queue depth\n\n"
-		"Exit: 0 live; 2 usage; 3 system error (no /dev/fuse, ...); 4 corrupt\n"
-		"image; 5 busy (already served, no free loop device).\n");
+		"  --dev-id N            ublk: device id to ask for, 0..1048575\n"
+		"  --queues N, --depth N ublk: hardware queues 1..64 (default 1),\n"
+		"                        queue depth 1..4096 (default 64)\n\n"
+		"Exit: 0 live; 2 usage (a bad value, a ublk option with --frontend\n"
+		"fuse, IMG a directory or neither a file nor a block device); 3 system\n"
+		"error (no /dev/fuse, ...); 4 not an octant image, or a corrupt one;\n"
+		"5 busy (already served, no free loop device).\n");
 }
 
-static int serve_uint(const char *opt, const char *s, unsigned *v)
-{
-	char *end;
-	unsigned long n = strtoul(s, &end, 10);
-	if (!*s || *end || n > 1000000) {
-		fprintf(stderr, "ublk-flash: serve: %s: bad number '%s'\n", opt, s);
-		return -1;
-	}
-	*v = (unsigned)n;
-	return 0;
-}
+/* Limits of the numbers (ublk: UBLK_MAX_QUEUE_DEPTH, the 64 queues
+ * frontend/ublk.c sets up at most, the kernel's 2^20 device minors). */
+#define SERVE_MAX_QUEUES  64u
+#define SERVE_MAX_DEVID   ((1u << 20) - 1)
+#define SERVE_MAX_WL      1000000u
 
 int cmd_serve(int argc, char **argv)
 {
@@ -59,28 +59,38 @@ int cmd_serve(int argc, char **argv)
 	};
 	struct fe_serve_opts o = { .dev_id = -1 };
 	struct ftl_open_opts oo = { 0 };
+	const char *ublk_only = NULL;   /* a ublk option given */
 	unsigned v;
 	int c;
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "fh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":fh", lo, NULL)) != -1) {
 		switch (c) {
 		case O_FRONTEND: o.frontend = optarg; break;
 		case 'f': o.foreground = true; break;
-		case O_RECOVER: o.recover = true; break;
+		case O_RECOVER:
+			o.recover = true;
+			ublk_only = "--recover";
+			break;
 		case O_DEVID:
-			if (serve_uint("--dev-id", optarg, &v))
+			if (cli_unsigned("serve", "--dev-id", optarg, 0,
+					 SERVE_MAX_DEVID, &v))
 				return EXIT_USAGE;
 			o.dev_id = (int)v;
+			ublk_only = "--dev-id";
 			break;
 		case O_QUEUES:
-			if (serve_uint("--queues", optarg, &o.queues))
+			if (cli_unsigned("serve", "--queues", optarg, 1,
+					 SERVE_MAX_QUEUES, &o.queues))
 				return EXIT_USAGE;
+			ublk_only = "--queues";
 			break;
 		case O_DEPTH:
-			if (serve_uint("--depth", optarg, &o.depth))
+			if (cli_unsigned("serve", "--depth", optarg, 1,
+					 UBLK_MAX_QUEUE_DEPTH, &o.depth))
 				return EXIT_USAGE;
+			ublk_only = "--depth";
 			break;
 		case O_DM: o.dm_name = optarg; break;
 		case O_SCAN: oo.scan = true; break;
@@ -96,15 +106,26 @@ int cmd_serve(int argc, char **argv)
 			}
 			break;
 		case O_WL:
-			if (serve_uint("--wl-threshold", optarg, &oo.wl_threshold))
+			if (cli_unsigned("serve", "--wl-threshold", optarg, 1,
+					 SERVE_MAX_WL, &oo.wl_threshold))
 				return EXIT_USAGE;
 			break;
 		case 'h': serve_usage(stdout); return 0;
 		default:
-			fprintf(stderr, "ublk-flash: serve: unknown or incomplete "
-				"option '%s' (try --help)\n", argv[optind - 1]);
-			return EXIT_USAGE;
+			return cli_bad_option("serve", c, argv);
 		}
+	}
+	if (ublk_only && o.frontend && !strcmp(o.frontend, "fuse")) {
+		fprintf(stderr, "ublk-flash: serve: %s applies to the ublk "
+			"frontend only, not to --frontend fuse\n", ublk_only);
+		return EXIT_USAGE;
+	}
+	/* without --frontend, serve picks fuse when there is no ublk */
+	if (ublk_only && !o.frontend && access("/dev/ublk-control", F_OK)) {
+		fprintf(stderr, "ublk-flash: serve: %s applies to the ublk "
+			"frontend only, and there is no /dev/ublk-control here "
+			"(modprobe ublk_drv)\n", ublk_only);
+		return EXIT_USAGE;
 	}
 	if (optind != argc - 1) {
 		fprintf(stderr, "ublk-flash: serve: expected one IMG (try --help)\n");

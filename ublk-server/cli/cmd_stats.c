@@ -27,19 +27,19 @@ int cmd_stats(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = true; break;
 		case 'h':
 			printf("Usage: ublk-flash stats IMG|DEV [--json]\n"
 			       "Engine counters: live from the server of a served DEV or\n"
 			       "IMG, else read from IMG (opened read-only).\n"
-			       "Exit: 0; 2 usage; 3 not served / I/O error; 4 corrupt.\n");
+			       "Exit: 0; 2 usage (also: not a file or block device);\n"
+			       "3 not served / I/O error; 4 corrupt, or not an octant\n"
+			       "image.\n");
 			return 0;
 		default:
-			fprintf(stderr, "ublk-flash: stats: unknown option '%s'\n",
-				argv[optind - 1]);
-			return EXIT_USAGE;
+			return cli_bad_option("stats", c, argv);
 		}
 	}
 	if (optind != argc - 1) {
@@ -66,7 +66,7 @@ int cmd_stats(int argc, char **argv)
 	}
 	err = ftl_open(arg, &oo, &f);
 	if (err)
-		return cli_fail(what, err);
+		return cli_image_fail("stats", arg, err);
 	ftl_stats_get(f, &st);
 	ftl_stats_print(&st, stdout, json);
 	ftl_close(f);

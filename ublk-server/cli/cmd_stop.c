@@ -13,6 +13,8 @@
 #include "commands.h"
 #include "serve.h"
 
+#define STOP_TIMEOUT_MAX 86400u   /* a day; SECS * 1000 fits unsigned */
+
 /* Is block device @dev open by someone else (mounted, held)? */
 static bool stop_dev_busy(const char *dev)
 {
@@ -45,22 +47,25 @@ int cmd_stop(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'F': force = true; break;
-		case 't': timeout = (unsigned)atoi(optarg); break;
+		case 't':
+			if (cli_unsigned("stop", "--timeout", optarg, 1,
+					 STOP_TIMEOUT_MAX, &timeout))
+				return EXIT_USAGE;
+			break;
 		case 'h':
 			printf("Usage: ublk-flash stop DEV|IMG [--force] [--timeout SECS]\n"
 			       "Stop the server of DEV or IMG: remove the device, write a\n"
-			       "clean checkpoint, wait for the server to exit (default 60 s).\n"
+			       "clean checkpoint, wait for the server to exit (SECS 1..86400,\n"
+			       "default 60).\n"
 			       "Refuses (exit 5) while the device is open (mounted) unless\n"
 			       "--force.  Exit: 0 stopped (or a dead server's leftovers\n"
 			       "cleaned); 2 usage; 3 not served / did not stop; 5 busy.\n");
 			return 0;
 		default:
-			fprintf(stderr, "ublk-flash: stop: unknown option '%s'\n",
-				argv[optind - 1]);
-			return EXIT_USAGE;
+			return cli_bad_option("stop", c, argv);
 		}
 	}
 	if (optind != argc - 1) {

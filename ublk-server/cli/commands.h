@@ -4,13 +4,17 @@
  * arguments after the command name (argv[0] is the command) and returns
  * the process exit status.
  *
- * Exit codes shared by every command (docs/ublk-flash.1.md):
- *   0 success; 1 the check/fsck found problems; 2 usage error;
- *   3 I/O or system error; 4 corrupt or unsupported image; 5 busy
- *   (already served, device in use).
+ * Exit codes shared by every command (docs/engine.md, docs/serve.md):
+ *   0 success; 1 the check/fsck found problems; 2 usage error (also a
+ *   target that is a directory or neither a file nor a block device);
+ *   3 I/O or system error; 4 not an octant image, or a corrupt or
+ *   unsupported one; 5 busy (already served, device in use).
  */
 #ifndef OCTANT_COMMANDS_H
 #define OCTANT_COMMANDS_H
+
+#include <stddef.h>
+#include <stdint.h>
 
 #define EXIT_USAGE   2
 #define EXIT_IO      3
@@ -27,5 +31,38 @@ int cmd_stop(int argc, char **argv);
 /* Map an -errno from the engine to an exit code above, after printing
  * "ublk-flash: WHAT: strerror" on stderr. */
 int cli_fail(const char *what, int err);
+
+/* ---- cli_args.c: option values, one message shape for every command ---- */
+
+/* A whole number in [@min, @max] (common/oct-parse.h) into *v; else print
+ * "ublk-flash: CMD: OPT: 'S' is not a whole number (MIN..MAX)" or
+ * "... S is out of range (MIN..MAX)" and return -1. */
+int cli_uint(const char *cmd, const char *opt, const char *s, uint64_t min,
+	     uint64_t max, uint64_t *v);
+/* The same into an unsigned. */
+int cli_unsigned(const char *cmd, const char *opt, const char *s,
+		 unsigned min, unsigned max, unsigned *v);
+/* A size with an optional unit (align_parse_size, "s" = 512-byte sectors)
+ * into *bytes; else "... 'S' is not a size (e.g. ...)" and -1. */
+int cli_size(const char *cmd, const char *opt, const char *s, uint64_t *bytes);
+/* getopt_long returned '?' or ':' (the optstring starts with ':'): print
+ * "CMD: unknown option 'X'" or "CMD: option 'X' needs a value"; EXIT_USAGE. */
+int cli_bad_option(const char *cmd, int c, char **argv);
+
+/* ---- cli_image.c: why an image could not be used ---- */
+
+/* After the engine failed on @path with @err: print one line that says
+ * what @path is ("not an octant image (it holds ext4)", "is a directory",
+ * "corrupt image (run `ublk-flash fsck ...`)", wrong size, other version)
+ * and return the exit code (2 not a file or block device, 4 not an octant
+ * image / corrupt, else as cli_fail). */
+int cli_image_fail(const char *cmd, const char *path, int err);
+/* Before a command that reads @path as an image: 1 after printing "CMD:
+ * PATH: not an octant image (...)" when @path holds no octant superblock
+ * and is empty, too small or holds something libblkid knows; 0 otherwise
+ * (an octant image, maybe damaged, or nothing to tell). */
+int cli_image_foreign(const char *cmd, const char *path);
+/* "it holds ext4", "it holds an octant image", ... for @path into @what. */
+void cli_image_holds(const char *path, char *what, size_t len);
 
 #endif

@@ -26,8 +26,9 @@ static void usage(FILE *out)
 		fprintf(out, "  %s\n", commands[i].summary);
 	fprintf(out, "\n  ublk-flash COMMAND --help   options of one command\n"
 		     "  ublk-flash --version\n\n"
-		     "Exit codes: 0 ok, 1 problems found, 2 usage, 3 I/O error,\n"
-		     "4 corrupt or unsupported image, 5 busy.\n");
+		     "Exit codes: 0 ok, 1 problems found, 2 usage (a bad option or\n"
+		     "value, a directory or other non-image path), 3 I/O error,\n"
+		     "4 not an octant image, or a corrupt or unsupported one, 5 busy.\n");
 }
 
 int cli_fail(const char *what, int err)

@@ -92,6 +92,8 @@ void ftl_oob_fill(struct ftl_oob *o, uint8_t kind, uint16_t stream,
 bool ftl_oob_ok(const struct ftl_oob *o);
 
 /* ftl_open.c, ftl_stats.c */
+/* Size of a regular file or block device; -EISDIR for a directory,
+ * -ENOTBLK for any other file type. */
 int ftl_fd_size(int fd, uint64_t *size, bool *blkdev);
 /* Size an open image and load its superblock area: returns 0 or -errno of
  * the I/O; ftl_sb_load's verdict goes to *load (bad-copy mask to *bad). */

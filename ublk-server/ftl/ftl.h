@@ -76,11 +76,20 @@ struct ftl_stats {
 };
 
 /* Create a fresh image at @path (file created or a block device used).
- * -EEXIST if it holds an octant image or another signature and !force. */
+ * -EEXIST if it holds an octant image or another signature and !force;
+ * -EINVAL bad geometry (see ftl_create_max_size for the size limit);
+ * -EISDIR / -ENOTBLK @path is a directory / not a file or block device;
+ * -ENOSPC a block device smaller than the image. */
 int ftl_create(const char *path, const struct ftl_create_opts *o);
 
-/* Open an image. -EBADMSG corrupt, -EPROTONOSUPPORT other version,
- * -EINVAL wrong size/geometry, -EBUSY already opened read-write elsewhere. */
+/* The largest size (bytes) an image with @o's other fields can have, 0 if
+ * they are out of range.  @o->size is ignored. */
+uint64_t ftl_create_max_size(const struct ftl_create_opts *o);
+
+/* Open an image. -EBADMSG corrupt (or not an octant image at all),
+ * -EPROTONOSUPPORT other version, -EINVAL wrong size/geometry, -EBUSY
+ * already opened read-write elsewhere, -EISDIR / -ENOTBLK @path is a
+ * directory / neither a regular file nor a block device. */
 int ftl_open(const char *path, const struct ftl_open_opts *o, struct ftl **out);
 
 /* Write a clean checkpoint (unless read-only) and free everything. */

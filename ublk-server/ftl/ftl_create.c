@@ -27,6 +27,25 @@ uint64_t ftl_test_image_size(const struct ftl_create_opts *o)
 	return ftl_create_opts_geom(o, &g) ? 0 : g.image_size;
 }
 
+/* Largest size for @o's geometry: the layout limits grow with the size
+ * (logical pages, erase blocks), so the sizes that fit are a prefix. */
+uint64_t ftl_create_max_size(const struct ftl_create_opts *o)
+{
+	struct ftl_create_opts t = *o;
+	struct ftl_geom g;
+	uint64_t lo = 0, hi = (1ull << 50) / FTL_SECTOR, mid;
+
+	while (lo < hi) {               /* in sectors: lo fits (or is 0) */
+		mid = lo + (hi - lo + 1) / 2;
+		t.size = mid * FTL_SECTOR;
+		if (ftl_create_opts_geom(&t, &g) == 0)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo * FTL_SECTOR;
+}
+
 /*
  * Format a backing whose bytes read as zeroes where it matters (OOB area,
  * checkpoint area): two superblock copies, then two checkpoints of the

@@ -10,7 +10,8 @@
 /*
  * Fill @info from the superblock of @path.  -EBADMSG corrupt (or too short
  * to hold a superblock), -EPROTONOSUPPORT another version; -EINVAL when
- * the image's size does not match (info is filled then).
+ * the image's size does not match (info is filled then); -EISDIR /
+ * -ENOTBLK when @path is a directory / not a file or block device.
  */
 int ftl_info_read(const char *path, struct ftl_info *info)
 {

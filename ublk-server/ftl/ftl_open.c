@@ -22,8 +22,10 @@ int ftl_fd_size(int fd, uint64_t *size, bool *blkdev)
 	*blkdev = S_ISBLK(st.st_mode);
 	if (*blkdev)
 		return ioctl(fd, BLKGETSIZE64, size) ? -errno : 0;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
 	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
+		return -ENOTBLK;        /* a character device, FIFO, socket */
 	*size = (uint64_t)st.st_size;
 	return 0;
 }

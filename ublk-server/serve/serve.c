@@ -87,14 +87,7 @@ static const struct fe_ops *serve_pick(const char *name)
 /* The exit status for a failed engine open. */
 static int serve_open_fail(const char *image, int err)
 {
-	if (err == -EBADMSG || err == -EUCLEAN) {
-		fprintf(stderr, "ublk-flash: serve: %s: corrupt image (run "
-			"`ublk-flash fsck %s`)\n", image, image);
-		return EXIT_CORRUPT;
-	}
-	char what[PATH_MAX + 16];
-	snprintf(what, sizeof(what), "serve: %s", image);
-	return cli_fail(what, err);
+	return cli_image_fail("serve", image, err);   /* says what IMG is */
 }
 
 /* Stack a dm-linear device on the served device (--dm NAME).  The engine

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/* Option values: every number through common/oct-parse, one message shape. */
+#include <errno.h>
+#include <inttypes.h>
+#include <getopt.h>
+#include <stdio.h>
+
+#include "align.h"
+#include "commands.h"
+#include "oct-parse.h"
+
+int cli_uint(const char *cmd, const char *opt, const char *s, uint64_t min,
+	     uint64_t max, uint64_t *v)
+{
+	int r = oct_parse_uint(s, min, max, v);
+
+	if (r == -ERANGE)
+		fprintf(stderr, "ublk-flash: %s: %s: %s is out of range "
+			"(%" PRIu64 "..%" PRIu64 ")\n", cmd, opt, s, min, max);
+	else if (r)
+		fprintf(stderr, "ublk-flash: %s: %s: '%s' is not a whole number "
+			"(%" PRIu64 "..%" PRIu64 ")\n", cmd, opt, s, min, max);
+	return r ? -1 : 0;
+}
+
+int cli_unsigned(const char *cmd, const char *opt, const char *s,
+		 unsigned min, unsigned max, unsigned *v)
+{
+	uint64_t x;
+
+	if (cli_uint(cmd, opt, s, min, max, &x))
+		return -1;
+	*v = (unsigned)x;
+	return 0;
+}
+
+int cli_size(const char *cmd, const char *opt, const char *s, uint64_t *bytes)
+{
+	if (align_parse_size(s, 512, bytes) == 0)
+		return 0;
+	fprintf(stderr, "ublk-flash: %s: %s: '%s' is not a size (a positive "
+		"number with an optional unit: 512, 64M, 1GiB, 2048s)\n",
+		cmd, opt, s);
+	return -1;
+}
+
+int cli_bad_option(const char *cmd, int c, char **argv)
+{
+	const char *o = argv[optind - 1];
+
+	if (c == ':')
+		fprintf(stderr, "ublk-flash: %s: option '%s' needs a value "
+			"(try --help)\n", cmd, o);
+	else
+		fprintf(stderr, "ublk-flash: %s: unknown option '%s' "
+			"(try --help)\n", cmd, o);
+	return EXIT_USAGE;
+}
