@@ -10,6 +10,8 @@ unit-bins: $(UNIT_BINS)
 $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libengine.a $(BUILD)/libalign.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBALIGN_LIBS) -lm
+# serve-notify tests the sd_notify client of the server (serve/notify.c)
+$(BUILD)/tests/unit/serve-notify: $(BUILD)/obj/ublk-server/serve/notify.o
 
 RUNNER := tests/runner
 TIERS  ?= unit unit-san cli integration vm

@@ -22,6 +22,7 @@
 
 #include "../cli/commands.h"
 #include "dm-stack.h"
+#include "notify.h"
 #include "serve.h"
 
 static int serve_stop_fd = -1;
@@ -234,6 +235,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	if (dm)
 		serve_entry_put(o->run_dir, "dm", dmpath);
 	serve_entry_put(o->run_dir, "pid", pid);   /* last: marks the entry */
+	serve_notify_ready(s.devpath);   /* udev names it; systemd: READY=1 */
 
 	if (o->foreground) {
 		printf("%s\n", dm ? dmpath : s.devpath);
