@@ -1,6 +1,7 @@
 # octant — one Makefile; each component adds its rules in its module.mk.
 #   make            build everything into build/
 #   make check      install missing Debian packages, build, run every test tier
+#   make install    [PREFIX= DESTDIR= BINDIR= LIBDIR=] (dist/module.mk); make uninstall
 #   make compare    the main job: alignment cost of ext4/btrfs on emulated flash
 #   make bench      benchmarks (ratios side by side, not tests)
 #   make SANITIZE=1 BUILD=build/san ...   ASan + UBSan build
@@ -42,6 +43,7 @@ include libalign/module.mk
 include ublk-server/module.mk
 include partition-tool/module.mk
 include tests/module.mk
+include dist/module.mk
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 

@@ -19,16 +19,8 @@ $(BUILD)/libalign.so: $(LIBALIGN_OBJS) libalign/libalign.map
 $(BUILD)/libalign.so.0: $(BUILD)/libalign.so
 	ln -sf libalign.so $@
 
+# build/libalign.pc describes PREFIX/LIBDIR (dist/module.mk); `make install`
+# writes the installed one from the same template with the same variables.
 $(BUILD)/libalign.pc: libalign/libalign.pc.in
 	@mkdir -p $(@D)
-	sed -e 's|@VERSION@|$(VERSION)|' -e 's|@PREFIX@|$(or $(PREFIX),/usr/local)|' $< > $@
-
-# make install-libalign [PREFIX=/usr/local] [DESTDIR=...]: the layout the
-# .pc file describes (headers in include/octant, libraries in lib).
-.PHONY: install-libalign
-install-libalign: $(BUILD)/libalign.a $(BUILD)/libalign.so $(BUILD)/libalign.pc
-	install -D -m 644 libalign/align.h $(DESTDIR)$(or $(PREFIX),/usr/local)/include/octant/align.h
-	install -D -m 644 $(BUILD)/libalign.a $(DESTDIR)$(or $(PREFIX),/usr/local)/lib/libalign.a
-	install -D -m 755 $(BUILD)/libalign.so $(DESTDIR)$(or $(PREFIX),/usr/local)/lib/libalign.so.0
-	ln -sf libalign.so.0 $(DESTDIR)$(or $(PREFIX),/usr/local)/lib/libalign.so
-	install -D -m 644 $(BUILD)/libalign.pc $(DESTDIR)$(or $(PREFIX),/usr/local)/lib/pkgconfig/libalign.pc
+	$(pc_sed) $< > $@
