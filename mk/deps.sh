@@ -7,8 +7,11 @@ set -euo pipefail
 build_pkgs=(gcc make pkg-config libblkid-dev libfdisk-dev libsmartcols-dev
             liburing-dev libfuse3-dev libdevmapper-dev)
 # check runs compare-physics.bats, so it needs the compare set too (gnuplot-nox).
+# mandoc lints the man pages, systemd's systemd-analyze verifies the unit,
+# python3-minimal listens as systemd would for the service test's READY=1
+# (tests/cli/install.bats, tests/integration/service.bats).
 check_pkgs=(bats fuse3 util-linux e2fsprogs btrfs-progs fio parted gdisk fdisk
-            procps psmisc kmod)
+            procps psmisc kmod mandoc systemd python3-minimal)
 # vm: qemu + the guest's userland (copied from the host: busybox-static, kmod, e2fsprogs...)
 # + what building ublk_drv.ko out of tree needs (gcc, make; kbuild's tools link libelf1).
 vm_pkgs=(qemu-system-x86 busybox-static cpio xz-utils dmsetup kmod gcc make libelf1 libssl3

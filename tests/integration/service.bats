@@ -1,0 +1,112 @@
+#!/usr/bin/env bats
+# ublk-flash@.service as systemd runs it, without systemd: the installed
+# ExecStart helper with the unit's environment (IMAGE, OPTIONS, NOTIFY_SOCKET
+# bound by a listener as systemd's), READY=1 only once the device is live,
+# the udev helper naming the device from the live registry, ExecStop
+# (ublk-flash stop) ending the main process with status 0 and nothing left,
+# and a restart after kill -9 serving again (FUSE + loop: this machine has no
+# ublk; the ublk --recover restart is in tests/cli/install.bats' helper case).
+load ../helpers
+load fuse-lib
+
+setup() {
+	fuse_setup
+	requires python3 make
+	# installed for real (no DESTDIR) under the scratch folder, so the unit's
+	# paths are the real ones; the udev rule stays out of /etc
+	make -s -C "$OCTANT_TOP" BUILD="$BUILD" install PREFIX="$SCRATCH/usr" \
+		UDEVRULESDIR="$SCRATCH/udev" >"$SCRATCH/install.log" 2>&1 ||
+		{ cat "$SCRATCH/install.log"; return 1; }
+	HELPER=$SCRATCH/usr/libexec/octant/ublk-flash-service
+	UDEVNAME=$SCRATCH/usr/libexec/octant/octant-udev-name
+	UNIT=$SCRATCH/usr/lib/systemd/system/ublk-flash@.service
+	NOTIFY_OUT=$SCRATCH/notify.out
+	: >"$NOTIFY_OUT"
+	# systemd's side of NOTIFY_SOCKET: one line per datagram
+	python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+with open(sys.argv[2], "a") as f:
+    while True:
+        f.write(s.recv(4096).decode() + "\n")
+        f.flush()
+' "$SCRATCH/notify.sock" "$NOTIFY_OUT" &
+	LISTENER=$!
+	for _ in $(seq 50); do [ -S "$SCRATCH/notify.sock" ] && break; sleep 0.1; done
+	[ -S "$SCRATCH/notify.sock" ]
+}
+
+teardown() {
+	[ -n "${MAIN:-}" ] && kill "$MAIN" 2>/dev/null
+	[ -n "${LISTENER:-}" ] && kill "$LISTENER" 2>/dev/null
+	wait 2>/dev/null || true
+	fuse_teardown
+}
+
+# start_unit NAME: ExecStart as systemd would (environment from the unit's
+# Environment= with IMAGE and OPTIONS set as /etc/octant/NAME.conf would);
+# waits for READY=1 like Type=notify.  The main pid in $MAIN.
+start_unit() {
+	local n=$(grep -c '^READY=1$' "$NOTIFY_OUT")
+	NOTIFY_SOCKET=$SCRATCH/notify.sock IMAGE=$SCRATCH/$1.img \
+		OPTIONS="--frontend fuse" "$HELPER" "$1" >"$SCRATCH/main.out" 2>"$SCRATCH/main.err" &
+	MAIN=$!
+	for _ in $(seq 300); do
+		[ "$(grep -c '^READY=1$' "$NOTIFY_OUT")" -gt "$n" ] && break
+		kill -0 "$MAIN" 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$SCRATCH/main.err"
+	[ "$(grep -c '^READY=1$' "$NOTIFY_OUT")" -gt "$n" ]
+	DEV=$(head -n1 "$SCRATCH/main.out")
+}
+
+@test "service: ExecStart serves in the foreground, READY=1 once live, ExecStop ends it cleanly" {
+	grep -q '^Type=notify$' "$UNIT"
+	fuse_create data 64M odd
+	start_unit data
+	# READY=1 came when the device was live: it is a block device now, the
+	# registry names it, live stats answer; the main process is the server
+	[ -b "$DEV" ]
+	[ "$(fuse_pid "$SCRATCH/data.img")" = "$MAIN" ]
+	"$UBLK_FLASH" stats "$DEV" >/dev/null
+	[ "$(blockdev --getss "$DEV")" = 512 ]
+	# the udev rule's helper names it from the live registry
+	run "$UDEVNAME" "${DEV#/dev/}"
+	[ "${lines[0]}" = OCTANT_NAME=data ]
+	[ "${lines[1]}" = "OCTANT_IMAGE=$SCRATCH/data.img" ]
+	# ExecStop=ublk-flash stop ${IMAGE}; the main process then exits 0
+	local stop
+	stop=$(sed -n 's/^ExecStop=//p' "$UNIT")
+	[[ $stop == "$SCRATCH/usr/bin/ublk-flash stop "*'${IMAGE}' ]]
+	IMAGE=$SCRATCH/data.img eval "${stop//\$\{IMAGE\}/\"\$IMAGE\"}"
+	local rc=0
+	wait "$MAIN" || rc=$?
+	MAIN=
+	[ "$rc" -eq 0 ]
+	[ ! -e "$DEV" ] || ! losetup "$DEV" 2>/dev/null | grep -q "$SCRATCH"
+	[ -z "$(ls "$UBLK_FLASH_RUN_DIR"/img-*/pid 2>/dev/null)" ]
+	run "$UDEVNAME" "${DEV#/dev/}"
+	[ -z "$output" ]
+	"$UBLK_FLASH" fsck "$SCRATCH/data.img" >/dev/null
+}
+
+@test "service: after kill -9 the restart (the same ExecStart) serves again, the data intact" {
+	fuse_create data 64M odd
+	start_unit data
+	printf 'octant-service-%s' "$$" | dd of="$DEV" bs=512 seek=100 conv=fsync status=none
+	kill -9 "$MAIN"
+	wait "$MAIN" 2>/dev/null || true
+	MAIN=
+	# Restart=on-failure runs ExecStart again: a plain serve (FUSE has
+	# nothing to re-attach) that cleans what the dead server left
+	start_unit data
+	! grep -q -- --recover "$SCRATCH/main.err"
+	[ -b "$DEV" ]
+	run dd if="$DEV" bs=512 skip=100 count=1 status=none
+	[[ $output == "octant-service-$$"* ]]
+	"$UBLK_FLASH" stop "$SCRATCH/data.img"
+	wait "$MAIN"
+	MAIN=
+}
