@@ -38,6 +38,12 @@ with open(sys.argv[2], "a") as f:
 }
 
 teardown() {
+	if [ -n "${UNIT_NAME:-}" ]; then
+		systemctl stop "$UNIT_NAME@$UNIT_NAME.service" 2>/dev/null
+		rm -rf "/run/systemd/system/$UNIT_NAME@.service" \
+		       "/run/systemd/system/$UNIT_NAME@.service.d"
+		systemctl daemon-reload 2>/dev/null
+	fi
 	[ -n "${MAIN:-}" ] && kill "$MAIN" 2>/dev/null
 	[ -n "${LISTENER:-}" ] && kill "$LISTENER" 2>/dev/null
 	wait 2>/dev/null || true
@@ -109,4 +115,34 @@ start_unit() {
 	"$UBLK_FLASH" stop "$SCRATCH/data.img"
 	wait "$MAIN"
 	MAIN=
+}
+
+@test "service: systemctl start/stop of the installed unit (where systemd is PID 1)" {
+	[ -d /run/systemd/system ] ||
+		skip "systemd is not running as PID 1 here: systemctl start ublk-flash@NAME is NOT tested"
+	requires systemctl
+	fuse_create data 64M odd
+	# the installed unit under a private name, its environment in a drop-in
+	# and an instance name no /etc/octant/NAME.conf can have (nothing of a
+	# real installation is touched)
+	local u=octant-test-$$ d=/run/systemd/system
+	UNIT_NAME=$u
+	cp "$UNIT" "$d/$u@.service"
+	mkdir -p "$d/$u@.service.d"
+	cat >"$d/$u@.service.d/test.conf" <<EOC
+[Service]
+Environment="IMAGE=$SCRATCH/data.img" "OPTIONS=--frontend fuse" "UBLK_FLASH_RUN_DIR=$UBLK_FLASH_RUN_DIR"
+EOC
+	systemctl daemon-reload
+	systemctl start "$u@$u.service"   # returns once READY=1 came
+	[ "$(systemctl show -p ActiveState --value "$u@$u.service")" = active ]
+	local pid
+	pid=$(systemctl show -p MainPID --value "$u@$u.service")
+	[ "$(fuse_pid "$SCRATCH/data.img")" = "$pid" ]
+	DEV=$(cat "$UBLK_FLASH_RUN_DIR"/img-*/dev)
+	[ -b "$DEV" ]
+	"$UBLK_FLASH" stats "$DEV" >/dev/null
+	systemctl stop "$u@$u.service"
+	[ "$(systemctl show -p Result --value "$u@$u.service")" = success ]
+	[ -z "$(ls "$UBLK_FLASH_RUN_DIR"/img-*/pid 2>/dev/null)" ]
 }
