@@ -22,8 +22,8 @@
 
 #include "../cli/commands.h"
 #include "dm-stack.h"
-#include "notify.h"
 #include "serve.h"
+#include "notify.h"
 
 static int serve_stop_fd = -1;
 
@@ -235,7 +235,6 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	if (dm)
 		serve_entry_put(o->run_dir, "dm", dmpath);
 	serve_entry_put(o->run_dir, "pid", pid);   /* last: marks the entry */
-	serve_notify_ready(s.devpath);   /* udev names it; systemd: READY=1 */
 
 	if (o->foreground) {
 		printf("%s\n", dm ? dmpath : s.devpath);
@@ -245,6 +244,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 		report_fd = -1;
 		serve_detach_stdio(o->run_dir);
 	}
+	serve_notify_ready(s.devpath);   /* udev names it; systemd: READY=1 */
 	err = ops->run(&s);
 	if (err) {
 		fprintf(stderr, "ublk-flash: serve: %s: %s\n", ops->name,
