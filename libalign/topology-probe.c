@@ -9,7 +9,8 @@
 #include "align-private.h"
 
 /*
- * A block device -> its topology (ALIGN_SRC_DEVICE); a regular file with a
+ * A block device served by ublk-flash -> its image's (ALIGN_SRC_SERVED);
+ * another block device -> the kernel's topology (ALIGN_SRC_DEVICE); a regular file with a
  * valid octant superblock -> the image's (ALIGN_SRC_IMAGE); a regular file
  * carrying the octant magic but a bad crc or another version -> that error
  * (a corrupt image is never taken for a plain file); any other regular file
@@ -25,8 +26,12 @@ int align_topology_probe(const char *path, struct align_topology *t)
 		return -EINVAL;
 	if (stat(path, &st) < 0)
 		return -errno;
-	if (S_ISBLK(st.st_mode))
+	if (S_ISBLK(st.st_mode)) {
+		r = align_topology_from_served(path, t, NULL, 0);
+		if (r != -ENOENT)
+			return r;
 		return align_topology_from_device(path, t);
+	}
 	if (S_ISDIR(st.st_mode))
 		return -EISDIR;
 	if (!S_ISREG(st.st_mode))
