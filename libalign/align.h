@@ -201,6 +201,17 @@ int align_explain_grain(const struct align_topology *t, uint64_t lba,
  * @sector bytes). -EINVAL on junk or overflow. */
 int align_parse_size(const char *s, uint32_t sector, uint64_t *bytes);
 
+/* ---- partitions ---------------------------------------------------------- */
+
+/* Make the kernel's partitions of block device @path those of its table
+ * (read with libblkid), from userspace with BLKPG as `partx -u` does: for
+ * kernels whose own scan finds nothing (no DOS/EFI parser built in), where
+ * /dev/loopNp1 would never appear.  Stale partitions are deleted, changed
+ * ones re-added, missing ones added, and their /dev nodes awaited (~2 s).
+ * Returns how many changed (0: the kernel already agreed), or -errno
+ * (-EBUSY: a partition to remove is in use). */
+int align_partitions_sync(const char *path);
+
 /* libalign version string, e.g. "0.1.0". */
 const char *align_version(void);
 

@@ -125,6 +125,21 @@ static int output(const struct ap_opts *o, const struct ap_topo *tp,
 	return rc;
 }
 
+/* Make the partition nodes appear: BLKRRPART, then BLKPG for what the
+ * kernel's own scan missed (no DOS/EFI parser built in: a loop device's
+ * /dev/loopNp1 never appears otherwise).  Failing that, the exact command. */
+static void tell_kernel(const char *target, struct fdisk_context *cxt)
+{
+	int rr = fdisk_reread_partition_table(cxt);
+	int r = align_partitions_sync(target);
+
+	if (r < 0)
+		ap_warn("%s: the kernel's partitions do not match the new table "
+			"(%s%s%s); run: partx -u %s", target,
+			rr < 0 ? "re-read refused, " : "",
+			"BLKPG: ", strerror(-r), target);
+}
+
 static int write_table(const struct ap_opts *o, const struct ap_topo *tp,
 		       struct fdisk_context *cxt, int fd, const char *label)
 {
@@ -141,9 +156,8 @@ static int write_table(const struct ap_opts *o, const struct ap_topo *tp,
 		return rc;
 	if (fsync(fd) < 0)
 		return ap_fail(AP_EXIT_IO, "%s: cannot flush: %s", o->target, strerror(errno));
-	if (tp->is_blockdev && fdisk_reread_partition_table(cxt) < 0)
-		ap_warn("%s: the kernel did not re-read the table (partscan off?); "
-			"run partprobe or losetup -P", o->target);
+	if (tp->is_blockdev)
+		tell_kernel(o->target, cxt);
 	return 0;
 }
 

@@ -143,3 +143,25 @@ release_lock() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"source:      device"* ]]
 }
+
+@test "partition nodes appear after create on a served loop device, follow a new table, and come back on re-serve" {
+	fuse_create parts 256M odd
+	fuse_serve "$SCRATCH/parts.img"
+	"$ALIGNPART" create "$DEV" --label dos --part 64MiB --part rest
+	[ -b "${DEV}p1" ]
+	[ -b "${DEV}p2" ]
+	[ "$(part_start "$DEV" 1)" = 2047 ]
+	[ "$(part_start "$DEV" 2)" = $(( 2047 + 131072 )) ]
+	# a new table with one partition: p2 goes, p1 changes size
+	"$ALIGNPART" create "$DEV" --label gpt --part rest --force
+	[ -b "${DEV}p1" ]
+	[ ! -e "/sys/class/block/$(basename "$DEV")p2" ]
+	[ "$(part_start "$DEV" 1)" = 2047 ]
+	[ "$(cat "/sys/class/block/$(basename "$DEV")p1/size")" = $(( 524254 - 2047 + 1 )) ]
+	"$UBLK_FLASH" stop "$DEV"
+	[ ! -b "${DEV}p1" ]
+	fuse_serve "$SCRATCH/parts.img"
+	[ -b "${DEV}p1" ]
+	[ "$(part_start "$DEV" 1)" = 2047 ]
+	"$UBLK_FLASH" stop "$DEV"
+}
