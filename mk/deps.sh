@@ -5,7 +5,7 @@
 set -euo pipefail
 
 build_pkgs=(gcc make pkg-config libblkid-dev libfdisk-dev libsmartcols-dev
-            liburing-dev libfuse3-dev libdevmapper-dev)
+            liburing-dev libfuse3-dev libdevmapper-dev libmount-dev)
 check_pkgs=(bats fuse3 util-linux e2fsprogs btrfs-progs fio parted gdisk fdisk
             procps psmisc kmod)
 # vm: qemu + the guest's userland (copied from the host: busybox-static, kmod, e2fsprogs...)

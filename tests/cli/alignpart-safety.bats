@@ -149,7 +149,7 @@ bad() {
 	requires_root
 	requires losetup mkfs.ext4 mount
 	img m.img 64M
-	mkfs.ext4 -q -F m.img
+	mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 m.img   # no ext4lazyinit writes after mount
 	LOOP=$(losetup -f --show m.img) || skip "cannot attach a loop device"
 	MNT=$SCRATCH/mnt
 	mkdir -p "$MNT"
@@ -159,4 +159,19 @@ bad() {
 	one_line_error 4
 	[[ "$output" == *"mounted on $MNT"* ]]
 	[ "$(sum "$LOOP")" = "$before" ]
+}
+
+@test "a mount point with spaces is named as it is, not with mountinfo's \\040 escapes" {
+	requires_root
+	requires losetup mkfs.ext4 mount
+	img m.img 64M
+	mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 m.img   # no ext4lazyinit writes after mount
+	LOOP=$(losetup -f --show m.img) || skip "cannot attach a loop device"
+	MNT="$SCRATCH/my disk	tab"
+	mkdir -p "$MNT"
+	mount "$LOOP" "$MNT" || skip "cannot mount ext4 here"
+	run "$ALIGNPART" create "$LOOP" --label dos --part rest --force
+	one_line_error 4
+	[[ "$output" == *"is mounted on $MNT"* ]]
+	[[ "$output" != *'\040'* ]]
 }
