@@ -6,6 +6,8 @@
  * failed write leaves the old table as it was.
  */
 #include <errno.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -128,16 +130,21 @@ static int output(const struct ap_opts *o, const struct ap_topo *tp,
 /* Make the partition nodes appear: BLKRRPART, then BLKPG for what the
  * kernel's own scan missed (no DOS/EFI parser built in: a loop device's
  * /dev/loopNp1 never appears otherwise).  Failing that, the exact command. */
-static void tell_kernel(const char *target, struct fdisk_context *cxt)
+static void tell_kernel(const char *target, int fd)
 {
-	int rr = fdisk_reread_partition_table(cxt);
+	/* BLKRRPART here rather than libfdisk's, which warns when a loop
+	 * device without partscan refuses it although BLKPG then works */
+	int rr = ioctl(fd, BLKRRPART) < 0 ? -errno : 0;
 	int r = align_partitions_sync(target);
 
-	if (r < 0)
+	if (r == -EINVAL || r == -ENOTTY)
+		ap_warn("%s takes no kernel partitions (BLKPG: %s): attach a loop "
+			"device with losetup -P, or map them with: alignpart map %s",
+			target, strerror(-r), target);
+	else if (r < 0)
 		ap_warn("%s: the kernel's partitions do not match the new table "
-			"(%s%s%s); run: partx -u %s", target,
-			rr < 0 ? "re-read refused, " : "",
-			"BLKPG: ", strerror(-r), target);
+			"(%sBLKPG: %s); run: partx -u %s", target,
+			rr < 0 ? "re-read refused, " : "", strerror(-r), target);
 }
 
 static int write_table(const struct ap_opts *o, const struct ap_topo *tp,
@@ -157,7 +164,7 @@ static int write_table(const struct ap_opts *o, const struct ap_topo *tp,
 	if (fsync(fd) < 0)
 		return ap_fail(AP_EXIT_IO, "%s: cannot flush: %s", o->target, strerror(errno));
 	if (tp->is_blockdev)
-		tell_kernel(o->target, cxt);
+		tell_kernel(o->target, fd);
 	return 0;
 }
 
