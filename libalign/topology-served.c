@@ -269,6 +269,7 @@ int align_topology_from_served(const char *path, struct align_topology *t,
 	struct dirent *de;
 	dev_t rdev = 0;
 	int r, as = 0;
+	bool unshifted;
 	DIR *d = NULL;
 
 	if (!path || !t || (!image && len))
@@ -313,8 +314,12 @@ int align_topology_from_served(const char *path, struct align_topology *t,
 	r = align_topology_from_image(e->image, &it);
 	if (r < 0)
 		goto out;
-	if (dt.size != it.size || it.logical % dt.logical ||
-	    it.physical < dt.logical) {
+	/* the raw device under --dm exposes the medium un-shifted, its size
+	 * rounded up to whole pages; every other device is the image's size */
+	unshifted = as == 1 && e->dm[0];
+	if ((unshifted ? dt.size < it.size || dt.size - it.size > it.physical
+		       : dt.size != it.size) ||
+	    it.logical % dt.logical || it.physical < dt.logical) {
 		ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: size %" PRIu64 " / %u-byte "
 			   "sectors, image %s: %" PRIu64 " / %u: ignored", path,
 			   dt.size, dt.logical, e->image, it.size, it.logical);
@@ -326,7 +331,7 @@ int align_topology_from_served(const char *path, struct align_topology *t,
 	t->size = dt.size;
 	/* with --dm the engine is un-shifted: the dm device carries the
 	 * shift, the device under it starts on a page */
-	if (as == 1 && e->dm[0])
+	if (unshifted)
 		t->alignment_offset = 0;
 	if (t->alignment_offset % t->logical) {
 		r = -ENOENT;
