@@ -99,8 +99,9 @@ int align_topology_from_served(const char *path, struct align_topology *t,
 int align_topology_parse(const char *spec, struct align_topology *t);
 
 /* Any target: a block device (served by ublk-flash: its image's topology,
- * ALIGN_SRC_SERVED; else the kernel's), an octant image, or (for a plain
- * file) the file size only with source ALIGN_SRC_NONE.  -ENOENT etc. from stat;
+ * ALIGN_SRC_SERVED; holding an octant image itself, e.g. a loop device over
+ * the image file: ALIGN_SRC_IMAGE; else the kernel's), an octant image, or
+ * (for a plain file) the file size only with source ALIGN_SRC_NONE.  -ENOENT etc. from stat;
  * a file with the octant magic but a bad crc / another version gives
  * -EBADMSG / -EPROTONOSUPPORT (never "plain file"); -EISDIR for a
  * directory, -ENOTBLK for other non-regular files. */

@@ -177,3 +177,40 @@ bad() {
 	[[ "$output" == *"is mounted on $MNT"* ]]
 	[[ "$output" != *'\040'* ]]
 }
+
+@test "a loop device over an octant image is the image: create refused even with --force, image intact" {
+	requires_root
+	requires losetup
+	[ -x "$UBLK_FLASH" ] || skip "ublk-flash not built ($UBLK_FLASH)"
+	"$UBLK_FLASH" create o.img --size 64M --align odd --force >/dev/null
+	before=$(sum o.img)
+	LOOP=$(losetup -f --show o.img) || skip "cannot attach a loop device"
+	run "$ALIGNPART" create "$LOOP" --label gpt --profile odd --part rest --force
+	one_line_error 4
+	[[ "$output" == *"$LOOP is an octant flash image: a table would destroy it"* ]]
+	run "$ALIGNPART" check "$LOOP"
+	one_line_error 2
+	run "$ALIGNPART" suggest "$LOOP"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"source:      image"* ]]
+	losetup -d "$LOOP"
+	LOOP=
+	[ "$(sum o.img)" = "$before" ]
+	"$UBLK_FLASH" info o.img >/dev/null
+}
+
+@test "a loop device over a damaged octant image is not a blank disk: exit 3, untouched" {
+	requires_root
+	requires losetup
+	octant_image d.img 1
+	printf 'X' | dd of=d.img bs=1 seek=100 conv=notrunc status=none     # copy 0 crc
+	printf 'X' | dd of=d.img bs=1 seek=4196 conv=notrunc status=none    # copy 1 crc
+	before=$(sum d.img)
+	LOOP=$(losetup -f --show d.img) || skip "cannot attach a loop device"
+	run "$ALIGNPART" create "$LOOP" --label gpt --profile odd --part rest --force
+	one_line_error 3
+	[[ "$output" == *"Bad message"* ]]
+	losetup -d "$LOOP"
+	LOOP=
+	[ "$(sum d.img)" = "$before" ]
+}
