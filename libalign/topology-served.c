@@ -255,37 +255,17 @@ static int srv_serves(const struct srv_entry *e, dev_t rdev)
 	return 0;
 }
 
-/*
- * Fill *t from a block device served by a live ublk-flash server: the
- * device's logical sector size and size, the served image's physical
- * geometry.  @image (if @len) gets the image path.  -ENOENT if no live,
- * verified registry entry serves @path.
- */
-int align_topology_from_served(const char *path, struct align_topology *t,
-			       char *image, size_t len)
+/* The live, verified entry serving device @rdev into *e: 1 as the device
+ * served, 2 as its --dm device; 0 if none. */
+static int srv_lookup(dev_t rdev, struct srv_entry *e)
 {
-	struct align_topology dt, it;
-	struct srv_entry *e = NULL;
 	struct dirent *de;
-	dev_t rdev = 0;
-	int r, as = 0;
-	bool unshifted;
-	DIR *d = NULL;
+	int as = 0;
+	DIR *d = opendir(srv_base());
 
-	if (!path || !t || (!image && len))
-		return -EINVAL;
-	r = srv_rdev(path, &rdev);
-	if (r < 0)
-		return r;
-	e = malloc(sizeof(*e));
-	if (!e)
-		return -ENOMEM;
-	d = opendir(srv_base());
-	if (!d) {
-		r = -ENOENT;
-		goto out;
-	}
-	while ((de = readdir(d))) {
+	if (!d)
+		return 0;
+	while (!as && (de = readdir(d))) {
 		char dir[SRV_PATH];
 
 		if (strncmp(de->d_name, "img-", 4))
@@ -296,19 +276,86 @@ int align_topology_from_served(const char *path, struct align_topology *t,
 		if (srv_load(dir, e) < 0 || !srv_live(dir))
 			continue;
 		as = srv_serves(e, rdev);
-		if (!as)
-			continue;
-		if (srv_image_matches(e, de->d_name))
-			break;
-		ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: image %s is not the file "
-			   "the entry was made for; ignored", dir, e->image);
-		as = 0;
+		if (as && !srv_image_matches(e, de->d_name)) {
+			ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: image %s is not the "
+				   "file the entry was made for; ignored", dir,
+				   e->image);
+			as = 0;
+		}
+	}
+	closedir(d);
+	return as;
+}
+
+/* Is @rdev a partition?  Its disk's number and its start (512-byte
+ * sectors) then.  0 or -ENOENT. */
+static int srv_partition(dev_t rdev, dev_t *disk, uint64_t *start)
+{
+	char dir[96], p[160], buf[64];
+	unsigned ma, mi;
+	FILE *f;
+	int ok;
+
+	snprintf(dir, sizeof(dir), "/sys/dev/block/%u:%u", major(rdev),
+		 minor(rdev));
+	snprintf(p, sizeof(p), "%s/start", dir);
+	f = fopen(p, "re");
+	if (!f)
+		return -ENOENT;
+	ok = fgets(buf, sizeof(buf), f) &&
+	     sscanf(buf, "%" SCNu64, start) == 1;
+	fclose(f);
+	snprintf(p, sizeof(p), "%s/partition", dir);
+	if (!ok || access(p, F_OK) != 0)
+		return -ENOENT;
+	snprintf(p, sizeof(p), "%s/../dev", dir);
+	f = fopen(p, "re");
+	if (!f)
+		return -ENOENT;
+	ok = fgets(buf, sizeof(buf), f) && sscanf(buf, "%u:%u", &ma, &mi) == 2;
+	fclose(f);
+	if (!ok)
+		return -ENOENT;
+	*disk = makedev(ma, mi);
+	return 0;
+}
+
+/*
+ * Fill *t from a block device served by a live ublk-flash server: the
+ * device's logical sector size and size, the served image's physical
+ * geometry.  A partition of a served device: the same, with the offset the
+ * partition's start gives.  @image (if @len) gets the image path.  -ENOENT
+ * if no live, verified registry entry serves @path (or its disk).
+ */
+int align_topology_from_served(const char *path, struct align_topology *t,
+			       char *image, size_t len)
+{
+	struct align_topology dt, it, pt;
+	struct srv_entry *e = NULL;
+	dev_t rdev = 0, disk = 0;
+	uint64_t pstart = 0;
+	int r, as;
+	bool unshifted, part = false;
+
+	if (!path || !t || (!image && len))
+		return -EINVAL;
+	r = srv_rdev(path, &rdev);
+	if (r < 0)
+		return r;
+	e = malloc(sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	as = srv_lookup(rdev, e);
+	if (!as && srv_partition(rdev, &disk, &pstart) == 0) {
+		as = srv_lookup(disk, e);
+		part = as != 0;
 	}
 	if (!as) {
 		r = -ENOENT;
 		goto out;
 	}
-	r = align_topology_from_device(path, &dt);
+	/* the size check is the whole served device's */
+	r = align_topology_from_device(as == 2 ? e->dm : e->dev, &dt);
 	if (r < 0)
 		goto out;
 	r = align_topology_from_image(e->image, &it);
@@ -337,16 +384,28 @@ int align_topology_from_served(const char *path, struct align_topology *t,
 		r = -ENOENT;
 		goto out;
 	}
+	if (part) {
+		/* as the kernel stacks a partition's limits on its disk's */
+		r = align_topology_from_device(path, &pt);
+		if (r < 0)
+			goto out;
+		t->alignment_offset = align_partition_offset(t,
+					pstart * 512 / t->logical);
+		if (t->alignment_offset == UINT32_MAX) {
+			t->alignment_offset = 0;
+			t->misaligned = true;
+		}
+		t->size = pt.size;
+	}
 	t->source = ALIGN_SRC_SERVED;
 	if (len)
 		snprintf(image, len, "%s", e->image);
-	ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: served by pid %ld from %s (%s): "
+	ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: served by pid %ld from %s (%s%s): "
 		   "%u/%u offset %u", path, e->pid, e->image, e->frontend,
-		   t->logical, t->physical, t->alignment_offset);
+		   part ? ", a partition" : "", t->logical, t->physical,
+		   t->alignment_offset);
 	r = 0;
 out:
-	if (d)
-		closedir(d);
 	free(e);
 	return r;
 }

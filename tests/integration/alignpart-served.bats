@@ -165,3 +165,21 @@ release_lock() {
 	[ "$(part_start "$DEV" 1)" = 2047 ]
 	"$UBLK_FLASH" stop "$DEV"
 }
+
+@test "a partition of a served device: the image's topology with the partition's own offset" {
+	fuse_create pp 256M odd
+	fuse_serve "$SCRATCH/pp.img"
+	# p1 forced to 2048 (medium byte 2048*512+512: mid-page), p2 aligned
+	"$ALIGNPART" create "$DEV" --label dos --start 2048 --part 64MiB --part rest 2>/dev/null
+	run "$ALIGNPART" suggest "${DEV}p1" --label gpt
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"topology:     512/4096 offset 3584 "*"(served image)"* ]]
+	echo "$output" | grep -Eq '^gpt +34 +2047 '
+	run "$ALIGNPART" suggest "${DEV}p2" --label gpt
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"topology:     512/4096 offset 0 "*"(served image)"* ]]
+	echo "$output" | grep -Eq '^gpt +34 +2048 '
+	"$UBLK_FLASH" stop "$DEV"
+}
