@@ -88,8 +88,10 @@ int align_topology_from_image(const char *path, struct align_topology *t);
  * the entry was made for, and when the device really is that server's (a
  * loop device's backing file by device and inode, a ublk device's char
  * device held by the recorded pid, a --dm device's only slave), of the
- * image's size.  With @len, @image receives the image path.  -ENOENT if no
- * such server serves @path, -ENOTBLK if it is not a block device. */
+ * image's size.  A partition of such a device: the same geometry with the
+ * alignment_offset its start gives, its own size.  With @len, @image
+ * receives the image path.  -ENOENT if no such server serves @path (or its
+ * disk), -ENOTBLK if it is not a block device. */
 int align_topology_from_served(const char *path, struct align_topology *t,
 			       char *image, size_t len);
 
