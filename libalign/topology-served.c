@@ -11,7 +11,8 @@
  * with "lock" (flock'ed exclusively by the live server for its whole life)
  * and the one-line files "pid", "image", "dev", "frontend" and, with
  * --dm, "dm".  An entry is believed only when
- *   - its lock is held (a live server),
+ *   - its lock is held (a live server: an exclusive FLOCK in /proc/locks,
+ *     so that looking never takes the lock),
  *   - the image's st_dev/st_ino are those the folder is named after,
  *   - the target is the recorded device (or the dm device stacked on it)
  *     by device number, and that device really is this server's:
@@ -20,6 +21,8 @@
  *       ublk:  the recorded pid holds /dev/ublkcN open;
  *       dm:    the dm device's only slave is the recorded device;
  *   - and the device's size is the image's exported size.
+ * A partition of such a device takes the same geometry with the offset
+ * its start gives.
  * Anything else: -ENOENT, and the caller keeps the kernel's report.
  */
 #include <dirent.h>
@@ -74,15 +77,48 @@ static int srv_get(const char *dir, const char *name, char *buf, size_t len)
 	return r;
 }
 
+/* Is an exclusive flock held on the file (@dev, @ino)?  Read from
+ * /proc/locks, so that looking never takes the lock itself (a server
+ * starting at that moment would find it busy).  -errno if unreadable. */
+static int srv_flock_held(dev_t dev, ino_t ino)
+{
+	char line[256], type[16], mode[16];
+	unsigned ma, mi;
+	unsigned long long i;
+	int held = 0;
+	FILE *f = fopen("/proc/locks", "re");
+
+	if (!f)
+		return -errno;
+	while (!held && fgets(line, sizeof(line), f)) {
+		/* "1: FLOCK  ADVISORY  WRITE 1234 fe:00:10952917 0 EOF";
+		 * a waiter's line has "->" where the type is */
+		if (sscanf(line, "%*d: %15s %*s %15s %*d %x:%x:%llu", type, mode,
+			   &ma, &mi, &i) == 5 &&
+		    !strcmp(type, "FLOCK") && !strcmp(mode, "WRITE") &&
+		    makedev(ma, mi) == dev && i == (unsigned long long)ino)
+			held = 1;
+	}
+	fclose(f);
+	return held;
+}
+
 /* Does a live server hold @dir/lock?  The server holds it exclusively for
- * its whole life, so a shared try-lock fails exactly while it lives. */
+ * its whole life; the lock is a regular file, never a symlink. */
 static bool srv_live(const char *dir)
 {
 	char p[SRV_PATH + 64];
+	struct stat st;
 	bool held = false;
-	int fd;
+	int fd, r;
 
 	snprintf(p, sizeof(p), "%s/lock", dir);
+	if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	r = srv_flock_held(st.st_dev, st.st_ino);
+	if (r >= 0)
+		return r;
+	/* no /proc/locks: a shared try-lock fails exactly while it is held */
 	fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return false;
