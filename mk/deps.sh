@@ -5,7 +5,7 @@
 set -euo pipefail
 
 build_pkgs=(gcc make pkg-config libblkid-dev libfdisk-dev libsmartcols-dev
-            liburing-dev libfuse3-dev libdevmapper-dev)
+            liburing-dev libfuse3-dev libdevmapper-dev libmount-dev)
 # check runs compare-physics.bats, so it needs the compare set too (gnuplot-nox).
 check_pkgs=(bats fuse3 util-linux e2fsprogs btrfs-progs fio parted gdisk fdisk
             procps psmisc kmod)

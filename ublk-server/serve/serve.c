@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../cli/commands.h"
+#include "align.h"
 #include "dm-stack.h"
 #include "serve.h"
 
@@ -234,6 +235,13 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	if (dm)
 		serve_entry_put(o->run_dir, "dm", dmpath);
 	serve_entry_put(o->run_dir, "pid", pid);   /* last: marks the entry */
+	/* the kernel's scan may find no partitions (no DOS/EFI parser built
+	 * in): add the table's from userspace, as partx -u does (libalign).
+	 * Under --dm the table is the dm device's, not the raw device's. */
+	int nparts = dm ? 0 : align_partitions_sync(s.devpath);
+	if (nparts < 0)
+		fprintf(stderr, "ublk-flash: note: %s: partitions not shown (%s); "
+			"run: partx -u %s\n", s.devpath, strerror(-nparts), s.devpath);
 
 	if (o->foreground) {
 		printf("%s\n", dm ? dmpath : s.devpath);
