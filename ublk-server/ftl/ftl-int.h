@@ -60,6 +60,8 @@ struct ftl {
 	uint64_t seq;                /* last sequence number used */
 	uint64_t sync_gen;           /* completed nand_syncs */
 	uint64_t ckpt_gen, ckpt_seq; /* newest durable checkpoint */
+	bool ckpt_fallback;          /* a damaged slot may have held a newer
+	                                one: roll forward, never a clean mount */
 	uint32_t ckpt_interval, allocs_since_ckpt;
 	uint64_t seq_gap;            /* a checkpoint at least every seq_gap
 	                                programs; recovery skips this far */

@@ -289,15 +289,20 @@ static void apply(struct ftl *f, const struct ftl_ckpt_hdr *h)
 /*
  * Find the newest valid checkpoint and load it into @f.  *gen_out / *flags
  * describe it.  With @report, describe every slot there; *bad counts slots
- * that hold a damaged checkpoint that should have been valid.  -EBADMSG if
- * none is valid.
+ * that hold a damaged checkpoint that should have been valid: every used
+ * slot that does not check out, except the one the next checkpoint was
+ * being written to when an unclean shutdown cut it (slot gen + 1 after a
+ * checkpoint that was not clean, or clean with its mount marker).  Any
+ * other damaged slot may have held a newer checkpoint than the one used:
+ * f->ckpt_fallback is then set, and the mount must roll forward (blocks the
+ * checkpoint calls free may hold data).  -EBADMSG if none is valid.
  */
 int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 		  int *bad, FILE *report)
 {
 	struct ftl_ckpt_hdr h[FTL_CKPT_SLOTS];
 	int ok[FTL_CKPT_SLOTS], order[FTL_CKPT_SLOTS], n = 0, r, chosen = -1;
-	bool used[FTL_CKPT_SLOTS];
+	bool used[FTL_CKPT_SLOTS], torn_ok = false;
 	uint64_t cgen = 0;
 
 	for (uint32_t s = 0; s < FTL_CKPT_SLOTS; s++) {
@@ -328,23 +333,36 @@ int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 		break;
 	}
 	if (chosen >= 0) {
+		bool marker = false;
+
 		apply(f, &h[chosen]);
 		cgen = h[chosen].gen;
 		*gen_out = cgen;
 		*flags = h[chosen].flags;
+		if (h[chosen].flags & FTL_CKPT_CLEAN) {
+			r = ftl_ckpt_mount_marker(f, &marker, false);
+			if (r)
+				return r;
+		}
+		torn_ok = !(h[chosen].flags & FTL_CKPT_CLEAN) || marker;
 	}
 	if (bad)
 		*bad = 0;
+	f->ckpt_fallback = false;
 	for (uint32_t s = 0; s < FTL_CKPT_SLOTS; s++) {
-		bool torn_newest = chosen >= 0 &&
-			!(h[chosen].flags & FTL_CKPT_CLEAN) &&
-			(ok[s] == 0 ? h[s].gen > cgen : true);
+		bool torn_next = torn_ok && s == (cgen + 1) % FTL_CKPT_SLOTS &&
+				 (ok[s] != 0 || h[s].gen == cgen + 1);
+		bool damaged = used[s] && ok[s] && !torn_next;
+
 		if (report)
 			fprintf(report, "checkpoint slot %u: %s%s gen %llu\n", s,
 				(int)s == chosen ? "in use, " : "",
 				!used[s] ? "empty" : ok[s] ? "damaged" : "valid",
 				ok[s] ? 0ull : (unsigned long long)h[s].gen);
-		if (used[s] && ok[s] && bad && !torn_newest)
+		if (!damaged)
+			continue;
+		f->ckpt_fallback = true;
+		if (bad)
 			(*bad)++;
 	}
 	return chosen >= 0 ? 0 : -EBADMSG;

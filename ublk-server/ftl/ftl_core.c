@@ -159,7 +159,7 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 			if (r)
 				return r;
 		}
-		if ((flags & FTL_CKPT_CLEAN) && !marker) {
+		if ((flags & FTL_CKPT_CLEAN) && !marker && !f->ckpt_fallback) {
 			f->mount_kind = FTL_MOUNT_CLEAN;
 		} else {
 			r = ftl_roll_forward(f, false);

@@ -202,10 +202,12 @@ static int check(const char *path, struct fsck *k)
 		if (r)
 			goto out;
 	}
-	if (!(flags & FTL_CKPT_CLEAN) || marker) {
+	if (!(flags & FTL_CKPT_CLEAN) || marker || f->ckpt_fallback) {
 		k->dirty = true;
-		finding(k, false, "not cleanly closed: the next open rolls "
-			"forward from checkpoint %llu", (unsigned long long)k->gen);
+		finding(k, false, "%s: the next open rolls forward from "
+			"checkpoint %llu", f->ckpt_fallback ? "a newer checkpoint "
+			"may be lost" : "not cleanly closed",
+			(unsigned long long)k->gen);
 		r = ftl_roll_forward(f, false);
 		if (r)
 			goto out;
@@ -266,7 +268,15 @@ static int repair(const char *path, struct fsck *k)
 	pthread_mutex_lock(&f->lock);
 	for (uint32_t i = 0; i < k->nbad; i++)
 		ftl_map_unset(f, k->bad_lpn[i]);
+	/* the open wrote one checkpoint, the close writes one: two more
+	 * and every slot holds a fresh one (none left damaged) */
+	for (int i = 0; !r && i < (int)FTL_CKPT_SLOTS - 2; i++)
+		r = ftl_ckpt_write(f, false);
 	pthread_mutex_unlock(&f->lock);
+	if (r) {
+		ftl_close(f);
+		return r;
+	}
 	return ftl_close(f);
 }
 

@@ -136,20 +136,32 @@ static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
  */
 static bool copy_redundant(struct ftl *f, const struct rec *x)
 {
-	uint32_t old = f->map[x->lpn];
+	uint32_t old = f->map[x->lpn], ob, wp;
 	uint8_t oob[1024];
 	const struct ftl_oob *o = (const struct ftl_oob *)oob;
+	int r;
 
 	if (x->stream != STREAM_GC || old == FTL_UNMAPPED ||
 	    nand_read_oob(f->nand, old, oob) || !ftl_oob_ok(o) ||
 	    o->kind != FTL_OOB_DATA || o->lpn != x->lpn || o->seq >= x->seq ||
 	    o->data_crc != x->crc)
 		return false;           /* not the page it was copied from */
-	nand_set_block(f->nand, old / f->g.ppb, f->g.ppb,
-		       nand_block_ec(f->nand, old / f->g.ppb));
-	if (nand_read(f->nand, old, 0, f->gcbuf, f->g.ps))
-		return false;
-	return oct_crc32c(0, f->gcbuf, f->g.ps) == o->data_crc;
+	/* read it whatever the block's write pointer says, and leave that
+	 * pointer as it was (it may be a stream's, placed already) */
+	ob = old / f->g.ppb;
+	wp = nand_block_wp(f->nand, ob);
+	nand_set_block(f->nand, ob, f->g.ppb, nand_block_ec(f->nand, ob));
+	r = nand_read(f->nand, old, 0, f->gcbuf, f->g.ps);
+	nand_set_block(f->nand, ob, wp, nand_block_ec(f->nand, ob));
+	return !r && oct_crc32c(0, f->gcbuf, f->g.ps) == o->data_crc;
+}
+
+static bool block_has_valid(const struct ftl *f, uint32_t b)
+{
+	for (uint32_t l = 0; l < f->g.nlpn; l++)
+		if (f->map[l] != FTL_UNMAPPED && f->map[l] / f->g.ppb == b)
+			return true;
+	return false;
 }
 
 static bool is_candidate(struct ftl *f, uint32_t b, bool full)
@@ -219,19 +231,6 @@ int ftl_roll_forward(struct ftl *f, bool full)
 	/* a free block may hold what the crash left: check it before use */
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++)
 		f->fdirty[b] = f->state[b] == FTL_BLK_FREE;
-	/* each stream goes on in its newest block, past anything written
-	 * there, so a crash does not cost the rest of those blocks */
-	for (unsigned s = 0; s < FTL_NSTREAMS; s++) {
-		uint32_t b = best[s];
-
-		f->st[s].blk = FTL_NONE;
-		if (b == FTL_NONE || best_used[s] >= g->ppb)
-			continue;
-		f->st[s].blk = b;
-		f->st[s].wp = best_used[s];
-		f->state[b] = FTL_BLK_OPEN;
-		nand_set_block(f->nand, b, best_used[s], nand_block_ec(f->nand, b));
-	}
 	if (rs.n)
 		qsort(rs.r, rs.n, sizeof(*rs.r), cmp_rec);
 	for (size_t i = 0; i < rs.n; i++) {
@@ -249,6 +248,26 @@ int ftl_roll_forward(struct ftl *f, bool full)
 				f->map[l] = FTL_UNMAPPED;
 		}
 		f->trim_seq[x->ppn / g->ppb] = x->seq;
+	}
+	/*
+	 * Each stream goes on in its newest block, past anything written
+	 * there, so a crash does not cost the rest of those blocks; but not
+	 * in a block left without a valid page (its copies were redundant,
+	 * its pages superseded): as a full block GC reclaims it at once,
+	 * left open it would hold its pages out of reach while the free
+	 * blocks run out.
+	 */
+	for (unsigned s = 0; s < FTL_NSTREAMS; s++) {
+		uint32_t b = best[s];
+
+		f->st[s].blk = FTL_NONE;
+		if (b == FTL_NONE || best_used[s] >= g->ppb ||
+		    !block_has_valid(f, b))
+			continue;
+		f->st[s].blk = b;
+		f->st[s].wp = best_used[s];
+		f->state[b] = FTL_BLK_OPEN;
+		nand_set_block(f->nand, b, best_used[s], nand_block_ec(f->nand, b));
 	}
 	/*
 	 * Pages not taken (torn, or whose block was not recognised) may carry
