@@ -10,7 +10,8 @@
  * newest flushed/FUA value or a newer one: never older, torn or garbage.
  * The recovered engine must then take writes (64 x 4 KiB).  >= 2,000 cut
  * points with a fresh seed normally; with OCTANT_LONG=1, >= 10,000 per seed
- * over the once-failing seeds and OCTANT_SEEDS fresh ones.
+ * over the once-failing seeds and OCTANT_SEEDS fresh ones.  OCTANT_DUMP=FILE
+ * saves the image of the first failing cut.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -98,6 +99,7 @@ static bool allowed(uint32_t sect, uint32_t id)
 }
 
 static uint8_t *crash_img, *rbuf;
+static bool dumped;
 
 /*
  * A crash after a crash: on the recovered engine @g (its backing @m logs
@@ -212,6 +214,16 @@ static void cut(struct nand_backing *b, uint64_t isz, uint64_t seed,
 	else if (!t_failures)
 		write_after(g, seed);
 	ftl_abandon(g);
+	if (t_failures && getenv("OCTANT_DUMP") && !dumped) {
+		/* the image this cut left, for a regression case */
+		FILE *d = fopen(getenv("OCTANT_DUMP"), "wb");
+		dumped = d && fwrite(crash_img, 1, isz, d) == isz;
+		if (d)
+			fclose(d);
+		fprintf(stderr, "crash image of cut %llu %s %s\n",
+			(unsigned long long)seed, dumped ? "written to" :
+			"could not be written to", getenv("OCTANT_DUMP"));
+	}
 }
 
 struct trig {

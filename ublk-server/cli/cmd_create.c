@@ -122,7 +122,7 @@ int cmd_create(int argc, char **argv)
 	if (r == -EINVAL) {
 		fprintf(stderr, "ublk-flash: create: unsupported geometry (page "
 			"size 4096/8192/16384, pages per block a power of 2 in "
-			"4..1024, oob 32..1024, over-provision 1..1000 %%)\n");
+			"4..1024, oob 48..1024, over-provision 1..1000 %%)\n");
 		return EXIT_USAGE;
 	}
 	snprintf(what, sizeof(what), "create: %s", argv[optind]);

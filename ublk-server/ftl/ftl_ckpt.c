@@ -105,7 +105,7 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 	memset(pb, 0, g->ps);
 	h = (struct ftl_ckpt_hdr *)pb;
 	memcpy(h->magic, FTL_CKPT_MAGIC, 8);
-	h->version = FTL_FMT_VERSION;
+	h->version = FTL_CKPT_VERSION;
 	h->hdr_size = sizeof(*h);
 	h->gen = gen;
 	h->seq = f->seq;
@@ -167,7 +167,8 @@ static int read_hdr(struct ftl *f, uint32_t slot, struct ftl_ckpt_hdr *h,
 	memcpy(&t, pb, sizeof(t));
 	*h = t;
 	t.crc = 0;
-	if (memcmp(t.magic, FTL_CKPT_MAGIC, 8) || t.version != FTL_FMT_VERSION ||
+	if (memcmp(t.magic, FTL_CKPT_MAGIC, 8) || !t.version ||
+	    t.version > FTL_CKPT_VERSION ||
 	    t.hdr_size != sizeof(t) || oct_crc32c(0, &t, sizeof(t)) != h->crc)
 		return -EBADMSG;
 	if (t.gen != o->seq || t.gen % FTL_CKPT_SLOTS != slot ||
@@ -221,6 +222,8 @@ static int load_payload(struct ftl *f, const struct ftl_ckpt_hdr *h)
 		return -EBADMSG;
 	for (uint32_t l = 0; l < g->nlpn; l++) {
 		uint32_t p = f->map[l];
+		if (p == FTL_DAMAGED && h->version >= 2)
+			continue;
 		if (p != FTL_UNMAPPED &&
 		    (p >= total || p / g->ppb < g->ckpt_blocks))
 			return -EBADMSG;
@@ -282,7 +285,7 @@ static void apply(struct ftl *f, const struct ftl_ckpt_hdr *h)
 			f->state[b] = FTL_BLK_FULL;
 	}
 	f->ckpt_gen = h->gen;
-	f->ckpt_seq = f->seq = h->seq;
+	f->ckpt_seq = f->seq = f->flushed_seq = h->seq;
 	f->base = h->cnt;
 }
 

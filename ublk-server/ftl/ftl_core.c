@@ -104,7 +104,8 @@ void ftl_rebuild_lists(struct ftl *f)
 		uint32_t p = f->map[l];
 		if (p == FTL_UNMAPPED)
 			continue;
-		f->valid[p / g->ppb]++;
+		if (p != FTL_DAMAGED)
+			f->valid[p / g->ppb]++;
 		f->mapped++;
 	}
 	f->nfree = f->npend = 0;

@@ -83,6 +83,13 @@ static int check_blocks(struct ftl *f, struct fsck *k)
 		if (p == FTL_UNMAPPED)
 			continue;
 		k->mapped++;
+		if (p == FTL_DAMAGED) {
+			finding(k, true, "logical page %u: flushed data lost to "
+				"media damage (reads fail with EIO until it is "
+				"rewritten; --repair unmaps it: zeroes)", l);
+			k->bad_lpn[k->nbad++] = l;
+			continue;
+		}
 		b = p / g->ppb;
 		if (seen[p / 8] & (1 << (p % 8)))
 			why = "shares its page with another logical page";
@@ -212,6 +219,16 @@ static int check(const char *path, struct fsck *k)
 		if (r)
 			goto out;
 	}
+	if (f->rf_lost)
+		finding(k, true, "%llu page%s written before the last recorded "
+			"flush fail%s the CRC: media damage, not a torn write",
+			(unsigned long long)f->rf_lost, f->rf_lost > 1 ? "s" : "",
+			f->rf_lost > 1 ? "" : "s");
+	if (f->rf_lost_trims)
+		finding(k, true, "%llu trim record%s written before the last "
+			"recorded flush damaged: discarded data may read back",
+			(unsigned long long)f->rf_lost_trims,
+			f->rf_lost_trims > 1 ? "s" : "");
 	if (f->base.nand_violations)
 		finding(k, true, "%llu NAND rule violations were counted",
 			(unsigned long long)f->base.nand_violations);

@@ -3,8 +3,12 @@
  * Recovery: roll forward from the checkpoint over the blocks written since
  * (found by the sequence number in the OOB of their first page, plus the
  * blocks that were open), or rebuild everything from the OOB of every
- * block (--scan).  Pages are applied in sequence order; a page whose data
- * does not match its OOB crc (torn or lost program) is ignored.
+ * block (--scan).  Pages are applied in sequence order.  A page whose data
+ * does not match its OOB crc is a torn program when it is newer than the
+ * newest flush the log recorded (the flush records in the OOB), and is
+ * ignored; at or below it, the page had been flushed: media damage, and
+ * its logical page reads as EIO (FTL_DAMAGED) unless an intact page with
+ * the same content is still mapped.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -12,6 +16,8 @@
 
 #include "crc32c.h"
 #include "ftl-int.h"
+
+#define REC_BAD 0x80      /* kind flag: data does not match its crc */
 
 struct rec {
 	uint64_t seq;
@@ -51,10 +57,11 @@ static int cmp_rec(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Collect the usable records of block @b newer than @after. */
+/* Collect the records of block @b newer than @after (those whose data
+ * fails its crc flagged REC_BAD); raise *flushed to its flush records. */
 static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 		      struct recs *rs, uint64_t *bmax, uint32_t *ec,
-		      uint32_t *used, int *bstream)
+		      uint32_t *used, int *bstream, uint64_t *flushed)
 {
 	const struct ftl_geom *g = &f->g;
 	uint32_t maxr = (g->ps - sizeof(struct ftl_trim)) /
@@ -81,16 +88,32 @@ static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 		const struct ftl_trim *t = (const struct ftl_trim *)f->gcbuf;
 		struct rec *x;
 
-		if (!ftl_oob_ok(o) || o->seq <= after ||
+		bool bad;
+
+		if (!ftl_oob_ok(o) ||
 		    (o->kind != FTL_OOB_DATA && o->kind != FTL_OOB_TRIM))
+			continue;
+		if (ftl_oob_flushed(o, g->oob) > *flushed)
+			*flushed = ftl_oob_flushed(o, g->oob);
+		if (o->seq <= after)
 			continue;
 		if (o->kind == FTL_OOB_DATA && o->lpn >= g->nlpn)
 			continue;
 		r = nand_read(f->nand, ppn, 0, f->gcbuf, g->ps);
 		if (r)
 			return r;
-		if (oct_crc32c(0, f->gcbuf, g->ps) != o->data_crc)
-			continue;       /* torn or lost */
+		bad = oct_crc32c(0, f->gcbuf, g->ps) != o->data_crc;
+		if (bad) {      /* torn, or damaged: decided once all is read */
+			r = push((void **)&rs->r, &rs->n, &rs->cap,
+				 sizeof(*rs->r));
+			if (r)
+				return r;
+			x = &rs->r[rs->n - 1];
+			*x = (struct rec){ .seq = o->seq, .ppn = (uint32_t)ppn,
+				.lpn = o->lpn, .kind = o->kind | REC_BAD,
+				.stream = (uint8_t)o->stream, .crc = o->data_crc };
+			continue;
+		}
 		if (o->kind == FTL_OOB_TRIM &&
 		    (t->magic != FTL_TRIM_MAGIC || t->n > maxr))
 			continue;
@@ -127,25 +150,22 @@ static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 }
 
 /*
- * A GC copy is redundant when the page it was copied from is still mapped
- * and intact (same logical page, older, same data CRC as the copy, data
- * matches it): a crash froze the GC
- * before the victim was erased.  Keeping the original leaves the copies
- * invalid, so the half-used GC block is reclaimable at once and a crash
- * during GC never eats free space.
+ * Is @lpn still mapped to an intact page older than @seq holding the data
+ * whose CRC is @crc?
  */
-static bool copy_redundant(struct ftl *f, const struct rec *x)
+static bool same_older(struct ftl *f, uint32_t lpn, uint64_t seq, uint32_t crc)
 {
-	uint32_t old = f->map[x->lpn], ob, wp;
+	uint32_t old = f->map[lpn], ob, wp;
 	uint8_t oob[1024];
 	const struct ftl_oob *o = (const struct ftl_oob *)oob;
 	int r;
 
-	if (x->stream != STREAM_GC || old == FTL_UNMAPPED ||
+	if (old == FTL_UNMAPPED || old == FTL_DAMAGED ||
+	    old >= (uint64_t)f->g.nblocks * f->g.ppb ||
 	    nand_read_oob(f->nand, old, oob) || !ftl_oob_ok(o) ||
-	    o->kind != FTL_OOB_DATA || o->lpn != x->lpn || o->seq >= x->seq ||
-	    o->data_crc != x->crc)
-		return false;           /* not the page it was copied from */
+	    o->kind != FTL_OOB_DATA || o->lpn != lpn || o->seq >= seq ||
+	    o->data_crc != crc)
+		return false;           /* not the same content */
 	/* read it whatever the block's write pointer says, and leave that
 	 * pointer as it was (it may be a stream's, placed already) */
 	ob = old / f->g.ppb;
@@ -156,10 +176,41 @@ static bool copy_redundant(struct ftl *f, const struct rec *x)
 	return !r && oct_crc32c(0, f->gcbuf, f->g.ps) == o->data_crc;
 }
 
+/*
+ * A GC copy is redundant when the page it was copied from is still mapped
+ * and intact (same logical page, older, same data CRC as the copy, data
+ * matches it): a crash froze the GC before the victim was erased.  Keeping
+ * the original leaves the copies invalid, so the half-used GC block is
+ * reclaimable at once and a crash during GC never eats free space.
+ */
+static bool copy_redundant(struct ftl *f, const struct rec *x)
+{
+	return x->stream == STREAM_GC && same_older(f, x->lpn, x->seq, x->crc);
+}
+
+/*
+ * A page whose data fails its CRC although it is not newer than the last
+ * recorded flush (@x, REC_BAD): flushed data lost to media damage.  Unless
+ * the page still mapped holds the same content (a GC copy's source), the
+ * logical page becomes FTL_DAMAGED: reads fail with EIO, fsck reports it;
+ * never the older version.  A damaged trim record is counted (fsck).
+ */
+static void apply_damaged(struct ftl *f, const struct rec *x)
+{
+	if ((x->kind & ~REC_BAD) == FTL_OOB_TRIM) {
+		f->rf_lost_trims++;
+		return;
+	}
+	if (same_older(f, x->lpn, x->seq, x->crc))
+		return;
+	f->map[x->lpn] = FTL_DAMAGED;
+	f->rf_lost++;
+}
+
 static bool block_has_valid(const struct ftl *f, uint32_t b)
 {
 	for (uint32_t l = 0; l < f->g.nlpn; l++)
-		if (f->map[l] != FTL_UNMAPPED && f->map[l] / f->g.ppb == b)
+		if (f->map[l] < FTL_DAMAGED && f->map[l] / f->g.ppb == b)
 			return true;
 	return false;
 }
@@ -191,9 +242,11 @@ int ftl_roll_forward(struct ftl *f, bool full)
 	const struct ftl_geom *g = &f->g;
 	struct recs rs = { 0 };
 	uint64_t maxseq = f->seq, best_seq[FTL_NSTREAMS] = { 0 };
+	uint64_t flushed = full ? 0 : f->ckpt_seq;
 	uint32_t best[FTL_NSTREAMS], best_used[FTL_NSTREAMS];
 	int r = 0;
 
+	f->rf_lost = f->rf_lost_trims = 0;
 	for (unsigned s = 0; s < FTL_NSTREAMS; s++)
 		best[s] = FTL_NONE;
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks && !r; b++) {
@@ -205,7 +258,7 @@ int ftl_roll_forward(struct ftl *f, bool full)
 			continue;
 		nand_set_block(f->nand, b, g->ppb, ec);  /* read everything */
 		r = scan_block(f, b, full ? 0 : f->ckpt_seq, &rs, &bmax, &ec,
-			       &used, &bs);
+			       &used, &bs, &flushed);
 		if (r)
 			break;
 		if (bmax && bs >= 0 && bs < (int)FTL_NSTREAMS &&
@@ -236,6 +289,11 @@ int ftl_roll_forward(struct ftl *f, bool full)
 	for (size_t i = 0; i < rs.n; i++) {
 		const struct rec *x = &rs.r[i];
 
+		if (x->kind & REC_BAD) {
+			if (x->seq <= flushed)
+				apply_damaged(f, x);
+			continue;       /* else torn: never acknowledged */
+		}
 		if (x->kind == FTL_OOB_DATA) {
 			if (!copy_redundant(f, x))
 				f->map[x->lpn] = x->ppn;
