@@ -233,6 +233,62 @@ static void flushed_damage(void)
 	T_CHECK(ftl_close(f) == 0, "close");
 }
 
+/* Store the bytes of mem backing @b (engine @f, abandoned: a crash) in img,
+ * with byte @at flipped (none if @at is 0). */
+static void crash_to_file(struct ftl *f, struct nand_backing *b, uint64_t isz,
+			  uint64_t at)
+{
+	uint64_t bsz;
+	uint8_t *copy = malloc(isz), *bytes = nand_mem_bytes(b, &bsz);
+	int fd;
+
+	memcpy(copy, bytes, isz);
+	ftl_abandon(f);
+	if (at)
+		copy[at] ^= 0x20;
+	fd = open(img, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	T_CHECK(fd >= 0 && write(fd, copy, isz) == (ssize_t)isz, "store");
+	close(fd);
+	free(copy);
+}
+
+/*
+ * Bug 5: after an unclean shutdown fsck excused every damaged checkpoint
+ * slot (as if the crash had torn it) and reported an older damaged slot
+ * only after the next mount.  Only the slot the next checkpoint was being
+ * written to may be torn by a crash.
+ */
+static void old_slot_damaged(void)
+{
+	struct ftl_create_opts c = { .size = 1u << 20, .align = FTL_ALIGN_ODD,
+		.pages_per_block = 8, .op_permille = 250 };
+	uint64_t isz = ftl_test_image_size(&c), gen, slot_page;
+	struct nand_backing *b;
+	struct ftl *f = NULL;
+	uint8_t w[4096];
+
+	fprintf(stderr, "--- older checkpoint slot damaged, unclean shutdown\n");
+	memset(w, 0x33, sizeof(w));
+	T_CHECK(nand_backing_mem(isz, false, &b) == 0, "mem");
+	T_CHECK(ftl_create_backing(b, &c) == 0, "create");
+	T_CHECK(ftl_open_backing(b, NULL, &f) == 0, "open");
+	if (!f)
+		return;
+	/* crash twice: the newest checkpoint is not a clean one */
+	for (int i = 0; i < 3; i++) {
+		T_CHECK(ftl_write(f, w, 0, sizeof(w), 0) == 0 &&
+			ftl_flush(f) == 0, "write");
+		T_CHECK(ftl_ckpt_write(f, false) == 0, "checkpoint");
+	}
+	gen = f->ckpt_gen;
+	/* the slot of gen - 2: neither the newest nor the one a crash cuts */
+	slot_page = ftl_ckpt_slot_page(f, gen - 2, 0);
+	crash_to_file(f, b, isz, 8192 + slot_page * 4096 + 100);
+	T_EQ_U64(fsck(false), 4, "damaged older slot after a crash: reported");
+	T_EQ_U64(fsck(true), 1, "repaired");
+	T_EQ_U64(fsck(false), 0, "clean after repair");
+}
+
 int main(void)
 {
 	snprintf(img, sizeof(img), "%s/ftl-repro-%d.img",
@@ -242,6 +298,7 @@ int main(void)
 	eio();
 	old_ckpt();
 	flushed_damage();
+	old_slot_damaged();
 	unlink(img);
 	return t_result();
 }

@@ -83,6 +83,8 @@ struct ftl_trim {
 #define FTL_CKPT_SLOTS 4u
 #define FTL_CKPT_CLEAN 0x1u       /* written by a clean close */
 #define FTL_NSTREAMS   2u         /* open blocks: host writes, GC/WL copies */
+#define FTL_SEQ_MAX    (1ull << 48) /* sequence numbers and generations stay
+                                     below (a checkpoint above is damaged) */
 #define FTL_UNMAPPED   0xffffffffu
 #define FTL_DAMAGED    0xfffffffeu /* map: flushed data lost to media damage
                                      (reads fail with EIO until rewritten) */

@@ -82,6 +82,8 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 
 	if (f->readonly)
 		return -EROFS;
+	if (f->seq > FTL_SEQ_MAX || gen > FTL_SEQ_MAX)
+		return -EOVERFLOW;      /* never write one open would refuse */
 	r = ftl_sync(f);
 	if (r)
 		return r;
@@ -171,13 +173,51 @@ static int read_hdr(struct ftl *f, uint32_t slot, struct ftl_ckpt_hdr *h,
 	    t.version > FTL_CKPT_VERSION ||
 	    t.hdr_size != sizeof(t) || oct_crc32c(0, &t, sizeof(t)) != h->crc)
 		return -EBADMSG;
-	if (t.gen != o->seq || t.gen % FTL_CKPT_SLOTS != slot ||
+	if (t.gen != o->seq || t.gen % FTL_CKPT_SLOTS != slot || !t.gen ||
+	    t.gen > FTL_SEQ_MAX || t.seq > FTL_SEQ_MAX ||
 	    t.nlpn != f->g.nlpn || t.nblocks != f->g.nblocks ||
 	    t.payload_pages != f->g.payload_pages ||
 	    memcmp(t.uuid, f->sb.uuid, 16) || (t.flags & ~FTL_CKPT_CLEAN) ||
 	    t.cnt.last_mount > FTL_MOUNT_SCAN)
 		return -EBADMSG;
 	return 0;
+}
+
+/*
+ * Every map entry against the rest: inside a data block that is open or
+ * full, below the write pointer of an open one, no page shared by two
+ * logical pages; FTL_DAMAGED only from version 2.
+ */
+static int check_map(struct ftl *f, const struct ftl_ckpt_hdr *h,
+		     const struct ftl_ckpt_blk *tab, uint64_t total)
+{
+	const struct ftl_geom *g = &f->g;
+	uint8_t *seen = calloc(total / 8 + 1, 1);
+	int r = 0;
+
+	if (!seen)
+		return -ENOMEM;
+	for (uint32_t l = 0; l < g->nlpn && !r; l++) {
+		uint32_t p = f->map[l], b, wp = g->ppb;
+
+		if (p == FTL_UNMAPPED || (p == FTL_DAMAGED && h->version >= 2))
+			continue;
+		b = p / g->ppb;
+		if (p >= total || b < g->ckpt_blocks ||
+		    (seen[p / 8] & (1u << (p % 8))) ||
+		    (tab[b].state != FTL_BLK_OPEN && tab[b].state != FTL_BLK_FULL)) {
+			r = -EBADMSG;
+			break;
+		}
+		seen[p / 8] |= (uint8_t)(1u << (p % 8));
+		for (unsigned s = 0; s < FTL_NSTREAMS; s++)
+			if (h->open[s].blk == b)
+				wp = h->open[s].wp;
+		if (p % g->ppb >= wp)
+			r = -EBADMSG;
+	}
+	free(seen);
+	return r;
 }
 
 /* Load and check the payload of @h into the engine; -EBADMSG if bad. */
@@ -220,14 +260,6 @@ static int load_payload(struct ftl *f, const struct ftl_ckpt_hdr *h)
 	}
 	if (crc != h->payload_crc)
 		return -EBADMSG;
-	for (uint32_t l = 0; l < g->nlpn; l++) {
-		uint32_t p = f->map[l];
-		if (p == FTL_DAMAGED && h->version >= 2)
-			continue;
-		if (p != FTL_UNMAPPED &&
-		    (p >= total || p / g->ppb < g->ckpt_blocks))
-			return -EBADMSG;
-	}
 	for (uint32_t b = 0; b < g->nblocks; b++) {
 		bool ck = b < g->ckpt_blocks;
 		if (tab[b].state > FTL_BLK_CKPT || tab[b].pad[0] || tab[b].pad[1] ||
@@ -240,10 +272,11 @@ static int load_payload(struct ftl *f, const struct ftl_ckpt_hdr *h)
 		if (b == FTL_NONE)
 			continue;
 		if (b >= g->nblocks || tab[b].state != FTL_BLK_OPEN ||
-		    h->open[s].wp > g->ppb)
+		    h->open[s].wp > g->ppb ||
+		    (s && h->open[0].blk == b))
 			return -EBADMSG;
 	}
-	return 0;
+	return check_map(f, h, tab, total);
 }
 
 /* Take over a loaded checkpoint: block states, nand state, streams. */

@@ -212,8 +212,8 @@ static int check(const char *path, struct fsck *k)
 	if (!(flags & FTL_CKPT_CLEAN) || marker || f->ckpt_fallback) {
 		k->dirty = true;
 		finding(k, false, "%s: the next open rolls forward from "
-			"checkpoint %llu", f->ckpt_fallback ? "a newer checkpoint "
-			"may be lost" : "not cleanly closed",
+			"checkpoint %llu", f->ckpt_fallback ? "a checkpoint slot "
+			"is damaged" : "not cleanly closed",
 			(unsigned long long)k->gen);
 		r = ftl_roll_forward(f, false);
 		if (r)
