@@ -97,6 +97,24 @@ static void enospc(void)
 	T_EQ_U64(fsck(false), 0, "enospc: fsck after writes");
 }
 
+/* Bug 1 again (seed 2080798636, cut 2080804878401881, long mode, 1m): a
+ * crash during GC; recovery kept the victims' pages and dropped their
+ * copies, so the GC blocks, taken from the reserve, held only garbage and
+ * GC had nowhere to copy to: 0 free blocks, ENOSPC. */
+static void enospc_gc(void)
+{
+	struct ftl *f = NULL;
+
+	unpack("powercut-enospc-gc");
+	T_CHECK(ftl_open(img, NULL, &f) == 0, "open");
+	if (!f)
+		return;
+	write_some(f, 64, "enospc-gc");
+	check_stats(f, "enospc-gc after writes");
+	T_CHECK(ftl_close(f) == 0, "close");
+	T_EQ_U64(fsck(false), 0, "enospc-gc: fsck after writes");
+}
+
 /* Bug 2: the stream's block reopened at page 7 but the NAND write pointer
  * left at 8: the first write is EIO and a violation is persisted. */
 static void eio(void)
@@ -295,6 +313,7 @@ int main(void)
 		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
 	out = stderr;
 	enospc();
+	enospc_gc();
 	eio();
 	old_ckpt();
 	flushed_damage();

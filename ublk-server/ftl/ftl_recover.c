@@ -177,18 +177,6 @@ static bool same_older(struct ftl *f, uint32_t lpn, uint64_t seq, uint32_t crc)
 }
 
 /*
- * A GC copy is redundant when the page it was copied from is still mapped
- * and intact (same logical page, older, same data CRC as the copy, data
- * matches it): a crash froze the GC before the victim was erased.  Keeping
- * the original leaves the copies invalid, so the half-used GC block is
- * reclaimable at once and a crash during GC never eats free space.
- */
-static bool copy_redundant(struct ftl *f, const struct rec *x)
-{
-	return x->stream == STREAM_GC && same_older(f, x->lpn, x->seq, x->crc);
-}
-
-/*
  * A page whose data fails its CRC although it is not newer than the last
  * recorded flush (@x, REC_BAD): flushed data lost to media damage.  Unless
  * the page still mapped holds the same content (a GC copy's source), the
@@ -294,9 +282,14 @@ int ftl_roll_forward(struct ftl *f, bool full)
 				apply_damaged(f, x);
 			continue;       /* else torn: never acknowledged */
 		}
+		/* a GC copy takes over from its source like any newer page,
+		 * even if the source is still there (the crash came before
+		 * its block was erased): the victim then holds no valid page
+		 * and GC frees it by an erase alone.  Keeping the source
+		 * instead left the copies as garbage in blocks taken from the
+		 * reserve, and GC with nowhere to copy to (ENOSPC). */
 		if (x->kind == FTL_OOB_DATA) {
-			if (!copy_redundant(f, x))
-				f->map[x->lpn] = x->ppn;
+			f->map[x->lpn] = x->ppn;
 			continue;
 		}
 		for (uint32_t k = 0; k < x->n; k++) {
