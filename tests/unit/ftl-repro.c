@@ -103,16 +103,21 @@ static void enospc(void)
  * GC had nowhere to copy to: 0 free blocks, ENOSPC. */
 static void enospc_gc(void)
 {
-	struct ftl *f = NULL;
+	for (int cb = 0; cb < 2; cb++) {
+		struct ftl_open_opts o = { .gc = cb ? FTL_GC_COST_BENEFIT :
+					   FTL_GC_GREEDY };
+		struct ftl *f = NULL;
 
-	unpack("powercut-enospc-gc");
-	T_CHECK(ftl_open(img, NULL, &f) == 0, "open");
-	if (!f)
-		return;
-	write_some(f, 64, "enospc-gc");
-	check_stats(f, "enospc-gc after writes");
-	T_CHECK(ftl_close(f) == 0, "close");
-	T_EQ_U64(fsck(false), 0, "enospc-gc: fsck after writes");
+		unpack("powercut-enospc-gc");
+		fprintf(stderr, "(%s GC)\n", cb ? "cost-benefit" : "greedy");
+		T_CHECK(ftl_open(img, &o, &f) == 0, "open");
+		if (!f)
+			return;
+		write_some(f, 64, "enospc-gc");
+		check_stats(f, "enospc-gc after writes");
+		T_CHECK(ftl_close(f) == 0, "close");
+		T_EQ_U64(fsck(false), 0, "enospc-gc: fsck after writes");
+	}
 }
 
 /* Bug 2: the stream's block reopened at page 7 but the NAND write pointer

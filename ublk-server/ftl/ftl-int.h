@@ -62,8 +62,8 @@ struct ftl {
 	uint64_t sync_gen;           /* completed nand_syncs */
 	uint64_t flushed_seq;        /* f->seq at the last completed sync: goes
 	                                into every page's flush record */
-	uint64_t rf_lost, rf_lost_trims; /* roll-forward: flushed data pages /
-	                                trim records found damaged */
+	uint64_t rf_lost, rf_lost_trims; /* after roll-forward: logical pages
+	                                lost to damage, damaged trim records */
 	uint64_t ckpt_gen, ckpt_seq; /* newest durable checkpoint */
 	bool ckpt_fallback;          /* a damaged slot may have held a newer
 	                                one: roll forward, never a clean mount */

@@ -219,11 +219,6 @@ static int check(const char *path, struct fsck *k)
 		if (r)
 			goto out;
 	}
-	if (f->rf_lost)
-		finding(k, true, "%llu page%s written before the last recorded "
-			"flush fail%s the CRC: media damage, not a torn write",
-			(unsigned long long)f->rf_lost, f->rf_lost > 1 ? "s" : "",
-			f->rf_lost > 1 ? "" : "s");
 	if (f->rf_lost_trims)
 		finding(k, true, "%llu trim record%s written before the last "
 			"recorded flush damaged: discarded data may read back",

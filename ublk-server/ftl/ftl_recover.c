@@ -189,10 +189,8 @@ static void apply_damaged(struct ftl *f, const struct rec *x)
 		f->rf_lost_trims++;
 		return;
 	}
-	if (same_older(f, x->lpn, x->seq, x->crc))
-		return;
-	f->map[x->lpn] = FTL_DAMAGED;
-	f->rf_lost++;
+	if (!same_older(f, x->lpn, x->seq, x->crc))
+		f->map[x->lpn] = FTL_DAMAGED;   /* a newer page may still win */
 }
 
 static bool block_has_valid(const struct ftl *f, uint32_t b)
@@ -320,6 +318,8 @@ int ftl_roll_forward(struct ftl *f, bool full)
 		f->state[b] = FTL_BLK_OPEN;
 		nand_set_block(f->nand, b, best_used[s], nand_block_ec(f->nand, b));
 	}
+	for (uint32_t l = 0; l < g->nlpn; l++)
+		f->rf_lost += f->map[l] == FTL_DAMAGED;
 	/*
 	 * Pages not taken (torn, or whose block was not recognised) may carry
 	 * any number up to ckpt_seq + seq_gap: new numbers start above, so the
