@@ -20,7 +20,7 @@ static void usage(FILE *out)
 		"                         (alignment_offset 3584); 1m: no shift\n"
 		"  --page-size N          flash page: 4096 (default), 8192, 16384\n"
 		"  --pages-per-block N    pages per erase block, power of 2 (64)\n"
-		"  --oob-size N           out-of-band bytes per page (64)\n"
+		"  --oob-size N           out-of-band bytes per page, 48..1024 (64)\n"
 		"  --over-provision PCT   spare flash, percent of SIZE (7)\n"
 		"  --force                overwrite an existing image or signature\n"
 		"Exit: 0 ok; 2 usage; 3 I/O error; 5 IMG holds data (use --force).\n");
