@@ -64,6 +64,7 @@ struct ftl {
 	                                into every page's flush record */
 	uint64_t rf_lost, rf_lost_trims; /* after roll-forward: logical pages
 	                                lost to damage, damaged trim records */
+	uint64_t rf_lost_unknown;    /* flushed pages whose OOB is damaged */
 	uint64_t ckpt_gen, ckpt_seq; /* newest durable checkpoint */
 	bool ckpt_fallback;          /* a damaged slot may have held a newer
 	                                one: roll forward, never a clean mount */

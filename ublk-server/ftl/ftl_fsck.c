@@ -219,6 +219,14 @@ static int check(const char *path, struct fsck *k)
 		if (r)
 			goto out;
 	}
+	if (f->rf_lost_unknown)
+		finding(k, true, "%llu page%s written before the last recorded "
+			"flush ha%s a damaged OOB record: %s logical page is "
+			"unknown and may read an older version",
+			(unsigned long long)f->rf_lost_unknown,
+			f->rf_lost_unknown > 1 ? "s" : "",
+			f->rf_lost_unknown > 1 ? "ve" : "s",
+			f->rf_lost_unknown > 1 ? "their" : "its");
 	if (f->rf_lost_trims)
 		finding(k, true, "%llu trim record%s written before the last "
 			"recorded flush damaged: discarded data may read back",

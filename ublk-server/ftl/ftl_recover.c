@@ -18,6 +18,8 @@
 #include "ftl-int.h"
 
 #define REC_BAD 0x80      /* kind flag: data does not match its crc */
+#define REC_LOST 0x40     /* kind: a page whose OOB record is damaged, seq
+                             the next record's (it was programmed before) */
 
 struct rec {
 	uint64_t seq;
@@ -57,6 +59,65 @@ static int cmp_rec(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+static bool oob_zero(const uint8_t *o, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (o[i])
+			return false;
+	return true;
+}
+
+static bool usable(const struct ftl_oob *o)
+{
+	return ftl_oob_ok(o) &&
+	       (o->kind == FTL_OOB_DATA || o->kind == FTL_OOB_TRIM);
+}
+
+/*
+ * Pages of block @b (OOB in f->oobbuf) whose OOB record does not check out
+ * (and is not blank) between two that do, of one erase cycle (same erase
+ * count, rising seq), the first newer than @after: pages are programmed in
+ * order, so each was written after the checkpoint and before the second
+ * record; if that one was flushed, so was it.  Their logical page is
+ * unknown: they are counted (REC_LOST), for fsck to report.
+ */
+static int lost_records(struct ftl *f, uint32_t b, uint64_t after,
+			struct recs *rs)
+{
+	const struct ftl_geom *g = &f->g;
+	const struct ftl_oob *prev = NULL;
+	uint32_t pp = 0;
+
+	for (uint32_t pg = 0; pg < g->ppb; pg++) {
+		const struct ftl_oob *o =
+			(const struct ftl_oob *)(f->oobbuf + (size_t)pg * g->oob);
+
+		if (!usable(o))
+			continue;
+		if (prev && pg > pp + 1 && prev->seq > after &&
+		    prev->ec == o->ec && prev->seq < o->seq) {
+			for (uint32_t k = pp + 1; k < pg; k++) {
+				const uint8_t *ko = f->oobbuf + (size_t)k * g->oob;
+				struct rec *x;
+				int r;
+
+				if (oob_zero(ko, sizeof(struct ftl_oob)))
+					continue;
+				r = push((void **)&rs->r, &rs->n, &rs->cap,
+					 sizeof(*rs->r));
+				if (r)
+					return r;
+				x = &rs->r[rs->n - 1];
+				*x = (struct rec){ .seq = o->seq, .kind = REC_LOST,
+					.ppn = b * g->ppb + k };
+			}
+		}
+		prev = o;
+		pp = pg;
+	}
+	return 0;
+}
+
 /* Collect the records of block @b newer than @after (those whose data
  * fails its crc flagged REC_BAD); raise *flushed to its flush records. */
 static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
@@ -72,6 +133,9 @@ static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 	*used = 0;
 	*bstream = -1;
 	r = nand_read_block_oob(f->nand, b, f->oobbuf);
+	if (r)
+		return r;
+	r = lost_records(f, b, after, rs);
 	if (r)
 		return r;
 	/* pages up to the last OOB that is not all zero may hold something */
@@ -214,7 +278,9 @@ static bool is_candidate(struct ftl *f, uint32_t b, bool full)
 		return true;
 	if (nand_read_oob(f->nand, (uint64_t)b * f->g.ppb, oob))
 		return true;            /* can't tell: look closer */
-	return ftl_oob_ok(o) && o->seq > f->ckpt_seq &&
+	if (!ftl_oob_ok(o))             /* damaged: pages after it may count */
+		return !oob_zero(oob, f->g.oob);
+	return o->seq > f->ckpt_seq &&
 	       (o->kind == FTL_OOB_DATA || o->kind == FTL_OOB_TRIM);
 }
 
@@ -232,7 +298,7 @@ int ftl_roll_forward(struct ftl *f, bool full)
 	uint32_t best[FTL_NSTREAMS], best_used[FTL_NSTREAMS];
 	int r = 0;
 
-	f->rf_lost = f->rf_lost_trims = 0;
+	f->rf_lost = f->rf_lost_trims = f->rf_lost_unknown = 0;
 	for (unsigned s = 0; s < FTL_NSTREAMS; s++)
 		best[s] = FTL_NONE;
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks && !r; b++) {
@@ -275,6 +341,10 @@ int ftl_roll_forward(struct ftl *f, bool full)
 	for (size_t i = 0; i < rs.n; i++) {
 		const struct rec *x = &rs.r[i];
 
+		if (x->kind == REC_LOST) {
+			f->rf_lost_unknown += x->seq <= flushed;
+			continue;
+		}
 		if (x->kind & REC_BAD) {
 			if (x->seq <= flushed)
 				apply_damaged(f, x);
