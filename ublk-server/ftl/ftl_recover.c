@@ -151,7 +151,6 @@ static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 		uint64_t ppn = (uint64_t)b * g->ppb + pg;
 		const struct ftl_trim *t = (const struct ftl_trim *)f->gcbuf;
 		struct rec *x;
-
 		bool bad;
 
 		if (!ftl_oob_ok(o) ||
@@ -371,8 +370,8 @@ int ftl_roll_forward(struct ftl *f, bool full)
 	/*
 	 * Each stream goes on in its newest block, past anything written
 	 * there, so a crash does not cost the rest of those blocks; but not
-	 * in a block left without a valid page (its copies were redundant,
-	 * its pages superseded): as a full block GC reclaims it at once,
+	 * in a block left without a valid page (all its pages superseded):
+	 * as a full block GC reclaims it at once,
 	 * left open it would hold its pages out of reach while the free
 	 * blocks run out.
 	 */
