@@ -21,7 +21,7 @@ static void usage(FILE *out)
 		"                         (alignment_offset 3584); 1m: no shift\n"
 		"  --page-size N          flash page: 4096 (default), 8192, 16384\n"
 		"  --pages-per-block N    pages per erase block, power of 2 (64)\n"
-		"  --oob-size N           out-of-band bytes per page (64)\n"
+		"  --oob-size N           out-of-band bytes per page, 48..1024 (64)\n"
 		"  --over-provision PCT   spare flash, percent of SIZE (7)\n"
 		"  --force                overwrite an existing image or signature\n"
 		"Exit: 0 ok; 2 usage (a bad value, a size the geometry cannot\n"
@@ -194,7 +194,7 @@ int cmd_create(int argc, char **argv)
 	if (r == -EINVAL) {         /* checked above: the limits drifted */
 		fprintf(stderr, "ublk-flash: create: unsupported geometry (page "
 			"size 4096/8192/16384, pages per block a power of 2 in "
-			"4..1024, oob 32..1024, over-provision 1..1000 %%)\n");
+			"4..1024, oob 48..1024, over-provision 1..1000 %%)\n");
 		return EXIT_USAGE;
 	}
 	if (r == -ENOSPC) {

@@ -38,6 +38,27 @@ struct ftl_oob {
 } __attribute__((packed));
 _Static_assert(sizeof(struct ftl_oob) == 32, "oob size");
 
+/* ---- flush record: OOB bytes 32..47 of data and trim pages ---------------
+ * The newest sequence number known durable (every page up to it had been
+ * flushed) when this page was programmed.  Recovery takes the highest one
+ * it finds: a page at or below it whose data fails its CRC was flushed, so
+ * it is media damage (reported, read as EIO), never a torn write.  Written
+ * when oob_size >= FTL_OOB_FLUSH_MIN (create requires it); images without
+ * it recover as before (every CRC failure after the checkpoint is torn).
+ */
+#define FTL_OOB_FLUSH_MAGIC   0x4c46u   /* "FL" */
+#define FTL_OOB_FLUSH_VERSION 1u
+struct ftl_oob_flush {
+	uint64_t flushed;     /* every page with seq <= this was durable */
+	uint16_t magic;       /* FTL_OOB_FLUSH_MAGIC */
+	uint8_t  version;     /* FTL_OOB_FLUSH_VERSION */
+	uint8_t  pad;         /* 0 */
+	uint32_t crc;         /* crc32c of these 16 bytes with crc = 0,
+	                         seeded with the page's ftl_oob crc */
+} __attribute__((packed));
+_Static_assert(sizeof(struct ftl_oob_flush) == 16, "oob flush size");
+#define FTL_OOB_FLUSH_MIN 48u     /* oob_size that holds both records */
+
 /* ---- trim record: a page that unmaps logical page ranges ---------------- */
 #define FTL_TRIM_MAGIC 0x4d495254u  /* "TRIM" */
 struct ftl_trim_range {
@@ -57,10 +78,16 @@ struct ftl_trim {
  * marker.  Slots are used in turn (generation modulo FTL_CKPT_SLOTS).
  */
 #define FTL_CKPT_MAGIC "OCTCKPT1"
+#define FTL_CKPT_VERSION 2u       /* 2: the map may hold FTL_DAMAGED;
+                                     version 1 (no FTL_DAMAGED) is read too */
 #define FTL_CKPT_SLOTS 4u
 #define FTL_CKPT_CLEAN 0x1u       /* written by a clean close */
 #define FTL_NSTREAMS   2u         /* open blocks: host writes, GC/WL copies */
+#define FTL_SEQ_MAX    (1ull << 48) /* sequence numbers and generations stay
+                                     below (a checkpoint above is damaged) */
 #define FTL_UNMAPPED   0xffffffffu
+#define FTL_DAMAGED    0xfffffffeu /* map: flushed data lost to media damage
+                                     (reads fail with EIO until rewritten) */
 #define FTL_NONE       0xffffffffu
 
 #define FTL_BLKF_MAYBE_DIRTY 0x1  /* free, but may hold pages left by a crash */
@@ -96,7 +123,7 @@ struct ftl_ckpt_counters {
 
 struct ftl_ckpt_hdr {
 	char     magic[8];            /* FTL_CKPT_MAGIC */
-	uint32_t version;             /* FTL_FMT_VERSION */
+	uint32_t version;             /* FTL_CKPT_VERSION */
 	uint32_t hdr_size;            /* sizeof(struct ftl_ckpt_hdr) */
 	uint64_t gen;                 /* generation, 1 = written by create */
 	uint64_t seq;                 /* covers every page with seq <= this */

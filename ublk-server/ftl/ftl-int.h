@@ -44,7 +44,8 @@ struct ftl {
 	bool readonly;
 	struct ftl_open_opts o;
 
-	uint32_t *map;               /* lpn -> ppn, FTL_UNMAPPED; atomic */
+	uint32_t *map;               /* lpn -> ppn, FTL_UNMAPPED, FTL_DAMAGED;
+	                                atomic */
 	uint32_t *valid;             /* per block: valid pages */
 	uint8_t  *state;             /* per block: enum ftl_blk_state */
 	uint64_t *mtime;             /* per block: seq of last program */
@@ -59,7 +60,14 @@ struct ftl {
 	struct ftl_stream st[FTL_NSTREAMS];
 	uint64_t seq;                /* last sequence number used */
 	uint64_t sync_gen;           /* completed nand_syncs */
+	uint64_t flushed_seq;        /* f->seq at the last completed sync: goes
+	                                into every page's flush record */
+	uint64_t rf_lost, rf_lost_trims; /* after roll-forward: logical pages
+	                                lost to damage, damaged trim records */
+	uint64_t rf_lost_unknown;    /* flushed pages whose OOB is damaged */
 	uint64_t ckpt_gen, ckpt_seq; /* newest durable checkpoint */
+	bool ckpt_fallback;          /* a damaged slot may have held a newer
+	                                one: roll forward, never a clean mount */
 	uint32_t ckpt_interval, allocs_since_ckpt;
 	uint64_t seq_gap;            /* a checkpoint at least every seq_gap
 	                                programs; recovery skips this far */
@@ -90,6 +98,8 @@ void ftl_oob_fill(struct ftl_oob *o, uint8_t kind, uint16_t stream,
 		  uint32_t lpn, uint64_t seq, uint32_t ec, const void *data,
 		  uint32_t ps);
 bool ftl_oob_ok(const struct ftl_oob *o);
+void ftl_oob_set_flushed(void *oob, uint32_t oob_size, uint64_t flushed);
+uint64_t ftl_oob_flushed(const void *oob, uint32_t oob_size);
 
 /* ftl_open.c, ftl_stats.c */
 /* Size of a regular file or block device; -EISDIR for a directory,

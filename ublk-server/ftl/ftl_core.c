@@ -104,7 +104,8 @@ void ftl_rebuild_lists(struct ftl *f)
 		uint32_t p = f->map[l];
 		if (p == FTL_UNMAPPED)
 			continue;
-		f->valid[p / g->ppb]++;
+		if (p != FTL_DAMAGED)
+			f->valid[p / g->ppb]++;
 		f->mapped++;
 	}
 	f->nfree = f->npend = 0;
@@ -159,7 +160,7 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 			if (r)
 				return r;
 		}
-		if ((flags & FTL_CKPT_CLEAN) && !marker) {
+		if ((flags & FTL_CKPT_CLEAN) && !marker && !f->ckpt_fallback) {
 			f->mount_kind = FTL_MOUNT_CLEAN;
 		} else {
 			r = ftl_roll_forward(f, false);

@@ -12,6 +12,9 @@
 /* Geometry for create options, defaults filled in. */
 int ftl_create_opts_geom(const struct ftl_create_opts *o, struct ftl_geom *g)
 {
+	/* new images hold the flush record (older ones may have less) */
+	if (o->oob_size && o->oob_size < FTL_OOB_FLUSH_MIN)
+		return -EINVAL;
 	return ftl_geom_compute(g, o->size, o->align,
 				o->page_size ? o->page_size : 4096,
 				o->pages_per_block ? o->pages_per_block : 64,

@@ -83,6 +83,13 @@ static int check_blocks(struct ftl *f, struct fsck *k)
 		if (p == FTL_UNMAPPED)
 			continue;
 		k->mapped++;
+		if (p == FTL_DAMAGED) {
+			finding(k, true, "logical page %u: flushed data lost to "
+				"media damage (reads fail with EIO until it is "
+				"rewritten; --repair unmaps it: zeroes)", l);
+			k->bad_lpn[k->nbad++] = l;
+			continue;
+		}
 		b = p / g->ppb;
 		if (seen[p / 8] & (1 << (p % 8)))
 			why = "shares its page with another logical page";
@@ -202,14 +209,29 @@ static int check(const char *path, struct fsck *k)
 		if (r)
 			goto out;
 	}
-	if (!(flags & FTL_CKPT_CLEAN) || marker) {
+	if (!(flags & FTL_CKPT_CLEAN) || marker || f->ckpt_fallback) {
 		k->dirty = true;
-		finding(k, false, "not cleanly closed: the next open rolls "
-			"forward from checkpoint %llu", (unsigned long long)k->gen);
+		finding(k, false, "%s: the next open rolls forward from "
+			"checkpoint %llu", f->ckpt_fallback ? "a checkpoint slot "
+			"is damaged" : "not cleanly closed",
+			(unsigned long long)k->gen);
 		r = ftl_roll_forward(f, false);
 		if (r)
 			goto out;
 	}
+	if (f->rf_lost_unknown)
+		finding(k, true, "%llu page%s written before the last recorded "
+			"flush ha%s a damaged OOB record: %s logical page is "
+			"unknown and may read an older version",
+			(unsigned long long)f->rf_lost_unknown,
+			f->rf_lost_unknown > 1 ? "s" : "",
+			f->rf_lost_unknown > 1 ? "ve" : "s",
+			f->rf_lost_unknown > 1 ? "their" : "its");
+	if (f->rf_lost_trims)
+		finding(k, true, "%llu trim record%s written before the last "
+			"recorded flush damaged: discarded data may read back",
+			(unsigned long long)f->rf_lost_trims,
+			f->rf_lost_trims > 1 ? "s" : "");
 	if (f->base.nand_violations)
 		finding(k, true, "%llu NAND rule violations were counted",
 			(unsigned long long)f->base.nand_violations);
@@ -266,7 +288,15 @@ static int repair(const char *path, struct fsck *k)
 	pthread_mutex_lock(&f->lock);
 	for (uint32_t i = 0; i < k->nbad; i++)
 		ftl_map_unset(f, k->bad_lpn[i]);
+	/* the open wrote one checkpoint, the close writes one: two more
+	 * and every slot holds a fresh one (none left damaged) */
+	for (int i = 0; !r && i < (int)FTL_CKPT_SLOTS - 2; i++)
+		r = ftl_ckpt_write(f, false);
 	pthread_mutex_unlock(&f->lock);
+	if (r) {
+		ftl_close(f);
+		return r;
+	}
 	return ftl_close(f);
 }
 

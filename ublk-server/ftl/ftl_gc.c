@@ -17,8 +17,10 @@ int ftl_sync(struct ftl *f)
 {
 	int r = nand_sync(f->nand);
 
-	if (!r)
+	if (!r) {
 		f->sync_gen++;
+		f->flushed_seq = f->seq;
+	}
 	return r;
 }
 

@@ -6,7 +6,8 @@
 #include "ftl-int.h"
 
 /*
- * Read @len bytes at logical byte @off.  Unmapped pages read as zeroes.
+ * Read @len bytes at logical byte @off.  Unmapped pages read as zeroes,
+ * pages recovery found damaged fail with EIO.
  * Erases wait for readers (io_rw), so a looked-up page stays valid while
  * it is read.
  */
@@ -31,6 +32,8 @@ int ftl_read(struct ftl *f, void *buf, uint64_t off, size_t len)
 
 		if (ppn == FTL_UNMAPPED)
 			memset(dst + (lo + a - mo), 0, b - a);
+		else if (ppn == FTL_DAMAGED)
+			r = -EIO;       /* flushed data lost to media damage */
 		else
 			r = nand_read(f->nand, ppn, (uint32_t)a,
 				      dst + (lo + a - mo), (uint32_t)(b - a));

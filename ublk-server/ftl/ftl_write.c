@@ -17,10 +17,10 @@ void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn)
 {
 	uint32_t old = f->map[lpn];
 
-	if (old != FTL_UNMAPPED)
-		f->valid[old / f->g.ppb]--;
-	else
+	if (old == FTL_UNMAPPED)
 		f->mapped++;
+	else if (old != FTL_DAMAGED)
+		f->valid[old / f->g.ppb]--;
 	f->valid[ppn / f->g.ppb]++;
 	__atomic_store_n(&f->map[lpn], ppn, __ATOMIC_RELEASE);
 }
@@ -32,7 +32,8 @@ void ftl_map_unset(struct ftl *f, uint32_t lpn)
 
 	if (old == FTL_UNMAPPED)
 		return;
-	f->valid[old / f->g.ppb]--;
+	if (old != FTL_DAMAGED)
+		f->valid[old / f->g.ppb]--;
 	f->mapped--;
 	__atomic_store_n(&f->map[lpn], FTL_UNMAPPED, __ATOMIC_RELEASE);
 }
@@ -70,6 +71,7 @@ int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 	memset(oob, 0, f->g.oob);
 	ftl_oob_fill((struct ftl_oob *)oob, kind, (uint16_t)stream, lpn, seq,
 		     nand_block_ec(f->nand, blk), data, f->g.ps);
+	ftl_oob_set_flushed(oob, f->g.oob, f->flushed_seq);
 	r = nand_program(f->nand, ppn, data, oob);
 	if (r)
 		return r;
@@ -117,6 +119,8 @@ static int read_whole(struct ftl *f, uint32_t lpn, uint8_t *buf)
 	ppn = ftl_map_get(f, lpn);
 	if (ppn == FTL_UNMAPPED)
 		memset(buf, 0, f->g.ps);
+	else if (ppn == FTL_DAMAGED)
+		r = -EIO;               /* lost: only a whole-page write fixes it */
 	else
 		r = nand_read(f->nand, ppn, 0, buf, f->g.ps);
 	pthread_rwlock_unlock(&f->io_rw);
