@@ -5,10 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "align.h"
 #include "commands.h"
 #include "ftl.h"
+#include "serve.h"
 
 static void usage(FILE *out)
 {
@@ -23,7 +25,10 @@ static void usage(FILE *out)
 		"  --oob-size N           out-of-band bytes per page (64)\n"
 		"  --over-provision PCT   spare flash, percent of SIZE (7)\n"
 		"  --force                overwrite an existing image or signature\n"
-		"Exit: 0 ok; 2 usage; 3 I/O error; 5 IMG holds data (use --force).\n");
+		"An image that is served (or open for writing anywhere) is refused,\n"
+		"--force or not.\n"
+		"Exit: 0 ok; 2 usage; 3 I/O error; 5 IMG holds data (use --force)\n"
+		"or is in use (served, mounted).\n");
 }
 
 static int parse_u32(const char *s, uint32_t *v)
@@ -113,7 +118,24 @@ int cmd_create(int argc, char **argv)
 			"(try --help)\n");
 		return EXIT_USAGE;
 	}
+	/* The engine's image lock, held while the image is rewritten: a
+	 * served image is refused, and no server can open it meanwhile. */
+	int lock_fd = -1;
+	r = serve_image_lock(argv[optind], &lock_fd);
+	if (r == -EBUSY) {
+		char who[PATH_MAX + 64];
+		serve_image_holder(argv[optind], who, sizeof(who));
+		fprintf(stderr, "ublk-flash: create: %s is %s; stop it first "
+			"(--force does not override this)\n", argv[optind], who);
+		return EXIT_BUSY;
+	}
+	if (r && r != -ENOENT) {
+		snprintf(what, sizeof(what), "create: %s", argv[optind]);
+		return cli_fail(what, r);
+	}
 	r = ftl_create(argv[optind], &o);
+	if (lock_fd >= 0)
+		close(lock_fd);
 	if (r == -EEXIST) {
 		fprintf(stderr, "ublk-flash: create: %s already holds an image or "
 			"a signature; use --force to overwrite\n", argv[optind]);

@@ -4,9 +4,11 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "ftl.h"
+#include "serve.h"
 
 /* fsck: 0 clean, 1 problems found and repaired, 4 problems left. */
 int cmd_fsck(int argc, char **argv)
@@ -49,6 +51,21 @@ int cmd_fsck(int argc, char **argv)
 	if (optind != argc - 1) {
 		fprintf(stderr, "ublk-flash: fsck: expected one IMG\n");
 		return EXIT_USAGE;
+	}
+	if (repair) {
+		/* Refuse an image in use before anything is written; the
+		 * repair's own open takes the engine's lock again. */
+		int lock_fd;
+		r = serve_image_lock(argv[optind], &lock_fd);
+		if (r == -EBUSY) {
+			char who[PATH_MAX + 64];
+			serve_image_holder(argv[optind], who, sizeof(who));
+			fprintf(stderr, "ublk-flash: fsck: %s is %s; stop it "
+				"before --repair\n", argv[optind], who);
+			return EXIT_BUSY;
+		}
+		if (!r)
+			close(lock_fd);
 	}
 	r = ftl_fsck(argv[optind], repair, stdout, json);
 	if (r >= 0)

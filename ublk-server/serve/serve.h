@@ -63,6 +63,18 @@ void serve_entry_clear(const char *dir);
  * holds the lock.  Returns how many things it cleaned (>= 0). */
 int serve_entry_cleanup(const char *dir);
 
+/* ---- the image lock (serve/imagelock.c) ---- */
+
+/* Take the lock the engine holds on an image open for writing (flock
+ * LOCK_EX, non-blocking; a block device is also opened O_EXCL): the fd in
+ * *fd, held until closed.  -EBUSY if a server or another process has the
+ * image open for writing (or the block device is mounted). */
+int serve_image_lock(const char *path, int *fd);
+
+/* Who holds @path busy, for an error message: "served on /dev/loop3
+ * (pid 1234)", "open for writing by pid 99 (fio)", ... */
+void serve_image_holder(const char *path, char *buf, size_t len);
+
 /* ---- control socket ---- */
 struct serve_ctl;
 
