@@ -54,8 +54,11 @@ int cmd_stop(int argc, char **argv)
 			       "Stop the server of DEV or IMG: remove the device, write a\n"
 			       "clean checkpoint, wait for the server to exit (default 60 s).\n"
 			       "Refuses (exit 5) while the device is open (mounted) unless\n"
-			       "--force.  Exit: 0 stopped (or a dead server's leftovers\n"
-			       "cleaned); 2 usage; 3 not served / did not stop; 5 busy.\n");
+			       "--force: then a device still in use after 1 s is cut off\n"
+			       "(its I/O fails with EIO, it detaches at its last close).\n"
+			       "Exit: 0 stopped with a clean checkpoint (or a dead\n"
+			       "server's leftovers cleaned); 2 usage; 3 not served, did\n"
+			       "not stop, or could not close the image cleanly; 5 busy.\n");
 			return 0;
 		default:
 			fprintf(stderr, "ublk-flash: stop: unknown option '%s'\n",
@@ -100,10 +103,18 @@ int cmd_stop(int argc, char **argv)
 			"it first or use --force\n", top);
 		return EXIT_BUSY;
 	}
-	err = serve_stop_server(&e, timeout * 1000);
+	char why[256];
+	err = serve_stop_server(&e, timeout * 1000, force, why, sizeof(why));
 	if (err == -ETIMEDOUT) {
 		fprintf(stderr, "ublk-flash: stop: the server (pid %d) did not exit "
 			"within %u s\n", (int)e.pid, timeout);
+		return EXIT_IO;
+	}
+	if (err == -EIO || err == -EPIPE) {
+		fprintf(stderr, "ublk-flash: stop: the server of %s stopped but "
+			"could not close the image cleanly (%s); the next serve "
+			"rolls forward as after a crash\n", e.image,
+			err == -EIO ? why : "it exited without reporting");
 		return EXIT_IO;
 	}
 	if (err)

@@ -183,7 +183,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	struct serve_ctl *ctl = NULL;
 	struct sigaction sa;
 	sigset_t block, old;
-	char pid[32], dmpath[128] = "";
+	char pid[32], dmpath[128] = "", why[256] = "";
 	bool tried = false, dm = false;
 	int code = 0, err;
 
@@ -254,10 +254,11 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	if (err) {
 		fprintf(stderr, "ublk-flash: serve: %s: %s\n", ops->name,
 			strerror(-err));
+		snprintf(why, sizeof(why), "%s: %s", ops->name, strerror(-err));
 		code = EXIT_IO;
 	}
 out:
-	serve_ctl_stop(ctl);
+	serve_ctl_stop(ctl);      /* stop requesters wait for the outcome */
 	if (dm && dmstack_detach(o->dm_name) < 0)
 		fprintf(stderr, "ublk-flash: warning: --dm %s: %s\n", o->dm_name,
 			dmstack_errmsg());
@@ -265,13 +266,17 @@ out:
 		ops->stop(&s);   /* safe after a failed start */
 	if (s.ftl) {
 		err = ftl_close(s.ftl);
-		if (err && !code)
+		if (err && !code) {
 			code = cli_fail("serve: clean checkpoint", err);
+			snprintf(why, sizeof(why), "clean checkpoint: %s",
+				 strerror(-err));
+		}
 	}
 	serve_stop_fd = -1;
 	if (s.stop_fd >= 0)
 		close(s.stop_fd);
 	serve_entry_clear(o->run_dir);
+	serve_ctl_finish(ctl, code, why);
 	serve_report(report_fd, code, NULL);
 	return code;
 }

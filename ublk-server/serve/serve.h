@@ -81,14 +81,22 @@ struct serve_ctl;
 /* Listen on @dir/ctl.sock and answer requests in a thread. */
 int serve_ctl_start(struct serve_ctl **out, const char *dir,
 		    struct fe_server *s);
+/* Stop answering (the socket is removed); stop requesters keep waiting. */
 void serve_ctl_stop(struct serve_ctl *c);
+/* Tell the stop requesters the outcome ("stopped", or "failed CODE WHY"
+ * when the server exits with @code != 0) and free @c. */
+void serve_ctl_finish(struct serve_ctl *c, int code, const char *why);
 
 /* Send @cmd to the live server of @e and copy its answer to @out. */
 int serve_ctl_request(const struct serve_entry *e, const char *cmd, FILE *out);
 
-/* Ask the live server of @e to stop (socket, else SIGTERM) and wait up to
- * @timeout_ms for it to exit.  -ETIMEDOUT if it did not. */
-int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms);
+/* Ask the live server of @e to stop (socket, else SIGTERM; @force: cut
+ * the device off even if it is still in use) and wait up to @timeout_ms
+ * for it to exit.  0 stopped cleanly; -EIO the server could not close
+ * cleanly (its reason in @why, e.g. "clean checkpoint: No space left on
+ * device"); -EPIPE it exited without saying; -ETIMEDOUT it did not exit. */
+int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms,
+		      bool force, char *why, size_t len);
 
 /* ---- lifecycle ---- */
 
