@@ -120,3 +120,27 @@ stop_force_mounted() {
 @test "stop --force with ext4 mounted and a writer busy: bounded, every request answered" {
 	stop_force_mounted busy
 }
+
+@test "stop: a failed clean checkpoint (backing full) exits 3 with the reason; the next serve rolls forward" {
+	mkdir "$SCRATCH/t"
+	mount -t tmpfs -o size=40M tmpfs "$SCRATCH/t"
+	img=$SCRATCH/t/s.img
+	"$UBLK_FLASH" create "$img" --size 64M --align 1m
+	fuse_serve "$img"
+	head -c 8M /dev/urandom > "$SCRATCH/data"
+	dd if="$SCRATCH/data" of="$DEV" bs=1M oflag=direct conv=fsync status=none
+	dd if=/dev/zero of="$SCRATCH/t/fill" bs=1M status=none 2>/dev/null || true
+	run "$UBLK_FLASH" stop "$DEV"
+	echo "$output"
+	[ "$status" -eq 3 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"clean checkpoint: No space left on device"* ]]
+	[[ "$output" == *"rolls forward"* ]]
+	[ -z "$(ls "$UBLK_FLASH_RUN_DIR"/img-*/pid 2>/dev/null)" ]
+	rm "$SCRATCH/t/fill"
+	fuse_serve "$img"
+	[ "$(fuse_stat_field "$DEV" last_mount | tr -d '"')" = roll-forward ]
+	cmp -n $((8 << 20)) "$SCRATCH/data" "$DEV"
+	"$UBLK_FLASH" stop "$DEV"
+	umount "$SCRATCH/t"
+}
