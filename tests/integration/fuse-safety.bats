@@ -144,3 +144,55 @@ stop_force_mounted() {
 	"$UBLK_FLASH" stop "$DEV"
 	umount "$SCRATCH/t"
 }
+
+# entry_dir IMG: the image's registry folder.
+entry_dir() {
+	local d
+	for d in "$UBLK_FLASH_RUN_DIR"/img-*/; do
+		[ "$(cat "$d/image" 2>/dev/null)" = "$(realpath "$1")" ] &&
+			echo "${d%/}" && return 0
+	done
+	return 1
+}
+
+@test "stop DEV: a reused loop number is refused, never acted on; the server now on it is the one stopped" {
+	fuse_create a 64M 1m
+	fuse_create b 64M 1m
+	head -c 16M /dev/urandom > "$SCRATCH/plain.raw"
+	fuse_serve "$SCRATCH/a.img"
+	deva=$DEV
+	pida=$(fuse_pid "$SCRATCH/a.img")
+	dira=$(entry_dir "$SCRATCH/a.img")
+	kill -9 "$pida"
+	for i in $(seq 50); do kill -0 "$pida" 2>/dev/null || break; sleep 0.1; done
+	# A died holding $deva; its loop is detached by hand and the number
+	# goes to a plain loop device.
+	losetup -d "$deva"
+	for i in $(seq 20); do losetup "$deva" "$SCRATCH/plain.raw" 2>/dev/null && break; sleep 0.2; done
+	[ "$(losetup -n -O BACK-FILE "$deva")" = "$SCRATCH/plain.raw" ]
+	run "$UBLK_FLASH" stop "$deva"
+	echo "$output"
+	[ "$status" -eq 3 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"not served"* ]] && [[ "$output" == *"a.img"* ]]
+	[ "$(losetup -n -O BACK-FILE "$deva")" = "$SCRATCH/plain.raw" ]
+	[ -f "$dira/pid" ]
+	cmp "$SCRATCH/plain.raw" "$deva"
+	losetup -d "$deva"
+	# Now another server gets the number (A's entry still names it).
+	fuse_serve "$SCRATCH/b.img"
+	devb=$DEV
+	pidb=$(fuse_pid "$SCRATCH/b.img")
+	# If someone else took $deva meanwhile, put A's entry on B's number:
+	# the same state (a dead server's entry names the number B serves).
+	[ "$devb" = "$deva" ] || echo "$devb" > "$dira/dev"
+	run "$UBLK_FLASH" stop "$devb"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	! kill -0 "$pidb" 2>/dev/null
+	[ -f "$dira/pid" ]            # A's leftovers are not B's
+	run "$UBLK_FLASH" stop "$SCRATCH/a.img"
+	echo "$output"
+	[ "$status" -eq 0 ] && [[ "$output" == *"had died"* ]]
+	[ ! -f "$dira/pid" ]
+}

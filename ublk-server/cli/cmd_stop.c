@@ -72,6 +72,14 @@ int cmd_stop(int argc, char **argv)
 	}
 	const char *arg = argv[optind];
 	err = serve_entry_find(arg, &e);
+	if (err == -ESTALE) {
+		fprintf(stderr, "ublk-flash: stop: %s is not served by ublk-flash "
+			"now: the server of %s (pid %d, %s) had it, but it is no "
+			"longer bound to that server's disk file (the number was "
+			"reused); nothing stopped\n", arg, e.image, (int)e.pid,
+			e.live ? "running" : "gone");
+		return EXIT_IO;
+	}
 	if (err == -ENOENT && access(arg, F_OK) == 0) {
 		fprintf(stderr, "ublk-flash: stop: %s is not served\n", arg);
 		return EXIT_IO;
@@ -96,8 +104,16 @@ int cmd_stop(int argc, char **argv)
 			return EXIT_IO;
 		}
 	}
-	/* With --dm the dm table holds the served device; the top one counts. */
+	/* With --dm the dm table holds the served device; the top one counts.
+	 * A device that is no longer the server's (stop IMG) is not looked at:
+	 * the server only releases its own. */
 	const char *top = e.dm[0] ? e.dm : e.dev;
+	if (top[0] && !serve_entry_verify(&e)) {
+		fprintf(stderr, "ublk-flash: stop: warning: %s is no longer bound "
+			"to the server of %s; stopping the server only\n", e.dev,
+			e.image);
+		top = "";
+	}
 	if (!force && top[0] && stop_dev_busy(top)) {
 		fprintf(stderr, "ublk-flash: stop: %s is in use (mounted?); unmount "
 			"it first or use --force\n", top);

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -142,6 +144,33 @@ int loop_wait_released(int number, unsigned ms)
 			return -EBUSY;
 		loop_sleep_ms(10);
 	}
+}
+
+int loop_backing(const char *path, dev_t *dev, ino_t *ino, char *file,
+		 size_t len)
+{
+	struct loop_info64 li;
+	struct stat st;
+	int fd, err = 0;
+
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (!S_ISBLK(st.st_mode) || major(st.st_rdev) != 7)   /* LOOP_MAJOR */
+		return -ENOENT;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, LOOP_GET_STATUS64, &li) < 0)
+		err = -errno;
+	close(fd);
+	if (err)
+		return err;
+	*dev = (dev_t)li.lo_device;
+	*ino = (ino_t)li.lo_inode;
+	if (file && loop_sysfs((int)li.lo_number, "backing_file", file,
+			       len) < 0)
+		file[0] = '\0';
+	return 0;
 }
 
 int loop_detach_if_backed_by(const char *path, const char *backing)

@@ -17,11 +17,13 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "../cli/commands.h"
 #include "dm-stack.h"
+#include "loop.h"
 #include "serve.h"
 
 static int serve_stop_fd = -1;
@@ -240,6 +242,15 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	serve_entry_put(o->run_dir, "frontend", ops->name);
 	if (dm)
 		serve_entry_put(o->run_dir, "dm", dmpath);
+	/* A loop device's identity beyond its reusable number. */
+	dev_t bdev;
+	ino_t bino;
+	if (loop_backing(s.devpath, &bdev, &bino, NULL, 0) == 0) {
+		char b[64];
+		snprintf(b, sizeof(b), "%u:%u:%llu", major(bdev), minor(bdev),
+			 (unsigned long long)bino);
+		serve_entry_put(o->run_dir, "backing", b);
+	}
 	serve_entry_put(o->run_dir, "pid", pid);   /* last: marks the entry */
 
 	if (o->foreground) {

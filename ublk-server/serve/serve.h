@@ -7,7 +7,9 @@
  * /run/octant), named after the image's st_dev and st_ino:
  *   lock      flock'ed (exclusive) by the server for its whole life; never
  *             deleted, so two servers can never both own it
- *   pid image dev frontend [dm]   one line each, written once the device is live
+ *   pid image dev frontend [dm] [backing]   one line each, written once the
+ *             device is live; backing (FUSE): "MAJ:MIN:INO" of the file the
+ *             loop device was bound to, its identity beyond its number
  *   ctl.sock  the control socket (commands: "stats json", "stats text",
  *             "stop"), answered then closed
  *   mnt/      the FUSE frontend's private mountpoint
@@ -31,6 +33,7 @@ struct serve_entry {
 	char dev[128];            /* block device, "" if not recorded */
 	char dm[128];             /* --dm device stacked on it, "" if none */
 	char frontend[16];
+	char backing[64];         /* "MAJ:MIN:INO" of the loop's file, "" if none */
 	pid_t pid;
 	bool live;                /* a server holds the lock */
 };
@@ -49,8 +52,16 @@ int serve_entry_lock(const char *dir, int *fd);
 int serve_entry_load(const char *dir, struct serve_entry *e);
 
 /* Find the entry of @arg: a block device served, or stacked on it with
- * --dm (by device number), or an image path.  -ENOENT if none is recorded. */
+ * --dm, or an image path.  A device is matched by its number and then by
+ * identity: a loop device must still be bound to the entry's FUSE file
+ * (device, inode and path; a --dm device must sit on it).  -ENOENT if none
+ * is recorded; -ESTALE if entries name the device's number but none is
+ * bound to it now (the number was reused): @e is then the first of them. */
 int serve_entry_find(const char *arg, struct serve_entry *e);
+
+/* Is the device @e recorded still the one its server brought up? (a loop
+ * device bound to the entry's FUSE file; other devices: true) */
+bool serve_entry_verify(const struct serve_entry *e);
 
 /* Write one registry file @name = @value in @dir. */
 int serve_entry_put(const char *dir, const char *name, const char *value);
