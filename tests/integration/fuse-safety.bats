@@ -179,20 +179,56 @@ entry_dir() {
 	[ -f "$dira/pid" ]
 	cmp "$SCRATCH/plain.raw" "$deva"
 	losetup -d "$deva"
-	# Now another server gets the number (A's entry still names it).
+	run "$UBLK_FLASH" stop "$SCRATCH/a.img"
+	echo "$output"
+	[ "$status" -eq 0 ] && [[ "$output" == *"had died"* ]]
+	[ ! -e "$dira" ]
+	# A dead server's entry names the number another server uses now
+	# (a serve sweeps dead entries, so set it up: A dies after B is up,
+	# and its entry is pointed at B's number).
 	fuse_serve "$SCRATCH/b.img"
 	devb=$DEV
 	pidb=$(fuse_pid "$SCRATCH/b.img")
-	# If someone else took $deva meanwhile, put A's entry on B's number:
-	# the same state (a dead server's entry names the number B serves).
-	[ "$devb" = "$deva" ] || echo "$devb" > "$dira/dev"
+	fuse_serve "$SCRATCH/a.img"
+	pida=$(fuse_pid "$SCRATCH/a.img")
+	dira=$(entry_dir "$SCRATCH/a.img")
+	kill -9 "$pida"
+	for i in $(seq 50); do kill -0 "$pida" 2>/dev/null || break; sleep 0.1; done
+	echo "$devb" > "$dira/dev"
 	run "$UBLK_FLASH" stop "$devb"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	! kill -0 "$pidb" 2>/dev/null
 	[ -f "$dira/pid" ]            # A's leftovers are not B's
 	run "$UBLK_FLASH" stop "$SCRATCH/a.img"
-	echo "$output"
 	[ "$status" -eq 0 ] && [[ "$output" == *"had died"* ]]
-	[ ! -f "$dira/pid" ]
+	[ ! -e "$dira" ]
+}
+
+@test "a failed serve leaves nothing in the run folder; a clean stop neither; serve sweeps dead servers' entries" {
+	head -c 1M /dev/zero > "$SCRATCH/notimg"
+	run "$UBLK_FLASH" serve "$SCRATCH/notimg" --frontend fuse
+	echo "$output"
+	[ "$status" -eq 4 ]
+	run "$UBLK_FLASH" serve "$SCRATCH/notimg" --frontend fuse --foreground
+	[ "$status" -eq 4 ]
+	[ -z "$(ls -A "$UBLK_FLASH_RUN_DIR")" ]
+	fuse_create a 64M 1m
+	fuse_create b 64M 1m
+	fuse_serve "$SCRATCH/a.img"
+	"$UBLK_FLASH" stop "$DEV"
+	[ -z "$(ls -A "$UBLK_FLASH_RUN_DIR")" ]
+	# A dead server's entry, loop and FUSE mount go with the next serve
+	# of any image (its log stays: it tells why it died).
+	fuse_serve "$SCRATCH/a.img"
+	pida=$(fuse_pid "$SCRATCH/a.img")
+	dira=$(entry_dir "$SCRATCH/a.img")
+	kill -9 "$pida"
+	for i in $(seq 50); do kill -0 "$pida" 2>/dev/null || break; sleep 0.1; done
+	fuse_serve "$SCRATCH/b.img"
+	[ ! -e "$dira" ]
+	! grep -q "$dira/mnt" /proc/self/mountinfo
+	[ "$(losetup -l -n -O BACK-FILE | grep -c "$UBLK_FLASH_RUN_DIR")" -eq 1 ]
+	"$UBLK_FLASH" stop "$DEV"
+	[ "$(ls -A "$UBLK_FLASH_RUN_DIR")" = "$(basename "$dira").log" ]
 }

@@ -94,6 +94,7 @@ int cmd_stop(int argc, char **argv)
 		int fd;
 		if (serve_entry_lock(e.dir, &fd) == 0) {
 			serve_entry_cleanup(e.dir);
+			serve_entry_remove(e.dir, false);
 			close(fd);
 			fprintf(stderr, "ublk-flash: stop: the server of %s had died; "
 				"cleaned up what it left\n", arg);

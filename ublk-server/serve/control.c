@@ -295,6 +295,27 @@ static int serve_stop_request(const struct serve_entry *e, bool force,
 	return err;
 }
 
+/* Is process @pid still running (a zombie is not)? */
+static bool serve_pid_running(pid_t pid)
+{
+	char p[64], buf[256];
+	ssize_t n;
+
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return false;
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	char *c = strrchr(buf, ')');
+	return !(c && c[1] == ' ' && (c[2] == 'Z' || c[2] == 'X'));
+}
+
 int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms,
 		      bool force, char *why, size_t len)
 {
@@ -314,18 +335,25 @@ int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms,
 			return -errno;
 		res = 0;
 	}
-	/* The server has exited once its lock is free. */
+	/* The server is done once its lock is free (or its folder gone),
+	 * and has exited once its process is gone too. */
 	snprintf(p, sizeof(p), "%s/lock", e->dir);
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? res : -errno;
-	while (serve_now_ms() <= deadline) {
-		if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+	if (fd < 0 && errno != ENOENT)
+		return -errno;
+	while (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0) {
+		if (serve_now_ms() > deadline) {
 			close(fd);
-			return res;
+			return -ETIMEDOUT;
 		}
 		nanosleep(&ts, NULL);
 	}
-	close(fd);
-	return -ETIMEDOUT;
+	if (fd >= 0)
+		close(fd);
+	while (e->pid > 0 && serve_pid_running(e->pid)) {
+		if (serve_now_ms() > deadline)
+			return -ETIMEDOUT;
+		nanosleep(&ts, NULL);
+	}
+	return res;
 }

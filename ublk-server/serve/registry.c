@@ -45,33 +45,105 @@ static void serve_sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
-int serve_entry_lock(const char *dir, int *fd)
+/* Open and flock @dir/lock (exclusive, non-blocking, @tries attempts
+ * 20 ms apart while another holder has it).  The lock file is removed with
+ * its folder by the last holder (serve_entry_remove), so a lock taken on a
+ * file that is no longer at the path is worthless: then start again. */
+static int serve_lock_take(const char *dir, bool create, int tries, int *fd)
 {
 	char p[PATH_MAX];
-	int err;
+	struct stat a, b;
+	int err = -EBUSY;
 
 	*fd = -1;
-	if (mkdir(serve_base(), 0755) < 0 && errno != EEXIST)
-		return -errno;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return -errno;
 	snprintf(p, sizeof(p), "%s/lock", dir);
-	int lfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (lfd < 0)
-		return -errno;
-	/* A stats/stop client may hold it (shared) for a moment. */
-	for (int i = 0; i < 25; i++) {
-		err = flock(lfd, LOCK_EX | LOCK_NB) < 0 ? -errno : 0;
-		if (err != -EWOULDBLOCK)
-			break;
-		serve_sleep_ms(20);
+	for (int round = 0; round < 20; round++) {
+		if (create && mkdir(serve_base(), 0755) < 0 && errno != EEXIST)
+			return -errno;
+		if (create && mkdir(dir, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		int lfd = open(p, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+		if (lfd < 0) {
+			if (errno == ENOENT && create)
+				continue;     /* removed meanwhile: again */
+			return -errno;
+		}
+		/* A stats/stop client may hold it (shared) for a moment. */
+		for (int i = 0; i < tries; i++) {
+			err = flock(lfd, LOCK_EX | LOCK_NB) < 0 ? -errno : 0;
+			if (err != -EWOULDBLOCK)
+				break;
+			if (i + 1 < tries)
+				serve_sleep_ms(20);
+		}
+		if (err) {
+			close(lfd);
+			return err == -EWOULDBLOCK ? -EBUSY : err;
+		}
+		if (fstat(lfd, &a) == 0 && stat(p, &b) == 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+			*fd = lfd;
+			return 0;
+		}
+		close(lfd);           /* its holder removed it: again */
+		if (!create)
+			return -ENOENT;
 	}
-	if (err) {
-		close(lfd);
-		return err == -EWOULDBLOCK ? -EBUSY : err;
+	return -EBUSY;
+}
+
+int serve_entry_lock(const char *dir, int *fd)
+{
+	return serve_lock_take(dir, true, 25, fd);
+}
+
+void serve_entry_remove(const char *dir, bool log)
+{
+	char p[PATH_MAX + 8];
+
+	serve_entry_clear(dir);
+	snprintf(p, sizeof(p), "%s/mnt", dir);
+	rmdir(p);
+	if (log) {
+		snprintf(p, sizeof(p), "%s.log", dir);
+		unlink(p);
 	}
-	*fd = lfd;
-	return 0;
+	snprintf(p, sizeof(p), "%s/lock", dir);
+	unlink(p);
+	rmdir(dir);
+}
+
+int serve_sweep(const char *self)
+{
+	char dir[PATH_MAX];
+	struct serve_entry e;
+	int n = 0, fd;
+
+	DIR *d = opendir(serve_base());
+	if (!d)
+		return 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "img-", 4) != 0 || strchr(de->d_name, '.'))
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%s", serve_base(), de->d_name);
+		if (self && !strcmp(dir, self))
+			continue;
+		if (serve_lock_take(dir, false, 1, &fd) < 0)
+			continue;         /* live (or being looked at) */
+		bool dead = serve_entry_load(dir, &e) == 0;
+		/* A dead ublk server's device waits for `serve --recover`;
+		 * its entry stays until then (or `stop`). */
+		if (!dead || strcmp(e.frontend, "ublk") != 0) {
+			if (dead)
+				serve_entry_cleanup(dir);
+			serve_entry_remove(dir, false);
+			n++;
+		}
+		close(fd);
+	}
+	closedir(d);
+	return n;
 }
 
 /* Is the lock of @dir held by a server? (a shared try-lock, released) */

@@ -329,20 +329,29 @@ int serve_main(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	 * --recover (ublk) re-attaches to what it left: keep the entry. */
 	if (!o->recover)
 		serve_entry_cleanup(dir);
+	/* And every other entry whose server is gone. */
+	serve_sweep(dir);
 
 	if (o->foreground) {
 		code = serve_daemon(o, oo, ops, -1);
+		serve_entry_remove(dir, code == 0);   /* nothing left behind */
 		close(lock_fd);
 		return code;
 	}
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return cli_fail("serve: pipe", -errno);
+	if (pipe2(pipefd, O_CLOEXEC) < 0) {
+		code = cli_fail("serve: pipe", -errno);
+		serve_entry_remove(dir, false);
+		close(lock_fd);
+		return code;
+	}
 	fflush(NULL);
 	child = fork();
 	if (child < 0) {
 		code = cli_fail("serve: fork", -errno);
 		close(pipefd[0]);
 		close(pipefd[1]);
+		serve_entry_remove(dir, false);
+		close(lock_fd);
 		return code;
 	}
 	if (child > 0) {
@@ -356,6 +365,9 @@ int serve_main(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 		/* realpath()ed image: the cwd does not matter */
 	}
 	code = serve_daemon(o, oo, ops, pipefd[1]);
+	/* However it ended, the entry goes; the log only after a clean stop
+	 * (a failed start wrote none: its error went to the caller). */
+	serve_entry_remove(dir, code == 0);
 	close(lock_fd);
 	_exit(code);
 }

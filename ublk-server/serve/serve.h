@@ -5,8 +5,10 @@
  *
  * Run registry: one folder per image under $UBLK_FLASH_RUN_DIR (default
  * /run/octant), named after the image's st_dev and st_ino:
- *   lock      flock'ed (exclusive) by the server for its whole life; never
- *             deleted, so two servers can never both own it
+ *   lock      flock'ed (exclusive) by the server for its whole life; removed
+ *             (with the folder) only by its holder, and a lock taken on a
+ *             file no longer at the path is retaken, so two servers can
+ *             never both own it
  *   pid image dev frontend [dm] [backing]   one line each, written once the
  *             device is live; backing (FUSE): "MAJ:MIN:INO" of the file the
  *             loop device was bound to, its identity beyond its number
@@ -15,7 +17,8 @@
  *   mnt/      the FUSE frontend's private mountpoint
  * An entry is live while its lock is held; a folder with a pid file but no
  * lock holder is stale (the server died) and is cleaned by the next serve
- * or stop of the same image.
+ * (of any image) or stop of the same image.  A server that ends, however
+ * it ends, removes its folder (and RUNDIR.log after a clean stop).
  */
 #ifndef OCTANT_SERVE_H
 #define OCTANT_SERVE_H
@@ -47,6 +50,16 @@ int serve_entry_dir(const char *image, char *dir, size_t len);
 /* Create the entry folder and take its lock (exclusive, non-blocking, a
  * few retries): the lock fd in *fd, -EBUSY if a live server holds it. */
 int serve_entry_lock(const char *dir, int *fd);
+
+/* Remove the entry folder @dir (registry files, mnt/, the lock file; with
+ * @log also RUNDIR.log).  The caller holds the lock and closes it after. */
+void serve_entry_remove(const char *dir, bool log);
+
+/* Remove every stale entry but @self (its server gone: lock free): clean
+ * what a dead FUSE server left (serve_entry_cleanup), then the folder.  A
+ * dead ublk server's entry is kept for `serve --recover`.  Returns how
+ * many entries were removed. */
+int serve_sweep(const char *self);
 
 /* Load the entry in @dir; -ENOENT if it records no server. */
 int serve_entry_load(const char *dir, struct serve_entry *e);
