@@ -89,7 +89,7 @@ stop_force_mounted() {
 	echo "stop --force: exit $status after $((t1 - t0)) s: $output"
 	[ "$status" -eq 0 ]
 	[ $((t1 - t0)) -le 20 ]
-	! kill -0 "$pid" 2>/dev/null
+	! fuse_running "$pid"
 	# Nothing waits in D state: I/O on the filesystem fails or finishes.
 	if [ -n "$wpid" ]; then
 		for i in $(seq 100); do kill -0 "$wpid" 2>/dev/null || break; sleep 0.1; done
@@ -198,7 +198,7 @@ entry_dir() {
 	run "$UBLK_FLASH" stop "$devb"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	! kill -0 "$pidb" 2>/dev/null
+	! fuse_running "$pidb"
 	[ -f "$dira/pid" ]            # A's leftovers are not B's
 	run "$UBLK_FLASH" stop "$SCRATCH/a.img"
 	[ "$status" -eq 0 ] && [[ "$output" == *"had died"* ]]

@@ -175,19 +175,28 @@ int loop_backing(const char *path, dev_t *dev, ino_t *ino, char *file,
 
 int loop_detach_if_backed_by(const char *path, const char *backing)
 {
+	struct loop_info64 li;
 	char buf[4096];
 	int number, fd, err;
 
 	if (sscanf(path, "/dev/loop%d", &number) != 1)
 		return -ENOENT;
-	if (loop_sysfs(number, "backing_file", buf, sizeof(buf)) < 0)
-		return -ENOENT;
-	/* A lazily unmounted backing file may show a suffix like " (deleted)". */
-	if (strncmp(buf, backing, strlen(backing)) != 0)
-		return -ENOENT;
+	/* Open first: while we hold the device, its binding cannot change
+	 * under us (a detach by anyone else is deferred to the last close,
+	 * a bound device cannot be configured again), so what we check below
+	 * is what LOOP_CLR_FD detaches: never a number someone else reused
+	 * between the check and the detach. */
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return errno == ENOENT || errno == ENXIO ? -ENOENT : -errno;
+	if (ioctl(fd, LOOP_GET_STATUS64, &li) < 0 ||
+	    loop_sysfs((int)li.lo_number, "backing_file", buf, sizeof(buf)) < 0 ||
+	    /* A lazily unmounted backing file may show " (deleted)" after it. */
+	    strncmp(buf, backing, strlen(backing)) != 0 ||
+	    (buf[strlen(backing)] != '\0' && buf[strlen(backing)] != ' ')) {
+		close(fd);
+		return -ENOENT;
+	}
 	err = ioctl(fd, LOOP_CLR_FD, 0) < 0 ? -errno : 0;
 	close(fd);
 	if (err == -ENXIO)
