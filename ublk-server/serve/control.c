@@ -328,8 +328,7 @@ int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms,
 	res = serve_stop_request(e, force, deadline, why, len);
 	if (res == -ETIMEDOUT)
 		return res;
-	if ((res == -ECONNREFUSED || res == -ENOENT || res == -EPROTO) &&
-	    e->pid > 0) {
+	if (res && res != -EIO && res != -EPIPE && e->pid > 0) {
 		/* No control socket: SIGTERM (the outcome is then unknown). */
 		if (kill(e->pid, SIGTERM) < 0 && errno != ESRCH)
 			return -errno;
