@@ -59,6 +59,22 @@ files_sum() {
 	[ "$(files_sum "$SCRATCH/m")" = "$sum" ]
 	umount "$SCRATCH/m"
 	"$UBLK_FLASH" stop "$DEV"
+	# Another program holding the image lock is named too, and serve
+	# refuses while it does (nothing left behind).
+	requires flock
+	flock -x "$img" sleep 30 &
+	fpid=$!
+	for i in $(seq 50); do grep -q "FLOCK.* $fpid " /proc/locks && break; sleep 0.1; done
+	for args in "create $img --size 64M --align 1m --force" \
+		    "fsck $img --repair" "serve $img --frontend fuse"; do
+		run "$UBLK_FLASH" $args
+		echo "$args -> $status: $output"
+		[ "$status" -eq 5 ] && [[ "$output" == *"pid $fpid"* ]]
+	done
+	[ -z "$(ls -A "$UBLK_FLASH_RUN_DIR")" ]
+	kill $(ps -o pid= --ppid "$fpid") "$fpid"   # flock's sleep, then flock
+	wait "$fpid" || true
+	"$UBLK_FLASH" fsck "$img"
 }
 
 # stop_force_mounted WRITER: stop --force DEV with ext4 mounted (a writer

@@ -94,6 +94,14 @@ static int serve_open_fail(const char *image, int err)
 			"`ublk-flash fsck %s`)\n", image, image);
 		return EXIT_CORRUPT;
 	}
+	if (err == -EBUSY) {
+		/* The engine's image lock is held: by create, fsck --repair
+		 * or another program writing the image. */
+		char who[PATH_MAX + 64];
+		serve_image_holder(image, who, sizeof(who));
+		fprintf(stderr, "ublk-flash: serve: %s is %s\n", image, who);
+		return EXIT_BUSY;
+	}
 	char what[PATH_MAX + 16];
 	snprintf(what, sizeof(what), "serve: %s", image);
 	return cli_fail(what, err);
