@@ -18,7 +18,7 @@
 
 #include "serve.h"
 
-#define SERVE_CTL_WAITERS 8
+#define SERVE_CTL_WAITERS 32
 
 struct serve_ctl {
 	int lfd, quit_fd;

@@ -342,7 +342,7 @@ int serve_main(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 
 	if (o->foreground) {
 		code = serve_daemon(o, oo, ops, -1);
-		serve_entry_remove(dir, code == 0);   /* nothing left behind */
+		serve_entry_remove(dir, false);   /* nothing left behind */
 		close(lock_fd);
 		return code;
 	}
