@@ -79,7 +79,8 @@ files_sum() {
 
 # stop_force_mounted WRITER: stop --force DEV with ext4 mounted (a writer
 # busy or not): bounded, every request answered (I/O fails, nothing hangs),
-# the image checkpointed cleanly, the synced file intact after a re-serve.
+# the image checkpointed cleanly, the synced file intact after a re-serve,
+# and the one written just before the stop too (stop --force syncs first).
 stop_force_mounted() {
 	fuse_requires_fs ext4
 	requires timeout
@@ -92,6 +93,9 @@ stop_force_mounted() {
 	head -c 4M /dev/urandom > "$SCRATCH/m/kept"
 	sync
 	sum=$(sha256sum < "$SCRATCH/m/kept")
+	# Not synced by us: stop --force syncs the filesystem before the cut.
+	head -c 2M /dev/urandom > "$SCRATCH/m/unsynced"
+	sum2=$(sha256sum < "$SCRATCH/m/unsynced")
 	wpid=
 	if [ "$1" = busy ]; then
 		( while dd if=/dev/zero of="$SCRATCH/m/busy" bs=1M count=32 \
@@ -125,6 +129,7 @@ stop_force_mounted() {
 	[ "$(fuse_stat_field "$DEV" last_mount | tr -d '"')" = clean ]
 	mount "$DEV" "$SCRATCH/m"
 	[ "$(sha256sum < "$SCRATCH/m/kept")" = "$sum" ]
+	[ "$(sha256sum < "$SCRATCH/m/unsynced")" = "$sum2" ]
 	umount "$SCRATCH/m"
 	"$UBLK_FLASH" stop "$DEV"
 }

@@ -54,7 +54,8 @@ int cmd_stop(int argc, char **argv)
 			       "Stop the server of DEV or IMG: remove the device, write a\n"
 			       "clean checkpoint, wait for the server to exit (default 60 s).\n"
 			       "Refuses (exit 5) while the device is open (mounted) unless\n"
-			       "--force: then a device still in use after 1 s is cut off\n"
+			       "--force: then the filesystems on it are synced and a device\n"
+			       "still in use after 1 s is cut off\n"
 			       "(its I/O fails with EIO, it detaches at its last close).\n"
 			       "Exit: 0 stopped with a clean checkpoint (or a dead\n"
 			       "server's leftovers cleaned); 2 usage; 3 not served, did\n"
@@ -119,6 +120,19 @@ int cmd_stop(int argc, char **argv)
 		fprintf(stderr, "ublk-flash: stop: %s is in use (mounted?); unmount "
 			"it first or use --force\n", top);
 		return EXIT_BUSY;
+	}
+	if (force && top[0]) {
+		/* What a mounted filesystem holds dirty goes to the image
+		 * while the server still answers; then it is cut off. */
+		int n = serve_sync_mounts(top, 10000);
+		if (n > 0)
+			fprintf(stderr, "ublk-flash: stop: %s is in use: synced %d "
+				"mounted filesystem%s; its I/O fails from now on\n",
+				top, n, n > 1 ? "s" : "");
+		else if (n == -ETIMEDOUT)
+			fprintf(stderr, "ublk-flash: stop: warning: syncing the "
+				"filesystems on %s takes over 10 s; stopping "
+				"anyway\n", top);
 	}
 	char why[256];
 	err = serve_stop_server(&e, timeout * 1000, force, why, sizeof(why));

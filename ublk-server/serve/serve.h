@@ -99,6 +99,13 @@ int serve_image_lock(const char *path, int *fd);
  * (pid 1234)", "open for writing by pid 99 (fio)", ... */
 void serve_image_holder(const char *path, char *buf, size_t len);
 
+/* ---- before a forced stop (serve/syncdev.c) ---- */
+
+/* syncfs every filesystem mounted on block device @dev, its partitions or
+ * a device stacked on it, in a child process waited for up to @timeout_ms.
+ * How many were synced, -ETIMEDOUT if the child is still at it. */
+int serve_sync_mounts(const char *dev, unsigned timeout_ms);
+
 /* ---- control socket ---- */
 struct serve_ctl;
 
