@@ -54,9 +54,9 @@ int cmd_stop(int argc, char **argv)
 			       "Stop the server of DEV or IMG: remove the device, write a\n"
 			       "clean checkpoint, wait for the server to exit (default 60 s).\n"
 			       "Refuses (exit 5) while the device is open (mounted) unless\n"
-			       "--force: then the filesystems on it are synced and a device\n"
-			       "still in use after 1 s is cut off\n"
-			       "(its I/O fails with EIO, it detaches at its last close).\n"
+			       "--force: then the filesystems on it are synced, and if it is\n"
+			       "still in use after 1 s it is cut off (its I/O fails with EIO;\n"
+			       "it detaches at its last close).\n"
 			       "Exit: 0 stopped with a clean checkpoint (or a dead\n"
 			       "server's leftovers cleaned); 2 usage; 3 not served, did\n"
 			       "not stop, or could not close the image cleanly; 5 busy.\n");
