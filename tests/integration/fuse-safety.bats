@@ -110,6 +110,9 @@ stop_force_mounted() {
 	[ "$status" -eq 0 ]
 	[ $((t1 - t0)) -le 20 ]
 	! fuse_running "$pid"
+	# The server left nothing: no FUSE mount, no registry folder.
+	! grep -q "$UBLK_FLASH_RUN_DIR" /proc/self/mountinfo
+	[ -z "$(ls -A "$UBLK_FLASH_RUN_DIR")" ]
 	# Nothing waits in D state: I/O on the filesystem fails or finishes.
 	if [ -n "$wpid" ]; then
 		for i in $(seq 100); do kill -0 "$wpid" 2>/dev/null || break; sleep 0.1; done

@@ -202,8 +202,15 @@ static void fe_fuse_teardown(struct fe_fuse *ff, bool force)
 	}
 	if (ff->se) {
 		fuse_session_exit(ff->se);
-		if (ff->mounted)
+		if (ff->mounted) {
 			fuse_session_unmount(ff->se);
+			/* libfuse leaves an aborted connection mounted (it
+			 * sees POLLERR and returns): detach it ourselves. */
+			if (umount2(ff->mnt, MNT_DETACH) < 0 && errno != EINVAL &&
+			    errno != ENOENT)
+				fprintf(stderr, "ublk-flash: warning: unmount %s: "
+					"%s\n", ff->mnt, strerror(errno));
+		}
 		ff->mounted = false;
 		fe_fuse_join(ff);
 		fuse_session_destroy(ff->se);
