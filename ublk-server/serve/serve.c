@@ -260,6 +260,9 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 		serve_entry_put(o->run_dir, "backing", b);
 	}
 	serve_entry_put(o->run_dir, "pid", pid);   /* last: marks the entry */
+	/* Live: now clean every other entry whose server is gone (a failed
+	 * serve changes nothing, so not before). */
+	serve_sweep(o->run_dir);
 
 	if (o->foreground) {
 		printf("%s\n", dm ? dmpath : s.devpath);
@@ -337,8 +340,6 @@ int serve_main(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	 * --recover (ublk) re-attaches to what it left: keep the entry. */
 	if (!o->recover)
 		serve_entry_cleanup(dir);
-	/* And every other entry whose server is gone. */
-	serve_sweep(dir);
 
 	if (o->foreground) {
 		code = serve_daemon(o, oo, ops, -1);

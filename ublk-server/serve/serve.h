@@ -17,7 +17,7 @@
  *   mnt/      the FUSE frontend's private mountpoint
  * An entry is live while its lock is held; a folder with a pid file but no
  * lock holder is stale (the server died) and is cleaned by the next serve
- * (of any image) or stop of the same image.  A server that ends, however
+ * of the same image, the next successful serve of any image, or stop.  A server that ends, however
  * it ends, removes its folder (and RUNDIR.log after a clean stop).
  */
 #ifndef OCTANT_SERVE_H
