@@ -245,7 +245,8 @@ static uint64_t serve_now_ms(void)
 
 /* Send "stop[ force]" and read the outcome line the server sends once it
  * has closed the engine: 0 "stopped", -EIO "failed CODE WHY" (@why
- * filled), -EPIPE the connection ended without one, -ETIMEDOUT. */
+ * filled), -EPIPE the connection ended without one after the request was
+ * taken, -ENOTCONN before, -ETIMEDOUT. */
 static int serve_stop_request(const struct serve_entry *e, bool force,
 			      uint64_t deadline, char *why, size_t len)
 {
@@ -292,6 +293,8 @@ static int serve_stop_request(const struct serve_entry *e, bool force,
 	}
 	if (!strncmp(buf, "error: unknown command", 22))
 		return -EPROTO;
+	if (err == -EPIPE && !strstr(buf, "stopping\n"))
+		return -ENOTCONN;     /* never taken: the server was exiting */
 	return err;
 }
 
