@@ -14,7 +14,7 @@ setup() { fuse_setup; }
 teardown() {
 	local d
 	for d in "${UBLK_FLASH_RUN_DIR:-/nonexistent}"/img-*; do
-		[ -f "$d/pid" ] && kill -9 "$(cat "$d/pid")" 2>/dev/null
+		[ -f "$d/pid" ] && kill -9 "$(cat "$d/pid")" 2>/dev/null || true
 	done
 	fuse_teardown
 }

@@ -13,10 +13,12 @@ load fuse-lib
 
 setup() { fuse_setup; }
 teardown() {
-	[ -n "${RPID:-}" ] && kill "$RPID" 2>/dev/null && wait "$RPID" 2>/dev/null
+	local p
+	for p in ${pids:-} ${RPID:-}; do kill "$p" 2>/dev/null || true; done
+	for p in ${pids:-} ${RPID:-}; do wait "$p" 2>/dev/null || true; done
 	local d
 	for d in "${UBLK_FLASH_RUN_DIR:-/nonexistent}"/img-*; do
-		[ -f "$d/pid" ] && kill -9 "$(cat "$d/pid")" 2>/dev/null
+		[ -f "$d/pid" ] && kill -9 "$(cat "$d/pid")" 2>/dev/null || true
 	done
 	fuse_teardown
 }
