@@ -5,11 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "align.h"
 #include "commands.h"
 #include "ftl.h"
 #include "oct-parse.h"
+#include "serve.h"
 
 static void usage(FILE *out)
 {
@@ -24,9 +26,12 @@ static void usage(FILE *out)
 		"  --oob-size N           out-of-band bytes per page, 48..1024 (64)\n"
 		"  --over-provision PCT   spare flash, percent of SIZE (7)\n"
 		"  --force                overwrite an existing image or signature\n"
+		"An image that is served (or open for writing anywhere) is refused,\n"
+		"--force or not.\n"
 		"Exit: 0 ok; 2 usage (a bad value, a size the geometry cannot\n"
 		"hold, IMG a directory or neither a file nor a block device);\n"
-		"3 I/O error; 5 IMG holds data (use --force).\n");
+		"3 I/O error; 5 IMG holds data (use --force) or is in use\n"
+		"(served, mounted).\n");
 }
 
 /* The geometry options, each against the engine's limits (ftl_geom.c). */
@@ -182,7 +187,23 @@ int cmd_create(int argc, char **argv)
 	}
 	if (check_geometry(&o, arg) || check_size(&o, size_arg))
 		return EXIT_USAGE;
+	/* The engine's image lock, held while the image is rewritten: a
+	 * served image is refused, and no server can open it meanwhile. */
+	int lock_fd = -1;
+	r = serve_image_lock(argv[optind], &lock_fd);
+	if (r == -EBUSY) {
+		char who[PATH_MAX + 64];
+		serve_image_holder(argv[optind], who, sizeof(who));
+		fprintf(stderr, "ublk-flash: create: %s is %s; stop it first "
+			"(--force does not override this)\n", argv[optind], who);
+		return EXIT_BUSY;
+	}
+	if (r && r != -ENOENT) {
+		return cli_image_fail("create", argv[optind], r);
+	}
 	r = ftl_create(argv[optind], &o);
+	if (lock_fd >= 0)
+		close(lock_fd);
 	if (r == -EEXIST) {
 		char what[128];
 
