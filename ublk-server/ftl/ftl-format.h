@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include "ftl-counters.h"
+
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the ublk-flash on-medium format is little-endian"
 #endif
@@ -84,15 +86,15 @@ _Static_assert(sizeof(struct ftl_ckpt_blk) == 16, "ckpt blk size");
 
 /* Counters carried from one mount to the next. */
 struct ftl_ckpt_counters {
-	uint64_t host_read_sectors, host_write_sectors;
-	uint64_t host_flushes, host_fua, host_discard_sectors;
-	uint64_t page_reads, page_programs, block_erases;
-	uint64_t rmw_subpage, rmw_straddle;
-	uint64_t gc_relocations, wl_relocations, ckpt_writes, nand_violations;
+#define FTL_X_FIELD(name, src) uint64_t name;
+	FTL_COUNTERS(FTL_X_FIELD)      /* ftl-counters.h, 14 x uint64 in v1 */
+#undef FTL_X_FIELD
 	uint64_t last_mount_time;     /* unix seconds of the last rw mount */
 	uint32_t last_mount;          /* enum ftl_mount_kind */
 	uint32_t last_mount_us;       /* how long it took */
 } __attribute__((packed));
+_Static_assert(sizeof(struct ftl_ckpt_counters) == 14 * 8 + 16,
+	       "v1 checkpoint counters");
 
 struct ftl_ckpt_hdr {
 	char     magic[8];            /* FTL_CKPT_MAGIC */

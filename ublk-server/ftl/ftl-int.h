@@ -72,7 +72,12 @@ struct ftl {
 	/* counters: persisted part (ckpt) + this mount's atomics */
 	struct ftl_ckpt_counters base;
 	struct nand_counters nbase;  /* nand counters at mount */
-	uint64_t c_rs, c_ws, c_fl, c_fua, c_ds, c_sub, c_str, c_gc, c_wl, c_ck;
+	struct {                     /* ftl-counters.h; ENG ones counted here */
+#define FTL_X_FIELD(name, src) uint64_t name;
+		FTL_COUNTERS(FTL_X_FIELD)
+		FTL_MOUNT_COUNTERS(FTL_X_FIELD)
+#undef FTL_X_FIELD
+	} m;
 	enum ftl_mount_kind mount_kind;
 	double mount_ms;
 };

@@ -19,6 +19,7 @@
 #include <stdio.h>
 
 #include "align.h"
+#include "ftl-counters.h"
 
 #define FTL_SECTOR 512u
 
@@ -54,15 +55,17 @@ struct ftl_open_opts {
 
 /* Counters; all monotonic since create unless noted. */
 struct ftl_stats {
-	uint64_t host_read_sectors, host_write_sectors;
-	uint64_t host_flushes, host_fua, host_discard_sectors;
-	uint64_t page_reads, page_programs, block_erases;
-	uint64_t rmw_subpage;       /* page RMWs: write covers part of one page */
-	uint64_t rmw_straddle;      /* page RMWs caused by a write straddling pages */
-	uint64_t gc_relocations;    /* valid pages copied by GC */
-	uint64_t wl_relocations;    /* valid pages copied by static WL */
-	uint64_t ckpt_writes;       /* checkpoints written */
-	uint64_t nand_violations;   /* program-twice etc.: always 0 unless a bug */
+	/* One uint64_t per entry of ftl-counters.h (same names as the JSON
+	 * keys), e.g. host_read_sectors ... host_discard_sectors;
+	 * page_reads, page_programs, block_erases; rmw_subpage (page RMWs:
+	 * write covers part of one page), rmw_straddle (page RMWs caused by
+	 * a write straddling pages); gc_relocations and wl_relocations
+	 * (valid pages copied by GC / static WL); ckpt_writes;
+	 * nand_violations (program-twice etc.: always 0 unless a bug). */
+#define FTL_X_FIELD(name, src) uint64_t name;
+	FTL_COUNTERS(FTL_X_FIELD)
+	FTL_MOUNT_COUNTERS(FTL_X_FIELD)
+#undef FTL_X_FIELD
 	uint32_t erase_min, erase_max;
 	double   erase_mean, erase_stddev;
 	uint64_t mapped_pages, free_blocks;

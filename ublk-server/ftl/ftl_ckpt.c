@@ -120,7 +120,7 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 		h->open[s].wp = f->st[s].wp;
 	}
 	h->write_time = (uint64_t)time(NULL);
-	CADD(f, c_ck, 1);
+	CADD(f, m.ckpt_writes, 1);
 	ftl_counters_snapshot(f, &h->cnt);
 	h->crc = 0;
 	h->crc = oct_crc32c(0, h, sizeof(*h));

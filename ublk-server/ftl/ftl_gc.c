@@ -132,7 +132,7 @@ static int static_wl(struct ftl *f)
 	if (mx - mn <= f->o.wl_threshold - f->o.wl_threshold / 4 ||
 	    cold == FTL_NONE || cec > mn)
 		return 0;
-	return relocate(f, cold, &f->c_wl);
+	return relocate(f, cold, &f->m.wl_relocations);
 }
 
 /*
@@ -204,7 +204,7 @@ int ftl_gc_free_space(struct ftl *f)
 			uint32_t v = pick_victim(f);
 			if (v == FTL_NONE)
 				break;
-			r = relocate(f, v, &f->c_gc);
+			r = relocate(f, v, &f->m.gc_relocations);
 			if (r)
 				return r;
 		}

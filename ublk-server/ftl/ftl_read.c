@@ -37,6 +37,6 @@ int ftl_read(struct ftl *f, void *buf, uint64_t off, size_t len)
 	}
 	pthread_rwlock_unlock(&f->io_rw);
 	if (!r)
-		CADD(f, c_rs, len / FTL_SECTOR);
+		CADD(f, m.host_read_sectors, len / FTL_SECTOR);
 	return r;
 }

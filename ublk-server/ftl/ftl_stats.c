@@ -7,6 +7,13 @@
 
 #define LD(f, x) __atomic_load_n(&(f)->x, __ATOMIC_RELAXED)
 
+/* Where a mount's increments of a counter come from (ftl-counters.h). */
+#define SRC_ENG(name)             LD(f, m.name)
+#define SRC_NAND_reads(name)      (n.reads - f->nbase.reads)
+#define SRC_NAND_programs(name)   (n.programs - f->nbase.programs)
+#define SRC_NAND_erases(name)     (n.erases - f->nbase.erases)
+#define SRC_NAND_violations(name) (n.violations - f->nbase.violations)
+
 /* Counters since create: the checkpointed base plus this mount's. */
 void ftl_counters_snapshot(struct ftl *f, struct ftl_ckpt_counters *c)
 {
@@ -14,20 +21,9 @@ void ftl_counters_snapshot(struct ftl *f, struct ftl_ckpt_counters *c)
 
 	nand_counters_get(f->nand, &n);
 	*c = f->base;
-	c->host_read_sectors += LD(f, c_rs);
-	c->host_write_sectors += LD(f, c_ws);
-	c->host_flushes += LD(f, c_fl);
-	c->host_fua += LD(f, c_fua);
-	c->host_discard_sectors += LD(f, c_ds);
-	c->page_reads += n.reads - f->nbase.reads;
-	c->page_programs += n.programs - f->nbase.programs;
-	c->block_erases += n.erases - f->nbase.erases;
-	c->rmw_subpage += LD(f, c_sub);
-	c->rmw_straddle += LD(f, c_str);
-	c->gc_relocations += LD(f, c_gc);
-	c->wl_relocations += LD(f, c_wl);
-	c->ckpt_writes += LD(f, c_ck);
-	c->nand_violations += n.violations - f->nbase.violations;
+#define FTL_X_ADD(name, src) c->name += SRC_##src(name);
+	FTL_COUNTERS(FTL_X_ADD)
+#undef FTL_X_ADD
 }
 
 /* Fill @st (see ftl.h); erase-count figures cover the data blocks. */
@@ -53,20 +49,12 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 	st->mapped_pages = f->mapped;
 	st->free_blocks = f->nfree;
 	pthread_mutex_unlock(&f->lock);
-	st->host_read_sectors = c.host_read_sectors;
-	st->host_write_sectors = c.host_write_sectors;
-	st->host_flushes = c.host_flushes;
-	st->host_fua = c.host_fua;
-	st->host_discard_sectors = c.host_discard_sectors;
-	st->page_reads = c.page_reads;
-	st->page_programs = c.page_programs;
-	st->block_erases = c.block_erases;
-	st->rmw_subpage = c.rmw_subpage;
-	st->rmw_straddle = c.rmw_straddle;
-	st->gc_relocations = c.gc_relocations;
-	st->wl_relocations = c.wl_relocations;
-	st->ckpt_writes = c.ckpt_writes;
-	st->nand_violations = c.nand_violations;
+#define FTL_X_COPY(name, src) st->name = c.name;
+	FTL_COUNTERS(FTL_X_COPY)
+#undef FTL_X_COPY
+#define FTL_X_MOUNT(name, src) st->name = SRC_##src(name);
+	FTL_MOUNT_COUNTERS(FTL_X_MOUNT)
+#undef FTL_X_MOUNT
 	st->erase_mean = sum / n;
 	st->erase_stddev = sqrt(fmax(0, sq / n - st->erase_mean * st->erase_mean));
 	if (f->readonly) {
@@ -94,20 +82,10 @@ static const char *mount_name(enum ftl_mount_kind k)
 void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json)
 {
 	const struct { const char *k; uint64_t v; } u[] = {
-		{ "host_read_sectors", st->host_read_sectors },
-		{ "host_write_sectors", st->host_write_sectors },
-		{ "host_flushes", st->host_flushes },
-		{ "host_fua", st->host_fua },
-		{ "host_discard_sectors", st->host_discard_sectors },
-		{ "page_reads", st->page_reads },
-		{ "page_programs", st->page_programs },
-		{ "block_erases", st->block_erases },
-		{ "rmw_subpage", st->rmw_subpage },
-		{ "rmw_straddle", st->rmw_straddle },
-		{ "gc_relocations", st->gc_relocations },
-		{ "wl_relocations", st->wl_relocations },
-		{ "ckpt_writes", st->ckpt_writes },
-		{ "nand_violations", st->nand_violations },
+#define FTL_X_KEY(name, src) { #name, st->name },
+		FTL_COUNTERS(FTL_X_KEY)
+		FTL_MOUNT_COUNTERS(FTL_X_KEY)
+#undef FTL_X_KEY
 		{ "erase_min", st->erase_min },
 		{ "erase_max", st->erase_max },
 		{ "mapped_pages", st->mapped_pages },

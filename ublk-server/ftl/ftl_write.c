@@ -177,9 +177,9 @@ int ftl_write(struct ftl *f, const void *buf, uint64_t off, size_t len,
 			memcpy(tls_page + a, data, b - a);
 			data = tls_page;
 			if (p0 == p1)
-				CADD(f, c_sub, 1);
+				CADD(f, m.rmw_subpage, 1);
 			else
-				CADD(f, c_str, 1);
+				CADD(f, m.rmw_straddle, 1);
 		}
 		r = write_page(f, (uint32_t)p, data);
 	}
@@ -187,11 +187,11 @@ int ftl_write(struct ftl *f, const void *buf, uint64_t off, size_t len,
 		pthread_mutex_lock(&f->lock);
 		r = ftl_sync(f);
 		pthread_mutex_unlock(&f->lock);
-		CADD(f, c_fua, 1);
+		CADD(f, m.host_fua, 1);
 	}
 	range_lock(f, p0, p1, false);
 	if (!r)
-		CADD(f, c_ws, len / FTL_SECTOR);
+		CADD(f, m.host_write_sectors, len / FTL_SECTOR);
 	return r;
 }
 
@@ -205,7 +205,7 @@ int ftl_flush(struct ftl *f)
 	pthread_mutex_lock(&f->lock);
 	r = ftl_sync(f);
 	pthread_mutex_unlock(&f->lock);
-	CADD(f, c_fl, 1);
+	CADD(f, m.host_flushes, 1);
 	return r;
 }
 
@@ -221,8 +221,8 @@ static int zero_part(struct ftl *f, uint64_t p, uint64_t a, uint64_t b,
 	if (r)
 		return r;
 	memset(tls_page + a, 0, b - a);
-	CADD(f, c_sub, straddle ? 0 : 1);
-	CADD(f, c_str, straddle ? 1 : 0);
+	CADD(f, m.rmw_subpage, straddle ? 0 : 1);
+	CADD(f, m.rmw_straddle, straddle ? 1 : 0);
 	return write_page(f, (uint32_t)p, tls_page);
 }
 
@@ -277,7 +277,7 @@ int ftl_discard(struct ftl *f, uint64_t off, uint64_t len)
 		r = trim_pages(f, q0, q1);
 	range_lock(f, p0, p1, false);
 	if (!r)
-		CADD(f, c_ds, len / FTL_SECTOR);
+		CADD(f, m.host_discard_sectors, len / FTL_SECTOR);
 	return r;
 }
 
