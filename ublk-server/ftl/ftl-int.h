@@ -122,17 +122,22 @@ uint64_t ftl_ckpt_slot_page(const struct ftl *f, uint64_t gen, uint32_t idx);
 /* ftl_recover.c */
 int ftl_roll_forward(struct ftl *f, bool full_scan);
 
-/* ftl_gc.c */
-int ftl_alloc_page(struct ftl *f, int stream, uint64_t *ppn);
-int ftl_gc_free_space(struct ftl *f);
-int ftl_erase_pending(struct ftl *f, bool force_sync);
+/* ftl_append.c: the only code that programs data pages; talks to the
+ * nand only (never GC or checkpoints).  f->lock held. */
 int ftl_sync(struct ftl *f);
-
-/* ftl_write.c */
+bool ftl_stream_needs_block(const struct ftl *f, int stream);
+int ftl_alloc_page(struct ftl *f, int stream, uint64_t *ppn);
 int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		  uint8_t kind, uint64_t *seq_out);
 void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn);
 void ftl_map_unset(struct ftl *f, uint32_t lpn);
+
+/* ftl_balance.c: before each host page, checkpoint / GC as needed */
+int ftl_balance(struct ftl *f);
+
+/* ftl_gc.c */
+int ftl_gc_free_space(struct ftl *f);
+int ftl_erase_pending(struct ftl *f, bool force_sync);
 
 static inline uint32_t ftl_map_get(const struct ftl *f, uint32_t lpn)
 {

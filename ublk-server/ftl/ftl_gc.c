@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Space management: block allocation with dynamic wear levelling, garbage
- * collection (greedy or cost-benefit victims), static wear levelling, and
- * erasing victims only once what superseded them is durable.
+ * Space management: garbage collection (greedy or cost-benefit victims),
+ * static wear levelling, and erasing victims only once what superseded
+ * them is durable.  Block allocation is in ftl_append.c; when to collect
+ * is decided in ftl_balance.c.
  */
 #include <errno.h>
 #include <string.h>
@@ -11,37 +12,6 @@
 #include "ftl-int.h"
 
 #define WL_EVERY   4u    /* erases between static-WL checks (rate limit) */
-
-/* Flush the write cache (f->lock held). */
-int ftl_sync(struct ftl *f)
-{
-	int r = nand_sync(f->nand);
-
-	if (!r)
-		f->sync_gen++;
-	return r;
-}
-
-/*
- * Dynamic wear levelling: host writes (hot) get the free block with the
- * fewest erases, GC and WL copies (cold: they survived) the one with the
- * most, so worn blocks rest under cold data.
- */
-static uint32_t take_free(struct ftl *f, bool most_worn)
-{
-	uint32_t best = 0, bec = most_worn ? 0 : UINT32_MAX, b;
-
-	for (uint32_t i = 0; i < f->nfree; i++) {
-		uint32_t ec = nand_block_ec(f->nand, f->freel[i]);
-		if (most_worn ? ec > bec : ec < bec) {
-			bec = ec;
-			best = i;
-		}
-	}
-	b = f->freel[best];
-	f->freel[best] = f->freel[--f->nfree];
-	return b;
-}
 
 static uint32_t pick_victim(struct ftl *f)
 {
@@ -72,6 +42,20 @@ static uint32_t pick_victim(struct ftl *f)
 	return best;
 }
 
+/* GC's stream may take the reserve; when even that is gone, erase what
+ * is pending first. */
+static int gc_stream_block(struct ftl *f)
+{
+	int r;
+
+	if (!ftl_stream_needs_block(f, STREAM_GC) || f->nfree)
+		return 0;
+	r = ftl_erase_pending(f, true);
+	if (r)
+		return r;
+	return f->nfree ? 0 : -ENOSPC;
+}
+
 /* Copy the valid pages of block @v away; it becomes PENDING (erase later). */
 static int relocate(struct ftl *f, uint32_t v, uint64_t *counter)
 {
@@ -90,6 +74,9 @@ static int relocate(struct ftl *f, uint32_t v, uint64_t *counter)
 		    o->lpn >= g->nlpn || ftl_map_get(f, o->lpn) != ppn)
 			continue;
 		r = nand_read(f->nand, ppn, 0, f->gcbuf, g->ps);
+		if (r)
+			return r;
+		r = gc_stream_block(f);
 		if (r)
 			return r;
 		r = ftl_prog_page(f, STREAM_GC, o->lpn, f->gcbuf, FTL_OOB_DATA,
@@ -221,66 +208,4 @@ int ftl_gc_free_space(struct ftl *f)
 	if (!r)
 		r = static_wl(f);
 	return r;
-}
-
-static int open_block(struct ftl *f, int s)
-{
-	uint32_t b;
-	int r;
-
-	if (s == STREAM_HOST) {
-		while (f->nfree <= FTL_GC_RESERVE) {
-			r = ftl_gc_free_space(f);
-			if (r)
-				return r;
-		}
-	} else if (!f->nfree) {
-		r = ftl_erase_pending(f, true);
-		if (r)
-			return r;
-		if (!f->nfree)
-			return -ENOSPC;
-	}
-	b = take_free(f, s != STREAM_HOST);
-	if (f->fdirty[b]) {
-		/* after a crash: erase it if anything is left in it */
-		bool dirty = false;
-		/* (not oobbuf: a relocation may be walking it) */
-		r = nand_read_block_oob(f->nand, b, f->oobbuf2);
-		for (size_t i = 0; !r && i < (size_t)f->g.ppb * f->g.oob; i++)
-			dirty |= f->oobbuf2[i] != 0;
-		if (!r && dirty)
-			r = nand_erase(f->nand, b);
-		if (r) {
-			f->freel[f->nfree++] = b;
-			return r;
-		}
-		f->fdirty[b] = 0;
-	}
-	f->state[b] = FTL_BLK_OPEN;
-	f->st[s].blk = b;
-	f->st[s].wp = 0;
-	if (++f->allocs_since_ckpt >= f->ckpt_interval)
-		f->ckpt_due = true;
-	return 0;
-}
-
-/* Next page of stream @s's open block, opening one (and collecting
- * garbage) when needed (f->lock held). */
-int ftl_alloc_page(struct ftl *f, int s, uint64_t *ppn)
-{
-	struct ftl_stream *st = &f->st[s];
-	int r;
-
-	if (st->blk != FTL_NONE && st->wp >= f->g.ppb) {
-		f->state[st->blk] = FTL_BLK_FULL;
-		st->blk = FTL_NONE;
-	}
-	if (st->blk == FTL_NONE) {
-		r = open_block(f, s);
-		if (r)
-			return r;
-	}
-	*ppn = (uint64_t)st->blk * f->g.ppb + st->wp++;
-	return 0;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The write path: out-of-place page programs, read-modify-write of partly
- * written pages under per-page range locks, FUA, flush, discard and
- * write-zeroes (trim records).
+ * The host write path: read-modify-write of partly written pages under
+ * per-page range locks, FUA, flush, discard and write-zeroes (trim
+ * records).  Each page goes through ftl_balance() (room first), then the
+ * append layer (ftl_append.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -11,77 +12,6 @@
 
 /* One page of scratch per thread for read-modify-write: no malloc per I/O. */
 static __thread uint8_t tls_page[FTL_MAX_PAGE] __attribute__((aligned(64)));
-
-/* Point @lpn at @ppn, keeping valid counts (f->lock held). */
-void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn)
-{
-	uint32_t old = f->map[lpn];
-
-	if (old != FTL_UNMAPPED)
-		f->valid[old / f->g.ppb]--;
-	else
-		f->mapped++;
-	f->valid[ppn / f->g.ppb]++;
-	__atomic_store_n(&f->map[lpn], ppn, __ATOMIC_RELEASE);
-}
-
-/* Unmap @lpn (f->lock held). */
-void ftl_map_unset(struct ftl *f, uint32_t lpn)
-{
-	uint32_t old = f->map[lpn];
-
-	if (old == FTL_UNMAPPED)
-		return;
-	f->valid[old / f->g.ppb]--;
-	f->mapped--;
-	__atomic_store_n(&f->map[lpn], FTL_UNMAPPED, __ATOMIC_RELEASE);
-}
-
-/*
- * Program one page into stream @stream's open block with a fresh sequence
- * number and its OOB record; a data page becomes @lpn's mapping (f->lock
- * held).
- */
-int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
-		  uint8_t kind, uint64_t *seq_out)
-{
-	uint8_t oob[1024];
-	uint64_t ppn, seq;
-	uint32_t blk;
-	int r;
-
-	/* sequence numbers stay below ckpt_seq + seq_gap: recovery then
-	 * knows every number on the medium is below that */
-	if (f->seq + 1 > f->ckpt_seq + f->seq_gap) {
-		r = ftl_ckpt_write(f, false);
-		if (r)
-			return r;
-	}
-	r = ftl_alloc_page(f, stream, &ppn);
-	if (r)
-		return r;
-	if (f->seq + 1 > f->ckpt_seq + f->seq_gap) {
-		r = ftl_ckpt_write(f, false);   /* allocation took many */
-		if (r)
-			return r;
-	}
-	blk = (uint32_t)(ppn / f->g.ppb);
-	seq = ++f->seq;
-	memset(oob, 0, f->g.oob);
-	ftl_oob_fill((struct ftl_oob *)oob, kind, (uint16_t)stream, lpn, seq,
-		     nand_block_ec(f->nand, blk), data, f->g.ps);
-	r = nand_program(f->nand, ppn, data, oob);
-	if (r)
-		return r;
-	f->mtime[blk] = seq;
-	if (kind == FTL_OOB_DATA)
-		ftl_map_set(f, lpn, (uint32_t)ppn);
-	else if (kind == FTL_OOB_TRIM)
-		f->trim_seq[blk] = seq;
-	if (seq_out)
-		*seq_out = seq;
-	return 0;
-}
 
 /* Lock (or unlock) the stripes of logical pages [p0, p1], in index order. */
 static void range_lock(struct ftl *f, uint64_t p0, uint64_t p1, bool lock)
@@ -128,9 +58,10 @@ static int write_page(struct ftl *f, uint32_t lpn, const void *data)
 	int r;
 
 	pthread_mutex_lock(&f->lock);
-	r = ftl_prog_page(f, STREAM_HOST, lpn, data, FTL_OOB_DATA, NULL);
-	if (!r && f->ckpt_due)
-		r = ftl_ckpt_write(f, false);
+	r = ftl_balance(f);
+	if (!r)
+		r = ftl_prog_page(f, STREAM_HOST, lpn, data, FTL_OOB_DATA,
+				  NULL);
 	pthread_mutex_unlock(&f->lock);
 	return r;
 }
@@ -242,11 +173,12 @@ static int trim_pages(struct ftl *f, uint64_t q0, uint64_t q1)
 		t->n = 1;
 		t->r[0].lpn = (uint32_t)q0;
 		t->r[0].count = (uint32_t)(q1 - q0);
-		r = ftl_prog_page(f, STREAM_HOST, 1, tls_page, FTL_OOB_TRIM, NULL);
+		r = ftl_balance(f);
+		if (!r)
+			r = ftl_prog_page(f, STREAM_HOST, 1, tls_page,
+					  FTL_OOB_TRIM, NULL);
 		for (uint64_t q = q0; !r && q < q1; q++)
 			ftl_map_unset(f, (uint32_t)q);
-		if (!r && f->ckpt_due)
-			r = ftl_ckpt_write(f, false);
 	}
 	pthread_mutex_unlock(&f->lock);
 	return r;
