@@ -80,16 +80,16 @@ int main(void)
 	T_CHECK(nand_fault_parse("program=0.1,erase=0.2", &s, err,
 				 sizeof(err)) == 0, "%s", err);
 	s.seed = seed;
-	T_CHECK(nand_set_fault_model(n, &s) == 0, "model");
+	T_CHECK(nand_set_fault_model(n, &s, 0) == 0, "model");
 	for (int round = 0; round < 10; round++)
 		for (uint32_t b = 0; b < g.nblocks; b++) {
 			for (uint32_t p = 0; p < g.ppb; p++) {
 				int r = nand_program(n, (uint64_t)b * g.ppb + p,
 						     data, oob);
-				T_CHECK(r == 0 || r == -EIO, "program rc %d", r);
-				pf += r == -EIO;
+				T_CHECK(r == 0 || r == -NAND_EFAIL, "program rc %d", r);
+				pf += r == -NAND_EFAIL;
 			}
-			ef += nand_erase(n, b) == -EIO;
+			ef += nand_erase(n, b) == -NAND_EFAIL;
 			nand_set_block(n, b, 0, nand_block_ec(n, b));
 		}
 	nand_counters_get(n, &c);
@@ -101,7 +101,7 @@ int main(void)
 
 	/* ECC: 8 bits per 512 B corrected; 9 fail exactly that codeword */
 	T_CHECK(nand_fault_parse("ecc=8", &s, err, sizeof(err)) == 0, "%s", err);
-	T_CHECK(nand_set_fault_model(n, &s) == 0, "model");
+	T_CHECK(nand_set_fault_model(n, &s, 0) == 0, "model");
 	T_CHECK(nand_erase(n, 3) == 0 && nand_program(n, 3 * g.ppb, data, oob) == 0,
 		"page");
 	T_CHECK(nand_fault_inject_bits(n, 3 * g.ppb, 2, 8) == 0, "inject 8");
@@ -133,7 +133,7 @@ int main(void)
 		T_CHECK(nand_fault_parse("bitflip=2e-5,ecc=64", &s, err,
 					 sizeof(err)) == 0, "%s", err);
 		s.seed = seed;
-		T_CHECK(nand_set_fault_model(n, &s) == 0, "model");
+		T_CHECK(nand_set_fault_model(n, &s, 0) == 0, "model");
 		nand_set_block(n, 4, 1, 0);
 		nand_set_block(n, 5, 1, 3000);
 		nand_counters_get(n, &c);
@@ -154,12 +154,20 @@ int main(void)
 			"worn (ec 3000): %llu bits", (unsigned long long)worn);
 	}
 
+	/* the system area below the first faulty block is spared */
+	T_CHECK(nand_fault_parse("program=1,erase=1", &s, err, sizeof(err)) == 0,
+		"%s", err);
+	T_CHECK(nand_set_fault_model(n, &s, 8) == 0, "model from block 8");
+	T_CHECK(nand_erase(n, 7) == 0 && nand_program(n, 7 * g.ppb, data, oob) == 0,
+		"block 7 is good");
+	T_CHECK(nand_erase(n, 8) == -NAND_EFAIL, "block 8 fails");
+
 	/* a bad block fails every program and erase */
-	nand_set_fault_model(n, NULL);
+	nand_set_fault_model(n, NULL, 0);
 	nand_set_block(n, 6, 0, 0);
 	nand_mark_bad(n, 6, true);
-	T_CHECK(nand_is_bad(n, 6) && nand_program(n, 6 * g.ppb, data, oob) == -EIO &&
-		nand_erase(n, 6) == -EIO, "bad block");
+	T_CHECK(nand_is_bad(n, 6) && nand_program(n, 6 * g.ppb, data, oob) == -NAND_EFAIL &&
+		nand_erase(n, 6) == -NAND_EFAIL, "bad block");
 	nand_destroy(n);
 	return t_result();
 }

@@ -4,9 +4,9 @@
  * A spec string "program=P,erase=P,bitflip=RATE,seed=N[,ecc=BITS][,cw=BYTES]"
  * sets
  *   program  probability that a page program fails (status FAIL: the page
- *            is consumed, nothing readable is written, -EIO)
+ *            is consumed, nothing readable is written, -NAND_EFAIL)
  *   erase    probability that a block erase fails (block left as it was,
- *            -EIO)
+ *            -NAND_EFAIL)
  *   bitflip  raw bit-error rate (per bit per read) of a fresh block; it
  *            grows with the block's erase count ec as
  *            rber(ec) = bitflip * (1 + ec / 1000)^2

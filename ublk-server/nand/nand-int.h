@@ -21,5 +21,6 @@ int nand_fm_inject(struct nand_fm *m, uint64_t ppn, uint32_t cw,
 		   uint32_t bits);
 void nand_fm_erased(struct nand_fm *m, uint32_t blk);
 uint32_t nand_fm_cw(const struct nand_fm *m);
+uint32_t nand_fm_ecc(const struct nand_fm *m);
 
 #endif

@@ -29,6 +29,7 @@ struct nand {
 	nand_fault_fn fault;
 	void *fault_ctx;
 	struct nand_fm *fm;   /* fault model, NULL: a perfect medium */
+	uint32_t fm_first;    /* first block the model applies to */
 	uint8_t *bad;         /* per block: marked bad */
 	struct nand_counters c;  /* updated with atomics */
 };
@@ -151,7 +152,7 @@ int nand_read_ecc(struct nand *n, uint64_t ppn, uint32_t off, void *buf,
 		return r;
 	if (fault(n, NAND_OP_READ, ppn, buf, len) < 0)
 		return -EIO;
-	if (!n->fm || !len)
+	if (!n->fm || !len || blk < n->fm_first)
 		return 0;
 	r = nand_fm_read(n->fm, ppn, n->ec[blk], off, buf, len, e);
 	if (e->corrected)
@@ -271,12 +272,13 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
 	r = fault(n, NAND_OP_PROGRAM, ppn, (void *)data, n->g.page_size);
 	if (r < 0)
 		return r;
-	if (n->bad[blk] || (n->fm && nand_fm_program_fails(n->fm, ppn))) {
+	if (n->bad[blk] || (n->fm && blk >= n->fm_first &&
+			    nand_fm_program_fails(n->fm, ppn))) {
 		/* status FAIL: the page is used up, nothing readable in it
 		 * (its OOB stays erased), the block should be retired */
 		__atomic_store_n(&n->wp[blk], pg + 1, __ATOMIC_RELEASE);
 		CNT_ADD(n, program_fails);
-		return -EIO;
+		return -NAND_EFAIL;
 	}
 	s = slot_get(n, blk, &r);
 	if (!s)
@@ -330,10 +332,11 @@ int nand_erase(struct nand *n, uint32_t blk)
 	r = fault(n, NAND_OP_ERASE, blk, NULL, 0);
 	if (r < 0)
 		return r;
-	if (n->bad[blk] || (n->fm && nand_fm_erase_fails(n->fm, blk))) {
+	if (n->bad[blk] || (n->fm && blk >= n->fm_first &&
+			    nand_fm_erase_fails(n->fm, blk))) {
 		n->ec[blk]++;           /* it was tried: the cells wore */
 		CNT_ADD(n, erase_fails);
-		return -EIO;
+		return -NAND_EFAIL;
 	}
 	if (n->fm)
 		nand_fm_erased(n->fm, blk);
@@ -452,7 +455,8 @@ void nand_counters_get(const struct nand *n, struct nand_counters *c)
 }
 
 /* Install or remove the fault model (see nand.h). */
-int nand_set_fault_model(struct nand *n, const struct nand_fault_spec *s)
+int nand_set_fault_model(struct nand *n, const struct nand_fault_spec *s,
+			 uint32_t first)
 {
 	struct nand_fm *m = NULL;
 	int r;
@@ -464,7 +468,13 @@ int nand_set_fault_model(struct nand *n, const struct nand_fault_spec *s)
 	}
 	nand_fm_destroy(n->fm);
 	n->fm = m;
+	n->fm_first = first;
 	return 0;
+}
+
+uint32_t nand_fault_ecc(const struct nand *n)
+{
+	return n->fm ? nand_fm_ecc(n->fm) : 0;
 }
 
 uint32_t nand_fault_cw(const struct nand *n)

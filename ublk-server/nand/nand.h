@@ -129,10 +129,13 @@ int nand_read_ecc(struct nand *n, uint64_t ppn, uint32_t off, void *buf,
 /* Raw OOB of one page / of all ppb pages of a block (no erased check). */
 int nand_read_oob(struct nand *n, uint64_t ppn, void *oob);
 int nand_read_block_oob(struct nand *n, uint32_t blk, void *buf);
-/* Program one page: page_size bytes of @data and oob_size bytes of @oob. */
+/* Program one page: page_size bytes of @data and oob_size bytes of @oob.
+ * -NAND_EFAIL: the program failed (the page is used up, reads back as
+ * garbage with an erased OOB; retire the block). */
 int nand_program(struct nand *n, uint64_t ppn, const void *data,
 		 const void *oob);
-/* Erase a block: its pages read 0xff and may be programmed again. */
+/* Erase a block: its pages read 0xff and may be programmed again.
+ * -NAND_EFAIL: the erase failed (the block is as before; retire it). */
 int nand_erase(struct nand *n, uint32_t blk);
 /* Write buffered OOB bytes and flush the backing's write cache. */
 int nand_sync(struct nand *n);
@@ -149,9 +152,18 @@ bool nand_block_oob_hole(struct nand *n, uint32_t blk);
 
 void nand_set_fault(struct nand *n, nand_fault_fn fn, void *ctx);
 
-/* Install the fault model of @s (NULL: none); -EINVAL if its codeword
- * does not divide the page.  Call with no other operation running. */
-int nand_set_fault_model(struct nand *n, const struct nand_fault_spec *s);
+/* A program or erase the medium reports as failed (status FAIL, from the
+ * fault model or a bad block), unlike -EIO of the backing. */
+#define NAND_EFAIL EREMOTEIO
+
+/* Install the fault model of @s (NULL: none) for blocks >= @first (the
+ * blocks below are the guaranteed-good system area, as NAND parts
+ * guarantee block 0); -EINVAL if its codeword does not divide the page.
+ * Call with no other operation running. */
+int nand_set_fault_model(struct nand *n, const struct nand_fault_spec *s,
+			 uint32_t first);
+/* The model's ECC strength, bits per codeword (0: no model). */
+uint32_t nand_fault_ecc(const struct nand *n);
 /* The model's codeword size in bytes (0: no model). */
 uint32_t nand_fault_cw(const struct nand *n);
 /* Add @bits persistent bit errors to codeword @cw of page @ppn (until its

@@ -279,3 +279,8 @@ uint32_t nand_fm_cw(const struct nand_fm *m)
 {
 	return m->s.cw;
 }
+
+uint32_t nand_fm_ecc(const struct nand_fm *m)
+{
+	return m->s.ecc_bits;
+}
