@@ -9,7 +9,10 @@
  * (the nand's counter of that name, as a delta since the mount).
  *
  * FTL_MOUNT_COUNTERS are counted per mount only (not in checkpoints: the
- * v1 checkpoint header has no room for them); they still appear in stats.
+ * v1 checkpoint header has no room for them); they still appear in stats:
+ * program/erase failures, bits the ECC corrected, codewords beyond it
+ * (the fault model, nand-fault.h), reads retried after an uncorrectable
+ * result, pages rewritten by scrub, pages moved off retired blocks.
  */
 #ifndef OCTANT_FTL_COUNTERS_H
 #define OCTANT_FTL_COUNTERS_H
@@ -30,6 +33,13 @@
 	X(ckpt_writes,          ENG)   \
 	X(nand_violations,      NAND_violations)
 
-#define FTL_MOUNT_COUNTERS(X)
+#define FTL_MOUNT_COUNTERS(X) \
+	X(program_fails,        NAND_program_fails)      \
+	X(erase_fails,          NAND_erase_fails)        \
+	X(ecc_corrected_bits,   NAND_ecc_corrected_bits) \
+	X(ecc_uncorrectable,    NAND_ecc_uncorrectable)  \
+	X(read_retries,         ENG)   \
+	X(scrubbed_pages,       ENG)   \
+	X(bad_relocations,      ENG)
 
 #endif

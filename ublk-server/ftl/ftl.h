@@ -20,6 +20,7 @@
 
 #include "align.h"
 #include "ftl-counters.h"
+#include "nand-fault.h"
 
 #define FTL_SECTOR 512u
 
@@ -40,6 +41,9 @@ struct ftl_create_opts {
 	uint32_t oob_size;          /* per-page OOB bytes, default 64 */
 	uint32_t op_permille;       /* over-provisioning, default 70 (7 %) */
 	bool force;                 /* overwrite an existing signature */
+	double bad_block_rate;      /* factory bad blocks: each data block is
+	                               bad with this probability (0 none) */
+	uint64_t bad_block_seed;    /* ... drawn from this seed */
 };
 
 struct ftl_open_opts {
@@ -51,6 +55,9 @@ struct ftl_open_opts {
 	                               shift, size rounded up to whole pages,
 	                               alignment_offset 0): for a dm-linear on
 	                               top that carries the 512-byte shift */
+	const struct nand_fault_spec *faults; /* NULL: a perfect medium;
+	                               else the fault model (nand-fault.h)
+	                               for the data blocks of this open */
 };
 
 /* Counters; all monotonic since create unless noted. */
@@ -76,6 +83,10 @@ struct ftl_stats {
 	uint64_t last_mount_time;   /* unix seconds of the last read-write open */
 	enum ftl_align_mode align;  /* JSON: "odd" / "1m" */
 	uint32_t page_size;         /* flash page, bytes */
+	/* bad blocks (from the bad-block table) */
+	uint64_t bad_blocks_factory, bad_blocks_grown;
+	uint64_t bad_block_limit;   /* bad blocks the spare area absorbs */
+	bool     read_only;         /* spares ran out: writes fail EROFS */
 };
 
 /* Create a fresh image at @path (file created or a block device used).

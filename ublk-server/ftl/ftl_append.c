@@ -68,6 +68,14 @@ static uint32_t take_free(struct ftl *f, bool most_worn)
 	return b;
 }
 
+/* Can @n more pages be programmed before a checkpoint is needed (sequence
+ * numbers stay below ckpt_seq + seq_gap)?  Long runs of copies (GC,
+ * retiring, scrub) stop when not, and ftl_balance() checkpoints. */
+bool ftl_seq_room(const struct ftl *f, uint64_t n)
+{
+	return f->seq + n <= f->ckpt_seq + f->seq_gap;
+}
+
 /* Does stream @s need a new block before its next page? */
 bool ftl_stream_needs_block(const struct ftl *f, int s)
 {
@@ -75,16 +83,21 @@ bool ftl_stream_needs_block(const struct ftl *f, int s)
 }
 
 /* Open a free block for stream @s.  The host stream leaves the last
- * FTL_GC_RESERVE free blocks to GC: -ENOSPC when only those are left. */
-static int open_block(struct ftl *f, int s)
+ * FTL_GC_RESERVE free blocks to GC (-ENOSPC when only those are left)
+ * unless @dip (a retry after a failed program).  A free block left dirty
+ * by a crash is erased first; one whose erase fails is retired. */
+static int open_block(struct ftl *f, int s, bool dip)
 {
 	uint32_t b;
 	int r;
 
-	if (s == STREAM_HOST ? f->nfree <= FTL_GC_RESERVE : !f->nfree)
-		return -ENOSPC;
-	b = take_free(f, s != STREAM_HOST);
-	if (f->fdirty[b]) {
+	for (;;) {
+		if (s == STREAM_HOST && !dip ? f->nfree <= FTL_GC_RESERVE
+					     : !f->nfree)
+			return -ENOSPC;
+		b = take_free(f, s != STREAM_HOST);
+		if (!f->fdirty[b])
+			break;
 		/* after a crash: erase it if anything is left in it */
 		bool dirty = false;
 		/* (not oobbuf: a relocation may be walking it) */
@@ -93,11 +106,18 @@ static int open_block(struct ftl *f, int s)
 			dirty |= f->oobbuf2[i] != 0;
 		if (!r && dirty)
 			r = nand_erase(f->nand, b);
+		if (r == -NAND_EFAIL) {
+			r = ftl_bb_grown(f, b, "erase failed");
+			if (r)
+				return r;
+			continue;
+		}
 		if (r) {
 			f->freel[f->nfree++] = b;
 			return r;
 		}
 		f->fdirty[b] = 0;
+		break;
 	}
 	f->state[b] = FTL_BLK_OPEN;
 	f->st[s].blk = b;
@@ -108,7 +128,7 @@ static int open_block(struct ftl *f, int s)
 }
 
 /* Next page of stream @s's open block, opening one when needed. */
-int ftl_alloc_page(struct ftl *f, int s, uint64_t *ppn)
+static int alloc_page(struct ftl *f, int s, uint64_t *ppn, bool dip)
 {
 	struct ftl_stream *st = &f->st[s];
 	int r;
@@ -118,7 +138,7 @@ int ftl_alloc_page(struct ftl *f, int s, uint64_t *ppn)
 		st->blk = FTL_NONE;
 	}
 	if (st->blk == FTL_NONE) {
-		r = open_block(f, s);
+		r = open_block(f, s, dip);
 		if (r)
 			return r;
 	}
@@ -126,11 +146,18 @@ int ftl_alloc_page(struct ftl *f, int s, uint64_t *ppn)
 	return 0;
 }
 
+int ftl_alloc_page(struct ftl *f, int s, uint64_t *ppn)
+{
+	return alloc_page(f, s, ppn, false);
+}
+
 /*
  * Program one page into stream @stream's open block with a fresh sequence
  * number and its OOB record; a data page becomes @lpn's mapping.
  * Sequence numbers stay below ckpt_seq + seq_gap (recovery relies on it):
  * ftl_balance() checkpoints early enough; running past it is a bug.
+ * A failed program retires its block and the page goes to the next one
+ * (up to FTL_PROG_RETRIES blocks, dipping into GC's reserve).
  */
 int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		  uint8_t kind, uint64_t *seq_out)
@@ -140,17 +167,28 @@ int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 	uint32_t blk;
 	int r;
 
-	if (f->seq + 1 > f->ckpt_seq + f->seq_gap)
-		return -EIO;
-	r = ftl_alloc_page(f, stream, &ppn);
-	if (r)
-		return r;
-	blk = (uint32_t)(ppn / f->g.ppb);
-	seq = ++f->seq;
-	memset(oob, 0, f->g.oob);
-	ftl_oob_fill((struct ftl_oob *)oob, kind, (uint16_t)stream, lpn, seq,
-		     nand_block_ec(f->nand, blk), data, f->g.ps);
-	r = nand_program(f->nand, ppn, data, oob);
+	for (unsigned tries = 0;; tries++) {
+		if (f->seq + 1 > f->ckpt_seq + f->seq_gap)
+			return -EIO;
+		r = alloc_page(f, stream, &ppn, tries > 0);
+		if (r)
+			return r;
+		blk = (uint32_t)(ppn / f->g.ppb);
+		seq = ++f->seq;
+		memset(oob, 0, f->g.oob);
+		ftl_oob_fill((struct ftl_oob *)oob, kind, (uint16_t)stream, lpn,
+			     seq, nand_block_ec(f->nand, blk), data, f->g.ps);
+		r = nand_program(f->nand, ppn, data, oob);
+		if (r != -NAND_EFAIL)
+			break;
+		/* status FAIL: retire the block (its valid pages move at the
+		 * next balance) and program the page elsewhere */
+		r = ftl_bb_grown(f, blk, "program failed");
+		if (r)
+			return r;
+		if (tries + 1 >= FTL_PROG_RETRIES)
+			return -EIO;
+	}
 	if (r)
 		return r;
 	f->mtime[blk] = seq;

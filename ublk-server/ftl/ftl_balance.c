@@ -5,14 +5,17 @@
  * f2fs_balance_fs): the append layer below then always has a block and
  * sequence numbers to give out, and never calls back up.
  */
+#include <errno.h>
+
 #include "ftl-int.h"
 
-/* Most pages one ftl_gc_free_space() round (and its static-WL move) may
- * program: every victim it takes (at most FTL_GC_RESERVE + 1 +
- * gc_batch_max), one WL block, and the host page itself. */
+/* Most pages one round of balancing may program: every victim one
+ * ftl_gc_free_space() takes (at most FTL_GC_RESERVE + 1 + gc_batch_max)
+ * and its static-WL block, one retired block, one block's worth of scrub
+ * rewrites, and the host page itself. */
 static uint64_t round_pages(const struct ftl *f)
 {
-	return ((uint64_t)FTL_GC_RESERVE + 3 + f->gc_batch_max) * f->g.ppb + 1;
+	return ((uint64_t)FTL_GC_RESERVE + 5 + f->gc_batch_max) * f->g.ppb + 1;
 }
 
 /* Checkpoint when one more round could run past ckpt_seq + seq_gap. */
@@ -23,8 +26,9 @@ static bool seq_room_low(const struct ftl *f)
 
 /*
  * Make room for one host page (f->lock held): a checkpoint when one is
- * due, garbage collection while the host stream would have to open a
- * block from GC's reserve.
+ * due, moving valid pages off retired blocks, scrub rewrites, garbage
+ * collection while the host stream would have to open a block from GC's
+ * reserve.  -EROFS once the spares are used up.
  */
 int ftl_balance(struct ftl *f)
 {
@@ -36,10 +40,28 @@ int ftl_balance(struct ftl *f)
 			if (r)
 				return r;
 		}
+		/* move data off retired blocks, rewrite pages near the ECC
+		 * limit (at most a block each): with the host's share of
+		 * free blocks only, as they free nothing; else later */
+		r = 0;
+		if (f->nfree > FTL_GC_RESERVE)
+			r = ftl_bb_retire(f);
+		if (!r && f->nfree > FTL_GC_RESERVE)
+			r = ftl_scrub_run(f);
+		if (r && r != -ENOSPC)
+			return r;
+		if (f->worn_out)
+			return -EROFS;
 		if (!ftl_stream_needs_block(f, STREAM_HOST) ||
 		    f->nfree > FTL_GC_RESERVE)
 			return 0;
 		r = ftl_gc_free_space(f);
+		if (r == -ENOSPC && f->nbbt) {
+			/* bad blocks took the room GC needs: stop writing
+			 * rather than fail every write for ever */
+			ftl_bb_worn_out(f, "garbage collection found no room");
+			return -EROFS;
+		}
 		if (r)
 			return r;
 	}

@@ -227,7 +227,7 @@ static int load_payload(struct ftl *f, const struct ftl_ckpt_hdr *h)
 	}
 	for (uint32_t b = 0; b < g->nblocks; b++) {
 		bool ck = b < g->ckpt_blocks;
-		if (tab[b].state > FTL_BLK_CKPT || tab[b].pad[0] || tab[b].pad[1] ||
+		if (tab[b].state > FTL_BLK_BAD || tab[b].pad[0] || tab[b].pad[1] ||
 		    (tab[b].flags & ~FTL_BLKF_MAYBE_DIRTY) ||
 		    (ck != (tab[b].state == FTL_BLK_CKPT)) || tab[b].mtime > h->seq)
 			return -EBADMSG;

@@ -60,6 +60,10 @@ int ftl_create_backing(struct nand_backing *b, const struct ftl_create_opts *o)
 	f->nand = n;
 	for (uint32_t blk = 0; blk < g.nblocks; blk++)
 		nand_set_block(n, blk, blk < g.ckpt_blocks ? g.ppb : 0, 0);
+	r = ftl_bb_factory(f, o->bad_block_rate, o->bad_block_seed);
+	if (r)
+		goto out;
+	ftl_bbt_encode(f, area);
 	ftl_rebuild_lists(f);
 	r = ftl_ckpt_write(f, true);
 	if (!r)

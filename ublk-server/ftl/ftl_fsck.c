@@ -132,6 +132,33 @@ out:
 	return r;
 }
 
+/* The bad-block table (ftl_badblock.c): its copies, what it holds. */
+static int check_bbt(struct ftl *f, int fd, struct fsck *k)
+{
+	uint8_t area[OCT_SB_AREA];
+	struct ftl_stats st = { 0 };
+
+	if (pread(fd, area, sizeof(area), 0) != (ssize_t)sizeof(area))
+		return -EIO;
+	if (ftl_bbt_load(f, area)) {
+		finding(k, true, "bad-block table: no valid copy (damaged)");
+		return 0;
+	}
+	ftl_bb_stats(f, &st);
+	if (st.bad_blocks_factory + st.bad_blocks_grown)
+		finding(k, false, "%llu bad blocks (%llu factory, %llu grown); "
+			"the spare area absorbs %llu",
+			(unsigned long long)(st.bad_blocks_factory +
+					     st.bad_blocks_grown),
+			(unsigned long long)st.bad_blocks_factory,
+			(unsigned long long)st.bad_blocks_grown,
+			(unsigned long long)st.bad_block_limit);
+	if (st.read_only)
+		finding(k, false, "spare blocks used up: the device is "
+			"read-only (its data stays readable)");
+	return 0;
+}
+
 /* Load like a read-only mount; 0, or <0 when it cannot be checked. */
 static int check(const char *path, struct fsck *k)
 {
@@ -183,6 +210,9 @@ static int check(const char *path, struct fsck *k)
 	f->sb = sb;
 	f->o = oo;
 	f->readonly = true;
+	r = check_bbt(f, fd, k);
+	if (r)
+		goto out;
 	r = ftl_ckpt_find(f, &k->gen, &flags, &bad, NULL);
 	if (r == -EBADMSG) {
 		finding(k, true, "no valid checkpoint (ublk-flash serve --scan "

@@ -44,7 +44,7 @@ static uint32_t pick_victim(struct ftl *f)
 
 /* GC's stream may take the reserve; when even that is gone, erase what
  * is pending first. */
-static int gc_stream_block(struct ftl *f)
+int ftl_gc_stream_ready(struct ftl *f)
 {
 	int r;
 
@@ -56,16 +56,51 @@ static int gc_stream_block(struct ftl *f)
 	return f->nfree ? 0 : -ENOSPC;
 }
 
-/* Copy the valid pages of block @v away; it becomes PENDING (erase later). */
-static int relocate(struct ftl *f, uint32_t v, uint64_t *counter)
+/* Pages the GC stream can still program without an erase. */
+static uint64_t gc_room(const struct ftl *f)
+{
+	const struct ftl_stream *st = &f->st[STREAM_GC];
+	uint64_t left = st->blk == FTL_NONE ? 0 : f->g.ppb - st->wp;
+
+	return left + (uint64_t)f->nfree * f->g.ppb;
+}
+
+/* Program a data page for @lpn into the GC stream; when a failed program
+ * used up the free blocks, erase what is pending and go on. */
+int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data)
+{
+	int r;
+
+	for (;;) {
+		r = ftl_gc_stream_ready(f);
+		if (!r)
+			r = ftl_prog_page(f, STREAM_GC, lpn, data, FTL_OOB_DATA,
+					  NULL);
+		if (r != -ENOSPC || !f->npend)
+			return r;
+		r = ftl_erase_pending(f, true);
+		if (r)
+			return r;
+	}
+}
+
+/*
+ * Copy the valid pages of block @v to the GC stream.  A page the ECC
+ * cannot correct (after read retries) stays mapped where it is, so reads
+ * of exactly its sectors keep failing until the host rewrites them; its
+ * block is then retired (never erased).  -EAGAIN when a checkpoint must
+ * come first (the block keeps what was not moved yet).
+ */
+int ftl_gc_evacuate(struct ftl *f, uint32_t v, uint64_t *counter)
 {
 	const struct ftl_geom *g = &f->g;
+	uint32_t unreadable = 0;
 	int r;
 
 	r = nand_read_block_oob(f->nand, v, f->oobbuf);
 	if (r)
 		return r;
-	for (uint32_t pg = 0; pg < g->ppb && f->valid[v]; pg++) {
+	for (uint32_t pg = 0; pg < g->ppb && f->valid[v] > unreadable; pg++) {
 		const struct ftl_oob *o =
 			(const struct ftl_oob *)(f->oobbuf + (size_t)pg * g->oob);
 		uint64_t ppn = (uint64_t)v * g->ppb + pg;
@@ -73,18 +108,34 @@ static int relocate(struct ftl *f, uint32_t v, uint64_t *counter)
 		if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA ||
 		    o->lpn >= g->nlpn || ftl_map_get(f, o->lpn) != ppn)
 			continue;
-		r = nand_read(f->nand, ppn, 0, f->gcbuf, g->ps);
+		if (!ftl_seq_room(f, FTL_PROG_RETRIES + 1))
+			return -EAGAIN;         /* a checkpoint first */
+		r = ftl_read_page(f, FTL_UNMAPPED, (uint32_t)ppn, 0, f->gcbuf,
+				  g->ps);
+		if (r == -EBADMSG) {
+			unreadable++;
+			continue;
+		}
 		if (r)
 			return r;
-		r = gc_stream_block(f);
-		if (r)
-			return r;
-		r = ftl_prog_page(f, STREAM_GC, o->lpn, f->gcbuf, FTL_OOB_DATA,
-				  NULL);
+		r = ftl_gc_prog(f, o->lpn, f->gcbuf);
 		if (r)
 			return r;
 		__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
 	}
+	if (unreadable && f->state[v] != FTL_BLK_BAD)
+		return ftl_bb_grown(f, v, "uncorrectable read");
+	return 0;
+}
+
+/* Copy the valid pages of block @v away; it becomes PENDING (erase later),
+ * or is retired when some could not be read. */
+static int relocate(struct ftl *f, uint32_t v, uint64_t *counter)
+{
+	int r = ftl_gc_evacuate(f, v, counter);
+
+	if (r || f->state[v] == FTL_BLK_BAD)
+		return r;
 	if (f->valid[v])
 		return -EIO;            /* map and OOB disagree: a bug */
 	f->state[v] = FTL_BLK_PENDING;
@@ -100,6 +151,7 @@ static int static_wl(struct ftl *f)
 {
 	const struct ftl_geom *g = &f->g;
 	uint32_t mn = UINT32_MAX, mx = 0, cold = FTL_NONE, cec = UINT32_MAX;
+	int r;
 
 	if (f->wl_erases < WL_EVERY)
 		return 0;
@@ -119,7 +171,8 @@ static int static_wl(struct ftl *f)
 	if (mx - mn <= f->o.wl_threshold - f->o.wl_threshold / 4 ||
 	    cold == FTL_NONE || cec > mn)
 		return 0;
-	return relocate(f, cold, &f->m.wl_relocations);
+	r = relocate(f, cold, &f->m.wl_relocations);
+	return r == -EAGAIN ? 0 : r;
 }
 
 /*
@@ -166,6 +219,13 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 		uint32_t b = f->pend[f->npend - 1];
 
 		r = nand_erase(f->nand, b);
+		if (r == -NAND_EFAIL) {         /* grown bad: retire it */
+			f->npend--;
+			r = ftl_bb_grown(f, b, "erase failed");
+			if (r)
+				break;
+			continue;
+		}
 		if (r)
 			break;
 		f->npend--;
@@ -191,7 +251,18 @@ int ftl_gc_free_space(struct ftl *f)
 			uint32_t v = pick_victim(f);
 			if (v == FTL_NONE)
 				break;
+			/* start a victim only with room to finish it (failed
+			 * programs may have eaten the reserve) */
+			if (gc_room(f) < f->valid[v]) {
+				r = ftl_erase_pending(f, true);
+				if (r)
+					return r;
+				if (gc_room(f) < f->valid[v])
+					break;
+			}
 			r = relocate(f, v, &f->m.gc_relocations);
+			if (r == -EAGAIN)
+				return 0;       /* ftl_balance checkpoints */
 			if (r)
 				return r;
 		}

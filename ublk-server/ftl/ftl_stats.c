@@ -13,6 +13,12 @@
 #define SRC_NAND_programs(name)   (n.programs - f->nbase.programs)
 #define SRC_NAND_erases(name)     (n.erases - f->nbase.erases)
 #define SRC_NAND_violations(name) (n.violations - f->nbase.violations)
+#define SRC_NAND_program_fails(name) (n.program_fails - f->nbase.program_fails)
+#define SRC_NAND_erase_fails(name) (n.erase_fails - f->nbase.erase_fails)
+#define SRC_NAND_ecc_corrected_bits(name) \
+	(n.ecc_corrected_bits - f->nbase.ecc_corrected_bits)
+#define SRC_NAND_ecc_uncorrectable(name) \
+	(n.ecc_uncorrectable - f->nbase.ecc_uncorrectable)
 
 /* Counters since create: the checkpointed base plus this mount's. */
 void ftl_counters_snapshot(struct ftl *f, struct ftl_ckpt_counters *c)
@@ -31,7 +37,8 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 {
 	const struct ftl_geom *g = &f->g;
 	struct ftl_ckpt_counters c;
-	double sum = 0, sq = 0, n = g->data_blocks;
+	struct nand_counters n;
+	double sum = 0, sq = 0, nb = g->data_blocks;
 
 	memset(st, 0, sizeof(*st));
 	pthread_mutex_lock(&f->lock);
@@ -48,6 +55,8 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 	}
 	st->mapped_pages = f->mapped;
 	st->free_blocks = f->nfree;
+	ftl_bb_stats(f, st);
+	nand_counters_get(f->nand, &n);
 	pthread_mutex_unlock(&f->lock);
 #define FTL_X_COPY(name, src) st->name = c.name;
 	FTL_COUNTERS(FTL_X_COPY)
@@ -55,8 +64,8 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 #define FTL_X_MOUNT(name, src) st->name = SRC_##src(name);
 	FTL_MOUNT_COUNTERS(FTL_X_MOUNT)
 #undef FTL_X_MOUNT
-	st->erase_mean = sum / n;
-	st->erase_stddev = sqrt(fmax(0, sq / n - st->erase_mean * st->erase_mean));
+	st->erase_mean = sum / nb;
+	st->erase_stddev = sqrt(fmax(0, sq / nb - st->erase_mean * st->erase_mean));
 	if (f->readonly) {
 		st->last_mount = (enum ftl_mount_kind)c.last_mount;
 		st->last_mount_ms = c.last_mount_us / 1000.0;
@@ -92,6 +101,9 @@ void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json)
 		{ "free_blocks", st->free_blocks },
 		{ "last_mount_time", st->last_mount_time },
 		{ "page_size", st->page_size },
+		{ "bad_blocks_factory", st->bad_blocks_factory },
+		{ "bad_blocks_grown", st->bad_blocks_grown },
+		{ "bad_block_limit", st->bad_block_limit },
 	};
 	const struct { const char *k; double v; } d[] = {
 		{ "erase_mean", st->erase_mean },
@@ -109,8 +121,9 @@ void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json)
 				(unsigned long long)u[i].v);
 		for (i = 0; i < sizeof(d) / sizeof(d[0]); i++)
 			fprintf(out, "\"%s\":%.6g,", d[i].k, d[i].v);
-		fprintf(out, "\"last_mount\":\"%s\",\"align\":\"%s\"}\n",
-			mount_name(st->last_mount), align);
+		fprintf(out, "\"last_mount\":\"%s\",\"align\":\"%s\","
+			"\"read_only\":%s}\n", mount_name(st->last_mount), align,
+			st->read_only ? "true" : "false");
 		return;
 	}
 	fprintf(out, "%-22s %s\n", "align", align);
@@ -119,4 +132,6 @@ void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json)
 	for (i = 0; i < sizeof(d) / sizeof(d[0]); i++)
 		fprintf(out, "%-22s %.3f\n", d[i].k, d[i].v);
 	fprintf(out, "%-22s %s\n", "last_mount", mount_name(st->last_mount));
+	fprintf(out, "%-22s %s\n", "read_only", st->read_only ?
+		"yes (spare blocks used up)" : "no");
 }

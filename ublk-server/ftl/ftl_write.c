@@ -48,9 +48,9 @@ static int read_whole(struct ftl *f, uint32_t lpn, uint8_t *buf)
 	if (ppn == FTL_UNMAPPED)
 		memset(buf, 0, f->g.ps);
 	else
-		r = nand_read(f->nand, ppn, 0, buf, f->g.ps);
+		r = ftl_read_page(f, lpn, ppn, 0, buf, f->g.ps);
 	pthread_rwlock_unlock(&f->io_rw);
-	return r;
+	return r == -EBADMSG ? -EIO : r;
 }
 
 static int write_page(struct ftl *f, uint32_t lpn, const void *data)
@@ -71,7 +71,7 @@ static int check_io(struct ftl *f, uint64_t off, uint64_t len)
 	if (off % FTL_SECTOR || len % FTL_SECTOR || off > f->g.size ||
 	    len > f->g.size - off)
 		return -EINVAL;
-	return f->readonly ? -EROFS : 0;
+	return f->readonly || f->worn_out ? -EROFS : 0;
 }
 
 /*
