@@ -56,6 +56,11 @@ int ftl_gc_stream_ready(struct ftl *f)
 	return f->nfree ? 0 : -ENOSPC;
 }
 
+static uint64_t g_ppb(const struct ftl *f)
+{
+	return f->g.ppb;
+}
+
 /* Pages the GC stream can still program without an erase. */
 static uint64_t gc_room(const struct ftl *f)
 {
@@ -251,15 +256,17 @@ int ftl_gc_free_space(struct ftl *f)
 			uint32_t v = pick_victim(f);
 			if (v == FTL_NONE)
 				break;
-			/* start a victim only with room to finish it (failed
-			 * programs may have eaten the reserve) */
-			if (gc_room(f) < f->valid[v]) {
+			/* start a victim with room to finish it and a block
+			 * to spare for a failed program, when erasing what is
+			 * pending gives it; never without room to finish */
+			if (gc_room(f) < (uint64_t)f->valid[v] + g_ppb(f) &&
+			    f->npend) {
 				r = ftl_erase_pending(f, true);
 				if (r)
 					return r;
-				if (gc_room(f) < f->valid[v])
-					break;
 			}
+			if (gc_room(f) < f->valid[v])
+				break;
 			r = relocate(f, v, &f->m.gc_relocations);
 			if (r == -EAGAIN)
 				return 0;       /* ftl_balance checkpoints */

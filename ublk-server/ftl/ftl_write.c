@@ -53,15 +53,29 @@ static int read_whole(struct ftl *f, uint32_t lpn, uint8_t *buf)
 	return r == -EBADMSG ? -EIO : r;
 }
 
+/* Balance, then program one host page (f->lock held).  A failed program
+ * may leave the retry without a free block: balance again (GC) then. */
+static int host_prog(struct ftl *f, uint32_t lpn, const void *data,
+		     uint8_t kind)
+{
+	int r;
+
+	for (int i = 0;; i++) {
+		r = ftl_balance(f);
+		if (!r)
+			r = ftl_prog_page(f, STREAM_HOST, lpn, data, kind, NULL);
+		if (r != -ENOSPC || i >= 3 ||
+		    !ftl_stream_needs_block(f, STREAM_HOST))
+			return r;
+	}
+}
+
 static int write_page(struct ftl *f, uint32_t lpn, const void *data)
 {
 	int r;
 
 	pthread_mutex_lock(&f->lock);
-	r = ftl_balance(f);
-	if (!r)
-		r = ftl_prog_page(f, STREAM_HOST, lpn, data, FTL_OOB_DATA,
-				  NULL);
+	r = host_prog(f, lpn, data, FTL_OOB_DATA);
 	pthread_mutex_unlock(&f->lock);
 	return r;
 }
@@ -173,10 +187,7 @@ static int trim_pages(struct ftl *f, uint64_t q0, uint64_t q1)
 		t->n = 1;
 		t->r[0].lpn = (uint32_t)q0;
 		t->r[0].count = (uint32_t)(q1 - q0);
-		r = ftl_balance(f);
-		if (!r)
-			r = ftl_prog_page(f, STREAM_HOST, 1, tls_page,
-					  FTL_OOB_TRIM, NULL);
+		r = host_prog(f, 1, tls_page, FTL_OOB_TRIM);
 		for (uint64_t q = q0; !r && q < q1; q++)
 			ftl_map_unset(f, (uint32_t)q);
 	}
