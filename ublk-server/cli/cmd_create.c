@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "align.h"
 #include "commands.h"
@@ -22,6 +24,9 @@ static void usage(FILE *out)
 		"  --pages-per-block N    pages per erase block, power of 2 (64)\n"
 		"  --oob-size N           out-of-band bytes per page (64)\n"
 		"  --over-provision PCT   spare flash, percent of SIZE (7)\n"
+		"  --bad-blocks RATE      factory bad blocks: each data block is bad\n"
+		"                         with probability RATE (e.g. 1e-3), skipped\n"
+		"  --bad-block-seed N     seed of that draw (default: random, printed)\n"
 		"  --force                overwrite an existing image or signature\n"
 		"Exit: 0 ok; 2 usage; 3 I/O error; 5 IMG holds data (use --force).\n");
 }
@@ -47,11 +52,14 @@ int cmd_create(int argc, char **argv)
 		{ "oob-size", required_argument, NULL, 'o' },
 		{ "over-provision", required_argument, NULL, 'O' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "bad-blocks", required_argument, NULL, 'B' },
+		{ "bad-block-seed", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	struct ftl_create_opts o = { 0 };
 	char what[4200];
+	bool seed_set = false;
 	double pct;
 	char *end;
 	int c, r;
@@ -99,6 +107,26 @@ int cmd_create(int argc, char **argv)
 		case 'f':
 			o.force = true;
 			break;
+		case 'B':
+			o.bad_block_rate = strtod(optarg, &end);
+			if (end == optarg || *end || !(o.bad_block_rate >= 0 &&
+						       o.bad_block_rate < 1)) {
+				fprintf(stderr, "ublk-flash: create: --bad-blocks "
+					"must be a probability 0 <= RATE < 1, not "
+					"'%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'S':
+			errno = 0;
+			o.bad_block_seed = strtoull(optarg, &end, 0);
+			if (end == optarg || *end || errno || *optarg == '-') {
+				fprintf(stderr, "ublk-flash: create: bad "
+					"--bad-block-seed '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			seed_set = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -113,7 +141,22 @@ int cmd_create(int argc, char **argv)
 			"(try --help)\n");
 		return EXIT_USAGE;
 	}
+	if (o.bad_block_rate > 0 && !seed_set) {
+		if (getrandom(&o.bad_block_seed, sizeof(o.bad_block_seed), 0) !=
+		    sizeof(o.bad_block_seed))
+			o.bad_block_seed = (uint64_t)time(NULL);
+		fprintf(stderr, "ublk-flash: create: factory bad blocks drawn "
+			"with --bad-block-seed %llu\n",
+			(unsigned long long)o.bad_block_seed);
+	}
 	r = ftl_create(argv[optind], &o);
+	if (r == -ENOSPC && o.bad_block_rate > 0) {
+		fprintf(stderr, "ublk-flash: create: --bad-blocks %g: more bad "
+			"blocks than the spare area absorbs (raise "
+			"--over-provision), or the device is too small\n",
+			o.bad_block_rate);
+		return EXIT_USAGE;
+	}
 	if (r == -EEXIST) {
 		fprintf(stderr, "ublk-flash: create: %s already holds an image or "
 			"a signature; use --force to overwrite\n", argv[optind]);

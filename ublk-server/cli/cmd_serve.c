@@ -2,6 +2,9 @@
 /* ublk-flash serve IMG [options]: expose an image as a block device. */
 #include <getopt.h>
 #include <stdio.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +22,8 @@ static void serve_usage(FILE *out)
 		"  --scan                ignore checkpoints, rebuild the map from OOB\n"
 		"  --gc greedy|cost-benefit   GC victim policy (default greedy)\n"
 		"  --wl-threshold N      static wear-levelling threshold\n"
+		"  --faults SPEC         a failing medium: program=P,erase=P,bitflip=RATE,\n"
+		"                        seed=N[,ecc=BITS][,cw=BYTES] (docs/engine.md)\n"
 		"  --dm NAME             stack dm-linear NAME on the device\n"
 		"  --recover             ublk: re-attach a device left by a dead server\n"
 		"  --dev-id N            ublk: device id to ask for\n"
@@ -42,7 +47,7 @@ static int serve_uint(const char *opt, const char *s, unsigned *v)
 int cmd_serve(int argc, char **argv)
 {
 	enum { O_FRONTEND = 256, O_RECOVER, O_DEVID, O_QUEUES, O_DEPTH, O_DM,
-	       O_SCAN, O_GC, O_WL };
+	       O_SCAN, O_GC, O_WL, O_FAULTS };
 	static const struct option lo[] = {
 		{ "frontend", required_argument, NULL, O_FRONTEND },
 		{ "foreground", no_argument, NULL, 'f' },
@@ -54,11 +59,14 @@ int cmd_serve(int argc, char **argv)
 		{ "scan", no_argument, NULL, O_SCAN },
 		{ "gc", required_argument, NULL, O_GC },
 		{ "wl-threshold", required_argument, NULL, O_WL },
+		{ "faults", required_argument, NULL, O_FAULTS },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	struct fe_serve_opts o = { .dev_id = -1 };
 	struct ftl_open_opts oo = { 0 };
+	static struct nand_fault_spec fs;
+	char err[256];
 	unsigned v;
 	int c;
 
@@ -99,6 +107,13 @@ int cmd_serve(int argc, char **argv)
 			if (serve_uint("--wl-threshold", optarg, &oo.wl_threshold))
 				return EXIT_USAGE;
 			break;
+		case O_FAULTS:
+			if (nand_fault_parse(optarg, &fs, err, sizeof(err))) {
+				fprintf(stderr, "ublk-flash: serve: --%s\n", err);
+				return EXIT_USAGE;
+			}
+			oo.faults = &fs;
+			break;
 		case 'h': serve_usage(stdout); return 0;
 		default:
 			fprintf(stderr, "ublk-flash: serve: unknown or incomplete "
@@ -111,5 +126,13 @@ int cmd_serve(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	o.image = argv[optind];
+	if (oo.faults) {
+		if (!fs.seed_set &&
+		    getrandom(&fs.seed, sizeof(fs.seed), 0) != sizeof(fs.seed))
+			fs.seed = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 32;
+		fs.seed_set = true;
+		nand_fault_format(&fs, err, sizeof(err));
+		fprintf(stderr, "ublk-flash: serve: faults %s\n", err);
+	}
 	return serve_main(&o, &oo);
 }
