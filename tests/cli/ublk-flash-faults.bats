@@ -62,4 +62,8 @@ teardown() {
 		[ "${#lines[@]}" -eq 1 ]
 		[[ "$output" == "ublk-flash: serve: --faults: "* ]]
 	done
+	run "$UBLK_FLASH" serve "$IMG" --faults cw=8192
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"cw=8192 does not divide the 4096-byte flash page"* ]]
 }

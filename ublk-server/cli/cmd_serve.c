@@ -127,6 +127,14 @@ int cmd_serve(int argc, char **argv)
 	}
 	o.image = argv[optind];
 	if (oo.faults) {
+		struct ftl_info info;
+
+		if (!ftl_info_read(o.image, &info) && info.page_size % fs.cw) {
+			fprintf(stderr, "ublk-flash: serve: --faults: cw=%u does "
+				"not divide the %u-byte flash page\n", fs.cw,
+				info.page_size);
+			return EXIT_USAGE;
+		}
 		if (!fs.seed_set &&
 		    getrandom(&fs.seed, sizeof(fs.seed), 0) != sizeof(fs.seed))
 			fs.seed = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 32;
