@@ -47,9 +47,17 @@ teardown() {
 		[[ "$output" == *"--bad-blocks must be a probability"* ]]
 	done
 	run "$UBLK_FLASH" create "$IMG" --size 64M --align odd --bad-blocks 0.5 \
-		--bad-block-seed 1 --force
+		--bad-block-seed 1
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"more bad blocks than the spare area absorbs"* ]]
+	[ ! -e "$IMG" ]         # nothing created
+	# an existing file stays as it was, even with --force
+	head -c 1M /dev/urandom > "$IMG"
+	before=$(md5sum < "$IMG")
+	run "$UBLK_FLASH" create "$IMG" --size 64M --align odd --bad-blocks 0.5 \
+		--bad-block-seed 1 --force
+	[ "$status" -eq 2 ]
+	[ "$(md5sum < "$IMG")" = "$before" ]
 }
 
 @test "serve --faults: a bad spec is a one-line usage error, nothing served" {

@@ -157,6 +157,7 @@ int ftl_balance(struct ftl *f);
 int ftl_bbt_load(struct ftl *f, const uint8_t *area);
 void ftl_bbt_encode(struct ftl *f, uint8_t *area);
 int ftl_bb_factory(struct ftl *f, double rate, uint64_t seed);
+int ftl_bb_factory_check(const struct ftl_geom *g, double rate, uint64_t seed);
 void ftl_bb_apply(struct ftl *f);
 int ftl_bb_grown(struct ftl *f, uint32_t blk, const char *why);
 int ftl_bb_retire(struct ftl *f);

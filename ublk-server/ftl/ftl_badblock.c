@@ -157,6 +157,24 @@ static uint64_t mix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+static bool factory_bad(uint32_t b, double rate, uint64_t seed)
+{
+	return (double)(mix(seed ^ mix(b)) >> 11) * 0x1p-53 < rate;
+}
+
+/* Would the draw of ftl_bb_factory() fit the spares?  0, -EINVAL (rate),
+ * -ENOSPC (too many): create checks before it touches anything. */
+int ftl_bb_factory_check(const struct ftl_geom *g, double rate, uint64_t seed)
+{
+	uint32_t n = 0;
+
+	if (!(rate >= 0 && rate < 1))
+		return -EINVAL;
+	for (uint32_t b = g->ckpt_blocks; b < g->nblocks && rate > 0; b++)
+		n += factory_bad(b, rate, seed);
+	return n > bb_limit(g) ? -ENOSPC : 0;
+}
+
 /* Create: each data block is factory-bad with probability @rate (drawn
  * from @seed).  -ENOSPC when more than the spares absorb. */
 int ftl_bb_factory(struct ftl *f, double rate, uint64_t seed)
@@ -165,9 +183,7 @@ int ftl_bb_factory(struct ftl *f, double rate, uint64_t seed)
 	if (!(rate >= 0 && rate < 1))
 		return -EINVAL;
 	for (uint32_t b = f->g.ckpt_blocks; b < f->g.nblocks && rate > 0; b++) {
-		double u = (double)(mix(seed ^ mix(b)) >> 11) * 0x1p-53;
-
-		if (u >= rate)
+		if (!factory_bad(b, rate, seed))
 			continue;
 		if (f->nbbt >= f->bb_limit)
 			return -ENOSPC;

@@ -116,6 +116,9 @@ int ftl_create(const char *path, const struct ftl_create_opts *o)
 	int fd, r;
 
 	r = ftl_create_opts_geom(o, &g);
+	if (!r)                 /* too many factory bad blocks: touch nothing */
+		r = ftl_bb_factory_check(&g, o->bad_block_rate,
+					 o->bad_block_seed);
 	if (r)
 		return r;
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
