@@ -9,19 +9,13 @@
 
 #include "ftl-int.h"
 
-/* Most pages one round of balancing may program: every victim one
- * ftl_gc_free_space() takes (at most FTL_GC_RESERVE + 1 + gc_batch_max)
- * and its static-WL block, one retired block, one block's worth of scrub
- * rewrites, and the host page itself. */
-static uint64_t round_pages(const struct ftl *f)
-{
-	return ((uint64_t)FTL_GC_RESERVE + 5 + f->gc_batch_max) * f->g.ppb + 1;
-}
-
-/* Checkpoint when one more round could run past ckpt_seq + seq_gap. */
+/* Checkpoint when the host page (and the blocks a failed program may
+ * retry in) could run past ckpt_seq + seq_gap.  Longer runs of copies (GC,
+ * static WL, retiring, scrub) check ftl_seq_room() per page and stop with
+ * -EAGAIN; the next turn of the loop below then checkpoints. */
 static bool seq_room_low(const struct ftl *f)
 {
-	return f->seq + round_pages(f) > f->ckpt_seq + f->seq_gap;
+	return !ftl_seq_room(f, FTL_PROG_RETRIES + 2);
 }
 
 /*

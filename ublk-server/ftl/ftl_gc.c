@@ -56,11 +56,6 @@ int ftl_gc_stream_ready(struct ftl *f)
 	return f->nfree ? 0 : -ENOSPC;
 }
 
-static uint64_t g_ppb(const struct ftl *f)
-{
-	return f->g.ppb;
-}
-
 /* Pages the GC stream can still program without an erase. */
 static uint64_t gc_room(const struct ftl *f)
 {
@@ -259,7 +254,7 @@ int ftl_gc_free_space(struct ftl *f)
 			/* start a victim with room to finish it and a block
 			 * to spare for a failed program, when erasing what is
 			 * pending gives it; never without room to finish */
-			if (gc_room(f) < (uint64_t)f->valid[v] + g_ppb(f) &&
+			if (gc_room(f) < (uint64_t)f->valid[v] + f->g.ppb &&
 			    f->npend) {
 				r = ftl_erase_pending(f, true);
 				if (r)
