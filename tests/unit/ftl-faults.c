@@ -218,6 +218,12 @@ static void scenario(unsigned seed)
 		T_EQ_U64(st.bad_blocks_grown, 1, "one grown bad block");
 		check_sectors(f, lpn * 8 + cw, lpn * 8 + cw + 1, "after GC");
 	}
+	/* fsck (of the flushed image) sees the page left in a retired block */
+	T_CHECK(ftl_flush(f) == 0, "flush");
+	memset(out, 0, sizeof(out));
+	r = fsck_mem(b, out, sizeof(out));
+	T_CHECK(r == 0 && strstr(out, "1 logical pages are still in retired "
+				 "blocks"), "fsck %d: %s", r, out);
 	/* a partial write needs the lost codeword: fails; a whole page heals */
 	T_CHECK(ftl_write(f, model, (uint64_t)lpn * ps, 512, 0) == -EIO,
 		"RMW over a lost codeword fails");

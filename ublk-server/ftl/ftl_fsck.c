@@ -159,6 +159,27 @@ static int check_bbt(struct ftl *f, int fd, struct fsck *k)
 	return 0;
 }
 
+/* Logical pages still held by retired blocks (moved away at the next
+ * writes of a read-write open; readable unless the medium lost them). */
+static int check_retired(struct ftl *f, struct fsck *k)
+{
+	uint8_t *bad = calloc(f->g.nblocks, 1);
+	uint64_t n = 0;
+
+	if (!bad)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < f->nbbt; i++)
+		bad[f->bbt[i] & ~FTL_BBT_GROWN] = 1;
+	for (uint32_t l = 0; l < f->g.nlpn; l++)
+		n += f->map[l] != FTL_UNMAPPED && bad[f->map[l] / f->g.ppb];
+	if (n)
+		finding(k, false, "%llu logical pages are still in retired "
+			"blocks (moved at the next writes)",
+			(unsigned long long)n);
+	free(bad);
+	return 0;
+}
+
 /* Load like a read-only mount; 0, or <0 when it cannot be checked. */
 static int check(const char *path, struct fsck *k)
 {
@@ -244,6 +265,8 @@ static int check(const char *path, struct fsck *k)
 		finding(k, true, "%llu NAND rule violations were counted",
 			(unsigned long long)f->base.nand_violations);
 	r = check_blocks(f, k);
+	if (!r)
+		r = check_retired(f, k);
 out:
 	if (f)
 		ftl_free(f);
