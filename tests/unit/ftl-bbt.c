@@ -2,11 +2,13 @@
 /*
  * The bad-block table on the medium (docs/image-format.md): every header
  * field and entry is checked (a damaged copy is ignored, the other one is
- * used; both damaged: open refuses with EBADMSG and fsck says so); the
- * newest generation wins, and a torn update falls back to
- * the older copy; an image without a table (all zero) has no bad blocks.
+ * used; both damaged: open refuses with EBADMSG, fsck says so and
+ * --repair rebuilds it from the checkpoint); the newest generation wins,
+ * a torn update falls back to the older copy; without a table (all zero)
+ * the checkpoint's bad blocks are taken over.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -166,12 +168,43 @@ int main(void)
 		T_CHECK(r == n && st.bad_blocks_grown == 0, "gen 1 after a torn "
 			"update: %d", r);
 	}
-	/* no table at all (an image from before it existed) */
+	/* no table at all (an image from before it existed, or reset by
+	 * fsck --repair): the checkpoint's bad blocks are taken over */
 	memcpy(img, base, isz);
 	memset(img + FTL_BBT_OFF0, 0, FTL_BBT_BYTES);
 	memset(img + FTL_BBT_OFF1, 0, FTL_BBT_BYTES);
 	r = open_count(img, &st);
-	T_CHECK(r == 0 && st.bad_blocks_grown == 0, "no table: %d", r);
+	T_CHECK(r == 0 && st.bad_blocks_grown == (uint64_t)n,
+		"no table: %d factory, %llu from the checkpoint", r,
+		(unsigned long long)st.bad_blocks_grown);
+
+	/* both copies damaged: fsck --repair rebuilds it, then clean */
+	memcpy(img, base, isz);
+	img[FTL_BBT_OFF0 + 40] ^= 1;
+	img[FTL_BBT_OFF1 + 40] ^= 1;
+	{
+		char path[] = "/tmp/octant-ftl-bbt-XXXXXX";
+		int fd = mkstemp(path);
+		FILE *o = fmemopen(out, sizeof(out), "w");
+
+		T_CHECK(fd >= 0 && o && write(fd, img, isz) == (ssize_t)isz,
+			"temp image");
+		close(fd);
+		r = ftl_fsck(path, true, o, false);
+		T_CHECK(r == 1, "fsck --repair: %d", r);
+		rewind(o);
+		r = ftl_fsck(path, false, o, false);
+		fclose(o);
+		T_CHECK(r == 0, "fsck after repair: %d: %s", r, out);
+		fd = open(path, O_RDONLY);
+		T_CHECK(fd >= 0 && read(fd, img, isz) == (ssize_t)isz, "read");
+		close(fd);
+		unlink(path);
+		r = open_count(img, &st);
+		T_CHECK(r == 0 && st.bad_blocks_grown == (uint64_t)n,
+			"repaired: %d, %llu", r,
+			(unsigned long long)st.bad_blocks_grown);
+	}
 	free(img);
 	free(base);
 	return t_result();

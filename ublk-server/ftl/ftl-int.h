@@ -89,6 +89,7 @@ struct ftl {
 	uint32_t nbbt, bb_limit;
 	uint64_t bbt_gen;
 	bool worn_out;               /* spares used up: host writes EROFS */
+	bool bbt_dirty;              /* the mount added entries: write it */
 	bool retire_scan;            /* BAD blocks may still hold valid pages */
 	uint8_t *bb_done;            /* per block: BAD, evacuated (what is
 	                                left could not be read) */
@@ -159,6 +160,8 @@ void ftl_bbt_encode(struct ftl *f, uint8_t *area);
 int ftl_bb_factory(struct ftl *f, double rate, uint64_t seed);
 int ftl_bb_factory_check(const struct ftl_geom *g, double rate, uint64_t seed);
 void ftl_bb_apply(struct ftl *f);
+int ftl_bb_sync(struct ftl *f);
+int ftl_bbt_reset(const char *path);
 int ftl_bb_grown(struct ftl *f, uint32_t blk, const char *why);
 int ftl_bb_retire(struct ftl *f);
 int ftl_bb_worn_out(struct ftl *f, const char *why);

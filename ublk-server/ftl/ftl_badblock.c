@@ -8,8 +8,10 @@
  * absorb, the device turns read-only (every flushed sector stays readable).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "crc32c.h"
 #include "ftl-int.h"
@@ -137,6 +139,19 @@ static int store(struct ftl *f)
 	return r;
 }
 
+/* Write the table if the mount changed it (read-write opens). */
+int ftl_bb_sync(struct ftl *f)
+{
+	int r;
+
+	if (!f->bbt_dirty || f->readonly)
+		return 0;
+	r = store(f);
+	if (!r)
+		f->bbt_dirty = false;
+	return r;
+}
+
 /* Is @blk in the table (and did it go bad in use)? */
 bool ftl_bb_is(const struct ftl *f, uint32_t blk, bool *grown)
 {
@@ -194,9 +209,41 @@ int ftl_bb_factory(struct ftl *f, double rate, uint64_t seed)
 	return 0;
 }
 
-/* Mount: the table overrides what checkpoint and recovery say. */
+/* fsck --repair of a table with no valid copy: zero both copies (= no
+ * table); the next open rebuilds it from the checkpoint's block states. */
+int ftl_bbt_reset(const char *path)
+{
+	static const uint8_t zero[FTL_BBT_BYTES];
+	int fd = open(path, O_RDWR | O_CLOEXEC), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	for (int i = 0; i < 2 && !r; i++)
+		if (pwrite(fd, zero, sizeof(zero), bbt_off[i]) != sizeof(zero))
+			r = -EIO;
+	if (!r && fdatasync(fd))
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/* Mount: the table overrides what checkpoint and recovery say; a block
+ * the checkpoint knows as bad but the table does not (a torn or reset
+ * table) joins the table (written by ftl_bb_sync on a read-write open). */
 void ftl_bb_apply(struct ftl *f)
 {
+	for (uint32_t b = f->g.ckpt_blocks; b < f->g.nblocks; b++) {
+		if (f->state[b] != FTL_BLK_BAD || ftl_bb_is(f, b, NULL))
+			continue;
+		if (f->nbbt < FTL_BBT_MAX) {
+			f->bbt[f->nbbt++] = b | FTL_BBT_GROWN;
+			f->bbt_dirty = true;
+		} else {
+			f->state[b] = FTL_BLK_FULL;     /* no room: not bad */
+		}
+	}
+	if (f->nbbt > f->bb_limit)
+		f->worn_out = true;
 	for (uint32_t i = 0; i < f->nbbt; i++) {
 		uint32_t b = f->bbt[i] & ~FTL_BBT_GROWN;
 

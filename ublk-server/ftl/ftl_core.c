@@ -185,10 +185,14 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 	f->base.last_mount_time = (uint64_t)time(NULL);
 	f->base.last_mount_us = (uint32_t)(f->mount_ms * 1000);
 	pthread_mutex_lock(&f->lock);
+	r = ftl_bb_sync(f);
+	if (r)
+		goto unlock;
 	if (f->mount_kind == FTL_MOUNT_CLEAN)
 		r = ftl_ckpt_mount_marker(f, &marker, true);
 	else
 		r = ftl_ckpt_write(f, false);
+unlock:
 	pthread_mutex_unlock(&f->lock);
 	f->mount_ms = now_ms() - t0;
 	f->base.last_mount_us = (uint32_t)(f->mount_ms * 1000);

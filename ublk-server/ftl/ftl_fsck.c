@@ -25,6 +25,7 @@ struct fsck {
 	uint32_t nbad;
 	int sb_bad;           /* bit per bad superblock copy */
 	bool no_ckpt, dirty;
+	bool bbt_bad;         /* bad-block table: no valid copy */
 	uint64_t gen, mapped;
 };
 
@@ -141,7 +142,9 @@ static int check_bbt(struct ftl *f, int fd, struct fsck *k)
 	if (pread(fd, area, sizeof(area), 0) != (ssize_t)sizeof(area))
 		return -EIO;
 	if (ftl_bbt_load(f, area)) {
-		finding(k, true, "bad-block table: no valid copy (damaged)");
+		finding(k, true, "bad-block table: no valid copy (damaged; "
+			"--repair rebuilds it from the checkpoint)");
+		k->bbt_bad = true;
 		return 0;
 	}
 	ftl_bb_stats(f, &st);
@@ -310,6 +313,11 @@ static int repair(const char *path, struct fsck *k)
 			   sizeof(sb) || fdatasync(fd)))
 			r = -errno;
 		close(fd);
+		if (r)
+			return r;
+	}
+	if (k->bbt_bad) {
+		r = ftl_bbt_reset(path);
 		if (r)
 			return r;
 	}
