@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "align.h"
 #include "commands.h"
@@ -25,6 +27,9 @@ static void usage(FILE *out)
 		"  --pages-per-block N    pages per erase block, power of 2 (64)\n"
 		"  --oob-size N           out-of-band bytes per page, 48..1024 (64)\n"
 		"  --over-provision PCT   spare flash, percent of SIZE (7)\n"
+		"  --bad-blocks RATE      factory bad blocks: each data block is bad\n"
+		"                         with probability RATE (e.g. 1e-3), skipped\n"
+		"  --bad-block-seed N     seed of that draw (default: random, printed)\n"
 		"  --force                overwrite an existing image or signature\n"
 		"An image that is served (or open for writing anywhere) is refused,\n"
 		"--force or not.\n"
@@ -105,12 +110,16 @@ int cmd_create(int argc, char **argv)
 		{ "oob-size", required_argument, NULL, 'o' },
 		{ "over-provision", required_argument, NULL, 'O' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "bad-blocks", required_argument, NULL, 'B' },
+		{ "bad-block-seed", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	struct ftl_create_opts o = { 0 };
 	const char *size_arg = NULL, *arg[3] = { NULL, NULL, NULL };
 	uint64_t v;
+	bool seed_set = false;
+	char *end;
 	int c, r;
 
 	optind = 1;
@@ -166,6 +175,26 @@ int cmd_create(int argc, char **argv)
 		case 'f':
 			o.force = true;
 			break;
+		case 'B':
+			o.bad_block_rate = strtod(optarg, &end);
+			if (end == optarg || *end || !(o.bad_block_rate >= 0 &&
+						       o.bad_block_rate < 1)) {
+				fprintf(stderr, "ublk-flash: create: --bad-blocks "
+					"must be a probability 0 <= RATE < 1, not "
+					"'%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'S':
+			errno = 0;
+			o.bad_block_seed = strtoull(optarg, &end, 0);
+			if (end == optarg || *end || errno || *optarg == '-') {
+				fprintf(stderr, "ublk-flash: create: bad "
+					"--bad-block-seed '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			seed_set = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -187,6 +216,14 @@ int cmd_create(int argc, char **argv)
 	}
 	if (check_geometry(&o, arg) || check_size(&o, size_arg))
 		return EXIT_USAGE;
+	if (o.bad_block_rate > 0 && !seed_set) {
+		if (getrandom(&o.bad_block_seed, sizeof(o.bad_block_seed), 0) !=
+		    sizeof(o.bad_block_seed))
+			o.bad_block_seed = (uint64_t)time(NULL);
+		fprintf(stderr, "ublk-flash: create: factory bad blocks drawn "
+			"with --bad-block-seed %llu\n",
+			(unsigned long long)o.bad_block_seed);
+	}
 	/* The engine's image lock, held while the image is rewritten: a
 	 * served image is refused, and no server can open it meanwhile. */
 	int lock_fd = -1;
@@ -204,6 +241,13 @@ int cmd_create(int argc, char **argv)
 	r = ftl_create(argv[optind], &o);
 	if (lock_fd >= 0)
 		close(lock_fd);
+	if (r == -ENOSPC && o.bad_block_rate > 0) {
+		fprintf(stderr, "ublk-flash: create: --bad-blocks %g: more bad "
+			"blocks than the spare area absorbs (raise "
+			"--over-provision), or the device is too small\n",
+			o.bad_block_rate);
+		return EXIT_USAGE;
+	}
 	if (r == -EEXIST) {
 		char what[128];
 

@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include "ftl-counters.h"
+
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the ublk-flash on-medium format is little-endian"
 #endif
@@ -98,6 +100,8 @@ enum ftl_blk_state {
 	FTL_BLK_FULL = 2,     /* written, holds valid and invalid pages */
 	FTL_BLK_PENDING = 3,  /* GC victim, no valid pages, awaiting erase */
 	FTL_BLK_CKPT = 4,     /* part of the checkpoint area */
+	FTL_BLK_BAD = 5,      /* retired (in the bad-block table); never
+	                         erased, its still-mapped pages stay readable */
 };
 
 struct ftl_ckpt_blk {
@@ -111,15 +115,15 @@ _Static_assert(sizeof(struct ftl_ckpt_blk) == 16, "ckpt blk size");
 
 /* Counters carried from one mount to the next. */
 struct ftl_ckpt_counters {
-	uint64_t host_read_sectors, host_write_sectors;
-	uint64_t host_flushes, host_fua, host_discard_sectors;
-	uint64_t page_reads, page_programs, block_erases;
-	uint64_t rmw_subpage, rmw_straddle;
-	uint64_t gc_relocations, wl_relocations, ckpt_writes, nand_violations;
+#define FTL_X_FIELD(name, src) uint64_t name;
+	FTL_COUNTERS(FTL_X_FIELD)      /* ftl-counters.h, 14 x uint64 in v1 */
+#undef FTL_X_FIELD
 	uint64_t last_mount_time;     /* unix seconds of the last rw mount */
 	uint32_t last_mount;          /* enum ftl_mount_kind */
 	uint32_t last_mount_us;       /* how long it took */
 } __attribute__((packed));
+_Static_assert(sizeof(struct ftl_ckpt_counters) == 14 * 8 + 16,
+	       "v1 checkpoint counters");
 
 struct ftl_ckpt_hdr {
 	char     magic[8];            /* FTL_CKPT_MAGIC */
@@ -137,5 +141,36 @@ struct ftl_ckpt_hdr {
 	struct ftl_ckpt_counters cnt;
 	uint32_t crc;                 /* crc32c of the header with crc = 0 */
 } __attribute__((packed));
+
+/* ---- bad-block table -----------------------------------------------------
+ * Two copies in the superblock area (bytes FTL_BBT_OFF0 and FTL_BBT_OFF1 of
+ * the image, FTL_BBT_BYTES each): the header, then @count entries (block
+ * number, FTL_BBT_GROWN set for blocks that went bad in use).  The newest
+ * valid copy (gen) wins; an update writes the older copy and flushes.  Both
+ * copies all zero: no bad blocks (images made before the table existed).
+ */
+#define FTL_BBT_MAGIC   "OCTBBT01"
+#define FTL_BBT_VERSION 1u
+#define FTL_BBT_OFF0    1024u     /* after superblock copy 0 */
+#define FTL_BBT_OFF1    5120u     /* after superblock copy 1 */
+#define FTL_BBT_BYTES   3072u
+#define FTL_BBT_GROWN   0x80000000u
+#define FTL_BBT_RDONLY  0x1u      /* flags: spares ran out, read-only */
+
+struct ftl_bbt_hdr {
+	char     magic[8];            /* FTL_BBT_MAGIC */
+	uint32_t version;             /* FTL_BBT_VERSION */
+	uint32_t hdr_size;            /* sizeof(struct ftl_bbt_hdr) */
+	uint64_t gen;                 /* update count, newest copy wins */
+	uint32_t nblocks;             /* must match the superblock */
+	uint32_t count;               /* entries that follow */
+	uint32_t limit;               /* bad blocks the spares absorb */
+	uint32_t flags;               /* FTL_BBT_RDONLY */
+	uint8_t  uuid[16];            /* the superblock's */
+	uint32_t pad;                 /* 0 */
+	uint32_t crc;                 /* crc32c of header (crc = 0) + entries */
+} __attribute__((packed));
+_Static_assert(sizeof(struct ftl_bbt_hdr) == 64, "bbt header size");
+#define FTL_BBT_MAX ((FTL_BBT_BYTES - sizeof(struct ftl_bbt_hdr)) / 4)
 
 #endif /* OCTANT_FTL_FORMAT_H */

@@ -122,7 +122,7 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 		h->open[s].wp = f->st[s].wp;
 	}
 	h->write_time = (uint64_t)time(NULL);
-	CADD(f, c_ck, 1);
+	CADD(f, m.ckpt_writes, 1);
 	ftl_counters_snapshot(f, &h->cnt);
 	h->crc = 0;
 	h->crc = oct_crc32c(0, h, sizeof(*h));
@@ -205,7 +205,8 @@ static int check_map(struct ftl *f, const struct ftl_ckpt_hdr *h,
 		b = p / g->ppb;
 		if (p >= total || b < g->ckpt_blocks ||
 		    (seen[p / 8] & (1u << (p % 8))) ||
-		    (tab[b].state != FTL_BLK_OPEN && tab[b].state != FTL_BLK_FULL)) {
+		    (tab[b].state != FTL_BLK_OPEN && tab[b].state != FTL_BLK_FULL &&
+		     tab[b].state != FTL_BLK_BAD)) {  /* retired: still read */
 			r = -EBADMSG;
 			break;
 		}
@@ -262,7 +263,7 @@ static int load_payload(struct ftl *f, const struct ftl_ckpt_hdr *h)
 		return -EBADMSG;
 	for (uint32_t b = 0; b < g->nblocks; b++) {
 		bool ck = b < g->ckpt_blocks;
-		if (tab[b].state > FTL_BLK_CKPT || tab[b].pad[0] || tab[b].pad[1] ||
+		if (tab[b].state > FTL_BLK_BAD || tab[b].pad[0] || tab[b].pad[1] ||
 		    (tab[b].flags & ~FTL_BLKF_MAYBE_DIRTY) ||
 		    (ck != (tab[b].state == FTL_BLK_CKPT)) || tab[b].mtime > h->seq)
 			return -EBADMSG;

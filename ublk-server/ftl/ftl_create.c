@@ -82,6 +82,10 @@ int ftl_create_backing(struct nand_backing *b, const struct ftl_create_opts *o)
 	f->nand = n;
 	for (uint32_t blk = 0; blk < g.nblocks; blk++)
 		nand_set_block(n, blk, blk < g.ckpt_blocks ? g.ppb : 0, 0);
+	r = ftl_bb_factory(f, o->bad_block_rate, o->bad_block_seed);
+	if (r)
+		goto out;
+	ftl_bbt_encode(f, area);
 	ftl_rebuild_lists(f);
 	r = ftl_ckpt_write(f, true);
 	if (!r)
@@ -134,6 +138,9 @@ int ftl_create(const char *path, const struct ftl_create_opts *o)
 	int fd, r;
 
 	r = ftl_create_opts_geom(o, &g);
+	if (!r)                 /* too many factory bad blocks: touch nothing */
+		r = ftl_bb_factory_check(&g, o->bad_block_rate,
+					 o->bad_block_seed);
 	if (r)
 		return r;
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
