@@ -31,6 +31,8 @@ enum align_source {
 	ALIGN_SRC_IMAGE,      /* octant flash image header */
 	ALIGN_SRC_OVERRIDE,   /* explicit LOG/PHYS[/OFFSET] */
 	ALIGN_SRC_PROFILE,    /* defaults of a named profile */
+	ALIGN_SRC_SERVED,     /* block device served by ublk-flash: the
+	                         image's geometry (run registry) */
 };
 
 /* A block device's topology, in the kernel's terms (queue limits). */
@@ -78,13 +80,30 @@ int align_topology_from_device(const char *path, struct align_topology *t);
  * is not a valid octant superblock, -EPROTONOSUPPORT for another version. */
 int align_topology_from_image(const char *path, struct align_topology *t);
 
+/* Fill *t for a block device served by a live ublk-flash server: the
+ * served image's physical geometry (its superblock), the device's logical
+ * sector size and size, source ALIGN_SRC_SERVED.  The server's run registry
+ * ($UBLK_FLASH_RUN_DIR, default /run/octant) is read directly; an entry
+ * counts only while its server holds the lock, when its image is the file
+ * the entry was made for, and when the device really is that server's (a
+ * loop device's backing file by device and inode, a ublk device's char
+ * device held by the recorded pid, a --dm device's only slave), of the
+ * image's size.  A partition of such a device: the same geometry with the
+ * alignment_offset its start gives, its own size.  With @len, @image
+ * receives the image path.  -ENOENT if no such server serves @path (or its
+ * disk), -ENOTBLK if it is not a block device. */
+int align_topology_from_served(const char *path, struct align_topology *t,
+			       char *image, size_t len);
+
 /* Parse "LOG/PHYS[/OFFSET]" (e.g. "512/4096/3584") into *t; size untouched.
  * -EINVAL on a malformed or impossible spec (non-power-of-two sizes,
  * PHYS < LOG, OFFSET not a multiple of LOG or >= PHYS). */
 int align_topology_parse(const char *spec, struct align_topology *t);
 
-/* Any target: a block device, an octant image, or (for a plain file) the
- * file size only with source ALIGN_SRC_NONE.  -ENOENT etc. from stat;
+/* Any target: a block device (served by ublk-flash: its image's topology,
+ * ALIGN_SRC_SERVED; holding an octant image itself, e.g. a loop device over
+ * the image file: ALIGN_SRC_IMAGE; else the kernel's), an octant image, or
+ * (for a plain file) the file size only with source ALIGN_SRC_NONE.  -ENOENT etc. from stat;
  * a file with the octant magic but a bad crc / another version gives
  * -EBADMSG / -EPROTONOSUPPORT (never "plain file"); -EISDIR for a
  * directory, -ENOTBLK for other non-regular files. */
@@ -184,6 +203,17 @@ int align_explain_grain(const struct align_topology *t, uint64_t lba,
 /* Parse a size: "4096", "64K", "1MiB", "2G", "1.5GiB", "100s" (sectors of
  * @sector bytes). -EINVAL on junk or overflow. */
 int align_parse_size(const char *s, uint32_t sector, uint64_t *bytes);
+
+/* ---- partitions ---------------------------------------------------------- */
+
+/* Make the kernel's partitions of block device @path those of its table
+ * (read with libblkid), from userspace with BLKPG as `partx -u` does: for
+ * kernels whose own scan finds nothing (no DOS/EFI parser built in), where
+ * /dev/loopNp1 would never appear.  Stale partitions are deleted, changed
+ * ones re-added, missing ones added, and their /dev nodes awaited (~2 s).
+ * Returns how many changed (0: the kernel already agreed), or -errno
+ * (-EBUSY: a partition to remove is in use). */
+int align_partitions_sync(const char *path);
 
 /* libalign version string, e.g. "0.1.0". */
 const char *align_version(void);

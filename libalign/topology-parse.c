@@ -93,6 +93,7 @@ static const char *source_name(enum align_source s)
 	case ALIGN_SRC_IMAGE:    return "image";
 	case ALIGN_SRC_OVERRIDE: return "override";
 	case ALIGN_SRC_PROFILE:  return "profile";
+	case ALIGN_SRC_SERVED:   return "served image";
 	case ALIGN_SRC_NONE:     break;
 	}
 	return "unknown";

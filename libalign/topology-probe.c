@@ -9,7 +9,39 @@
 #include "align-private.h"
 
 /*
- * A block device -> its topology (ALIGN_SRC_DEVICE); a regular file with a
+ * A block device that holds an octant image itself (a loop device over the
+ * image file, an image written to a partition): the image's topology
+ * (ALIGN_SRC_IMAGE), so that nobody takes it for a blank disk and writes a
+ * partition table over its superblock.  One with the magic but a bad crc
+ * or another version: that error.  Unreadable (permissions): the device's.
+ */
+static int blockdev_image(const char *path, struct align_topology *t)
+{
+	struct align_topology it;
+	int fd, r, magic;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	r = alignp_image_read(fd, &it, &magic);
+	close(fd);
+	if (r == 0) {
+		ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: holds an octant image", path);
+		*t = it;
+		return 0;
+	}
+	if (!magic)
+		return 0;
+	ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: octant magic, %s", path,
+		   strerror(-r));
+	memset(t, 0, sizeof(*t));
+	return r;
+}
+
+/*
+ * A block device served by ublk-flash -> its image's (ALIGN_SRC_SERVED);
+ * a block device holding an octant image -> the image's (ALIGN_SRC_IMAGE);
+ * another block device -> the kernel's topology (ALIGN_SRC_DEVICE); a regular file with a
  * valid octant superblock -> the image's (ALIGN_SRC_IMAGE); a regular file
  * carrying the octant magic but a bad crc or another version -> that error
  * (a corrupt image is never taken for a plain file); any other regular file
@@ -25,8 +57,13 @@ int align_topology_probe(const char *path, struct align_topology *t)
 		return -EINVAL;
 	if (stat(path, &st) < 0)
 		return -errno;
-	if (S_ISBLK(st.st_mode))
-		return align_topology_from_device(path, t);
+	if (S_ISBLK(st.st_mode)) {
+		r = align_topology_from_served(path, t, NULL, 0);
+		if (r != -ENOENT)
+			return r;
+		r = align_topology_from_device(path, t);
+		return r < 0 ? r : blockdev_image(path, t);
+	}
 	if (S_ISDIR(st.st_mode))
 		return -EISDIR;
 	if (!S_ISREG(st.st_mode))

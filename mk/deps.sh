@@ -5,7 +5,7 @@
 set -euo pipefail
 
 build_pkgs=(gcc make pkg-config libblkid-dev libfdisk-dev libsmartcols-dev
-            liburing-dev libfuse3-dev libdevmapper-dev)
+            liburing-dev libfuse3-dev libdevmapper-dev libmount-dev)
 # check runs compare-physics.bats, so it needs the compare set too (gnuplot-nox).
 # mandoc lints the man pages, systemd's systemd-analyze verifies the unit,
 # python3-minimal listens as systemd would for the service test's READY=1

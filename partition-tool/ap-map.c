@@ -509,7 +509,7 @@ int ap_map_verify(const char *target, const struct align_topology *t,
 		if (!use) {
 			if (dmstack_deps(p->name, deps, MAX_DEPS, &nd) || nd != 1 ||
 			    dev_node(deps[0], node, sizeof(node)) ||
-			    align_topology_from_device(node, &lt))
+			    align_topology_probe(node, &lt))
 				continue;
 			use = &lt;
 		}

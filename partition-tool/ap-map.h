@@ -48,7 +48,10 @@ int ap_map_sysfs_offset(const char *dmname, long long *off);
  * For `alignpart check`: for each partition of @target that is mapped
  * (alignpart map), compare the predicted alignment_offset of a dm-linear
  * at its start on topology @t (align_dm_linear_offset(); @t NULL = probe
- * the device the mapping sits on) with what sysfs reports.  One line per
+ * the device the mapping sits on, a device ublk-flash serves by its image's
+ * topology) with what sysfs reports.  On a served loop device the kernel
+ * says 0 for every mapping: a difference there is a mapping that is
+ * misaligned on the medium.  One line per
  * partition to @out (may be NULL):
  *   "part1 /dev/mapper/X-part1 start 2048: predicted 0, kernel 0 (same)"
  * Returns the number of differences (0 = all agree), or -errno; *nmapped

@@ -65,6 +65,7 @@ struct ap_topo {
 	uint64_t nsectors;        /* target size in logical sectors */
 	uint64_t grain;           /* partition grain, bytes */
 	char desc[160];           /* align_topology_describe() */
+	char served_image[4096];  /* image of a device ublk-flash serves, or "" */
 };
 
 /* One partition as planned / found. */
@@ -93,6 +94,8 @@ const char *ap_human_size(uint64_t bytes, char *buf, size_t len);
 /* topology.c */
 int ap_topo_resolve(const struct ap_opts *o, struct ap_topo *tp);
 const char *ap_source_name(enum align_source s);
+struct ap_doc;
+void ap_topo_doc_source(struct ap_doc *doc, const struct ap_topo *tp);
 
 /* safety.c */
 int ap_check_not_in_use(const char *path, bool is_blockdev);

@@ -138,7 +138,7 @@ int ap_cmd_check(const struct ap_opts *o)
 	ap_doc_kv(doc, "target", SCOLS_JSON_STRING, "%s", o->target);
 	ap_doc_kv(doc, "label", SCOLS_JSON_STRING, "%s", label);
 	ap_doc_kv(doc, "topology", SCOLS_JSON_STRING, "%s", tp.desc);
-	ap_doc_kv(doc, "source", SCOLS_JSON_STRING, "%s", ap_source_name(tp.t.source));
+	ap_topo_doc_source(doc, &tp);
 	ap_doc_kv(doc, "logical", SCOLS_JSON_NUMBER, "%u", tp.t.logical);
 	ap_doc_kv(doc, "physical", SCOLS_JSON_NUMBER, "%u", tp.t.physical);
 	ap_doc_kv(doc, "alignment_offset", SCOLS_JSON_NUMBER, "%u", tp.t.alignment_offset);

@@ -65,7 +65,8 @@ void ap_usage(FILE *out, enum ap_cmd cmd)
 		      "         (--part SIZE[:TYPE]... | --script FILE|-) [--start LBA]\n"
 		      "         [--topology LOG/PHYS[/OFFSET]] [--no-act] [--force] [--json]\n"
 		      "Write a new partition table whose starts are aligned for the topology.\n"
-		      "  --part SIZE[:TYPE]  a partition (SIZE like 64MiB, 100s, or 'rest')\n"
+		      "  --part SIZE[:TYPE]  a partition (SIZE like 64MiB, 100s, or 'rest';\n"
+		      "                      TYPE a dos hex code, a GPT GUID, L S H U R V)\n"
 		      "  --script FILE|-     partitions from an sfdisk script (stdin with -)\n"
 		      "  --start LBA         force the first start (warns when misaligned)\n"
 		      "  --no-act            print what would be written, write nothing\n"
@@ -89,6 +90,11 @@ void ap_usage(FILE *out, enum ap_cmd cmd)
 		      "  --profile NAME   alignment profile (default auto)\n"
 		      "  --json           JSON output\n"
 		      "  --help, --version\n"
+		      "Topology: --topology, else a device ublk-flash serves takes its image's\n"
+		      "(run registry $UBLK_FLASH_RUN_DIR, default /run/octant), another device\n"
+		      "the kernel's, an octant image its header's, a plain file the profile's.\n"
+		      "Types (TYPE): a dos hex code, a GPT GUID, a name, or L S H U R V\n"
+		      "(linux swap home uefi raid lvm) on both labels.\n"
 		      "Run 'alignpart COMMAND --help' for a command's options; see alignpart(8).\n",
 		      out);
 		break;

@@ -6,6 +6,8 @@
  * failed write leaves the old table as it was.
  */
 #include <errno.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -81,7 +83,7 @@ static int output(const struct ap_opts *o, const struct ap_topo *tp,
 	ap_doc_kv(doc, "target", SCOLS_JSON_STRING, "%s", o->target);
 	ap_doc_kv(doc, "label", SCOLS_JSON_STRING, "%s", label);
 	ap_doc_kv(doc, "topology", SCOLS_JSON_STRING, "%s", tp->desc);
-	ap_doc_kv(doc, "source", SCOLS_JSON_STRING, "%s", ap_source_name(tp->t.source));
+	ap_topo_doc_source(doc, tp);
 	ap_doc_kv(doc, "profile", SCOLS_JSON_STRING, "%s", tp->profile->name);
 	ap_doc_kv(doc, "grain", SCOLS_JSON_STRING, "%s", ap_human_size(tp->grain, g, sizeof(g)));
 	ap_doc_kv(doc, "first_usable", SCOLS_JSON_NUMBER, "%" PRIu64, first);
@@ -125,6 +127,26 @@ static int output(const struct ap_opts *o, const struct ap_topo *tp,
 	return rc;
 }
 
+/* Make the partition nodes appear: BLKRRPART, then BLKPG for what the
+ * kernel's own scan missed (no DOS/EFI parser built in: a loop device's
+ * /dev/loopNp1 never appears otherwise).  Failing that, the exact command. */
+static void tell_kernel(const char *target, int fd)
+{
+	/* BLKRRPART here rather than libfdisk's, which warns when a loop
+	 * device without partscan refuses it although BLKPG then works */
+	int rr = ioctl(fd, BLKRRPART) < 0 ? -errno : 0;
+	int r = align_partitions_sync(target);
+
+	if (r == -EINVAL || r == -ENOTTY)
+		ap_warn("%s takes no kernel partitions (BLKPG: %s): attach a loop "
+			"device with losetup -P, or map them with: alignpart map %s",
+			target, strerror(-r), target);
+	else if (r < 0)
+		ap_warn("%s: the kernel's partitions do not match the new table "
+			"(%sBLKPG: %s); run: partx -u %s", target,
+			rr < 0 ? "re-read refused, " : "", strerror(-r), target);
+}
+
 static int write_table(const struct ap_opts *o, const struct ap_topo *tp,
 		       struct fdisk_context *cxt, int fd, const char *label)
 {
@@ -141,9 +163,8 @@ static int write_table(const struct ap_opts *o, const struct ap_topo *tp,
 		return rc;
 	if (fsync(fd) < 0)
 		return ap_fail(AP_EXIT_IO, "%s: cannot flush: %s", o->target, strerror(errno));
-	if (tp->is_blockdev && fdisk_reread_partition_table(cxt) < 0)
-		ap_warn("%s: the kernel did not re-read the table (partscan off?); "
-			"run partprobe or losetup -P", o->target);
+	if (tp->is_blockdev)
+		tell_kernel(o->target, fd);
 	return 0;
 }
 

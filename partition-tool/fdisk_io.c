@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <libfdisk/libfdisk.h>
 
@@ -141,6 +142,51 @@ int ap_fdisk_new_label(struct fdisk_context *cxt, const char *label,
 	return 0;
 }
 
+/* An MBR type code: [0x]H or [0x]HH. */
+static bool is_mbr_code(const char *s)
+{
+	size_t n;
+
+	if (!strncasecmp(s, "0x", 2))
+		s += 2;
+	n = strlen(s);
+	return (n == 1 || n == 2) && strspn(s, "0123456789abcdefABCDEF") == n;
+}
+
+/*
+ * The libfdisk type of @p->type on label @lb, as sfdisk reads it: a code
+ * (MBR hex / GPT GUID), a shortcut (L S H U R V, Ex), an alias (linux swap
+ * home uefi raid lvm, extended) or a type name.  Never a position in
+ * libfdisk's list (its "sequence numbers" change between versions: "83" on
+ * GPT was the 83rd entry, Linux /usr verity).  An MBR code on GPT is
+ * refused, as sfdisk does.  MBR has no home type: H / home means Linux (83)
+ * there, where sfdisk would write the empty type 0.  0 or AP_EXIT_USAGE.
+ */
+static int parse_type(struct fdisk_label *lb, const struct ap_part *p,
+		      struct fdisk_parttype **type)
+{
+	const char *name = fdisk_label_get_name(lb), *s = p->type;
+	bool gpt = !strcmp(name, "gpt");
+
+	if (gpt && is_mbr_code(s))
+		return ap_fail(AP_EXIT_USAGE,
+			       "partition %zu: '%s' is an MBR type code; a gpt type is a GUID, a "
+			       "shortcut (L linux, S swap, H home, U uefi, R raid, V lvm) or a type name",
+			       p->partno, s);
+	if (!gpt && (!strcmp(s, "H") || !strcasecmp(s, "home")))
+		s = "83";
+	*type = fdisk_label_advparse_parttype(lb, s,
+			FDISK_PARTTYPE_PARSE_DATA | FDISK_PARTTYPE_PARSE_SHORTCUT |
+			FDISK_PARTTYPE_PARSE_ALIAS | FDISK_PARTTYPE_PARSE_NAME |
+			FDISK_PARTTYPE_PARSE_NOUNKNOWN);
+	if (!*type)
+		return ap_fail(AP_EXIT_USAGE,
+			       "partition %zu: unknown %s partition type '%s' (want %s, a "
+			       "shortcut L S H U R V, or a type name)", p->partno, name,
+			       p->type, gpt ? "a GUID" : "a hex code");
+	return 0;
+}
+
 /* Add partition @p at exactly its planned start and size; verify libfdisk
  * kept both.  0 or AP_EXIT_*. */
 int ap_fdisk_add(struct fdisk_context *cxt, struct ap_part *p)
@@ -158,13 +204,9 @@ int ap_fdisk_add(struct fdisk_context *cxt, struct ap_part *p)
 	fdisk_partition_size_explicit(pa, 1);
 	fdisk_partition_set_partno(pa, partno);
 	if (p->type) {
-		type = fdisk_label_advparse_parttype(lb, p->type,
-				FDISK_PARTTYPE_PARSE_DEFAULT | FDISK_PARTTYPE_PARSE_NOUNKNOWN);
-		if (!type) {
-			ret = ap_fail(AP_EXIT_USAGE, "partition %zu: unknown %s partition type '%s'",
-				      p->partno, fdisk_label_get_name(lb), p->type);
+		ret = parse_type(lb, p, &type);
+		if (ret)
 			goto out;
-		}
 		fdisk_partition_set_type(pa, type);
 	}
 	if (p->name && fdisk_is_label(cxt, GPT))

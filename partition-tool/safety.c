@@ -17,29 +17,31 @@
 #include <unistd.h>
 
 #include <blkid/blkid.h>
+#include <libmount/libmount.h>
 
 #include "ap.h"
 
-/* Is major:minor of @dev mounted (per /proc/self/mountinfo)? */
+/* Is major:minor of @dev mounted?  libmount reads /proc/self/mountinfo and
+ * unescapes the mount point ("my disk", not mountinfo's "my\\040disk"). */
 static bool dev_mounted(dev_t dev, char *where, size_t len)
 {
-	char line[4096];
+	struct libmnt_table *tb = mnt_new_table();
+	struct libmnt_iter *it = mnt_new_iter(MNT_ITER_FORWARD);
+	struct libmnt_fs *fs;
 	bool found = false;
-	FILE *f = fopen("/proc/self/mountinfo", "re");
 
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		unsigned int ma, mi;
-		char mnt[1024];
-
-		if (sscanf(line, "%*u %*u %u:%u %*s %1023s", &ma, &mi, mnt) == 3 &&
-		    makedev(ma, mi) == dev) {
-			snprintf(where, len, "%s", mnt);
-			found = true;
-		}
+	if (!tb || !it || mnt_table_parse_mtab(tb, NULL) < 0)
+		goto out;
+	while (!found && mnt_table_next_fs(tb, it, &fs) == 0) {
+		if (mnt_fs_get_devno(fs) != dev)
+			continue;
+		snprintf(where, len, "%s", mnt_fs_get_target(fs) ?
+			 mnt_fs_get_target(fs) : "?");
+		found = true;
 	}
-	fclose(f);
+out:
+	mnt_free_iter(it);
+	mnt_unref_table(tb);
 	return found;
 }
 

@@ -102,7 +102,7 @@ int ap_cmd_suggest(const struct ap_opts *o)
 		goto out;
 	ap_doc_kv(doc, "target", SCOLS_JSON_STRING, "%s", o->target);
 	ap_doc_kv(doc, "topology", SCOLS_JSON_STRING, "%s", tp.desc);
-	ap_doc_kv(doc, "source", SCOLS_JSON_STRING, "%s", ap_source_name(tp.t.source));
+	ap_topo_doc_source(doc, &tp);
 	ap_doc_kv(doc, "profile", SCOLS_JSON_STRING, "%s", tp.profile->name);
 	ap_doc_kv(doc, "grain", SCOLS_JSON_STRING, "%s", ap_human_size(tp.grain, g, sizeof(g)));
 	ap_doc_kv(doc, "grain_bytes", SCOLS_JSON_NUMBER, "%" PRIu64, tp.grain);

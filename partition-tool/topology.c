@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <libsmartcols/libsmartcols.h>
+
 #include "ap.h"
 
 /* Short name of a topology source, as printed in reports. */
@@ -20,6 +22,7 @@ const char *ap_source_name(enum align_source s)
 	case ALIGN_SRC_IMAGE:    return "image";
 	case ALIGN_SRC_OVERRIDE: return "override";
 	case ALIGN_SRC_PROFILE:  return "profile";
+	case ALIGN_SRC_SERVED:   return "served";
 	default:                 return "none";
 	}
 }
@@ -30,6 +33,37 @@ static bool profile_disagrees(const struct align_profile *p,
 	return p->logical && p->physical &&
 	       (p->logical != t->logical || p->physical != t->physical ||
 		p->alignment_offset != t->alignment_offset);
+}
+
+/* Add "source" (and for a served device "served_image") to a report. */
+void ap_topo_doc_source(struct ap_doc *doc, const struct ap_topo *tp)
+{
+	ap_doc_kv(doc, "source", SCOLS_JSON_STRING, "%s",
+		  ap_source_name(tp->t.source));
+	if (tp->served_image[0])
+		ap_doc_kv(doc, "served_image", SCOLS_JSON_STRING, "%s",
+			  tp->served_image);
+}
+
+/* A device served by ublk-flash: remember its image and say, when the
+ * kernel reports another topology, which one is used and why. */
+static void served_note(const struct ap_opts *o, struct ap_topo *tp,
+			const struct align_topology *served)
+{
+	struct align_topology s, k;
+
+	if (align_topology_from_served(o->target, &s, tp->served_image,
+				       sizeof(tp->served_image)) < 0)
+		snprintf(tp->served_image, sizeof(tp->served_image), "?");
+	if (o->topology || align_topology_from_device(o->target, &k) < 0 ||
+	    (k.physical == served->physical &&
+	     k.alignment_offset == served->alignment_offset))
+		return;
+	ap_note("%s is served by ublk-flash from %s: using the image's "
+		"topology %u/%u offset %u, not the kernel's %u/%u offset %u "
+		"(override with --topology)", o->target, tp->served_image,
+		served->logical, served->physical, served->alignment_offset,
+		k.logical, k.physical, k.alignment_offset);
 }
 
 /*
@@ -64,6 +98,8 @@ int ap_topo_resolve(const struct ap_opts *o, struct ap_topo *tp)
 		return ap_fail(AP_EXIT_IO, "%s: cannot probe topology: %s",
 			       o->target, strerror(-rc));
 	tp->is_image = probe.source == ALIGN_SRC_IMAGE;
+	if (probe.source == ALIGN_SRC_SERVED)
+		served_note(o, tp, &probe);
 	if (!probe.size && !tp->is_blockdev)
 		probe.size = (uint64_t)st.st_size;
 
@@ -84,7 +120,8 @@ int ap_topo_resolve(const struct ap_opts *o, struct ap_topo *tp)
 		t.source = ALIGN_SRC_OVERRIDE;
 		tp->t = t;
 	} else if (probe.source == ALIGN_SRC_DEVICE ||
-		   probe.source == ALIGN_SRC_IMAGE) {
+		   probe.source == ALIGN_SRC_IMAGE ||
+		   probe.source == ALIGN_SRC_SERVED) {
 		tp->t = probe;
 		if (tp->profile_named && profile_disagrees(tp->profile, &probe))
 			ap_warn("%s reports %u/%u offset %u (%s) but profile %s assumes %u/%u offset %u; "

@@ -124,3 +124,11 @@ fuse_cgroup_remove() {
 	rmdir "$CG_DIR" 2>/dev/null || true
 	CG_DIR=
 }
+
+# fuse_running PID: the process runs (a zombie waiting to be reaped by
+# init does not count: a stopped server has exited).
+fuse_running() {
+	local s
+	s=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+	[ -n "$s" ] && [ "${s#Z}" = "$s" ]
+}

@@ -155,8 +155,8 @@ static void ckpt_fields(void)
 #undef F
 	};
 	static const char *semantic[] = { "magic", "version", "hdr_size", "gen",
-		"payload_pages", "nlpn", "nblocks", "payload_crc", "uuid", "open",
-		"flags" };
+		"seq", "payload_pages", "nlpn", "nblocks", "payload_crc", "uuid",
+		"open", "flags" };
 	uint8_t *b = malloc(isz);
 	size_t p2, o2, p1, o1;
 

@@ -8,7 +8,10 @@
  * (page programs, OOB writes, erases and checkpoint pages alike).  The
  * engine opens that image (roll-forward) and every sector must read as its
  * newest flushed/FUA value or a newer one: never older, torn or garbage.
- * >= 2,000 cut points normally, >= 10,000 with OCTANT_LONG=1.
+ * The recovered engine must then take writes (64 x 4 KiB).  >= 2,000 cut
+ * points with a fresh seed normally; with OCTANT_LONG=1, >= 10,000 per seed
+ * over the once-failing seeds and OCTANT_SEEDS fresh ones.  OCTANT_DUMP=FILE
+ * saves the image of the first failing cut.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -96,6 +99,7 @@ static bool allowed(uint32_t sect, uint32_t id)
 }
 
 static uint8_t *crash_img, *rbuf;
+static bool dumped;
 
 /*
  * A crash after a crash: on the recovered engine @g (its backing @m logs
@@ -153,6 +157,24 @@ static void second_cut(struct ftl *g, struct nand_backing *m, uint64_t isz,
 	free(img);
 }
 
+/* The recovered engine must take writes: 64 x 4 KiB over the device
+ * (recovery once left 0 free blocks: ENOSPC for ever, or a stream's write
+ * pointer off by one: EIO). */
+static void write_after(struct ftl *g, uint64_t seed)
+{
+	uint8_t w[4096];
+	int r = 0;
+
+	memset(w, 0x5a, sizeof(w));
+	for (uint32_t i = 0; i < 64 && !r; i++)
+		r = ftl_write(g, w, (uint64_t)(rnd() % (SIZE / 4096 - 1)) * 4096,
+			      sizeof(w), 0);
+	if (!r)
+		r = ftl_flush(g);
+	T_CHECK(r == 0, "seed %llu: write after recovery: %d",
+		(unsigned long long)seed, r);
+}
+
 /* Build the crash image for @seed, open it, check every sector. */
 static void cut(struct nand_backing *b, uint64_t isz, uint64_t seed,
 		int *pending_max)
@@ -189,7 +211,19 @@ static void cut(struct nand_backing *b, uint64_t isz, uint64_t seed,
 	}
 	if (!t_failures && seed % 8 == 0)
 		second_cut(g, m, isz, seed);
+	else if (!t_failures)
+		write_after(g, seed);
 	ftl_abandon(g);
+	if (t_failures && getenv("OCTANT_DUMP") && !dumped) {
+		/* the image this cut left, for a regression case */
+		FILE *d = fopen(getenv("OCTANT_DUMP"), "wb");
+		dumped = d && fwrite(crash_img, 1, isz, d) == isz;
+		if (d)
+			fclose(d);
+		fprintf(stderr, "crash image of cut %llu %s %s\n",
+			(unsigned long long)seed, dumped ? "written to" :
+			"could not be written to", getenv("OCTANT_DUMP"));
+	}
 }
 
 struct trig {
@@ -224,20 +258,25 @@ static void fire(void *ctx)
 	armed = false;
 }
 
-int main(void)
+/* One run: a workload of its own, cut @cuts times over two rounds (odd,
+ * 1m).  The cut seeds are seed0 * 1000003 + the cut's number. */
+static void run(uint64_t seed0, int cuts)
 {
 	struct ftl_create_opts c = { .size = SIZE, .pages_per_block = 8,
 		.op_permille = 250 };
-	int cuts = t_long() ? 10000 : 2000, done = 0, pmax = 0;
+	int done = 0, pmax = 0;
 	uint8_t *w = malloc(65536);
 	struct nand_backing *b;
 	struct ftl_stats st;
 	struct ftl *f = NULL;
-	uint64_t isz, seed0;
+	uint64_t isz;
 
-	seed0 = t_seed(4242);
+	fprintf(stderr, "seed %llu: %d cut points (replay: OCTANT_SEED=%llu)\n",
+		(unsigned long long)seed0, cuts, (unsigned long long)seed0);
 	rs = seed0 | 1;
-	for (int round = 0; round < 2; round++) {
+	next_id = 1;
+	inside = 0;
+	for (int round = 0; round < 2 && !t_failures; round++) {
 		c.align = round ? FTL_ALIGN_1M : FTL_ALIGN_ODD;
 		isz = ftl_test_image_size(&c);
 		crash_img = malloc(isz);
@@ -306,8 +345,32 @@ int main(void)
 		free(crash_img);
 		free(rbuf);
 	}
+	free(w);
+}
+
+/*
+ * A fresh seed per run (OCTANT_SEED replays one).  The long mode runs the
+ * seeds that once failed (4242: cut 5450 recovered to 0 free blocks;
+ * 4: cut 4007492 reopened a block with its write pointer off by one),
+ * then OCTANT_SEEDS (default 4) fresh ones.
+ */
+int main(void)
+{
+	static const unsigned fixed[] = { 4242, 4 };
+	const char *ns = getenv("OCTANT_SEEDS");
+	int cuts = t_long() ? 10000 : 2000;
+	bool replay = getenv("OCTANT_SEED") && *getenv("OCTANT_SEED");
+	unsigned seed0 = t_seed();
+	int nseeds = ns && *ns ? atoi(ns) : 4;
+
+	run(seed0, cuts);
+	for (unsigned i = 0; t_long() && !replay &&
+	     i < sizeof(fixed) / sizeof(fixed[0]) && !t_failures; i++)
+		run(fixed[i], cuts);
+	for (int i = 1; t_long() && !replay && i < nseeds && !t_failures; i++) {
+		run(t_seed_fresh(), cuts);
+	}
 	for (uint32_t s = 0; s < NSECT; s++)
 		free(h[s].v);
-	free(w);
 	return t_result();
 }

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 
 #define T_EXIT_PASS 0
 #define T_EXIT_FAIL 1
@@ -44,12 +46,28 @@ static inline int t_result(void)
 	return t_failures ? T_EXIT_FAIL : T_EXIT_PASS;
 }
 
-/* Seed for randomized tests: OCTANT_SEED or a fixed default, printed. */
-static inline unsigned t_seed(unsigned dflt)
+/* A fresh seed (from /dev/urandom; time and pid if that fails), never 0. */
+static inline unsigned t_seed_fresh(void)
+{
+	unsigned v = 0;
+	FILE *u = fopen("/dev/urandom", "rb");
+
+	if (!u || fread(&v, sizeof(v), 1, u) != 1)
+		v = (unsigned)time(NULL) ^ (unsigned)getpid() << 16;
+	if (u)
+		fclose(u);
+	return v ? v : 1;
+}
+
+/* Seed for randomized tests: OCTANT_SEED, else a fresh one every run.
+ * Printed as "seed N" (the runner shows it) so a failure replays with
+ * OCTANT_SEED=N. */
+static inline unsigned t_seed(void)
 {
 	const char *s = getenv("OCTANT_SEED");
-	unsigned v = s ? (unsigned)strtoul(s, NULL, 0) : dflt;
-	fprintf(stderr, "seed %u (OCTANT_SEED to override)\n", v);
+	unsigned v = s && *s ? (unsigned)strtoul(s, NULL, 0) : t_seed_fresh();
+
+	fprintf(stderr, "seed %u (replay: OCTANT_SEED=%u)\n", v, v);
 	return v;
 }
 

@@ -5,11 +5,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "align.h"
 #include "commands.h"
 #include "ftl.h"
 #include "oct-parse.h"
+#include "serve.h"
 
 static void usage(FILE *out)
 {
@@ -21,12 +25,18 @@ static void usage(FILE *out)
 		"                         (alignment_offset 3584); 1m: no shift\n"
 		"  --page-size N          flash page: 4096 (default), 8192, 16384\n"
 		"  --pages-per-block N    pages per erase block, power of 2 (64)\n"
-		"  --oob-size N           out-of-band bytes per page (64)\n"
+		"  --oob-size N           out-of-band bytes per page, 48..1024 (64)\n"
 		"  --over-provision PCT   spare flash, percent of SIZE (7)\n"
+		"  --bad-blocks RATE      factory bad blocks: each data block is bad\n"
+		"                         with probability RATE (e.g. 1e-3), skipped\n"
+		"  --bad-block-seed N     seed of that draw (default: random, printed)\n"
 		"  --force                overwrite an existing image or signature\n"
+		"An image that is served (or open for writing anywhere) is refused,\n"
+		"--force or not.\n"
 		"Exit: 0 ok; 2 usage (a bad value, a size the geometry cannot\n"
 		"hold, IMG a directory or neither a file nor a block device);\n"
-		"3 I/O error; 5 IMG holds data (use --force).\n");
+		"3 I/O error; 5 IMG holds data (use --force) or is in use\n"
+		"(served, mounted).\n");
 }
 
 /* The geometry options, each against the engine's limits (ftl_geom.c). */
@@ -100,12 +110,16 @@ int cmd_create(int argc, char **argv)
 		{ "oob-size", required_argument, NULL, 'o' },
 		{ "over-provision", required_argument, NULL, 'O' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "bad-blocks", required_argument, NULL, 'B' },
+		{ "bad-block-seed", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	struct ftl_create_opts o = { 0 };
 	const char *size_arg = NULL, *arg[3] = { NULL, NULL, NULL };
 	uint64_t v;
+	bool seed_set = false;
+	char *end;
 	int c, r;
 
 	optind = 1;
@@ -161,6 +175,26 @@ int cmd_create(int argc, char **argv)
 		case 'f':
 			o.force = true;
 			break;
+		case 'B':
+			o.bad_block_rate = strtod(optarg, &end);
+			if (end == optarg || *end || !(o.bad_block_rate >= 0 &&
+						       o.bad_block_rate < 1)) {
+				fprintf(stderr, "ublk-flash: create: --bad-blocks "
+					"must be a probability 0 <= RATE < 1, not "
+					"'%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'S':
+			errno = 0;
+			o.bad_block_seed = strtoull(optarg, &end, 0);
+			if (end == optarg || *end || errno || *optarg == '-') {
+				fprintf(stderr, "ublk-flash: create: bad "
+					"--bad-block-seed '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			seed_set = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -182,7 +216,38 @@ int cmd_create(int argc, char **argv)
 	}
 	if (check_geometry(&o, arg) || check_size(&o, size_arg))
 		return EXIT_USAGE;
+	if (o.bad_block_rate > 0 && !seed_set) {
+		if (getrandom(&o.bad_block_seed, sizeof(o.bad_block_seed), 0) !=
+		    sizeof(o.bad_block_seed))
+			o.bad_block_seed = (uint64_t)time(NULL);
+		fprintf(stderr, "ublk-flash: create: factory bad blocks drawn "
+			"with --bad-block-seed %llu\n",
+			(unsigned long long)o.bad_block_seed);
+	}
+	/* The engine's image lock, held while the image is rewritten: a
+	 * served image is refused, and no server can open it meanwhile. */
+	int lock_fd = -1;
+	r = serve_image_lock(argv[optind], &lock_fd);
+	if (r == -EBUSY) {
+		char who[PATH_MAX + 64];
+		serve_image_holder(argv[optind], who, sizeof(who));
+		fprintf(stderr, "ublk-flash: create: %s is %s; stop it first "
+			"(--force does not override this)\n", argv[optind], who);
+		return EXIT_BUSY;
+	}
+	if (r && r != -ENOENT) {
+		return cli_image_fail("create", argv[optind], r);
+	}
 	r = ftl_create(argv[optind], &o);
+	if (lock_fd >= 0)
+		close(lock_fd);
+	if (r == -ENOSPC && o.bad_block_rate > 0) {
+		fprintf(stderr, "ublk-flash: create: --bad-blocks %g: more bad "
+			"blocks than the spare area absorbs (raise "
+			"--over-provision), or the device is too small\n",
+			o.bad_block_rate);
+		return EXIT_USAGE;
+	}
 	if (r == -EEXIST) {
 		char what[128];
 
@@ -194,7 +259,7 @@ int cmd_create(int argc, char **argv)
 	if (r == -EINVAL) {         /* checked above: the limits drifted */
 		fprintf(stderr, "ublk-flash: create: unsupported geometry (page "
 			"size 4096/8192/16384, pages per block a power of 2 in "
-			"4..1024, oob 32..1024, over-provision 1..1000 %%)\n");
+			"4..1024, oob 48..1024, over-provision 1..1000 %%)\n");
 		return EXIT_USAGE;
 	}
 	if (r == -ENOSPC) {

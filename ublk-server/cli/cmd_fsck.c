@@ -4,9 +4,11 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "ftl.h"
+#include "serve.h"
 
 /* fsck: 0 clean, 1 problems found and repaired, 4 problems left. */
 int cmd_fsck(int argc, char **argv)
@@ -52,6 +54,21 @@ int cmd_fsck(int argc, char **argv)
 	/* something else entirely (ext4, empty): nothing to check or repair */
 	if (cli_image_foreign("fsck", argv[optind]))
 		return EXIT_CORRUPT;
+	if (repair) {
+		/* Refuse an image in use before anything is written; the
+		 * repair's own open takes the engine's lock again. */
+		int lock_fd;
+		r = serve_image_lock(argv[optind], &lock_fd);
+		if (r == -EBUSY) {
+			char who[PATH_MAX + 64];
+			serve_image_holder(argv[optind], who, sizeof(who));
+			fprintf(stderr, "ublk-flash: fsck: %s is %s; stop it "
+				"before --repair\n", argv[optind], who);
+			return EXIT_BUSY;
+		}
+		if (!r)
+			close(lock_fd);
+	}
 	r = ftl_fsck(argv[optind], repair, stdout, json);
 	if (r >= 0)
 		return r == 4 ? EXIT_CORRUPT : r;

@@ -2,6 +2,8 @@
 /* ublk-flash serve IMG [options]: expose an image as a block device. */
 #include <getopt.h>
 #include <stdio.h>
+#include <sys/random.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,6 +24,8 @@ static void serve_usage(FILE *out)
 		"  --gc greedy|cost-benefit   GC victim policy (default greedy)\n"
 		"  --wl-threshold N      static wear-levelling threshold, 1..1000000\n"
 		"                        (max - min erase count; default 128)\n"
+		"  --faults SPEC         a failing medium: program=P,erase=P,bitflip=RATE,\n"
+		"                        seed=N[,ecc=BITS][,cw=BYTES] (docs/engine.md)\n"
 		"  --dm NAME             stack dm-linear NAME on the device\n"
 		"  --recover             ublk: re-attach a device left by a dead server\n"
 		"  --dev-id N            ublk: device id to ask for, 0..1048575\n"
@@ -42,7 +46,7 @@ static void serve_usage(FILE *out)
 int cmd_serve(int argc, char **argv)
 {
 	enum { O_FRONTEND = 256, O_RECOVER, O_DEVID, O_QUEUES, O_DEPTH, O_DM,
-	       O_SCAN, O_GC, O_WL };
+	       O_SCAN, O_GC, O_WL, O_FAULTS };
 	static const struct option lo[] = {
 		{ "frontend", required_argument, NULL, O_FRONTEND },
 		{ "foreground", no_argument, NULL, 'f' },
@@ -54,12 +58,15 @@ int cmd_serve(int argc, char **argv)
 		{ "scan", no_argument, NULL, O_SCAN },
 		{ "gc", required_argument, NULL, O_GC },
 		{ "wl-threshold", required_argument, NULL, O_WL },
+		{ "faults", required_argument, NULL, O_FAULTS },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	struct fe_serve_opts o = { .dev_id = -1 };
 	struct ftl_open_opts oo = { 0 };
 	const char *ublk_only = NULL;   /* a ublk option given */
+	static struct nand_fault_spec fs;
+	char err[256];
 	unsigned v;
 	int c;
 
@@ -110,6 +117,13 @@ int cmd_serve(int argc, char **argv)
 					 SERVE_MAX_WL, &oo.wl_threshold))
 				return EXIT_USAGE;
 			break;
+		case O_FAULTS:
+			if (nand_fault_parse(optarg, &fs, err, sizeof(err))) {
+				fprintf(stderr, "ublk-flash: serve: --%s\n", err);
+				return EXIT_USAGE;
+			}
+			oo.faults = &fs;
+			break;
 		case 'h': serve_usage(stdout); return 0;
 		default:
 			return cli_bad_option("serve", c, argv);
@@ -132,5 +146,21 @@ int cmd_serve(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	o.image = argv[optind];
+	if (oo.faults) {
+		struct ftl_info info;
+
+		if (!ftl_info_read(o.image, &info) && info.page_size % fs.cw) {
+			fprintf(stderr, "ublk-flash: serve: --faults: cw=%u does "
+				"not divide the %u-byte flash page\n", fs.cw,
+				info.page_size);
+			return EXIT_USAGE;
+		}
+		if (!fs.seed_set &&
+		    getrandom(&fs.seed, sizeof(fs.seed), 0) != sizeof(fs.seed))
+			fs.seed = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 32;
+		fs.seed_set = true;
+		nand_fault_format(&fs, err, sizeof(err));
+		fprintf(stderr, "ublk-flash: serve: faults %s\n", err);
+	}
 	return serve_main(&o, &oo);
 }

@@ -61,8 +61,12 @@ int cmd_stop(int argc, char **argv)
 			       "clean checkpoint, wait for the server to exit (SECS 1..86400,\n"
 			       "default 60).\n"
 			       "Refuses (exit 5) while the device is open (mounted) unless\n"
-			       "--force.  Exit: 0 stopped (or a dead server's leftovers\n"
-			       "cleaned); 2 usage; 3 not served / did not stop; 5 busy.\n");
+			       "--force: then the filesystems on it are synced, and if it is\n"
+			       "still in use after 1 s it is cut off (its I/O fails with EIO;\n"
+			       "it detaches at its last close).\n"
+			       "Exit: 0 stopped with a clean checkpoint (or a dead\n"
+			       "server's leftovers cleaned); 2 usage; 3 not served, did\n"
+			       "not stop, or could not close the image cleanly; 5 busy.\n");
 			return 0;
 		default:
 			return cli_bad_option("stop", c, argv);
@@ -74,6 +78,14 @@ int cmd_stop(int argc, char **argv)
 	}
 	const char *arg = argv[optind];
 	err = serve_entry_find(arg, &e);
+	if (err == -ESTALE) {
+		fprintf(stderr, "ublk-flash: stop: %s is not served by ublk-flash "
+			"now: the server of %s (pid %d, %s) had it, but it is no "
+			"longer bound to that server's disk file (the number was "
+			"reused); nothing stopped\n", arg, e.image, (int)e.pid,
+			e.live ? "running" : "gone");
+		return EXIT_IO;
+	}
 	if (err == -ENOENT && access(arg, F_OK) == 0) {
 		fprintf(stderr, "ublk-flash: stop: %s is not served\n", arg);
 		return EXIT_IO;
@@ -88,6 +100,7 @@ int cmd_stop(int argc, char **argv)
 		int fd;
 		if (serve_entry_lock(e.dir, &fd) == 0) {
 			serve_entry_cleanup(e.dir);
+			serve_entry_remove(e.dir, false);
 			close(fd);
 			fprintf(stderr, "ublk-flash: stop: the server of %s had died; "
 				"cleaned up what it left\n", arg);
@@ -98,17 +111,46 @@ int cmd_stop(int argc, char **argv)
 			return EXIT_IO;
 		}
 	}
-	/* With --dm the dm table holds the served device; the top one counts. */
+	/* With --dm the dm table holds the served device; the top one counts.
+	 * A device that is no longer the server's (stop IMG) is not looked at:
+	 * the server only releases its own. */
 	const char *top = e.dm[0] ? e.dm : e.dev;
+	if (top[0] && !serve_entry_verify(&e)) {
+		fprintf(stderr, "ublk-flash: stop: warning: %s is no longer bound "
+			"to the server of %s; stopping the server only\n", e.dev,
+			e.image);
+		top = "";
+	}
 	if (!force && top[0] && stop_dev_busy(top)) {
 		fprintf(stderr, "ublk-flash: stop: %s is in use (mounted?); unmount "
 			"it first or use --force\n", top);
 		return EXIT_BUSY;
 	}
-	err = serve_stop_server(&e, timeout * 1000);
+	if (force && top[0]) {
+		/* What a mounted filesystem holds dirty goes to the image
+		 * while the server still answers; then it is cut off. */
+		int n = serve_sync_mounts(top, 10000);
+		if (n > 0)
+			fprintf(stderr, "ublk-flash: stop: %s is in use: synced %d "
+				"mounted filesystem%s; its I/O fails from now on\n",
+				top, n, n > 1 ? "s" : "");
+		else if (n == -ETIMEDOUT)
+			fprintf(stderr, "ublk-flash: stop: warning: syncing the "
+				"filesystems on %s takes over 10 s; stopping "
+				"anyway\n", top);
+	}
+	char why[256];
+	err = serve_stop_server(&e, timeout * 1000, force, why, sizeof(why));
 	if (err == -ETIMEDOUT) {
 		fprintf(stderr, "ublk-flash: stop: the server (pid %d) did not exit "
 			"within %u s\n", (int)e.pid, timeout);
+		return EXIT_IO;
+	}
+	if (err == -EIO || err == -EPIPE) {
+		fprintf(stderr, "ublk-flash: stop: the server of %s stopped but "
+			"could not close the image cleanly (%s); the next serve "
+			"rolls forward as after a crash\n", e.image,
+			err == -EIO ? why : "it exited without reporting");
 		return EXIT_IO;
 	}
 	if (err)

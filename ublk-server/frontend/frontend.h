@@ -30,6 +30,9 @@ struct fe_server {
 	const struct fe_serve_opts *opts;
 	char devpath[128];       /* filled by start(): /dev/loopN, /dev/ublkbN */
 	int stop_fd;             /* eventfd: readable once a stop was requested */
+	volatile bool force_stop; /* set before stop_fd by `stop --force`: a
+	                            device still in use may be cut off (its
+	                            I/O fails) after a short grace */
 	void *priv;              /* the frontend's own state */
 };
 
@@ -41,7 +44,10 @@ struct fe_ops {
 	int (*start)(struct fe_server *s);
 	/* Serve I/O until stop_fd is readable or a fatal error; -errno on error. */
 	int (*run)(struct fe_server *s);
-	/* Remove the block device (clean stop). Safe after a failed start. */
+	/* Remove the block device (clean stop) in bounded time: a device still
+	 * in use after a grace period is cut off (every request answered, with
+	 * EIO once cut; the engine untouched afterwards).  Safe after a failed
+	 * start. */
 	void (*stop)(struct fe_server *s);
 };
 

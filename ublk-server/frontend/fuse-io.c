@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fuse-io.h"
@@ -75,6 +76,30 @@ void fe_fuse_io_fini(struct fe_fuse_io *io)
 		pthread_mutex_destroy(&io->pool_lock);
 	}
 	memset(io, 0, sizeof(*io));
+}
+
+/* Enter the engine, unless fenced (then the caller answers EIO). */
+static bool fe_enter(struct fe_fuse_io *io)
+{
+	atomic_fetch_add(&io->inflight, 1);
+	if (!atomic_load(&io->fenced))
+		return true;
+	atomic_fetch_sub(&io->inflight, 1);
+	return false;
+}
+
+static void fe_leave(struct fe_fuse_io *io)
+{
+	atomic_fetch_sub(&io->inflight, 1);
+}
+
+void fe_fuse_io_fence(struct fe_fuse_io *io)
+{
+	struct timespec ts = { 0, 1000000L };
+
+	atomic_store(&io->fenced, true);
+	while (atomic_load(&io->inflight) > 0)
+		nanosleep(&ts, NULL);
 }
 
 /* The calling thread's preallocated buffer; taken from the pool on the
@@ -231,7 +256,12 @@ static void fe_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		}
 		buf = heap;
 	}
-	err = ftl_read(io->ftl, buf, a0, (size_t)(a1 - a0));
+	if (fe_enter(io)) {
+		err = ftl_read(io->ftl, buf, a0, (size_t)(a1 - a0));
+		fe_leave(io);
+	} else {
+		err = -EIO;
+	}
 	if (err)
 		fuse_reply_err(req, -err);
 	else
@@ -285,10 +315,15 @@ static void fe_write(fuse_req_t req, fuse_ino_t ino, const char *data,
 		fuse_reply_err(req, ENOSPC);
 		return;
 	}
+	if (!fe_enter(io)) {
+		fuse_reply_err(req, EIO);
+		return;
+	}
 	if ((o | size) & (FTL_SECTOR - 1))
 		err = fe_write_unaligned(io, data, o, size, flags);
 	else
 		err = ftl_write(io->ftl, data, o, size, flags);
+	fe_leave(io);
 	if (err)
 		fuse_reply_err(req, -err);
 	else
@@ -301,7 +336,13 @@ static void fe_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	(void)ino;
 	(void)fi;
-	fuse_reply_err(req, -ftl_flush(io->ftl));
+	if (!fe_enter(io)) {
+		fuse_reply_err(req, EIO);
+		return;
+	}
+	int err = ftl_flush(io->ftl);
+	fe_leave(io);
+	fuse_reply_err(req, -err);
 }
 
 static void fe_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -354,6 +395,10 @@ static void fe_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
 		}
 		l = o >= io->size ? 0 : io->size - o;
 	}
+	if (!fe_enter(io)) {
+		fuse_reply_err(req, EIO);
+		return;
+	}
 	if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)) {
 		if (l)
 			err = fe_zero_range(io, o, l, true);
@@ -365,6 +410,7 @@ static void fe_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
 	} else {
 		err = -EOPNOTSUPP;
 	}
+	fe_leave(io);
 	fuse_reply_err(req, -err);
 }
 

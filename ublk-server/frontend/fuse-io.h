@@ -8,6 +8,7 @@
 #define OCTANT_FUSE_IO_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -24,6 +25,8 @@ struct fe_fuse_io {
 	void **pool;                   /* free FE_FUSE_BUF buffers */
 	unsigned npool, nfree;
 	bool mutexes_made;
+	atomic_bool fenced;            /* answer every request EIO, engine untouched */
+	atomic_uint inflight;          /* requests inside the engine now */
 };
 
 struct fuse_lowlevel_ops;
@@ -37,6 +40,10 @@ int fe_fuse_io_init(struct fe_fuse_io *io, struct ftl *ftl, unsigned nbuf);
 
 /* Free what fe_fuse_io_init allocated (after the session ended). */
 void fe_fuse_io_fini(struct fe_fuse_io *io);
+
+/* Fence the engine off: from now on every request is answered with EIO
+ * without reaching the engine; returns once no request is inside it. */
+void fe_fuse_io_fence(struct fe_fuse_io *io);
 
 /* Mark the calling thread an IO flusher (PR_SET_IO_FLUSHER), once. */
 void fe_fuse_io_flusher(void);

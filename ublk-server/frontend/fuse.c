@@ -20,13 +20,17 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "frontend.h"
@@ -38,6 +42,9 @@
 #endif
 
 #define FE_FUSE_THREADS 8          /* serving threads, all started up front */
+#define FE_FUSE_GRACE_MS 10000     /* stop: wait this long for the loop device
+                                      to let go of the file, then cut it off */
+#define FE_FUSE_FORCE_GRACE_MS 1000 /* the same for `stop --force` */
 
 struct fe_fuse {
 	struct fe_fuse_io io;          /* the I/O half (fuse-io.c) */
@@ -48,6 +55,7 @@ struct fe_fuse {
 	bool mounted;
 	int dead_fd;                   /* eventfd: the session loop ended */
 	int backing_fd;
+	int conn;                      /* fusectl connection number, -1 unknown */
 	struct loop_dev loop;
 	char mnt[PATH_MAX];
 	char file[PATH_MAX + 8];
@@ -102,7 +110,75 @@ static int fe_fuse_probe(char *why, size_t len)
 	return 0;
 }
 
-static void fe_fuse_teardown(struct fe_fuse *ff)
+/* Abort our FUSE connection (fusectl): requests queued in the kernel fail,
+ * serving threads blocked in read() wake up with ENODEV. */
+static void fe_fuse_abort(struct fe_fuse *ff)
+{
+	char p[96];
+	int fd;
+
+	if (ff->conn < 0)
+		return;
+	snprintf(p, sizeof(p), "/sys/fs/fuse/connections/%d/abort", ff->conn);
+	if (access(p, F_OK) < 0)
+		mount("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, NULL);
+	fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (write(fd, "1", 1) < 0) {
+		/* already gone */
+	}
+	close(fd);
+}
+
+/* The loop device is still open (a filesystem mounted on it): cut it off.
+ * No request reaches the engine any more (each is answered EIO), then the
+ * FUSE connection is aborted, so nothing the kernel sent waits forever. */
+static void fe_fuse_cut(struct fe_fuse *ff)
+{
+	fe_fuse_io_fence(&ff->io);
+	fe_fuse_abort(ff);
+}
+
+static void fe_fuse_on_nudge(int sig)
+{
+	(void)sig;   /* only interrupts a serving thread's read() */
+}
+
+/* Join the serving threads in bounded time: a thread idle in read() on a
+ * connection that stays alive is cut off and nudged out with a signal. */
+static void fe_fuse_join(struct fe_fuse *ff)
+{
+	struct sigaction sa;
+	struct timespec ts;
+	bool nudging = false;
+
+	for (unsigned i = 0; i < ff->started; i++) {
+		for (unsigned t = 0;; t++) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 100 * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			if (pthread_timedjoin_np(ff->threads[i], NULL, &ts) == 0)
+				break;
+			if (t < 20 && !nudging)
+				continue;     /* 2 s for the unmount to wake them */
+			if (!nudging) {
+				nudging = true;
+				fe_fuse_cut(ff);
+				memset(&sa, 0, sizeof(sa));
+				sa.sa_handler = fe_fuse_on_nudge;   /* no SA_RESTART */
+				sigaction(SIGUSR1, &sa, NULL);
+			}
+			pthread_kill(ff->threads[i], SIGUSR1);
+		}
+	}
+	ff->started = 0;
+}
+
+static void fe_fuse_teardown(struct fe_fuse *ff, bool force)
 {
 	if (ff->loop.fd >= 0) {
 		int n = ff->loop.number, err = loop_detach(&ff->loop);
@@ -110,10 +186,15 @@ static void fe_fuse_teardown(struct fe_fuse *ff)
 			fprintf(stderr, "ublk-flash: detach %s: %s\n",
 				ff->loop.path, strerror(-err));
 		/* Keep serving while the kernel lets go of the file (udev may
-		 * still hold the device for a moment). */
-		if (n >= 0 && loop_wait_released(n, 10000) < 0)
-			fprintf(stderr, "ublk-flash: warning: /dev/loop%d still "
-				"holds the disk file; stopping anyway\n", n);
+		 * still hold the device for a moment); a device still open
+		 * after that (mounted) is cut off: its I/O fails with EIO. */
+		if (n >= 0 && loop_wait_released(n, force ? FE_FUSE_FORCE_GRACE_MS :
+						 FE_FUSE_GRACE_MS) < 0) {
+			fprintf(stderr, "ublk-flash: /dev/loop%d is still in use "
+				"(mounted?): cutting it off, its I/O now fails with "
+				"EIO; it detaches at its last close\n", n);
+			fe_fuse_cut(ff);
+		}
 	}
 	if (ff->backing_fd >= 0) {
 		close(ff->backing_fd);
@@ -121,12 +202,17 @@ static void fe_fuse_teardown(struct fe_fuse *ff)
 	}
 	if (ff->se) {
 		fuse_session_exit(ff->se);
-		if (ff->mounted)
+		if (ff->mounted) {
 			fuse_session_unmount(ff->se);
+			/* libfuse leaves an aborted connection mounted (it
+			 * sees POLLERR and returns): detach it ourselves. */
+			if (umount2(ff->mnt, MNT_DETACH) < 0 && errno != EINVAL &&
+			    errno != ENOENT)
+				fprintf(stderr, "ublk-flash: warning: unmount %s: "
+					"%s\n", ff->mnt, strerror(errno));
+		}
 		ff->mounted = false;
-		for (unsigned i = 0; i < ff->started; i++)
-			pthread_join(ff->threads[i], NULL);
-		ff->started = 0;
+		fe_fuse_join(ff);
 		fuse_session_destroy(ff->se);
 		ff->se = NULL;
 	}
@@ -151,6 +237,7 @@ static int fe_fuse_start(struct fe_server *s)
 		return -ENOMEM;
 	ff->dead_fd = -1;
 	ff->backing_fd = -1;
+	ff->conn = -1;
 	ff->loop.fd = -1;
 	s->priv = ff;
 	err = fe_fuse_io_init(&ff->io, s->ftl, FE_FUSE_THREADS);
@@ -202,6 +289,9 @@ static int fe_fuse_start(struct fe_server *s)
 			strerror(errno));
 		goto err;
 	}
+	struct stat st;
+	if (fstat(ff->backing_fd, &st) == 0)   /* fusectl names it by minor */
+		ff->conn = (int)minor(st.st_dev);
 	err = loop_attach(&ff->loop, ff->backing_fd, s->opts->image);
 	if (err) {
 		if (err == -ENOSPC || err == -EBUSY || err == -ENXIO)
@@ -222,7 +312,7 @@ static int fe_fuse_start(struct fe_server *s)
 	return 0;
 err:
 	fuse_opt_free_args(&args);   /* no-op once freed above */
-	fe_fuse_teardown(ff);
+	fe_fuse_teardown(ff, true);
 	s->priv = NULL;
 	return err;
 }
@@ -258,7 +348,7 @@ static int fe_fuse_run(struct fe_server *s)
 static void fe_fuse_stop(struct fe_server *s)
 {
 	if (s->priv)
-		fe_fuse_teardown(s->priv);
+		fe_fuse_teardown(s->priv, s->force_stop);
 	s->priv = NULL;
 }
 

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -144,21 +146,57 @@ int loop_wait_released(int number, unsigned ms)
 	}
 }
 
+int loop_backing(const char *path, dev_t *dev, ino_t *ino, char *file,
+		 size_t len)
+{
+	struct loop_info64 li;
+	struct stat st;
+	int fd, err = 0;
+
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (!S_ISBLK(st.st_mode) || major(st.st_rdev) != 7)   /* LOOP_MAJOR */
+		return -ENOENT;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, LOOP_GET_STATUS64, &li) < 0)
+		err = -errno;
+	close(fd);
+	if (err)
+		return err;
+	*dev = (dev_t)li.lo_device;
+	*ino = (ino_t)li.lo_inode;
+	if (file && loop_sysfs((int)li.lo_number, "backing_file", file,
+			       len) < 0)
+		file[0] = '\0';
+	return 0;
+}
+
 int loop_detach_if_backed_by(const char *path, const char *backing)
 {
+	struct loop_info64 li;
 	char buf[4096];
 	int number, fd, err;
 
 	if (sscanf(path, "/dev/loop%d", &number) != 1)
 		return -ENOENT;
-	if (loop_sysfs(number, "backing_file", buf, sizeof(buf)) < 0)
-		return -ENOENT;
-	/* A lazily unmounted backing file may show a suffix like " (deleted)". */
-	if (strncmp(buf, backing, strlen(backing)) != 0)
-		return -ENOENT;
+	/* Open first: while we hold the device, its binding cannot change
+	 * under us (a detach by anyone else is deferred to the last close,
+	 * a bound device cannot be configured again), so what we check below
+	 * is what LOOP_CLR_FD detaches: never a number someone else reused
+	 * between the check and the detach. */
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return errno == ENOENT || errno == ENXIO ? -ENOENT : -errno;
+	if (ioctl(fd, LOOP_GET_STATUS64, &li) < 0 ||
+	    loop_sysfs((int)li.lo_number, "backing_file", buf, sizeof(buf)) < 0 ||
+	    /* A lazily unmounted backing file may show " (deleted)" after it. */
+	    strncmp(buf, backing, strlen(backing)) != 0 ||
+	    (buf[strlen(backing)] != '\0' && buf[strlen(backing)] != ' ')) {
+		close(fd);
+		return -ENOENT;
+	}
 	err = ioctl(fd, LOOP_CLR_FD, 0) < 0 ? -errno : 0;
 	close(fd);
 	if (err == -ENXIO)

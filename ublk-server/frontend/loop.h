@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* A configured loop device. */
 struct loop_dev {
@@ -31,6 +32,12 @@ int loop_detach(struct loop_dev *ld);
 /* Wait up to @ms milliseconds for /dev/loopN to let go of its backing
  * file (the deferred half of a detach).  0 once released, -EBUSY if not. */
 int loop_wait_released(int number, unsigned ms);
+
+/* What loop device @path is bound to now: the backing file's st_dev and
+ * st_ino (LOOP_GET_STATUS64) and, if @file, its path as sysfs shows it.
+ * -ENOENT not a loop device, -ENXIO bound to nothing. */
+int loop_backing(const char *path, dev_t *dev, ino_t *ino, char *file,
+		 size_t len);
 
 /* Detach loop device @path if (and only if) its backing file is
  * @backing (a path as /sys/block/loopN/loop/backing_file shows it).

@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include "ftl-counters.h"
+
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the ublk-flash on-medium format is little-endian"
 #endif
@@ -38,6 +40,27 @@ struct ftl_oob {
 } __attribute__((packed));
 _Static_assert(sizeof(struct ftl_oob) == 32, "oob size");
 
+/* ---- flush record: OOB bytes 32..47 of data and trim pages ---------------
+ * The newest sequence number known durable (every page up to it had been
+ * flushed) when this page was programmed.  Recovery takes the highest one
+ * it finds: a page at or below it whose data fails its CRC was flushed, so
+ * it is media damage (reported, read as EIO), never a torn write.  Written
+ * when oob_size >= FTL_OOB_FLUSH_MIN (create requires it); images without
+ * it recover as before (every CRC failure after the checkpoint is torn).
+ */
+#define FTL_OOB_FLUSH_MAGIC   0x4c46u   /* "FL" */
+#define FTL_OOB_FLUSH_VERSION 1u
+struct ftl_oob_flush {
+	uint64_t flushed;     /* every page with seq <= this was durable */
+	uint16_t magic;       /* FTL_OOB_FLUSH_MAGIC */
+	uint8_t  version;     /* FTL_OOB_FLUSH_VERSION */
+	uint8_t  pad;         /* 0 */
+	uint32_t crc;         /* crc32c of these 16 bytes with crc = 0,
+	                         seeded with the page's ftl_oob crc */
+} __attribute__((packed));
+_Static_assert(sizeof(struct ftl_oob_flush) == 16, "oob flush size");
+#define FTL_OOB_FLUSH_MIN 48u     /* oob_size that holds both records */
+
 /* ---- trim record: a page that unmaps logical page ranges ---------------- */
 #define FTL_TRIM_MAGIC 0x4d495254u  /* "TRIM" */
 struct ftl_trim_range {
@@ -57,10 +80,16 @@ struct ftl_trim {
  * marker.  Slots are used in turn (generation modulo FTL_CKPT_SLOTS).
  */
 #define FTL_CKPT_MAGIC "OCTCKPT1"
+#define FTL_CKPT_VERSION 2u       /* 2: the map may hold FTL_DAMAGED;
+                                     version 1 (no FTL_DAMAGED) is read too */
 #define FTL_CKPT_SLOTS 4u
 #define FTL_CKPT_CLEAN 0x1u       /* written by a clean close */
 #define FTL_NSTREAMS   2u         /* open blocks: host writes, GC/WL copies */
+#define FTL_SEQ_MAX    (1ull << 48) /* sequence numbers and generations stay
+                                     below (a checkpoint above is damaged) */
 #define FTL_UNMAPPED   0xffffffffu
+#define FTL_DAMAGED    0xfffffffeu /* map: flushed data lost to media damage
+                                     (reads fail with EIO until rewritten) */
 #define FTL_NONE       0xffffffffu
 
 #define FTL_BLKF_MAYBE_DIRTY 0x1  /* free, but may hold pages left by a crash */
@@ -71,6 +100,8 @@ enum ftl_blk_state {
 	FTL_BLK_FULL = 2,     /* written, holds valid and invalid pages */
 	FTL_BLK_PENDING = 3,  /* GC victim, no valid pages, awaiting erase */
 	FTL_BLK_CKPT = 4,     /* part of the checkpoint area */
+	FTL_BLK_BAD = 5,      /* retired (in the bad-block table); never
+	                         erased, its still-mapped pages stay readable */
 };
 
 struct ftl_ckpt_blk {
@@ -84,19 +115,19 @@ _Static_assert(sizeof(struct ftl_ckpt_blk) == 16, "ckpt blk size");
 
 /* Counters carried from one mount to the next. */
 struct ftl_ckpt_counters {
-	uint64_t host_read_sectors, host_write_sectors;
-	uint64_t host_flushes, host_fua, host_discard_sectors;
-	uint64_t page_reads, page_programs, block_erases;
-	uint64_t rmw_subpage, rmw_straddle;
-	uint64_t gc_relocations, wl_relocations, ckpt_writes, nand_violations;
+#define FTL_X_FIELD(name, src) uint64_t name;
+	FTL_COUNTERS(FTL_X_FIELD)      /* ftl-counters.h, 14 x uint64 in v1 */
+#undef FTL_X_FIELD
 	uint64_t last_mount_time;     /* unix seconds of the last rw mount */
 	uint32_t last_mount;          /* enum ftl_mount_kind */
 	uint32_t last_mount_us;       /* how long it took */
 } __attribute__((packed));
+_Static_assert(sizeof(struct ftl_ckpt_counters) == 14 * 8 + 16,
+	       "v1 checkpoint counters");
 
 struct ftl_ckpt_hdr {
 	char     magic[8];            /* FTL_CKPT_MAGIC */
-	uint32_t version;             /* FTL_FMT_VERSION */
+	uint32_t version;             /* FTL_CKPT_VERSION */
 	uint32_t hdr_size;            /* sizeof(struct ftl_ckpt_hdr) */
 	uint64_t gen;                 /* generation, 1 = written by create */
 	uint64_t seq;                 /* covers every page with seq <= this */
@@ -110,5 +141,36 @@ struct ftl_ckpt_hdr {
 	struct ftl_ckpt_counters cnt;
 	uint32_t crc;                 /* crc32c of the header with crc = 0 */
 } __attribute__((packed));
+
+/* ---- bad-block table -----------------------------------------------------
+ * Two copies in the superblock area (bytes FTL_BBT_OFF0 and FTL_BBT_OFF1 of
+ * the image, FTL_BBT_BYTES each): the header, then @count entries (block
+ * number, FTL_BBT_GROWN set for blocks that went bad in use).  The newest
+ * valid copy (gen) wins; an update writes the older copy and flushes.  Both
+ * copies all zero: no bad blocks (images made before the table existed).
+ */
+#define FTL_BBT_MAGIC   "OCTBBT01"
+#define FTL_BBT_VERSION 1u
+#define FTL_BBT_OFF0    1024u     /* after superblock copy 0 */
+#define FTL_BBT_OFF1    5120u     /* after superblock copy 1 */
+#define FTL_BBT_BYTES   3072u
+#define FTL_BBT_GROWN   0x80000000u
+#define FTL_BBT_RDONLY  0x1u      /* flags: spares ran out, read-only */
+
+struct ftl_bbt_hdr {
+	char     magic[8];            /* FTL_BBT_MAGIC */
+	uint32_t version;             /* FTL_BBT_VERSION */
+	uint32_t hdr_size;            /* sizeof(struct ftl_bbt_hdr) */
+	uint64_t gen;                 /* update count, newest copy wins */
+	uint32_t nblocks;             /* must match the superblock */
+	uint32_t count;               /* entries that follow */
+	uint32_t limit;               /* bad blocks the spares absorb */
+	uint32_t flags;               /* FTL_BBT_RDONLY */
+	uint8_t  uuid[16];            /* the superblock's */
+	uint32_t pad;                 /* 0 */
+	uint32_t crc;                 /* crc32c of header (crc = 0) + entries */
+} __attribute__((packed));
+_Static_assert(sizeof(struct ftl_bbt_hdr) == 64, "bbt header size");
+#define FTL_BBT_MAX ((FTL_BBT_BYTES - sizeof(struct ftl_bbt_hdr)) / 4)
 
 #endif /* OCTANT_FTL_FORMAT_H */

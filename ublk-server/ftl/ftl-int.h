@@ -16,6 +16,9 @@
 #define FTL_MAX_PAGE     16384u
 #define STREAM_HOST      0
 #define STREAM_GC        1
+#define FTL_SCRUB_Q      64u    /* pages waiting for a scrub rewrite */
+#define FTL_READ_RETRIES 3u     /* re-reads after an uncorrectable read */
+#define FTL_PROG_RETRIES 8u     /* blocks tried for one page */
 
 /* Geometry derived from the create options or the superblock. */
 struct ftl_geom {
@@ -44,7 +47,8 @@ struct ftl {
 	bool readonly;
 	struct ftl_open_opts o;
 
-	uint32_t *map;               /* lpn -> ppn, FTL_UNMAPPED; atomic */
+	uint32_t *map;               /* lpn -> ppn, FTL_UNMAPPED, FTL_DAMAGED;
+	                                atomic */
 	uint32_t *valid;             /* per block: valid pages */
 	uint8_t  *state;             /* per block: enum ftl_blk_state */
 	uint64_t *mtime;             /* per block: seq of last program */
@@ -59,7 +63,14 @@ struct ftl {
 	struct ftl_stream st[FTL_NSTREAMS];
 	uint64_t seq;                /* last sequence number used */
 	uint64_t sync_gen;           /* completed nand_syncs */
+	uint64_t flushed_seq;        /* f->seq at the last completed sync: goes
+	                                into every page's flush record */
+	uint64_t rf_lost, rf_lost_trims; /* after roll-forward: logical pages
+	                                lost to damage, damaged trim records */
+	uint64_t rf_lost_unknown;    /* flushed pages whose OOB is damaged */
 	uint64_t ckpt_gen, ckpt_seq; /* newest durable checkpoint */
+	bool ckpt_fallback;          /* a damaged slot may have held a newer
+	                                one: roll forward, never a clean mount */
 	uint32_t ckpt_interval, allocs_since_ckpt;
 	uint64_t seq_gap;            /* a checkpoint at least every seq_gap
 	                                programs; recovery skips this far */
@@ -72,9 +83,28 @@ struct ftl {
 	/* counters: persisted part (ckpt) + this mount's atomics */
 	struct ftl_ckpt_counters base;
 	struct nand_counters nbase;  /* nand counters at mount */
-	uint64_t c_rs, c_ws, c_fl, c_fua, c_ds, c_sub, c_str, c_gc, c_wl, c_ck;
+	struct {                     /* ftl-counters.h; ENG ones counted here */
+#define FTL_X_FIELD(name, src) uint64_t name;
+		FTL_COUNTERS(FTL_X_FIELD)
+		FTL_MOUNT_COUNTERS(FTL_X_FIELD)
+#undef FTL_X_FIELD
+	} m;
 	enum ftl_mount_kind mount_kind;
 	double mount_ms;
+
+	/* bad blocks (ftl_badblock.c) */
+	uint32_t *bbt;               /* table entries (FTL_BBT_GROWN flag) */
+	uint32_t nbbt, bb_limit;
+	uint64_t bbt_gen;
+	bool worn_out;               /* spares used up: host writes EROFS */
+	bool bbt_dirty;              /* the mount added entries: write it */
+	bool retire_scan;            /* BAD blocks may still hold valid pages */
+	uint8_t *bb_done;            /* per block: BAD, evacuated (what is
+	                                left could not be read) */
+	/* scrub queue (ftl_scrub.c): pages read with many corrected bits */
+	pthread_mutex_t scrub_lock;
+	uint32_t scrub_lpn[FTL_SCRUB_Q], scrub_ppn[FTL_SCRUB_Q], nscrub;
+	uint32_t scrub_bits;         /* rewrite at this many corrected bits */
 };
 
 #define CADD(f, field, n) __atomic_fetch_add(&(f)->field, (n), __ATOMIC_RELAXED)
@@ -90,6 +120,8 @@ void ftl_oob_fill(struct ftl_oob *o, uint8_t kind, uint16_t stream,
 		  uint32_t lpn, uint64_t seq, uint32_t ec, const void *data,
 		  uint32_t ps);
 bool ftl_oob_ok(const struct ftl_oob *o);
+void ftl_oob_set_flushed(void *oob, uint32_t oob_size, uint64_t flushed);
+uint64_t ftl_oob_flushed(const void *oob, uint32_t oob_size);
 
 /* ftl_open.c, ftl_stats.c */
 /* Size of a regular file or block device; -EISDIR for a directory,
@@ -119,17 +151,46 @@ uint64_t ftl_ckpt_slot_page(const struct ftl *f, uint64_t gen, uint32_t idx);
 /* ftl_recover.c */
 int ftl_roll_forward(struct ftl *f, bool full_scan);
 
-/* ftl_gc.c */
-int ftl_alloc_page(struct ftl *f, int stream, uint64_t *ppn);
-int ftl_gc_free_space(struct ftl *f);
-int ftl_erase_pending(struct ftl *f, bool force_sync);
+/* ftl_append.c: the only code that programs data pages; talks to the
+ * nand only (never GC or checkpoints).  f->lock held. */
 int ftl_sync(struct ftl *f);
-
-/* ftl_write.c */
+bool ftl_stream_needs_block(const struct ftl *f, int stream);
+bool ftl_seq_room(const struct ftl *f, uint64_t n);
+int ftl_alloc_page(struct ftl *f, int stream, uint64_t *ppn);
 int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		  uint8_t kind, uint64_t *seq_out);
 void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn);
 void ftl_map_unset(struct ftl *f, uint32_t lpn);
+
+/* ftl_balance.c: before each host page, checkpoint / GC / retire /
+ * scrub as needed */
+int ftl_balance(struct ftl *f);
+
+/* ftl_badblock.c */
+int ftl_bbt_load(struct ftl *f, const uint8_t *area);
+void ftl_bbt_encode(struct ftl *f, uint8_t *area);
+int ftl_bb_factory(struct ftl *f, double rate, uint64_t seed);
+int ftl_bb_factory_check(const struct ftl_geom *g, double rate, uint64_t seed);
+void ftl_bb_apply(struct ftl *f);
+int ftl_bb_sync(struct ftl *f);
+int ftl_bbt_reset(const char *path);
+int ftl_bb_grown(struct ftl *f, uint32_t blk, const char *why);
+int ftl_bb_retire(struct ftl *f);
+int ftl_bb_worn_out(struct ftl *f, const char *why);
+void ftl_bb_stats(struct ftl *f, struct ftl_stats *st);
+bool ftl_bb_is(const struct ftl *f, uint32_t blk, bool *grown);
+
+/* ftl_scrub.c */
+int ftl_read_page(struct ftl *f, uint32_t lpn, uint32_t ppn, uint32_t off,
+		  void *buf, uint32_t len);
+int ftl_scrub_run(struct ftl *f);
+
+/* ftl_gc.c */
+int ftl_gc_free_space(struct ftl *f);
+int ftl_gc_evacuate(struct ftl *f, uint32_t blk, uint64_t *counter);
+int ftl_gc_stream_ready(struct ftl *f);
+int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data);
+int ftl_erase_pending(struct ftl *f, bool force_sync);
 
 static inline uint32_t ftl_map_get(const struct ftl *f, uint32_t lpn)
 {

@@ -19,6 +19,8 @@
 #include <stdio.h>
 
 #include "align.h"
+#include "ftl-counters.h"
+#include "nand-fault.h"
 
 #define FTL_SECTOR 512u
 
@@ -39,6 +41,9 @@ struct ftl_create_opts {
 	uint32_t oob_size;          /* per-page OOB bytes, default 64 */
 	uint32_t op_permille;       /* over-provisioning, default 70 (7 %) */
 	bool force;                 /* overwrite an existing signature */
+	double bad_block_rate;      /* factory bad blocks: each data block is
+	                               bad with this probability (0 none) */
+	uint64_t bad_block_seed;    /* ... drawn from this seed */
 };
 
 struct ftl_open_opts {
@@ -50,19 +55,24 @@ struct ftl_open_opts {
 	                               shift, size rounded up to whole pages,
 	                               alignment_offset 0): for a dm-linear on
 	                               top that carries the 512-byte shift */
+	const struct nand_fault_spec *faults; /* NULL: a perfect medium;
+	                               else the fault model (nand-fault.h)
+	                               for the data blocks of this open */
 };
 
 /* Counters; all monotonic since create unless noted. */
 struct ftl_stats {
-	uint64_t host_read_sectors, host_write_sectors;
-	uint64_t host_flushes, host_fua, host_discard_sectors;
-	uint64_t page_reads, page_programs, block_erases;
-	uint64_t rmw_subpage;       /* page RMWs: write covers part of one page */
-	uint64_t rmw_straddle;      /* page RMWs caused by a write straddling pages */
-	uint64_t gc_relocations;    /* valid pages copied by GC */
-	uint64_t wl_relocations;    /* valid pages copied by static WL */
-	uint64_t ckpt_writes;       /* checkpoints written */
-	uint64_t nand_violations;   /* program-twice etc.: always 0 unless a bug */
+	/* One uint64_t per entry of ftl-counters.h (same names as the JSON
+	 * keys), e.g. host_read_sectors ... host_discard_sectors;
+	 * page_reads, page_programs, block_erases; rmw_subpage (page RMWs:
+	 * write covers part of one page), rmw_straddle (page RMWs caused by
+	 * a write straddling pages); gc_relocations and wl_relocations
+	 * (valid pages copied by GC / static WL); ckpt_writes;
+	 * nand_violations (program-twice etc.: always 0 unless a bug). */
+#define FTL_X_FIELD(name, src) uint64_t name;
+	FTL_COUNTERS(FTL_X_FIELD)
+	FTL_MOUNT_COUNTERS(FTL_X_FIELD)
+#undef FTL_X_FIELD
 	uint32_t erase_min, erase_max;
 	double   erase_mean, erase_stddev;
 	uint64_t mapped_pages, free_blocks;
@@ -73,6 +83,10 @@ struct ftl_stats {
 	uint64_t last_mount_time;   /* unix seconds of the last read-write open */
 	enum ftl_align_mode align;  /* JSON: "odd" / "1m" */
 	uint32_t page_size;         /* flash page, bytes */
+	/* bad blocks (from the bad-block table) */
+	uint64_t bad_blocks_factory, bad_blocks_grown;
+	uint64_t bad_block_limit;   /* bad blocks the spare area absorbs */
+	bool     read_only;         /* spares ran out: writes fail EROFS */
 };
 
 /* Create a fresh image at @path (file created or a block device used).

@@ -82,6 +82,8 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 
 	if (f->readonly)
 		return -EROFS;
+	if (f->seq > FTL_SEQ_MAX || gen > FTL_SEQ_MAX)
+		return -EOVERFLOW;      /* never write one open would refuse */
 	r = ftl_sync(f);
 	if (r)
 		return r;
@@ -105,7 +107,7 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 	memset(pb, 0, g->ps);
 	h = (struct ftl_ckpt_hdr *)pb;
 	memcpy(h->magic, FTL_CKPT_MAGIC, 8);
-	h->version = FTL_FMT_VERSION;
+	h->version = FTL_CKPT_VERSION;
 	h->hdr_size = sizeof(*h);
 	h->gen = gen;
 	h->seq = f->seq;
@@ -120,7 +122,7 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 		h->open[s].wp = f->st[s].wp;
 	}
 	h->write_time = (uint64_t)time(NULL);
-	CADD(f, c_ck, 1);
+	CADD(f, m.ckpt_writes, 1);
 	ftl_counters_snapshot(f, &h->cnt);
 	h->crc = 0;
 	h->crc = oct_crc32c(0, h, sizeof(*h));
@@ -167,16 +169,56 @@ static int read_hdr(struct ftl *f, uint32_t slot, struct ftl_ckpt_hdr *h,
 	memcpy(&t, pb, sizeof(t));
 	*h = t;
 	t.crc = 0;
-	if (memcmp(t.magic, FTL_CKPT_MAGIC, 8) || t.version != FTL_FMT_VERSION ||
+	if (memcmp(t.magic, FTL_CKPT_MAGIC, 8) || !t.version ||
+	    t.version > FTL_CKPT_VERSION ||
 	    t.hdr_size != sizeof(t) || oct_crc32c(0, &t, sizeof(t)) != h->crc)
 		return -EBADMSG;
-	if (t.gen != o->seq || t.gen % FTL_CKPT_SLOTS != slot ||
+	if (t.gen != o->seq || t.gen % FTL_CKPT_SLOTS != slot || !t.gen ||
+	    t.gen > FTL_SEQ_MAX || t.seq > FTL_SEQ_MAX ||
 	    t.nlpn != f->g.nlpn || t.nblocks != f->g.nblocks ||
 	    t.payload_pages != f->g.payload_pages ||
 	    memcmp(t.uuid, f->sb.uuid, 16) || (t.flags & ~FTL_CKPT_CLEAN) ||
 	    t.cnt.last_mount > FTL_MOUNT_SCAN)
 		return -EBADMSG;
 	return 0;
+}
+
+/*
+ * Every map entry against the rest: inside a data block that is open or
+ * full, below the write pointer of an open one, no page shared by two
+ * logical pages; FTL_DAMAGED only from version 2.
+ */
+static int check_map(struct ftl *f, const struct ftl_ckpt_hdr *h,
+		     const struct ftl_ckpt_blk *tab, uint64_t total)
+{
+	const struct ftl_geom *g = &f->g;
+	uint8_t *seen = calloc(total / 8 + 1, 1);
+	int r = 0;
+
+	if (!seen)
+		return -ENOMEM;
+	for (uint32_t l = 0; l < g->nlpn && !r; l++) {
+		uint32_t p = f->map[l], b, wp = g->ppb;
+
+		if (p == FTL_UNMAPPED || (p == FTL_DAMAGED && h->version >= 2))
+			continue;
+		b = p / g->ppb;
+		if (p >= total || b < g->ckpt_blocks ||
+		    (seen[p / 8] & (1u << (p % 8))) ||
+		    (tab[b].state != FTL_BLK_OPEN && tab[b].state != FTL_BLK_FULL &&
+		     tab[b].state != FTL_BLK_BAD)) {  /* retired: still read */
+			r = -EBADMSG;
+			break;
+		}
+		seen[p / 8] |= (uint8_t)(1u << (p % 8));
+		for (unsigned s = 0; s < FTL_NSTREAMS; s++)
+			if (h->open[s].blk == b)
+				wp = h->open[s].wp;
+		if (p % g->ppb >= wp)
+			r = -EBADMSG;
+	}
+	free(seen);
+	return r;
 }
 
 /* Load and check the payload of @h into the engine; -EBADMSG if bad. */
@@ -219,15 +261,9 @@ static int load_payload(struct ftl *f, const struct ftl_ckpt_hdr *h)
 	}
 	if (crc != h->payload_crc)
 		return -EBADMSG;
-	for (uint32_t l = 0; l < g->nlpn; l++) {
-		uint32_t p = f->map[l];
-		if (p != FTL_UNMAPPED &&
-		    (p >= total || p / g->ppb < g->ckpt_blocks))
-			return -EBADMSG;
-	}
 	for (uint32_t b = 0; b < g->nblocks; b++) {
 		bool ck = b < g->ckpt_blocks;
-		if (tab[b].state > FTL_BLK_CKPT || tab[b].pad[0] || tab[b].pad[1] ||
+		if (tab[b].state > FTL_BLK_BAD || tab[b].pad[0] || tab[b].pad[1] ||
 		    (tab[b].flags & ~FTL_BLKF_MAYBE_DIRTY) ||
 		    (ck != (tab[b].state == FTL_BLK_CKPT)) || tab[b].mtime > h->seq)
 			return -EBADMSG;
@@ -237,10 +273,11 @@ static int load_payload(struct ftl *f, const struct ftl_ckpt_hdr *h)
 		if (b == FTL_NONE)
 			continue;
 		if (b >= g->nblocks || tab[b].state != FTL_BLK_OPEN ||
-		    h->open[s].wp > g->ppb)
+		    h->open[s].wp > g->ppb ||
+		    (s && h->open[0].blk == b))
 			return -EBADMSG;
 	}
-	return 0;
+	return check_map(f, h, tab, total);
 }
 
 /* Take over a loaded checkpoint: block states, nand state, streams. */
@@ -282,22 +319,27 @@ static void apply(struct ftl *f, const struct ftl_ckpt_hdr *h)
 			f->state[b] = FTL_BLK_FULL;
 	}
 	f->ckpt_gen = h->gen;
-	f->ckpt_seq = f->seq = h->seq;
+	f->ckpt_seq = f->seq = f->flushed_seq = h->seq;
 	f->base = h->cnt;
 }
 
 /*
  * Find the newest valid checkpoint and load it into @f.  *gen_out / *flags
  * describe it.  With @report, describe every slot there; *bad counts slots
- * that hold a damaged checkpoint that should have been valid.  -EBADMSG if
- * none is valid.
+ * that hold a damaged checkpoint that should have been valid: every used
+ * slot that does not check out, except the one the next checkpoint was
+ * being written to when an unclean shutdown cut it (slot gen + 1 after a
+ * checkpoint that was not clean, or clean with its mount marker).  Any
+ * other damaged slot may have held a newer checkpoint than the one used:
+ * f->ckpt_fallback is then set, and the mount must roll forward (blocks the
+ * checkpoint calls free may hold data).  -EBADMSG if none is valid.
  */
 int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 		  int *bad, FILE *report)
 {
 	struct ftl_ckpt_hdr h[FTL_CKPT_SLOTS];
 	int ok[FTL_CKPT_SLOTS], order[FTL_CKPT_SLOTS], n = 0, r, chosen = -1;
-	bool used[FTL_CKPT_SLOTS];
+	bool used[FTL_CKPT_SLOTS], torn_ok = false;
 	uint64_t cgen = 0;
 
 	for (uint32_t s = 0; s < FTL_CKPT_SLOTS; s++) {
@@ -328,23 +370,36 @@ int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 		break;
 	}
 	if (chosen >= 0) {
+		bool marker = false;
+
 		apply(f, &h[chosen]);
 		cgen = h[chosen].gen;
 		*gen_out = cgen;
 		*flags = h[chosen].flags;
+		if (h[chosen].flags & FTL_CKPT_CLEAN) {
+			r = ftl_ckpt_mount_marker(f, &marker, false);
+			if (r)
+				return r;
+		}
+		torn_ok = !(h[chosen].flags & FTL_CKPT_CLEAN) || marker;
 	}
 	if (bad)
 		*bad = 0;
+	f->ckpt_fallback = false;
 	for (uint32_t s = 0; s < FTL_CKPT_SLOTS; s++) {
-		bool torn_newest = chosen >= 0 &&
-			!(h[chosen].flags & FTL_CKPT_CLEAN) &&
-			(ok[s] == 0 ? h[s].gen > cgen : true);
+		bool torn_next = torn_ok && s == (cgen + 1) % FTL_CKPT_SLOTS &&
+				 (ok[s] != 0 || h[s].gen == cgen + 1);
+		bool damaged = used[s] && ok[s] && !torn_next;
+
 		if (report)
 			fprintf(report, "checkpoint slot %u: %s%s gen %llu\n", s,
 				(int)s == chosen ? "in use, " : "",
 				!used[s] ? "empty" : ok[s] ? "damaged" : "valid",
 				ok[s] ? 0ull : (unsigned long long)h[s].gen);
-		if (used[s] && ok[s] && bad && !torn_newest)
+		if (!damaged)
+			continue;
+		f->ckpt_fallback = true;
+		if (bad)
 			(*bad)++;
 	}
 	return chosen >= 0 ? 0 : -EBADMSG;

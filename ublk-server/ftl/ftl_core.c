@@ -33,9 +33,12 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 	f->oobbuf = malloc((size_t)g->ppb * g->oob);
 	f->oobbuf2 = malloc((size_t)g->ppb * g->oob);
 	f->ckbuf = malloc(nb * sizeof(struct ftl_ckpt_blk) + g->ps);
+	f->bbt = calloc(FTL_BBT_MAX, sizeof(*f->bbt));
+	f->bb_done = calloc(nb, 1);
 	if (!f->map || !f->valid || !f->state || !f->mtime || !f->trim_seq ||
 	    !f->fdirty || !f->freel || !f->pend || !f->pend_gen || !f->gcbuf || !f->zero ||
-	    !f->oobbuf || !f->oobbuf2 || !f->ckbuf) {
+	    !f->oobbuf || !f->oobbuf2 || !f->ckbuf || !f->bbt ||
+	    !f->bb_done) {
 		ftl_free(f);
 		return -ENOMEM;
 	}
@@ -54,6 +57,7 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 	if (f->gc_batch_max > 16)
 		f->gc_batch_max = 16;
 	pthread_mutex_init(&f->lock, NULL);
+	pthread_mutex_init(&f->scrub_lock, NULL);
 	pthread_rwlockattr_init(&ra);
 	pthread_rwlockattr_setkind_np(&ra,
 		PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
@@ -86,7 +90,10 @@ void ftl_free(struct ftl *f)
 	free(f->oobbuf);
 	free(f->oobbuf2);
 	free(f->ckbuf);
+	free(f->bbt);
+	free(f->bb_done);
 	pthread_mutex_destroy(&f->lock);
+	pthread_mutex_destroy(&f->scrub_lock);
 	pthread_rwlock_destroy(&f->io_rw);
 	for (unsigned i = 0; i < FTL_NSTRIPES; i++)
 		pthread_mutex_destroy(&f->stripe[i]);
@@ -104,7 +111,8 @@ void ftl_rebuild_lists(struct ftl *f)
 		uint32_t p = f->map[l];
 		if (p == FTL_UNMAPPED)
 			continue;
-		f->valid[p / g->ppb]++;
+		if (p != FTL_DAMAGED)
+			f->valid[p / g->ppb]++;
 		f->mapped++;
 	}
 	f->nfree = f->npend = 0;
@@ -159,7 +167,7 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 			if (r)
 				return r;
 		}
-		if ((flags & FTL_CKPT_CLEAN) && !marker) {
+		if ((flags & FTL_CKPT_CLEAN) && !marker && !f->ckpt_fallback) {
 			f->mount_kind = FTL_MOUNT_CLEAN;
 		} else {
 			r = ftl_roll_forward(f, false);
@@ -168,6 +176,7 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 	}
 	if (r)
 		return r;
+	ftl_bb_apply(f);                /* the bad-block table has the say */
 	ftl_rebuild_lists(f);
 	nand_counters_get(f->nand, &f->nbase);
 	f->mount_ms = now_ms() - t0;
@@ -177,10 +186,14 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 	f->base.last_mount_time = (uint64_t)time(NULL);
 	f->base.last_mount_us = (uint32_t)(f->mount_ms * 1000);
 	pthread_mutex_lock(&f->lock);
+	r = ftl_bb_sync(f);
+	if (r)
+		goto unlock;
 	if (f->mount_kind == FTL_MOUNT_CLEAN)
 		r = ftl_ckpt_mount_marker(f, &marker, true);
 	else
 		r = ftl_ckpt_write(f, false);
+unlock:
 	pthread_mutex_unlock(&f->lock);
 	f->mount_ms = now_ms() - t0;
 	f->base.last_mount_us = (uint32_t)(f->mount_ms * 1000);

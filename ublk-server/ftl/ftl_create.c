@@ -12,6 +12,9 @@
 /* Geometry for create options, defaults filled in. */
 int ftl_create_opts_geom(const struct ftl_create_opts *o, struct ftl_geom *g)
 {
+	/* new images hold the flush record (older ones may have less) */
+	if (o->oob_size && o->oob_size < FTL_OOB_FLUSH_MIN)
+		return -EINVAL;
 	return ftl_geom_compute(g, o->size, o->align,
 				o->page_size ? o->page_size : 4096,
 				o->pages_per_block ? o->pages_per_block : 64,
@@ -79,6 +82,10 @@ int ftl_create_backing(struct nand_backing *b, const struct ftl_create_opts *o)
 	f->nand = n;
 	for (uint32_t blk = 0; blk < g.nblocks; blk++)
 		nand_set_block(n, blk, blk < g.ckpt_blocks ? g.ppb : 0, 0);
+	r = ftl_bb_factory(f, o->bad_block_rate, o->bad_block_seed);
+	if (r)
+		goto out;
+	ftl_bbt_encode(f, area);
 	ftl_rebuild_lists(f);
 	r = ftl_ckpt_write(f, true);
 	if (!r)
@@ -131,6 +138,9 @@ int ftl_create(const char *path, const struct ftl_create_opts *o)
 	int fd, r;
 
 	r = ftl_create_opts_geom(o, &g);
+	if (!r)                 /* too many factory bad blocks: touch nothing */
+		r = ftl_bb_factory_check(&g, o->bad_block_rate,
+					 o->bad_block_seed);
 	if (r)
 		return r;
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);

@@ -25,6 +25,7 @@ struct fsck {
 	uint32_t nbad;
 	int sb_bad;           /* bit per bad superblock copy */
 	bool no_ckpt, dirty;
+	bool bbt_bad;         /* bad-block table: no valid copy */
 	uint64_t gen, mapped;
 };
 
@@ -83,6 +84,13 @@ static int check_blocks(struct ftl *f, struct fsck *k)
 		if (p == FTL_UNMAPPED)
 			continue;
 		k->mapped++;
+		if (p == FTL_DAMAGED) {
+			finding(k, true, "logical page %u: flushed data lost to "
+				"media damage (reads fail with EIO until it is "
+				"rewritten; --repair unmaps it: zeroes)", l);
+			k->bad_lpn[k->nbad++] = l;
+			continue;
+		}
 		b = p / g->ppb;
 		if (seen[p / 8] & (1 << (p % 8)))
 			why = "shares its page with another logical page";
@@ -130,6 +138,59 @@ out:
 	free(seen);
 	free(page);
 	return r;
+}
+
+/* The bad-block table (ftl_badblock.c): its copies, what it holds. */
+static int check_bbt(struct ftl *f, int fd, struct fsck *k)
+{
+	uint8_t area[OCT_SB_AREA];
+	struct ftl_stats st = { 0 };
+
+	if (pread(fd, area, sizeof(area), 0) != (ssize_t)sizeof(area))
+		return -EIO;
+	if (ftl_bbt_load(f, area)) {
+		finding(k, true, "bad-block table: no valid copy (damaged; "
+			"--repair rebuilds it from the checkpoint)");
+		k->bbt_bad = true;
+		return 0;
+	}
+	ftl_bb_stats(f, &st);
+	if (st.bad_blocks_factory + st.bad_blocks_grown)
+		finding(k, false, "%llu bad blocks (%llu factory, %llu grown); "
+			"the spare area absorbs %llu",
+			(unsigned long long)(st.bad_blocks_factory +
+					     st.bad_blocks_grown),
+			(unsigned long long)st.bad_blocks_factory,
+			(unsigned long long)st.bad_blocks_grown,
+			(unsigned long long)st.bad_block_limit);
+	if (st.read_only)
+		finding(k, false, "spare blocks used up: the device is "
+			"read-only (its data stays readable)");
+	return 0;
+}
+
+/* Logical pages still held by retired blocks (moved away at the next
+ * writes of a read-write open; readable unless the medium lost them). */
+static int check_retired(struct ftl *f, struct fsck *k)
+{
+	uint8_t *bad = calloc(f->g.nblocks, 1);
+	uint64_t n = 0;
+
+	if (!bad)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < f->nbbt; i++)
+		bad[f->bbt[i] & ~FTL_BBT_GROWN] = 1;
+	for (uint32_t l = 0; l < f->g.nlpn; l++) {
+		uint32_t p = f->map[l];
+
+		n += p != FTL_UNMAPPED && p != FTL_DAMAGED && bad[p / f->g.ppb];
+	}
+	if (n)
+		finding(k, false, "%llu logical pages are still in retired "
+			"blocks (moved at the next writes)",
+			(unsigned long long)n);
+	free(bad);
+	return 0;
 }
 
 /* Load like a read-only mount; 0, or <0 when it cannot be checked. */
@@ -183,6 +244,9 @@ static int check(const char *path, struct fsck *k)
 	f->sb = sb;
 	f->o = oo;
 	f->readonly = true;
+	r = check_bbt(f, fd, k);
+	if (r)
+		goto out;
 	r = ftl_ckpt_find(f, &k->gen, &flags, &bad, NULL);
 	if (r == -EBADMSG) {
 		finding(k, true, "no valid checkpoint (ublk-flash serve --scan "
@@ -202,18 +266,35 @@ static int check(const char *path, struct fsck *k)
 		if (r)
 			goto out;
 	}
-	if (!(flags & FTL_CKPT_CLEAN) || marker) {
+	if (!(flags & FTL_CKPT_CLEAN) || marker || f->ckpt_fallback) {
 		k->dirty = true;
-		finding(k, false, "not cleanly closed: the next open rolls "
-			"forward from checkpoint %llu", (unsigned long long)k->gen);
+		finding(k, false, "%s: the next open rolls forward from "
+			"checkpoint %llu", f->ckpt_fallback ? "a checkpoint slot "
+			"is damaged" : "not cleanly closed",
+			(unsigned long long)k->gen);
 		r = ftl_roll_forward(f, false);
 		if (r)
 			goto out;
 	}
+	if (f->rf_lost_unknown)
+		finding(k, true, "%llu page%s written before the last recorded "
+			"flush ha%s a damaged OOB record: %s logical page is "
+			"unknown and may read an older version",
+			(unsigned long long)f->rf_lost_unknown,
+			f->rf_lost_unknown > 1 ? "s" : "",
+			f->rf_lost_unknown > 1 ? "ve" : "s",
+			f->rf_lost_unknown > 1 ? "their" : "its");
+	if (f->rf_lost_trims)
+		finding(k, true, "%llu trim record%s written before the last "
+			"recorded flush damaged: discarded data may read back",
+			(unsigned long long)f->rf_lost_trims,
+			f->rf_lost_trims > 1 ? "s" : "");
 	if (f->base.nand_violations)
 		finding(k, true, "%llu NAND rule violations were counted",
 			(unsigned long long)f->base.nand_violations);
 	r = check_blocks(f, k);
+	if (!r)
+		r = check_retired(f, k);
 out:
 	if (f)
 		ftl_free(f);
@@ -260,13 +341,26 @@ static int repair(const char *path, struct fsck *k)
 		if (r)
 			return r;
 	}
+	if (k->bbt_bad) {
+		r = ftl_bbt_reset(path);
+		if (r)
+			return r;
+	}
 	r = ftl_open(path, &o, &f);
 	if (r)
 		return r;
 	pthread_mutex_lock(&f->lock);
 	for (uint32_t i = 0; i < k->nbad; i++)
 		ftl_map_unset(f, k->bad_lpn[i]);
+	/* the open wrote one checkpoint, the close writes one: two more
+	 * and every slot holds a fresh one (none left damaged) */
+	for (int i = 0; !r && i < (int)FTL_CKPT_SLOTS - 2; i++)
+		r = ftl_ckpt_write(f, false);
 	pthread_mutex_unlock(&f->lock);
+	if (r) {
+		ftl_close(f);
+		return r;
+	}
 	return ftl_close(f);
 }
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Space management: block allocation with dynamic wear levelling, garbage
- * collection (greedy or cost-benefit victims), static wear levelling, and
- * erasing victims only once what superseded them is durable.
+ * Space management: garbage collection (greedy or cost-benefit victims),
+ * static wear levelling, and erasing victims only once what superseded
+ * them is durable.  Block allocation is in ftl_append.c; when to collect
+ * is decided in ftl_balance.c.
  */
 #include <errno.h>
 #include <string.h>
@@ -11,37 +12,6 @@
 #include "ftl-int.h"
 
 #define WL_EVERY   4u    /* erases between static-WL checks (rate limit) */
-
-/* Flush the write cache (f->lock held). */
-int ftl_sync(struct ftl *f)
-{
-	int r = nand_sync(f->nand);
-
-	if (!r)
-		f->sync_gen++;
-	return r;
-}
-
-/*
- * Dynamic wear levelling: host writes (hot) get the free block with the
- * fewest erases, GC and WL copies (cold: they survived) the one with the
- * most, so worn blocks rest under cold data.
- */
-static uint32_t take_free(struct ftl *f, bool most_worn)
-{
-	uint32_t best = 0, bec = most_worn ? 0 : UINT32_MAX, b;
-
-	for (uint32_t i = 0; i < f->nfree; i++) {
-		uint32_t ec = nand_block_ec(f->nand, f->freel[i]);
-		if (most_worn ? ec > bec : ec < bec) {
-			bec = ec;
-			best = i;
-		}
-	}
-	b = f->freel[best];
-	f->freel[best] = f->freel[--f->nfree];
-	return b;
-}
 
 static uint32_t pick_victim(struct ftl *f)
 {
@@ -72,16 +42,65 @@ static uint32_t pick_victim(struct ftl *f)
 	return best;
 }
 
-/* Copy the valid pages of block @v away; it becomes PENDING (erase later). */
-static int relocate(struct ftl *f, uint32_t v, uint64_t *counter)
+/* GC's stream may take the reserve; when even that is gone, erase what
+ * is pending first. */
+int ftl_gc_stream_ready(struct ftl *f)
+{
+	int r;
+
+	if (!ftl_stream_needs_block(f, STREAM_GC) || f->nfree)
+		return 0;
+	r = ftl_erase_pending(f, true);
+	if (r)
+		return r;
+	return f->nfree ? 0 : -ENOSPC;
+}
+
+/* Pages the GC stream can still program without an erase. */
+static uint64_t gc_room(const struct ftl *f)
+{
+	const struct ftl_stream *st = &f->st[STREAM_GC];
+	uint64_t left = st->blk == FTL_NONE ? 0 : f->g.ppb - st->wp;
+
+	return left + (uint64_t)f->nfree * f->g.ppb;
+}
+
+/* Program a data page for @lpn into the GC stream; when a failed program
+ * used up the free blocks, erase what is pending and go on. */
+int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data)
+{
+	int r;
+
+	for (;;) {
+		r = ftl_gc_stream_ready(f);
+		if (!r)
+			r = ftl_prog_page(f, STREAM_GC, lpn, data, FTL_OOB_DATA,
+					  NULL);
+		if (r != -ENOSPC || !f->npend)
+			return r;
+		r = ftl_erase_pending(f, true);
+		if (r)
+			return r;
+	}
+}
+
+/*
+ * Copy the valid pages of block @v to the GC stream.  A page the ECC
+ * cannot correct (after read retries) stays mapped where it is, so reads
+ * of exactly its sectors keep failing until the host rewrites them; its
+ * block is then retired (never erased).  -EAGAIN when a checkpoint must
+ * come first (the block keeps what was not moved yet).
+ */
+int ftl_gc_evacuate(struct ftl *f, uint32_t v, uint64_t *counter)
 {
 	const struct ftl_geom *g = &f->g;
+	uint32_t unreadable = 0;
 	int r;
 
 	r = nand_read_block_oob(f->nand, v, f->oobbuf);
 	if (r)
 		return r;
-	for (uint32_t pg = 0; pg < g->ppb && f->valid[v]; pg++) {
+	for (uint32_t pg = 0; pg < g->ppb && f->valid[v] > unreadable; pg++) {
 		const struct ftl_oob *o =
 			(const struct ftl_oob *)(f->oobbuf + (size_t)pg * g->oob);
 		uint64_t ppn = (uint64_t)v * g->ppb + pg;
@@ -89,15 +108,34 @@ static int relocate(struct ftl *f, uint32_t v, uint64_t *counter)
 		if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA ||
 		    o->lpn >= g->nlpn || ftl_map_get(f, o->lpn) != ppn)
 			continue;
-		r = nand_read(f->nand, ppn, 0, f->gcbuf, g->ps);
+		if (!ftl_seq_room(f, FTL_PROG_RETRIES + 1))
+			return -EAGAIN;         /* a checkpoint first */
+		r = ftl_read_page(f, FTL_UNMAPPED, (uint32_t)ppn, 0, f->gcbuf,
+				  g->ps);
+		if (r == -EBADMSG) {
+			unreadable++;
+			continue;
+		}
 		if (r)
 			return r;
-		r = ftl_prog_page(f, STREAM_GC, o->lpn, f->gcbuf, FTL_OOB_DATA,
-				  NULL);
+		r = ftl_gc_prog(f, o->lpn, f->gcbuf);
 		if (r)
 			return r;
 		__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
 	}
+	if (unreadable && f->state[v] != FTL_BLK_BAD)
+		return ftl_bb_grown(f, v, "uncorrectable read");
+	return 0;
+}
+
+/* Copy the valid pages of block @v away; it becomes PENDING (erase later),
+ * or is retired when some could not be read. */
+static int relocate(struct ftl *f, uint32_t v, uint64_t *counter)
+{
+	int r = ftl_gc_evacuate(f, v, counter);
+
+	if (r || f->state[v] == FTL_BLK_BAD)
+		return r;
 	if (f->valid[v])
 		return -EIO;            /* map and OOB disagree: a bug */
 	f->state[v] = FTL_BLK_PENDING;
@@ -113,6 +151,7 @@ static int static_wl(struct ftl *f)
 {
 	const struct ftl_geom *g = &f->g;
 	uint32_t mn = UINT32_MAX, mx = 0, cold = FTL_NONE, cec = UINT32_MAX;
+	int r;
 
 	if (f->wl_erases < WL_EVERY)
 		return 0;
@@ -132,7 +171,8 @@ static int static_wl(struct ftl *f)
 	if (mx - mn <= f->o.wl_threshold - f->o.wl_threshold / 4 ||
 	    cold == FTL_NONE || cec > mn)
 		return 0;
-	return relocate(f, cold, &f->c_wl);
+	r = relocate(f, cold, &f->m.wl_relocations);
+	return r == -EAGAIN ? 0 : r;
 }
 
 /*
@@ -179,6 +219,13 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 		uint32_t b = f->pend[f->npend - 1];
 
 		r = nand_erase(f->nand, b);
+		if (r == -NAND_EFAIL) {         /* grown bad: retire it */
+			f->npend--;
+			r = ftl_bb_grown(f, b, "erase failed");
+			if (r)
+				break;
+			continue;
+		}
 		if (r)
 			break;
 		f->npend--;
@@ -204,7 +251,20 @@ int ftl_gc_free_space(struct ftl *f)
 			uint32_t v = pick_victim(f);
 			if (v == FTL_NONE)
 				break;
-			r = relocate(f, v, &f->c_gc);
+			/* start a victim with room to finish it and a block
+			 * to spare for a failed program, when erasing what is
+			 * pending gives it; never without room to finish */
+			if (gc_room(f) < (uint64_t)f->valid[v] + f->g.ppb &&
+			    f->npend) {
+				r = ftl_erase_pending(f, true);
+				if (r)
+					return r;
+			}
+			if (gc_room(f) < f->valid[v])
+				break;
+			r = relocate(f, v, &f->m.gc_relocations);
+			if (r == -EAGAIN)
+				return 0;       /* ftl_balance checkpoints */
 			if (r)
 				return r;
 		}
@@ -221,66 +281,4 @@ int ftl_gc_free_space(struct ftl *f)
 	if (!r)
 		r = static_wl(f);
 	return r;
-}
-
-static int open_block(struct ftl *f, int s)
-{
-	uint32_t b;
-	int r;
-
-	if (s == STREAM_HOST) {
-		while (f->nfree <= FTL_GC_RESERVE) {
-			r = ftl_gc_free_space(f);
-			if (r)
-				return r;
-		}
-	} else if (!f->nfree) {
-		r = ftl_erase_pending(f, true);
-		if (r)
-			return r;
-		if (!f->nfree)
-			return -ENOSPC;
-	}
-	b = take_free(f, s != STREAM_HOST);
-	if (f->fdirty[b]) {
-		/* after a crash: erase it if anything is left in it */
-		bool dirty = false;
-		/* (not oobbuf: a relocation may be walking it) */
-		r = nand_read_block_oob(f->nand, b, f->oobbuf2);
-		for (size_t i = 0; !r && i < (size_t)f->g.ppb * f->g.oob; i++)
-			dirty |= f->oobbuf2[i] != 0;
-		if (!r && dirty)
-			r = nand_erase(f->nand, b);
-		if (r) {
-			f->freel[f->nfree++] = b;
-			return r;
-		}
-		f->fdirty[b] = 0;
-	}
-	f->state[b] = FTL_BLK_OPEN;
-	f->st[s].blk = b;
-	f->st[s].wp = 0;
-	if (++f->allocs_since_ckpt >= f->ckpt_interval)
-		f->ckpt_due = true;
-	return 0;
-}
-
-/* Next page of stream @s's open block, opening one (and collecting
- * garbage) when needed (f->lock held). */
-int ftl_alloc_page(struct ftl *f, int s, uint64_t *ppn)
-{
-	struct ftl_stream *st = &f->st[s];
-	int r;
-
-	if (st->blk != FTL_NONE && st->wp >= f->g.ppb) {
-		f->state[st->blk] = FTL_BLK_FULL;
-		st->blk = FTL_NONE;
-	}
-	if (st->blk == FTL_NONE) {
-		r = open_block(f, s);
-		if (r)
-			return r;
-	}
-	*ppn = (uint64_t)st->blk * f->g.ppb + st->wp++;
-	return 0;
 }

@@ -207,6 +207,39 @@ void ftl_oob_fill(struct ftl_oob *o, uint8_t kind, uint16_t stream,
 	o->crc = oct_crc32c(0, o, sizeof(*o));
 }
 
+/* Add the flush record after the OOB record @oob (filled) of an OOB area of
+ * @oob_size bytes, if it has room. */
+void ftl_oob_set_flushed(void *oob, uint32_t oob_size, uint64_t flushed)
+{
+	const struct ftl_oob *o = oob;
+	struct ftl_oob_flush x = { .flushed = flushed,
+		.magic = FTL_OOB_FLUSH_MAGIC, .version = FTL_OOB_FLUSH_VERSION };
+
+	if (oob_size < FTL_OOB_FLUSH_MIN)
+		return;
+	x.crc = oct_crc32c(o->crc, &x, sizeof(x));
+	memcpy((uint8_t *)oob + sizeof(*o), &x, sizeof(x));
+}
+
+/* The flush record of a valid OOB area: its value, or 0 if absent or bad. */
+uint64_t ftl_oob_flushed(const void *oob, uint32_t oob_size)
+{
+	const struct ftl_oob *o = oob;
+	struct ftl_oob_flush x;
+	uint32_t crc;
+
+	if (oob_size < FTL_OOB_FLUSH_MIN)
+		return 0;
+	memcpy(&x, (const uint8_t *)oob + sizeof(*o), sizeof(x));
+	crc = x.crc;
+	x.crc = 0;
+	if (x.magic != FTL_OOB_FLUSH_MAGIC || x.version != FTL_OOB_FLUSH_VERSION ||
+	    x.pad || oct_crc32c(o->crc, &x, sizeof(x)) != crc ||
+	    x.flushed >= o->seq)
+		return 0;
+	return x.flushed;
+}
+
 /* Is @o a well-formed OOB record (magic, version, crc)? */
 bool ftl_oob_ok(const struct ftl_oob *o)
 {

@@ -84,7 +84,16 @@ static int open_on(struct nand_backing *b, uint64_t bsize, bool blkdev,
 	}
 	f->nand = n;
 	f->sb = sb;
-	r = ftl_mount(f, o);
+	r = ftl_bbt_load(f, area);
+	if (!r)
+		r = ftl_mount(f, o);
+	if (!r && o->faults) {
+		/* the checkpoint area is the guaranteed-good system area */
+		r = nand_set_fault_model(n, o->faults, g.ckpt_blocks);
+		f->scrub_bits = nand_fault_ecc(n) * 3 / 4;
+		if (!f->scrub_bits)
+			f->scrub_bits = 1;
+	}
 	if (r) {
 		nand_detach(n);         /* the caller still owns b */
 		ftl_free(f);

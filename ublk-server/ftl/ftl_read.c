@@ -6,9 +6,11 @@
 #include "ftl-int.h"
 
 /*
- * Read @len bytes at logical byte @off.  Unmapped pages read as zeroes.
+ * Read @len bytes at logical byte @off.  Unmapped pages read as zeroes,
+ * pages recovery found damaged fail with EIO.
  * Erases wait for readers (io_rw), so a looked-up page stays valid while
- * it is read.
+ * it is read.  Only the codewords the request covers are read, so a read
+ * fails (-EIO) exactly when it covers a sector the ECC cannot correct.
  */
 int ftl_read(struct ftl *f, void *buf, uint64_t off, size_t len)
 {
@@ -31,12 +33,15 @@ int ftl_read(struct ftl *f, void *buf, uint64_t off, size_t len)
 
 		if (ppn == FTL_UNMAPPED)
 			memset(dst + (lo + a - mo), 0, b - a);
+		else if (ppn == FTL_DAMAGED)
+			r = -EIO;       /* flushed data lost to media damage */
 		else
-			r = nand_read(f->nand, ppn, (uint32_t)a,
-				      dst + (lo + a - mo), (uint32_t)(b - a));
+			r = ftl_read_page(f, (uint32_t)p, ppn, (uint32_t)a,
+					  dst + (lo + a - mo),
+					  (uint32_t)(b - a));
 	}
 	pthread_rwlock_unlock(&f->io_rw);
 	if (!r)
-		CADD(f, c_rs, len / FTL_SECTOR);
-	return r;
+		CADD(f, m.host_read_sectors, len / FTL_SECTOR);
+	return r == -EBADMSG ? -EIO : r;
 }

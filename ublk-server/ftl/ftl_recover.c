@@ -3,8 +3,12 @@
  * Recovery: roll forward from the checkpoint over the blocks written since
  * (found by the sequence number in the OOB of their first page, plus the
  * blocks that were open), or rebuild everything from the OOB of every
- * block (--scan).  Pages are applied in sequence order; a page whose data
- * does not match its OOB crc (torn or lost program) is ignored.
+ * block (--scan).  Pages are applied in sequence order.  A page whose data
+ * does not match its OOB crc is a torn program when it is newer than the
+ * newest flush the log recorded (the flush records in the OOB), and is
+ * ignored; at or below it, the page had been flushed: media damage, and
+ * its logical page reads as EIO (FTL_DAMAGED) unless an intact page with
+ * the same content is still mapped.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -12,6 +16,10 @@
 
 #include "crc32c.h"
 #include "ftl-int.h"
+
+#define REC_BAD 0x80      /* kind flag: data does not match its crc */
+#define REC_LOST 0x40     /* kind: a page whose OOB record is damaged, seq
+                             the next record's (it was programmed before) */
 
 struct rec {
 	uint64_t seq;
@@ -51,10 +59,70 @@ static int cmp_rec(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Collect the usable records of block @b newer than @after. */
+static bool oob_zero(const uint8_t *o, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (o[i])
+			return false;
+	return true;
+}
+
+static bool usable(const struct ftl_oob *o)
+{
+	return ftl_oob_ok(o) &&
+	       (o->kind == FTL_OOB_DATA || o->kind == FTL_OOB_TRIM);
+}
+
+/*
+ * Pages of block @b (OOB in f->oobbuf) whose OOB record does not check out
+ * (and is not blank) between two that do, of one erase cycle (same erase
+ * count, rising seq), the first newer than @after: pages are programmed in
+ * order, so each was written after the checkpoint and before the second
+ * record; if that one was flushed, so was it.  Their logical page is
+ * unknown: they are counted (REC_LOST), for fsck to report.
+ */
+static int lost_records(struct ftl *f, uint32_t b, uint64_t after,
+			struct recs *rs)
+{
+	const struct ftl_geom *g = &f->g;
+	const struct ftl_oob *prev = NULL;
+	uint32_t pp = 0;
+
+	for (uint32_t pg = 0; pg < g->ppb; pg++) {
+		const struct ftl_oob *o =
+			(const struct ftl_oob *)(f->oobbuf + (size_t)pg * g->oob);
+
+		if (!usable(o))
+			continue;
+		if (prev && pg > pp + 1 && prev->seq > after &&
+		    prev->ec == o->ec && prev->seq < o->seq) {
+			for (uint32_t k = pp + 1; k < pg; k++) {
+				const uint8_t *ko = f->oobbuf + (size_t)k * g->oob;
+				struct rec *x;
+				int r;
+
+				if (oob_zero(ko, sizeof(struct ftl_oob)))
+					continue;
+				r = push((void **)&rs->r, &rs->n, &rs->cap,
+					 sizeof(*rs->r));
+				if (r)
+					return r;
+				x = &rs->r[rs->n - 1];
+				*x = (struct rec){ .seq = o->seq, .kind = REC_LOST,
+					.ppn = b * g->ppb + k };
+			}
+		}
+		prev = o;
+		pp = pg;
+	}
+	return 0;
+}
+
+/* Collect the records of block @b newer than @after (those whose data
+ * fails its crc flagged REC_BAD); raise *flushed to its flush records. */
 static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 		      struct recs *rs, uint64_t *bmax, uint32_t *ec,
-		      uint32_t *used, int *bstream)
+		      uint32_t *used, int *bstream, uint64_t *flushed)
 {
 	const struct ftl_geom *g = &f->g;
 	uint32_t maxr = (g->ps - sizeof(struct ftl_trim)) /
@@ -65,6 +133,9 @@ static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 	*used = 0;
 	*bstream = -1;
 	r = nand_read_block_oob(f->nand, b, f->oobbuf);
+	if (r)
+		return r;
+	r = lost_records(f, b, after, rs);
 	if (r)
 		return r;
 	/* pages up to the last OOB that is not all zero may hold something */
@@ -80,17 +151,32 @@ static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 		uint64_t ppn = (uint64_t)b * g->ppb + pg;
 		const struct ftl_trim *t = (const struct ftl_trim *)f->gcbuf;
 		struct rec *x;
+		bool bad;
 
-		if (!ftl_oob_ok(o) || o->seq <= after ||
+		if (!ftl_oob_ok(o) ||
 		    (o->kind != FTL_OOB_DATA && o->kind != FTL_OOB_TRIM))
+			continue;
+		if (ftl_oob_flushed(o, g->oob) > *flushed)
+			*flushed = ftl_oob_flushed(o, g->oob);
+		if (o->seq <= after)
 			continue;
 		if (o->kind == FTL_OOB_DATA && o->lpn >= g->nlpn)
 			continue;
 		r = nand_read(f->nand, ppn, 0, f->gcbuf, g->ps);
 		if (r)
 			return r;
-		if (oct_crc32c(0, f->gcbuf, g->ps) != o->data_crc)
-			continue;       /* torn or lost */
+		bad = oct_crc32c(0, f->gcbuf, g->ps) != o->data_crc;
+		if (bad) {      /* torn, or damaged: decided once all is read */
+			r = push((void **)&rs->r, &rs->n, &rs->cap,
+				 sizeof(*rs->r));
+			if (r)
+				return r;
+			x = &rs->r[rs->n - 1];
+			*x = (struct rec){ .seq = o->seq, .ppn = (uint32_t)ppn,
+				.lpn = o->lpn, .kind = o->kind | REC_BAD,
+				.stream = (uint8_t)o->stream, .crc = o->data_crc };
+			continue;
+		}
 		if (o->kind == FTL_OOB_TRIM &&
 		    (t->magic != FTL_TRIM_MAGIC || t->n > maxr))
 			continue;
@@ -127,29 +213,55 @@ static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 }
 
 /*
- * A GC copy is redundant when the page it was copied from is still mapped
- * and intact (same logical page, older, same data CRC as the copy, data
- * matches it): a crash froze the GC
- * before the victim was erased.  Keeping the original leaves the copies
- * invalid, so the half-used GC block is reclaimable at once and a crash
- * during GC never eats free space.
+ * Is @lpn still mapped to an intact page older than @seq holding the data
+ * whose CRC is @crc?
  */
-static bool copy_redundant(struct ftl *f, const struct rec *x)
+static bool same_older(struct ftl *f, uint32_t lpn, uint64_t seq, uint32_t crc)
 {
-	uint32_t old = f->map[x->lpn];
+	uint32_t old = f->map[lpn], ob, wp;
 	uint8_t oob[1024];
 	const struct ftl_oob *o = (const struct ftl_oob *)oob;
+	int r;
 
-	if (x->stream != STREAM_GC || old == FTL_UNMAPPED ||
+	if (old == FTL_UNMAPPED || old == FTL_DAMAGED ||
+	    old >= (uint64_t)f->g.nblocks * f->g.ppb ||
 	    nand_read_oob(f->nand, old, oob) || !ftl_oob_ok(o) ||
-	    o->kind != FTL_OOB_DATA || o->lpn != x->lpn || o->seq >= x->seq ||
-	    o->data_crc != x->crc)
-		return false;           /* not the page it was copied from */
-	nand_set_block(f->nand, old / f->g.ppb, f->g.ppb,
-		       nand_block_ec(f->nand, old / f->g.ppb));
-	if (nand_read(f->nand, old, 0, f->gcbuf, f->g.ps))
-		return false;
-	return oct_crc32c(0, f->gcbuf, f->g.ps) == o->data_crc;
+	    o->kind != FTL_OOB_DATA || o->lpn != lpn || o->seq >= seq ||
+	    o->data_crc != crc)
+		return false;           /* not the same content */
+	/* read it whatever the block's write pointer says, and leave that
+	 * pointer as it was (it may be a stream's, placed already) */
+	ob = old / f->g.ppb;
+	wp = nand_block_wp(f->nand, ob);
+	nand_set_block(f->nand, ob, f->g.ppb, nand_block_ec(f->nand, ob));
+	r = nand_read(f->nand, old, 0, f->gcbuf, f->g.ps);
+	nand_set_block(f->nand, ob, wp, nand_block_ec(f->nand, ob));
+	return !r && oct_crc32c(0, f->gcbuf, f->g.ps) == o->data_crc;
+}
+
+/*
+ * A page whose data fails its CRC although it is not newer than the last
+ * recorded flush (@x, REC_BAD): flushed data lost to media damage.  Unless
+ * the page still mapped holds the same content (a GC copy's source), the
+ * logical page becomes FTL_DAMAGED: reads fail with EIO, fsck reports it;
+ * never the older version.  A damaged trim record is counted (fsck).
+ */
+static void apply_damaged(struct ftl *f, const struct rec *x)
+{
+	if ((x->kind & ~REC_BAD) == FTL_OOB_TRIM) {
+		f->rf_lost_trims++;
+		return;
+	}
+	if (!same_older(f, x->lpn, x->seq, x->crc))
+		f->map[x->lpn] = FTL_DAMAGED;   /* a newer page may still win */
+}
+
+static bool block_has_valid(const struct ftl *f, uint32_t b)
+{
+	for (uint32_t l = 0; l < f->g.nlpn; l++)
+		if (f->map[l] < FTL_DAMAGED && f->map[l] / f->g.ppb == b)
+			return true;
+	return false;
 }
 
 static bool is_candidate(struct ftl *f, uint32_t b, bool full)
@@ -165,7 +277,9 @@ static bool is_candidate(struct ftl *f, uint32_t b, bool full)
 		return true;
 	if (nand_read_oob(f->nand, (uint64_t)b * f->g.ppb, oob))
 		return true;            /* can't tell: look closer */
-	return ftl_oob_ok(o) && o->seq > f->ckpt_seq &&
+	if (!ftl_oob_ok(o))             /* damaged: pages after it may count */
+		return !oob_zero(oob, f->g.oob);
+	return o->seq > f->ckpt_seq &&
 	       (o->kind == FTL_OOB_DATA || o->kind == FTL_OOB_TRIM);
 }
 
@@ -179,9 +293,11 @@ int ftl_roll_forward(struct ftl *f, bool full)
 	const struct ftl_geom *g = &f->g;
 	struct recs rs = { 0 };
 	uint64_t maxseq = f->seq, best_seq[FTL_NSTREAMS] = { 0 };
+	uint64_t flushed = full ? 0 : f->ckpt_seq;
 	uint32_t best[FTL_NSTREAMS], best_used[FTL_NSTREAMS];
 	int r = 0;
 
+	f->rf_lost = f->rf_lost_trims = f->rf_lost_unknown = 0;
 	for (unsigned s = 0; s < FTL_NSTREAMS; s++)
 		best[s] = FTL_NONE;
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks && !r; b++) {
@@ -193,7 +309,7 @@ int ftl_roll_forward(struct ftl *f, bool full)
 			continue;
 		nand_set_block(f->nand, b, g->ppb, ec);  /* read everything */
 		r = scan_block(f, b, full ? 0 : f->ckpt_seq, &rs, &bmax, &ec,
-			       &used, &bs);
+			       &used, &bs, &flushed);
 		if (r)
 			break;
 		if (bmax && bs >= 0 && bs < (int)FTL_NSTREAMS &&
@@ -219,27 +335,28 @@ int ftl_roll_forward(struct ftl *f, bool full)
 	/* a free block may hold what the crash left: check it before use */
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++)
 		f->fdirty[b] = f->state[b] == FTL_BLK_FREE;
-	/* each stream goes on in its newest block, past anything written
-	 * there, so a crash does not cost the rest of those blocks */
-	for (unsigned s = 0; s < FTL_NSTREAMS; s++) {
-		uint32_t b = best[s];
-
-		f->st[s].blk = FTL_NONE;
-		if (b == FTL_NONE || best_used[s] >= g->ppb)
-			continue;
-		f->st[s].blk = b;
-		f->st[s].wp = best_used[s];
-		f->state[b] = FTL_BLK_OPEN;
-		nand_set_block(f->nand, b, best_used[s], nand_block_ec(f->nand, b));
-	}
 	if (rs.n)
 		qsort(rs.r, rs.n, sizeof(*rs.r), cmp_rec);
 	for (size_t i = 0; i < rs.n; i++) {
 		const struct rec *x = &rs.r[i];
 
+		if (x->kind == REC_LOST) {
+			f->rf_lost_unknown += x->seq <= flushed;
+			continue;
+		}
+		if (x->kind & REC_BAD) {
+			if (x->seq <= flushed)
+				apply_damaged(f, x);
+			continue;       /* else torn: never acknowledged */
+		}
+		/* a GC copy takes over from its source like any newer page,
+		 * even if the source is still there (the crash came before
+		 * its block was erased): the victim then holds no valid page
+		 * and GC frees it by an erase alone.  Keeping the source
+		 * instead left the copies as garbage in blocks taken from the
+		 * reserve, and GC with nowhere to copy to (ENOSPC). */
 		if (x->kind == FTL_OOB_DATA) {
-			if (!copy_redundant(f, x))
-				f->map[x->lpn] = x->ppn;
+			f->map[x->lpn] = x->ppn;
 			continue;
 		}
 		for (uint32_t k = 0; k < x->n; k++) {
@@ -250,6 +367,28 @@ int ftl_roll_forward(struct ftl *f, bool full)
 		}
 		f->trim_seq[x->ppn / g->ppb] = x->seq;
 	}
+	/*
+	 * Each stream goes on in its newest block, past anything written
+	 * there, so a crash does not cost the rest of those blocks; but not
+	 * in a block left without a valid page (all its pages superseded):
+	 * as a full block GC reclaims it at once,
+	 * left open it would hold its pages out of reach while the free
+	 * blocks run out.
+	 */
+	for (unsigned s = 0; s < FTL_NSTREAMS; s++) {
+		uint32_t b = best[s];
+
+		f->st[s].blk = FTL_NONE;
+		if (b == FTL_NONE || best_used[s] >= g->ppb ||
+		    !block_has_valid(f, b))
+			continue;
+		f->st[s].blk = b;
+		f->st[s].wp = best_used[s];
+		f->state[b] = FTL_BLK_OPEN;
+		nand_set_block(f->nand, b, best_used[s], nand_block_ec(f->nand, b));
+	}
+	for (uint32_t l = 0; l < g->nlpn; l++)
+		f->rf_lost += f->map[l] == FTL_DAMAGED;
 	/*
 	 * Pages not taken (torn, or whose block was not recognised) may carry
 	 * any number up to ckpt_seq + seq_gap: new numbers start above, so the

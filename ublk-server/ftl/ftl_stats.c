@@ -7,6 +7,19 @@
 
 #define LD(f, x) __atomic_load_n(&(f)->x, __ATOMIC_RELAXED)
 
+/* Where a mount's increments of a counter come from (ftl-counters.h). */
+#define SRC_ENG(name)             LD(f, m.name)
+#define SRC_NAND_reads(name)      (n.reads - f->nbase.reads)
+#define SRC_NAND_programs(name)   (n.programs - f->nbase.programs)
+#define SRC_NAND_erases(name)     (n.erases - f->nbase.erases)
+#define SRC_NAND_violations(name) (n.violations - f->nbase.violations)
+#define SRC_NAND_program_fails(name) (n.program_fails - f->nbase.program_fails)
+#define SRC_NAND_erase_fails(name) (n.erase_fails - f->nbase.erase_fails)
+#define SRC_NAND_ecc_corrected_bits(name) \
+	(n.ecc_corrected_bits - f->nbase.ecc_corrected_bits)
+#define SRC_NAND_ecc_uncorrectable(name) \
+	(n.ecc_uncorrectable - f->nbase.ecc_uncorrectable)
+
 /* Counters since create: the checkpointed base plus this mount's. */
 void ftl_counters_snapshot(struct ftl *f, struct ftl_ckpt_counters *c)
 {
@@ -14,20 +27,9 @@ void ftl_counters_snapshot(struct ftl *f, struct ftl_ckpt_counters *c)
 
 	nand_counters_get(f->nand, &n);
 	*c = f->base;
-	c->host_read_sectors += LD(f, c_rs);
-	c->host_write_sectors += LD(f, c_ws);
-	c->host_flushes += LD(f, c_fl);
-	c->host_fua += LD(f, c_fua);
-	c->host_discard_sectors += LD(f, c_ds);
-	c->page_reads += n.reads - f->nbase.reads;
-	c->page_programs += n.programs - f->nbase.programs;
-	c->block_erases += n.erases - f->nbase.erases;
-	c->rmw_subpage += LD(f, c_sub);
-	c->rmw_straddle += LD(f, c_str);
-	c->gc_relocations += LD(f, c_gc);
-	c->wl_relocations += LD(f, c_wl);
-	c->ckpt_writes += LD(f, c_ck);
-	c->nand_violations += n.violations - f->nbase.violations;
+#define FTL_X_ADD(name, src) c->name += SRC_##src(name);
+	FTL_COUNTERS(FTL_X_ADD)
+#undef FTL_X_ADD
 }
 
 /* Fill @st (see ftl.h); erase-count figures cover the data blocks. */
@@ -35,7 +37,8 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 {
 	const struct ftl_geom *g = &f->g;
 	struct ftl_ckpt_counters c;
-	double sum = 0, sq = 0, n = g->data_blocks;
+	struct nand_counters n;
+	double sum = 0, sq = 0, nb = g->data_blocks;
 
 	memset(st, 0, sizeof(*st));
 	pthread_mutex_lock(&f->lock);
@@ -52,23 +55,17 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 	}
 	st->mapped_pages = f->mapped;
 	st->free_blocks = f->nfree;
+	ftl_bb_stats(f, st);
+	nand_counters_get(f->nand, &n);
 	pthread_mutex_unlock(&f->lock);
-	st->host_read_sectors = c.host_read_sectors;
-	st->host_write_sectors = c.host_write_sectors;
-	st->host_flushes = c.host_flushes;
-	st->host_fua = c.host_fua;
-	st->host_discard_sectors = c.host_discard_sectors;
-	st->page_reads = c.page_reads;
-	st->page_programs = c.page_programs;
-	st->block_erases = c.block_erases;
-	st->rmw_subpage = c.rmw_subpage;
-	st->rmw_straddle = c.rmw_straddle;
-	st->gc_relocations = c.gc_relocations;
-	st->wl_relocations = c.wl_relocations;
-	st->ckpt_writes = c.ckpt_writes;
-	st->nand_violations = c.nand_violations;
-	st->erase_mean = sum / n;
-	st->erase_stddev = sqrt(fmax(0, sq / n - st->erase_mean * st->erase_mean));
+#define FTL_X_COPY(name, src) st->name = c.name;
+	FTL_COUNTERS(FTL_X_COPY)
+#undef FTL_X_COPY
+#define FTL_X_MOUNT(name, src) st->name = SRC_##src(name);
+	FTL_MOUNT_COUNTERS(FTL_X_MOUNT)
+#undef FTL_X_MOUNT
+	st->erase_mean = sum / nb;
+	st->erase_stddev = sqrt(fmax(0, sq / nb - st->erase_mean * st->erase_mean));
 	if (f->readonly) {
 		st->last_mount = (enum ftl_mount_kind)c.last_mount;
 		st->last_mount_ms = c.last_mount_us / 1000.0;
@@ -94,26 +91,19 @@ static const char *mount_name(enum ftl_mount_kind k)
 void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json)
 {
 	const struct { const char *k; uint64_t v; } u[] = {
-		{ "host_read_sectors", st->host_read_sectors },
-		{ "host_write_sectors", st->host_write_sectors },
-		{ "host_flushes", st->host_flushes },
-		{ "host_fua", st->host_fua },
-		{ "host_discard_sectors", st->host_discard_sectors },
-		{ "page_reads", st->page_reads },
-		{ "page_programs", st->page_programs },
-		{ "block_erases", st->block_erases },
-		{ "rmw_subpage", st->rmw_subpage },
-		{ "rmw_straddle", st->rmw_straddle },
-		{ "gc_relocations", st->gc_relocations },
-		{ "wl_relocations", st->wl_relocations },
-		{ "ckpt_writes", st->ckpt_writes },
-		{ "nand_violations", st->nand_violations },
+#define FTL_X_KEY(name, src) { #name, st->name },
+		FTL_COUNTERS(FTL_X_KEY)
+		FTL_MOUNT_COUNTERS(FTL_X_KEY)
+#undef FTL_X_KEY
 		{ "erase_min", st->erase_min },
 		{ "erase_max", st->erase_max },
 		{ "mapped_pages", st->mapped_pages },
 		{ "free_blocks", st->free_blocks },
 		{ "last_mount_time", st->last_mount_time },
 		{ "page_size", st->page_size },
+		{ "bad_blocks_factory", st->bad_blocks_factory },
+		{ "bad_blocks_grown", st->bad_blocks_grown },
+		{ "bad_block_limit", st->bad_block_limit },
 	};
 	const struct { const char *k; double v; } d[] = {
 		{ "erase_mean", st->erase_mean },
@@ -131,8 +121,9 @@ void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json)
 				(unsigned long long)u[i].v);
 		for (i = 0; i < sizeof(d) / sizeof(d[0]); i++)
 			fprintf(out, "\"%s\":%.6g,", d[i].k, d[i].v);
-		fprintf(out, "\"last_mount\":\"%s\",\"align\":\"%s\"}\n",
-			mount_name(st->last_mount), align);
+		fprintf(out, "\"last_mount\":\"%s\",\"align\":\"%s\","
+			"\"read_only\":%s}\n", mount_name(st->last_mount), align,
+			st->read_only ? "true" : "false");
 		return;
 	}
 	fprintf(out, "%-22s %s\n", "align", align);
@@ -141,4 +132,6 @@ void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json)
 	for (i = 0; i < sizeof(d) / sizeof(d[0]); i++)
 		fprintf(out, "%-22s %.3f\n", d[i].k, d[i].v);
 	fprintf(out, "%-22s %s\n", "last_mount", mount_name(st->last_mount));
+	fprintf(out, "%-22s %s\n", "read_only", st->read_only ?
+		"yes (spare blocks used up)" : "no");
 }

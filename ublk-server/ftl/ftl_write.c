@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The write path: out-of-place page programs, read-modify-write of partly
- * written pages under per-page range locks, FUA, flush, discard and
- * write-zeroes (trim records).
+ * The host write path: read-modify-write of partly written pages under
+ * per-page range locks, FUA, flush, discard and write-zeroes (trim
+ * records).  Each page goes through ftl_balance() (room first), then the
+ * append layer (ftl_append.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -11,77 +12,6 @@
 
 /* One page of scratch per thread for read-modify-write: no malloc per I/O. */
 static __thread uint8_t tls_page[FTL_MAX_PAGE] __attribute__((aligned(64)));
-
-/* Point @lpn at @ppn, keeping valid counts (f->lock held). */
-void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn)
-{
-	uint32_t old = f->map[lpn];
-
-	if (old != FTL_UNMAPPED)
-		f->valid[old / f->g.ppb]--;
-	else
-		f->mapped++;
-	f->valid[ppn / f->g.ppb]++;
-	__atomic_store_n(&f->map[lpn], ppn, __ATOMIC_RELEASE);
-}
-
-/* Unmap @lpn (f->lock held). */
-void ftl_map_unset(struct ftl *f, uint32_t lpn)
-{
-	uint32_t old = f->map[lpn];
-
-	if (old == FTL_UNMAPPED)
-		return;
-	f->valid[old / f->g.ppb]--;
-	f->mapped--;
-	__atomic_store_n(&f->map[lpn], FTL_UNMAPPED, __ATOMIC_RELEASE);
-}
-
-/*
- * Program one page into stream @stream's open block with a fresh sequence
- * number and its OOB record; a data page becomes @lpn's mapping (f->lock
- * held).
- */
-int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
-		  uint8_t kind, uint64_t *seq_out)
-{
-	uint8_t oob[1024];
-	uint64_t ppn, seq;
-	uint32_t blk;
-	int r;
-
-	/* sequence numbers stay below ckpt_seq + seq_gap: recovery then
-	 * knows every number on the medium is below that */
-	if (f->seq + 1 > f->ckpt_seq + f->seq_gap) {
-		r = ftl_ckpt_write(f, false);
-		if (r)
-			return r;
-	}
-	r = ftl_alloc_page(f, stream, &ppn);
-	if (r)
-		return r;
-	if (f->seq + 1 > f->ckpt_seq + f->seq_gap) {
-		r = ftl_ckpt_write(f, false);   /* allocation took many */
-		if (r)
-			return r;
-	}
-	blk = (uint32_t)(ppn / f->g.ppb);
-	seq = ++f->seq;
-	memset(oob, 0, f->g.oob);
-	ftl_oob_fill((struct ftl_oob *)oob, kind, (uint16_t)stream, lpn, seq,
-		     nand_block_ec(f->nand, blk), data, f->g.ps);
-	r = nand_program(f->nand, ppn, data, oob);
-	if (r)
-		return r;
-	f->mtime[blk] = seq;
-	if (kind == FTL_OOB_DATA)
-		ftl_map_set(f, lpn, (uint32_t)ppn);
-	else if (kind == FTL_OOB_TRIM)
-		f->trim_seq[blk] = seq;
-	if (seq_out)
-		*seq_out = seq;
-	return 0;
-}
 
 /* Lock (or unlock) the stripes of logical pages [p0, p1], in index order. */
 static void range_lock(struct ftl *f, uint64_t p0, uint64_t p1, bool lock)
@@ -117,10 +47,29 @@ static int read_whole(struct ftl *f, uint32_t lpn, uint8_t *buf)
 	ppn = ftl_map_get(f, lpn);
 	if (ppn == FTL_UNMAPPED)
 		memset(buf, 0, f->g.ps);
+	else if (ppn == FTL_DAMAGED)
+		r = -EIO;               /* lost: only a whole-page write fixes it */
 	else
-		r = nand_read(f->nand, ppn, 0, buf, f->g.ps);
+		r = ftl_read_page(f, lpn, ppn, 0, buf, f->g.ps);
 	pthread_rwlock_unlock(&f->io_rw);
-	return r;
+	return r == -EBADMSG ? -EIO : r;
+}
+
+/* Balance, then program one host page (f->lock held).  A failed program
+ * may leave the retry without a free block: balance again (GC) then. */
+static int host_prog(struct ftl *f, uint32_t lpn, const void *data,
+		     uint8_t kind)
+{
+	int r;
+
+	for (int i = 0;; i++) {
+		r = ftl_balance(f);
+		if (!r)
+			r = ftl_prog_page(f, STREAM_HOST, lpn, data, kind, NULL);
+		if (r != -ENOSPC || i >= 3 ||
+		    !ftl_stream_needs_block(f, STREAM_HOST))
+			return r;
+	}
 }
 
 static int write_page(struct ftl *f, uint32_t lpn, const void *data)
@@ -128,9 +77,7 @@ static int write_page(struct ftl *f, uint32_t lpn, const void *data)
 	int r;
 
 	pthread_mutex_lock(&f->lock);
-	r = ftl_prog_page(f, STREAM_HOST, lpn, data, FTL_OOB_DATA, NULL);
-	if (!r && f->ckpt_due)
-		r = ftl_ckpt_write(f, false);
+	r = host_prog(f, lpn, data, FTL_OOB_DATA);
 	pthread_mutex_unlock(&f->lock);
 	return r;
 }
@@ -140,7 +87,7 @@ static int check_io(struct ftl *f, uint64_t off, uint64_t len)
 	if (off % FTL_SECTOR || len % FTL_SECTOR || off > f->g.size ||
 	    len > f->g.size - off)
 		return -EINVAL;
-	return f->readonly ? -EROFS : 0;
+	return f->readonly || f->worn_out ? -EROFS : 0;
 }
 
 /*
@@ -177,9 +124,9 @@ int ftl_write(struct ftl *f, const void *buf, uint64_t off, size_t len,
 			memcpy(tls_page + a, data, b - a);
 			data = tls_page;
 			if (p0 == p1)
-				CADD(f, c_sub, 1);
+				CADD(f, m.rmw_subpage, 1);
 			else
-				CADD(f, c_str, 1);
+				CADD(f, m.rmw_straddle, 1);
 		}
 		r = write_page(f, (uint32_t)p, data);
 	}
@@ -187,11 +134,11 @@ int ftl_write(struct ftl *f, const void *buf, uint64_t off, size_t len,
 		pthread_mutex_lock(&f->lock);
 		r = ftl_sync(f);
 		pthread_mutex_unlock(&f->lock);
-		CADD(f, c_fua, 1);
+		CADD(f, m.host_fua, 1);
 	}
 	range_lock(f, p0, p1, false);
 	if (!r)
-		CADD(f, c_ws, len / FTL_SECTOR);
+		CADD(f, m.host_write_sectors, len / FTL_SECTOR);
 	return r;
 }
 
@@ -205,7 +152,7 @@ int ftl_flush(struct ftl *f)
 	pthread_mutex_lock(&f->lock);
 	r = ftl_sync(f);
 	pthread_mutex_unlock(&f->lock);
-	CADD(f, c_fl, 1);
+	CADD(f, m.host_flushes, 1);
 	return r;
 }
 
@@ -221,8 +168,8 @@ static int zero_part(struct ftl *f, uint64_t p, uint64_t a, uint64_t b,
 	if (r)
 		return r;
 	memset(tls_page + a, 0, b - a);
-	CADD(f, c_sub, straddle ? 0 : 1);
-	CADD(f, c_str, straddle ? 1 : 0);
+	CADD(f, m.rmw_subpage, straddle ? 0 : 1);
+	CADD(f, m.rmw_straddle, straddle ? 1 : 0);
 	return write_page(f, (uint32_t)p, tls_page);
 }
 
@@ -242,11 +189,9 @@ static int trim_pages(struct ftl *f, uint64_t q0, uint64_t q1)
 		t->n = 1;
 		t->r[0].lpn = (uint32_t)q0;
 		t->r[0].count = (uint32_t)(q1 - q0);
-		r = ftl_prog_page(f, STREAM_HOST, 1, tls_page, FTL_OOB_TRIM, NULL);
+		r = host_prog(f, 1, tls_page, FTL_OOB_TRIM);
 		for (uint64_t q = q0; !r && q < q1; q++)
 			ftl_map_unset(f, (uint32_t)q);
-		if (!r && f->ckpt_due)
-			r = ftl_ckpt_write(f, false);
 	}
 	pthread_mutex_unlock(&f->lock);
 	return r;
@@ -277,7 +222,7 @@ int ftl_discard(struct ftl *f, uint64_t off, uint64_t len)
 		r = trim_pages(f, q0, q1);
 	range_lock(f, p0, p1, false);
 	if (!r)
-		CADD(f, c_ds, len / FTL_SECTOR);
+		CADD(f, m.host_discard_sectors, len / FTL_SECTOR);
 	return r;
 }
 

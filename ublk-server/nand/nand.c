@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nand.h"
+#include "nand-int.h"
 
 #define NAND_OOB_SLOTS 8
 
@@ -28,6 +28,9 @@ struct nand {
 	bool no_seek;
 	nand_fault_fn fault;
 	void *fault_ctx;
+	struct nand_fm *fm;   /* fault model, NULL: a perfect medium */
+	uint32_t fm_first;    /* first block the model applies to */
+	uint8_t *bad;         /* per block: marked bad */
 	struct nand_counters c;  /* updated with atomics */
 };
 
@@ -49,7 +52,8 @@ int nand_create(struct nand_backing *b, const struct nand_geom *g,
 	n->b = b;
 	n->wp = calloc(g->nblocks, sizeof(*n->wp));
 	n->ec = calloc(g->nblocks, sizeof(*n->ec));
-	if (!n->wp || !n->ec)
+	n->bad = calloc(g->nblocks, 1);
+	if (!n->wp || !n->ec || !n->bad)
 		goto err;
 	for (uint32_t i2 = 0; i2 < g->nblocks; i2++)
 		n->wp[i2] = g->ppb;
@@ -76,6 +80,8 @@ void nand_destroy(struct nand *n)
 		free(n->slot[i].buf);
 	free(n->wp);
 	free(n->ec);
+	free(n->bad);
+	nand_fm_destroy(n->fm);
 	if (n->b && n->b->ops->destroy)
 		n->b->ops->destroy(n->b);
 	free(n);
@@ -119,11 +125,22 @@ static int fault(struct nand *n, enum nand_op op, uint64_t page, void *buf,
 int nand_read(struct nand *n, uint64_t ppn, uint32_t off, void *buf,
 	      uint32_t len)
 {
+	return nand_read_ecc(n, ppn, off, buf, len, NULL);
+}
+
+/* Read part of a page through the ECC (see nand.h). */
+int nand_read_ecc(struct nand *n, uint64_t ppn, uint32_t off, void *buf,
+		  uint32_t len, struct nand_ecc *e)
+{
+	struct nand_ecc tmp;
 	uint32_t blk = (uint32_t)(ppn / n->g.ppb), pg = (uint32_t)(ppn % n->g.ppb);
 	int r;
 
 	if (blk >= n->g.nblocks || (uint64_t)off + len > n->g.page_size)
 		return -EINVAL;
+	if (!e)
+		e = &tmp;
+	memset(e, 0, sizeof(*e));
 	CNT_ADD(n, reads);
 	if (pg >= __atomic_load_n(&n->wp[blk], __ATOMIC_ACQUIRE)) {
 		memset(buf, 0xff, len);
@@ -133,7 +150,19 @@ int nand_read(struct nand *n, uint64_t ppn, uint32_t off, void *buf,
 			     n->g.flash_off + ppn * n->g.page_size + off);
 	if (r)
 		return r;
-	return fault(n, NAND_OP_READ, ppn, buf, len) < 0 ? -EIO : 0;
+	if (fault(n, NAND_OP_READ, ppn, buf, len) < 0)
+		return -EIO;
+	if (!n->fm || !len || blk < n->fm_first)
+		return 0;
+	r = nand_fm_read(n->fm, ppn, n->ec[blk], off, buf, len, e);
+	if (e->corrected)
+		__atomic_fetch_add(&n->c.ecc_corrected_bits, e->corrected,
+				   __ATOMIC_RELAXED);
+	if (e->bad_cw)
+		__atomic_fetch_add(&n->c.ecc_uncorrectable,
+				   (uint64_t)__builtin_popcountll(e->bad_cw),
+				   __ATOMIC_RELAXED);
+	return r;
 }
 
 static struct oob_slot *slot_find(struct nand *n, uint32_t blk)
@@ -243,6 +272,14 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
 	r = fault(n, NAND_OP_PROGRAM, ppn, (void *)data, n->g.page_size);
 	if (r < 0)
 		return r;
+	if (n->bad[blk] || (n->fm && blk >= n->fm_first &&
+			    nand_fm_program_fails(n->fm, ppn))) {
+		/* status FAIL: the page is used up, nothing readable in it
+		 * (its OOB stays erased), the block should be retired */
+		__atomic_store_n(&n->wp[blk], pg + 1, __ATOMIC_RELEASE);
+		CNT_ADD(n, program_fails);
+		return -NAND_EFAIL;
+	}
 	s = slot_get(n, blk, &r);
 	if (!s)
 		return r;
@@ -295,6 +332,14 @@ int nand_erase(struct nand *n, uint32_t blk)
 	r = fault(n, NAND_OP_ERASE, blk, NULL, 0);
 	if (r < 0)
 		return r;
+	if (n->bad[blk] || (n->fm && blk >= n->fm_first &&
+			    nand_fm_erase_fails(n->fm, blk))) {
+		n->ec[blk]++;           /* it was tried: the cells wore */
+		CNT_ADD(n, erase_fails);
+		return -NAND_EFAIL;
+	}
+	if (n->fm)
+		nand_fm_erased(n->fm, blk);
 	s = slot_find(n, blk);
 	if (s)
 		s->blk = -1;            /* its buffered OOB is void now */
@@ -401,4 +446,58 @@ void nand_counters_get(const struct nand *n, struct nand_counters *c)
 	c->violations = __atomic_load_n(&n->c.violations, __ATOMIC_RELAXED);
 	c->faults = __atomic_load_n(&n->c.faults, __ATOMIC_RELAXED);
 	c->syncs = __atomic_load_n(&n->c.syncs, __ATOMIC_RELAXED);
+	c->program_fails = __atomic_load_n(&n->c.program_fails, __ATOMIC_RELAXED);
+	c->erase_fails = __atomic_load_n(&n->c.erase_fails, __ATOMIC_RELAXED);
+	c->ecc_corrected_bits = __atomic_load_n(&n->c.ecc_corrected_bits,
+						__ATOMIC_RELAXED);
+	c->ecc_uncorrectable = __atomic_load_n(&n->c.ecc_uncorrectable,
+					       __ATOMIC_RELAXED);
+}
+
+/* Install or remove the fault model (see nand.h). */
+int nand_set_fault_model(struct nand *n, const struct nand_fault_spec *s,
+			 uint32_t first)
+{
+	struct nand_fm *m = NULL;
+	int r;
+
+	if (s) {
+		r = nand_fm_create(s, &n->g, &m);
+		if (r)
+			return r;
+	}
+	nand_fm_destroy(n->fm);
+	n->fm = m;
+	n->fm_first = first;
+	return 0;
+}
+
+uint32_t nand_fault_ecc(const struct nand *n)
+{
+	return n->fm ? nand_fm_ecc(n->fm) : 0;
+}
+
+uint32_t nand_fault_cw(const struct nand *n)
+{
+	return n->fm ? nand_fm_cw(n->fm) : 0;
+}
+
+/* Persistent bit errors in one codeword (see nand.h). */
+int nand_fault_inject_bits(struct nand *n, uint64_t ppn, uint32_t cw,
+			   uint32_t bits)
+{
+	if (!n->fm || ppn >= (uint64_t)n->g.nblocks * n->g.ppb)
+		return -EINVAL;
+	return nand_fm_inject(n->fm, ppn, cw, bits);
+}
+
+void nand_mark_bad(struct nand *n, uint32_t blk, bool bad)
+{
+	if (blk < n->g.nblocks)
+		n->bad[blk] = bad;
+}
+
+bool nand_is_bad(const struct nand *n, uint32_t blk)
+{
+	return blk < n->g.nblocks && n->bad[blk];
 }

@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nand-fault.h"
+
 struct nand_backing;
 
 /* Byte store under the flash.  pread/pwrite transfer everything or fail. */
@@ -99,6 +101,10 @@ typedef int (*nand_fault_fn)(void *ctx, enum nand_op op, uint64_t page,
 
 struct nand_counters {
 	uint64_t reads, programs, erases, violations, faults, syncs;
+	/* the fault model (nand-fault.h); bad blocks count as failures */
+	uint64_t program_fails, erase_fails;
+	uint64_t ecc_corrected_bits;     /* bits the ECC corrected */
+	uint64_t ecc_uncorrectable;      /* codewords beyond the ECC */
 };
 
 struct nand;
@@ -113,16 +119,23 @@ struct nand_backing *nand_detach(struct nand *n);
 const struct nand_geom *nand_geom(const struct nand *n);
 struct nand_backing *nand_backing(struct nand *n);
 
-/* Read @len bytes at @off inside page @ppn; erased pages read 0xff. */
+/* Read @len bytes at @off inside page @ppn; erased pages read 0xff.
+ * With a fault model, -EBADMSG when a codeword is beyond the ECC. */
 int nand_read(struct nand *n, uint64_t ppn, uint32_t off, void *buf,
 	      uint32_t len);
+/* The same, reporting what the ECC did in @e (may be NULL). */
+int nand_read_ecc(struct nand *n, uint64_t ppn, uint32_t off, void *buf,
+		  uint32_t len, struct nand_ecc *e);
 /* Raw OOB of one page / of all ppb pages of a block (no erased check). */
 int nand_read_oob(struct nand *n, uint64_t ppn, void *oob);
 int nand_read_block_oob(struct nand *n, uint32_t blk, void *buf);
-/* Program one page: page_size bytes of @data and oob_size bytes of @oob. */
+/* Program one page: page_size bytes of @data and oob_size bytes of @oob.
+ * -NAND_EFAIL: the program failed (the page is used up, reads back as
+ * garbage with an erased OOB; retire the block). */
 int nand_program(struct nand *n, uint64_t ppn, const void *data,
 		 const void *oob);
-/* Erase a block: its pages read 0xff and may be programmed again. */
+/* Erase a block: its pages read 0xff and may be programmed again.
+ * -NAND_EFAIL: the erase failed (the block is as before; retire it). */
 int nand_erase(struct nand *n, uint32_t blk);
 /* Write buffered OOB bytes and flush the backing's write cache. */
 int nand_sync(struct nand *n);
@@ -138,6 +151,28 @@ uint32_t nand_block_ec(const struct nand *n, uint32_t blk);
 bool nand_block_oob_hole(struct nand *n, uint32_t blk);
 
 void nand_set_fault(struct nand *n, nand_fault_fn fn, void *ctx);
+
+/* A program or erase the medium reports as failed (status FAIL, from the
+ * fault model or a bad block), unlike -EIO of the backing. */
+#define NAND_EFAIL EREMOTEIO
+
+/* Install the fault model of @s (NULL: none) for blocks >= @first (the
+ * blocks below are the guaranteed-good system area, as NAND parts
+ * guarantee block 0); -EINVAL if its codeword does not divide the page.
+ * Call with no other operation running. */
+int nand_set_fault_model(struct nand *n, const struct nand_fault_spec *s,
+			 uint32_t first);
+/* The model's ECC strength, bits per codeword (0: no model). */
+uint32_t nand_fault_ecc(const struct nand *n);
+/* The model's codeword size in bytes (0: no model). */
+uint32_t nand_fault_cw(const struct nand *n);
+/* Add @bits persistent bit errors to codeword @cw of page @ppn (until its
+ * block is erased); needs a model.  Tests; serialised like programs. */
+int nand_fault_inject_bits(struct nand *n, uint64_t ppn, uint32_t cw,
+			   uint32_t bits);
+/* A bad block fails every program and erase with -EIO. */
+void nand_mark_bad(struct nand *n, uint32_t blk, bool bad);
+bool nand_is_bad(const struct nand *n, uint32_t blk);
 void nand_counters_get(const struct nand *n, struct nand_counters *c);
 
 #endif /* OCTANT_NAND_H */

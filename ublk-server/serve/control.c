@@ -18,8 +18,12 @@
 
 #include "serve.h"
 
+#define SERVE_CTL_WAITERS 32
+
 struct serve_ctl {
 	int lfd, quit_fd;
+	int waiters[SERVE_CTL_WAITERS];   /* stop requesters awaiting the result */
+	unsigned nwait;
 	pthread_t thread;
 	struct fe_server *s;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -46,7 +50,9 @@ static void serve_ctl_write_all(int fd, const char *p, size_t n)
 	}
 }
 
-static void serve_ctl_answer(struct serve_ctl *c, int fd)
+/* Answer one request; true if @fd was kept (a stop requester waits for
+ * the outcome, sent by serve_ctl_finish). */
+static bool serve_ctl_answer(struct serve_ctl *c, int fd)
 {
 	char cmd[64];
 	ssize_t n = 0, r;
@@ -71,22 +77,30 @@ static void serve_ctl_answer(struct serve_ctl *c, int fd)
 		FILE *m = open_memstream(&buf, &len);
 		if (!m) {
 			serve_ctl_write_all(fd, "error: out of memory\n", 21);
-			return;
+			return false;
 		}
 		ftl_stats_get(c->s->ftl, &st);
 		ftl_stats_print(&st, m, cmd[6] == 'j');
 		fclose(m);
 		serve_ctl_write_all(fd, buf, len);
 		free(buf);
-	} else if (!strcmp(cmd, "stop")) {
+	} else if (!strcmp(cmd, "stop") || !strcmp(cmd, "stop force")) {
 		uint64_t one = 1;
-		if (write(c->s->stop_fd, &one, sizeof(one)) < 0)
+		if (cmd[4])
+			c->s->force_stop = true;
+		if (write(c->s->stop_fd, &one, sizeof(one)) < 0) {
 			serve_ctl_write_all(fd, "error: cannot signal stop\n", 26);
-		else
-			serve_ctl_write_all(fd, "stopping\n", 9);
+			return false;
+		}
+		serve_ctl_write_all(fd, "stopping\n", 9);
+		if (c->nwait < SERVE_CTL_WAITERS) {
+			c->waiters[c->nwait++] = fd;
+			return true;
+		}
 	} else {
 		serve_ctl_write_all(fd, "error: unknown command\n", 23);
 	}
+	return false;
 }
 
 static void *serve_ctl_thread(void *arg)
@@ -104,10 +118,8 @@ static void *serve_ctl_thread(void *arg)
 			break;
 		if (p[0].revents & POLLIN) {
 			int fd = accept4(c->lfd, NULL, NULL, SOCK_CLOEXEC);
-			if (fd >= 0) {
-				serve_ctl_answer(c, fd);
+			if (fd >= 0 && !serve_ctl_answer(c, fd))
 				close(fd);
-			}
 		}
 	}
 	return NULL;
@@ -159,13 +171,32 @@ void serve_ctl_stop(struct serve_ctl *c)
 {
 	uint64_t one = 1;
 
-	if (!c)
+	if (!c || c->lfd < 0)
 		return;
 	if (write(c->quit_fd, &one, sizeof(one)) == sizeof(one))
 		pthread_join(c->thread, NULL);
 	close(c->lfd);
 	close(c->quit_fd);
+	c->lfd = c->quit_fd = -1;
 	unlink(c->path);
+}
+
+void serve_ctl_finish(struct serve_ctl *c, int code, const char *why)
+{
+	char msg[512];
+
+	if (!c)
+		return;
+	serve_ctl_stop(c);
+	if (code)
+		snprintf(msg, sizeof(msg), "failed %d %s\n", code,
+			 why && *why ? why : "see the server's log");
+	else
+		snprintf(msg, sizeof(msg), "stopped\n");
+	for (unsigned i = 0; i < c->nwait; i++) {
+		serve_ctl_write_all(c->waiters[i], msg, strlen(msg));
+		close(c->waiters[i]);
+	}
 	free(c);
 }
 
@@ -205,26 +236,126 @@ int serve_ctl_request(const struct serve_entry *e, const char *cmd, FILE *out)
 	return n < 0 ? -errno : 0;
 }
 
-int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms)
+static uint64_t serve_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Send "stop[ force]" and read the outcome line the server sends once it
+ * has closed the engine: 0 "stopped", -EIO "failed CODE WHY" (@why
+ * filled), -EPIPE the connection ended without one after the request was
+ * taken, -ENOTCONN before, -ETIMEDOUT. */
+static int serve_stop_request(const struct serve_entry *e, bool force,
+			      uint64_t deadline, char *why, size_t len)
+{
+	char buf[1024];
+	size_t got = 0;
+	ssize_t n;
+	int fd = serve_ctl_connect(e), err = -EPIPE;
+
+	if (fd < 0)
+		return fd;
+	snprintf(buf, sizeof(buf), "%s\n", force ? "stop force" : "stop");
+	serve_ctl_write_all(fd, buf, strlen(buf));
+	for (;;) {
+		uint64_t now = serve_now_ms();
+		if (now >= deadline) {
+			err = -ETIMEDOUT;
+			break;
+		}
+		struct pollfd p = { fd, POLLIN, 0 };
+		int r = poll(&p, 1, (int)(deadline - now));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			err = r == 0 ? -ETIMEDOUT : -errno;
+			break;
+		}
+		n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (got == sizeof(buf) - 1)
+			break;
+	}
+	close(fd);
+	buf[got] = '\0';
+	if (strstr(buf, "\nstopped\n"))
+		return 0;
+	char *f = strstr(buf, "\nfailed ");
+	if (f) {
+		f = strchr(f + 8, ' ');
+		snprintf(why, len, "%s", f ? f + 1 : "");
+		why[strcspn(why, "\n")] = '\0';
+		return -EIO;
+	}
+	if (!strncmp(buf, "error: unknown command", 22))
+		return -EPROTO;
+	if (err == -EPIPE && !strstr(buf, "stopping\n"))
+		return -ENOTCONN;     /* never taken: the server was exiting */
+	return err;
+}
+
+/* Is process @pid still running (a zombie is not)? */
+static bool serve_pid_running(pid_t pid)
+{
+	char p[64], buf[256];
+	ssize_t n;
+
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return false;
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	char *c = strrchr(buf, ')');
+	return !(c && c[1] == ' ' && (c[2] == 'Z' || c[2] == 'X'));
+}
+
+int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms,
+		      bool force, char *why, size_t len)
 {
 	char p[PATH_MAX];
 	struct timespec ts = { 0, 20 * 1000000L };
+	uint64_t deadline = serve_now_ms() + timeout_ms;
+	int res;
 
-	if (serve_ctl_request(e, "stop", NULL) < 0 && e->pid > 0 &&
-	    kill(e->pid, SIGTERM) < 0 && errno != ESRCH)
-		return -errno;
-	/* The server has exited once its lock is free. */
+	why[0] = '\0';
+	res = serve_stop_request(e, force, deadline, why, len);
+	if (res == -ETIMEDOUT)
+		return res;
+	if (res && res != -EIO && res != -EPIPE && e->pid > 0) {
+		/* No control socket: SIGTERM (the outcome is then unknown). */
+		if (kill(e->pid, SIGTERM) < 0 && errno != ESRCH)
+			return -errno;
+		res = 0;
+	}
+	/* The server is done once its lock is free (or its folder gone),
+	 * and has exited once its process is gone too. */
 	snprintf(p, sizeof(p), "%s/lock", e->dir);
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0 && errno != ENOENT)
 		return -errno;
-	for (unsigned t = 0; t <= timeout_ms; t += 20) {
-		if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+	while (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0) {
+		if (serve_now_ms() > deadline) {
 			close(fd);
-			return 0;
+			return -ETIMEDOUT;
 		}
 		nanosleep(&ts, NULL);
 	}
-	close(fd);
-	return -ETIMEDOUT;
+	if (fd >= 0)
+		close(fd);
+	while (e->pid > 0 && serve_pid_running(e->pid)) {
+		if (serve_now_ms() > deadline)
+			return -ETIMEDOUT;
+		nanosleep(&ts, NULL);
+	}
+	return res;
 }

@@ -10,6 +10,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,7 +18,7 @@
 #include "serve.h"
 
 static const char *const serve_files[] = { "pid", "image", "dev", "frontend",
-					   "dm", "ctl.sock", NULL };
+					   "dm", "backing", "ctl.sock", NULL };
 
 const char *serve_base(void)
 {
@@ -44,33 +45,105 @@ static void serve_sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
-int serve_entry_lock(const char *dir, int *fd)
+/* Open and flock @dir/lock (exclusive, non-blocking, @tries attempts
+ * 20 ms apart while another holder has it).  The lock file is removed with
+ * its folder by the last holder (serve_entry_remove), so a lock taken on a
+ * file that is no longer at the path is worthless: then start again. */
+static int serve_lock_take(const char *dir, bool create, int tries, int *fd)
 {
 	char p[PATH_MAX];
-	int err;
+	struct stat a, b;
+	int err = -EBUSY;
 
 	*fd = -1;
-	if (mkdir(serve_base(), 0755) < 0 && errno != EEXIST)
-		return -errno;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return -errno;
 	snprintf(p, sizeof(p), "%s/lock", dir);
-	int lfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (lfd < 0)
-		return -errno;
-	/* A stats/stop client may hold it (shared) for a moment. */
-	for (int i = 0; i < 25; i++) {
-		err = flock(lfd, LOCK_EX | LOCK_NB) < 0 ? -errno : 0;
-		if (err != -EWOULDBLOCK)
-			break;
-		serve_sleep_ms(20);
+	for (int round = 0; round < 20; round++) {
+		if (create && mkdir(serve_base(), 0755) < 0 && errno != EEXIST)
+			return -errno;
+		if (create && mkdir(dir, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		int lfd = open(p, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+		if (lfd < 0) {
+			if (errno == ENOENT && create)
+				continue;     /* removed meanwhile: again */
+			return -errno;
+		}
+		/* A stats/stop client may hold it (shared) for a moment. */
+		for (int i = 0; i < tries; i++) {
+			err = flock(lfd, LOCK_EX | LOCK_NB) < 0 ? -errno : 0;
+			if (err != -EWOULDBLOCK)
+				break;
+			if (i + 1 < tries)
+				serve_sleep_ms(20);
+		}
+		if (err) {
+			close(lfd);
+			return err == -EWOULDBLOCK ? -EBUSY : err;
+		}
+		if (fstat(lfd, &a) == 0 && stat(p, &b) == 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+			*fd = lfd;
+			return 0;
+		}
+		close(lfd);           /* its holder removed it: again */
+		if (!create)
+			return -ENOENT;
 	}
-	if (err) {
-		close(lfd);
-		return err == -EWOULDBLOCK ? -EBUSY : err;
+	return -EBUSY;
+}
+
+int serve_entry_lock(const char *dir, int *fd)
+{
+	return serve_lock_take(dir, true, 25, fd);
+}
+
+void serve_entry_remove(const char *dir, bool log)
+{
+	char p[PATH_MAX + 8];
+
+	serve_entry_clear(dir);
+	snprintf(p, sizeof(p), "%s/mnt", dir);
+	rmdir(p);
+	if (log) {
+		snprintf(p, sizeof(p), "%s.log", dir);
+		unlink(p);
 	}
-	*fd = lfd;
-	return 0;
+	snprintf(p, sizeof(p), "%s/lock", dir);
+	unlink(p);
+	rmdir(dir);
+}
+
+int serve_sweep(const char *self)
+{
+	char dir[PATH_MAX];
+	struct serve_entry e;
+	int n = 0, fd;
+
+	DIR *d = opendir(serve_base());
+	if (!d)
+		return 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "img-", 4) != 0 || strchr(de->d_name, '.'))
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%s", serve_base(), de->d_name);
+		if (self && !strcmp(dir, self))
+			continue;
+		if (serve_lock_take(dir, false, 1, &fd) < 0)
+			continue;         /* live (or being looked at) */
+		bool dead = serve_entry_load(dir, &e) == 0;
+		/* A dead ublk server's device waits for `serve --recover`;
+		 * its entry stays until then (or `stop`). */
+		if (!dead || strcmp(e.frontend, "ublk") != 0) {
+			if (dead)
+				serve_entry_cleanup(dir);
+			serve_entry_remove(dir, false);
+			n++;
+		}
+		close(fd);
+	}
+	closedir(d);
+	return n;
 }
 
 /* Is the lock of @dir held by a server? (a shared try-lock, released) */
@@ -135,14 +208,61 @@ int serve_entry_load(const char *dir, struct serve_entry *e)
 	serve_entry_get(dir, "dev", e->dev, sizeof(e->dev));
 	serve_entry_get(dir, "frontend", e->frontend, sizeof(e->frontend));
 	serve_entry_get(dir, "dm", e->dm, sizeof(e->dm));
+	serve_entry_get(dir, "backing", e->backing, sizeof(e->backing));
 	e->live = serve_entry_held(dir);
 	return 0;
+}
+
+/* Is the loop device @e->dev bound to @e's FUSE file?  Checked by the
+ * backing file's device and inode (recorded at serve time) and its path
+ * (the entry's own mnt/disk: a FUSE connection number can be reused once
+ * the old one is gone, the entry's folder cannot). */
+static bool serve_entry_loop_ok(const struct serve_entry *e)
+{
+	char file[PATH_MAX], want[PATH_MAX + 16], rec[64], real[PATH_MAX];
+	dev_t dev;
+	ino_t ino;
+	size_t n;
+	int err = loop_backing(e->dev, &dev, &ino, file, sizeof(file));
+
+	if (err == -ENOENT)
+		return true;          /* not a loop device (ublk) */
+	if (err)
+		return false;         /* bound to nothing, or unreadable */
+	if (e->backing[0]) {
+		snprintf(rec, sizeof(rec), "%u:%u:%llu", major(dev), minor(dev),
+			 (unsigned long long)ino);
+		if (strcmp(rec, e->backing) != 0)
+			return false;
+	}
+	n = (size_t)snprintf(want, sizeof(want), "%s/mnt/disk",
+			     realpath(e->dir, real) ? real : e->dir);
+	/* A lazily unmounted backing file may show " (deleted)" after it. */
+	return !strncmp(file, want, n) && (file[n] == '\0' || file[n] == ' ');
+}
+
+bool serve_entry_verify(const struct serve_entry *e)
+{
+	return !e->dev[0] || serve_entry_loop_ok(e);
+}
+
+/* Does --dm device @dm (device number @rdev) sit on @e->dev? */
+static bool serve_entry_dm_ok(const struct serve_entry *e, dev_t rdev)
+{
+	char p[PATH_MAX];
+	const char *base = strrchr(e->dev, '/');
+
+	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/slaves/%s", major(rdev),
+		 minor(rdev), base ? base + 1 : e->dev);
+	return access(p, F_OK) == 0 && serve_entry_loop_ok(e);
 }
 
 int serve_entry_find(const char *arg, struct serve_entry *e)
 {
 	char dir[PATH_MAX];
+	struct serve_entry cand;
 	struct stat st, dst;
+	bool named = false;
 	int err;
 
 	if (stat(arg, &st) < 0)
@@ -157,20 +277,37 @@ int serve_entry_find(const char *arg, struct serve_entry *e)
 	struct dirent *de;
 	err = -ENOENT;
 	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, "img-", 4) != 0)
+		if (strncmp(de->d_name, "img-", 4) != 0 ||
+		    strchr(de->d_name, '.'))
 			continue;
 		snprintf(dir, sizeof(dir), "%s/%s", serve_base(), de->d_name);
-		if (serve_entry_load(dir, e) < 0 || !e->dev[0])
+		if (serve_entry_load(dir, &cand) < 0 || !cand.dev[0])
 			continue;
-		if ((stat(e->dev, &dst) == 0 && S_ISBLK(dst.st_mode) &&
-		     dst.st_rdev == st.st_rdev) ||
-		    (e->dm[0] && stat(e->dm, &dst) == 0 && S_ISBLK(dst.st_mode) &&
-		     dst.st_rdev == st.st_rdev)) {
+		bool is_dev = stat(cand.dev, &dst) == 0 && S_ISBLK(dst.st_mode) &&
+			      dst.st_rdev == st.st_rdev;
+		bool is_dm = !is_dev && cand.dm[0] && stat(cand.dm, &dst) == 0 &&
+			     S_ISBLK(dst.st_mode) && dst.st_rdev == st.st_rdev;
+		if (!is_dev && !is_dm)
+			continue;
+		if (is_dev ? serve_entry_loop_ok(&cand) :
+			     serve_entry_dm_ok(&cand, st.st_rdev)) {
+			*e = cand;
 			err = 0;
 			break;
 		}
+		if (!named) {         /* names the number, not the device now */
+			*e = cand;
+			named = true;
+			err = -ESTALE;
+		}
 	}
 	closedir(d);
+	if (err == -ENOENT) {
+		/* An image that is itself a block device. */
+		if (serve_entry_dir(arg, dir, sizeof(dir)) == 0 &&
+		    serve_entry_load(dir, e) == 0)
+			return 0;
+	}
 	return err;
 }
 

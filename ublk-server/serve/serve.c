@@ -17,11 +17,14 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "../cli/commands.h"
+#include "align.h"
 #include "dm-stack.h"
+#include "loop.h"
 #include "serve.h"
 #include "notify.h"
 
@@ -88,6 +91,14 @@ static const struct fe_ops *serve_pick(const char *name)
 /* The exit status for a failed engine open. */
 static int serve_open_fail(const char *image, int err)
 {
+	if (err == -EBUSY) {
+		/* The engine's image lock is held: by create, fsck --repair
+		 * or another program writing the image. */
+		char who[PATH_MAX + 64];
+		serve_image_holder(image, who, sizeof(who));
+		fprintf(stderr, "ublk-flash: serve: %s is %s\n", image, who);
+		return EXIT_BUSY;
+	}
 	return cli_image_fail("serve", image, err);   /* says what IMG is */
 }
 
@@ -177,7 +188,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	struct serve_ctl *ctl = NULL;
 	struct sigaction sa;
 	sigset_t block, old;
-	char pid[32], dmpath[128] = "";
+	char pid[32], dmpath[128] = "", why[256] = "";
 	bool tried = false, dm = false;
 	int code = 0, err;
 
@@ -234,7 +245,26 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	serve_entry_put(o->run_dir, "frontend", ops->name);
 	if (dm)
 		serve_entry_put(o->run_dir, "dm", dmpath);
+	/* A loop device's identity beyond its reusable number. */
+	dev_t bdev;
+	ino_t bino;
+	if (loop_backing(s.devpath, &bdev, &bino, NULL, 0) == 0) {
+		char b[64];
+		snprintf(b, sizeof(b), "%u:%u:%llu", major(bdev), minor(bdev),
+			 (unsigned long long)bino);
+		serve_entry_put(o->run_dir, "backing", b);
+	}
 	serve_entry_put(o->run_dir, "pid", pid);   /* last: marks the entry */
+	/* the kernel's scan may find no partitions (no DOS/EFI parser built
+	 * in): add the table's from userspace, as partx -u does (libalign).
+	 * Under --dm the table is the dm device's, not the raw device's. */
+	int nparts = dm ? 0 : align_partitions_sync(s.devpath);
+	if (nparts < 0)
+		fprintf(stderr, "ublk-flash: note: %s: partitions not shown (%s); "
+			"run: partx -u %s\n", s.devpath, strerror(-nparts), s.devpath);
+	/* Live: now clean every other entry whose server is gone (a failed
+	 * serve changes nothing, so not before). */
+	serve_sweep(o->run_dir);
 
 	if (o->foreground) {
 		printf("%s\n", dm ? dmpath : s.devpath);
@@ -249,10 +279,11 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	if (err) {
 		fprintf(stderr, "ublk-flash: serve: %s: %s\n", ops->name,
 			strerror(-err));
+		snprintf(why, sizeof(why), "%s: %s", ops->name, strerror(-err));
 		code = EXIT_IO;
 	}
 out:
-	serve_ctl_stop(ctl);
+	serve_ctl_stop(ctl);      /* stop requesters wait for the outcome */
 	if (dm && dmstack_detach(o->dm_name) < 0)
 		fprintf(stderr, "ublk-flash: warning: --dm %s: %s\n", o->dm_name,
 			dmstack_errmsg());
@@ -260,13 +291,17 @@ out:
 		ops->stop(&s);   /* safe after a failed start */
 	if (s.ftl) {
 		err = ftl_close(s.ftl);
-		if (err && !code)
+		if (err && !code) {
 			code = cli_fail("serve: clean checkpoint", err);
+			snprintf(why, sizeof(why), "clean checkpoint: %s",
+				 strerror(-err));
+		}
 	}
 	serve_stop_fd = -1;
 	if (s.stop_fd >= 0)
 		close(s.stop_fd);
 	serve_entry_clear(o->run_dir);
+	serve_ctl_finish(ctl, code, why);
 	serve_report(report_fd, code, NULL);
 	return code;
 }
@@ -311,17 +346,24 @@ int serve_main(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 
 	if (o->foreground) {
 		code = serve_daemon(o, oo, ops, -1);
+		serve_entry_remove(dir, false);   /* nothing left behind */
 		close(lock_fd);
 		return code;
 	}
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return cli_fail("serve: pipe", -errno);
+	if (pipe2(pipefd, O_CLOEXEC) < 0) {
+		code = cli_fail("serve: pipe", -errno);
+		serve_entry_remove(dir, false);
+		close(lock_fd);
+		return code;
+	}
 	fflush(NULL);
 	child = fork();
 	if (child < 0) {
 		code = cli_fail("serve: fork", -errno);
 		close(pipefd[0]);
 		close(pipefd[1]);
+		serve_entry_remove(dir, false);
+		close(lock_fd);
 		return code;
 	}
 	if (child > 0) {
@@ -335,6 +377,9 @@ int serve_main(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 		/* realpath()ed image: the cwd does not matter */
 	}
 	code = serve_daemon(o, oo, ops, pipefd[1]);
+	/* However it ended, the entry goes; the log only after a clean stop
+	 * (a failed start wrote none: its error went to the caller). */
+	serve_entry_remove(dir, code == 0);
 	close(lock_fd);
 	_exit(code);
 }

@@ -5,15 +5,20 @@
  *
  * Run registry: one folder per image under $UBLK_FLASH_RUN_DIR (default
  * /run/octant), named after the image's st_dev and st_ino:
- *   lock      flock'ed (exclusive) by the server for its whole life; never
- *             deleted, so two servers can never both own it
- *   pid image dev frontend [dm]   one line each, written once the device is live
+ *   lock      flock'ed (exclusive) by the server for its whole life; removed
+ *             (with the folder) only by its holder, and a lock taken on a
+ *             file no longer at the path is retaken, so two servers can
+ *             never both own it
+ *   pid image dev frontend [dm] [backing]   one line each, written once the
+ *             device is live; backing (FUSE): "MAJ:MIN:INO" of the file the
+ *             loop device was bound to, its identity beyond its number
  *   ctl.sock  the control socket (commands: "stats json", "stats text",
  *             "stop"), answered then closed
  *   mnt/      the FUSE frontend's private mountpoint
  * An entry is live while its lock is held; a folder with a pid file but no
  * lock holder is stale (the server died) and is cleaned by the next serve
- * or stop of the same image.
+ * of the same image, the next successful serve of any image, or stop.  A server that ends, however
+ * it ends, removes its folder (and RUNDIR.log after a clean stop).
  */
 #ifndef OCTANT_SERVE_H
 #define OCTANT_SERVE_H
@@ -31,6 +36,7 @@ struct serve_entry {
 	char dev[128];            /* block device, "" if not recorded */
 	char dm[128];             /* --dm device stacked on it, "" if none */
 	char frontend[16];
+	char backing[64];         /* "MAJ:MIN:INO" of the loop's file, "" if none */
 	pid_t pid;
 	bool live;                /* a server holds the lock */
 };
@@ -45,12 +51,30 @@ int serve_entry_dir(const char *image, char *dir, size_t len);
  * few retries): the lock fd in *fd, -EBUSY if a live server holds it. */
 int serve_entry_lock(const char *dir, int *fd);
 
+/* Remove the entry folder @dir (registry files, mnt/, the lock file; with
+ * @log also RUNDIR.log).  The caller holds the lock and closes it after. */
+void serve_entry_remove(const char *dir, bool log);
+
+/* Remove every stale entry but @self (its server gone: lock free): clean
+ * what a dead FUSE server left (serve_entry_cleanup), then the folder.  A
+ * dead ublk server's entry is kept for `serve --recover`.  Returns how
+ * many entries were removed. */
+int serve_sweep(const char *self);
+
 /* Load the entry in @dir; -ENOENT if it records no server. */
 int serve_entry_load(const char *dir, struct serve_entry *e);
 
 /* Find the entry of @arg: a block device served, or stacked on it with
- * --dm (by device number), or an image path.  -ENOENT if none is recorded. */
+ * --dm, or an image path.  A device is matched by its number and then by
+ * identity: a loop device must still be bound to the entry's FUSE file
+ * (device, inode and path; a --dm device must sit on it).  -ENOENT if none
+ * is recorded; -ESTALE if entries name the device's number but none is
+ * bound to it now (the number was reused): @e is then the first of them. */
 int serve_entry_find(const char *arg, struct serve_entry *e);
+
+/* Is the device @e recorded still the one its server brought up? (a loop
+ * device bound to the entry's FUSE file; other devices: true) */
+bool serve_entry_verify(const struct serve_entry *e);
 
 /* Write one registry file @name = @value in @dir. */
 int serve_entry_put(const char *dir, const char *name, const char *value);
@@ -63,20 +87,47 @@ void serve_entry_clear(const char *dir);
  * holds the lock.  Returns how many things it cleaned (>= 0). */
 int serve_entry_cleanup(const char *dir);
 
+/* ---- the image lock (serve/imagelock.c) ---- */
+
+/* Take the lock the engine holds on an image open for writing (flock
+ * LOCK_EX, non-blocking; a block device is also opened O_EXCL): the fd in
+ * *fd, held until closed.  -EBUSY if a server or another process has the
+ * image open for writing (or the block device is mounted). */
+int serve_image_lock(const char *path, int *fd);
+
+/* Who holds @path busy, for an error message: "served on /dev/loop3
+ * (pid 1234)", "open for writing by pid 99 (fio)", ... */
+void serve_image_holder(const char *path, char *buf, size_t len);
+
+/* ---- before a forced stop (serve/syncdev.c) ---- */
+
+/* syncfs every filesystem mounted on block device @dev, its partitions or
+ * a device stacked on it, in a child process waited for up to @timeout_ms.
+ * How many were synced, -ETIMEDOUT if the child is still at it. */
+int serve_sync_mounts(const char *dev, unsigned timeout_ms);
+
 /* ---- control socket ---- */
 struct serve_ctl;
 
 /* Listen on @dir/ctl.sock and answer requests in a thread. */
 int serve_ctl_start(struct serve_ctl **out, const char *dir,
 		    struct fe_server *s);
+/* Stop answering (the socket is removed); stop requesters keep waiting. */
 void serve_ctl_stop(struct serve_ctl *c);
+/* Tell the stop requesters the outcome ("stopped", or "failed CODE WHY"
+ * when the server exits with @code != 0) and free @c. */
+void serve_ctl_finish(struct serve_ctl *c, int code, const char *why);
 
 /* Send @cmd to the live server of @e and copy its answer to @out. */
 int serve_ctl_request(const struct serve_entry *e, const char *cmd, FILE *out);
 
-/* Ask the live server of @e to stop (socket, else SIGTERM) and wait up to
- * @timeout_ms for it to exit.  -ETIMEDOUT if it did not. */
-int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms);
+/* Ask the live server of @e to stop (socket, else SIGTERM; @force: cut
+ * the device off even if it is still in use) and wait up to @timeout_ms
+ * for it to exit.  0 stopped cleanly; -EIO the server could not close
+ * cleanly (its reason in @why, e.g. "clean checkpoint: No space left on
+ * device"); -EPIPE it exited without saying; -ETIMEDOUT it did not exit. */
+int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms,
+		      bool force, char *why, size_t len);
 
 /* ---- lifecycle ---- */
 

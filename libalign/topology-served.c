@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Topology of a block device served by ublk-flash: the image's, not the
+ * kernel's.  A FUSE + loop device reports 512/512 offset 0 whatever the
+ * image is (a loop device cannot express 4 KiB physical sectors with an
+ * offset), so the kernel's figures are wrong for an odd image.
+ *
+ * libalign does not link the server: it reads the run registry itself, as
+ * ublk-server/serve/serve.h documents it.  $UBLK_FLASH_RUN_DIR (default
+ * /run/octant) holds one folder per image, "img-<st_dev hex>-<st_ino>",
+ * with "lock" (flock'ed exclusively by the live server for its whole life)
+ * and the one-line files "pid", "image", "dev", "frontend" and, with
+ * --dm, "dm".  An entry is believed only when
+ *   - its lock is held (a live server: an exclusive FLOCK in /proc/locks,
+ *     so that looking never takes the lock),
+ *   - the image's st_dev/st_ino are those the folder is named after,
+ *   - the target is the recorded device (or the dm device stacked on it)
+ *     by device number, and that device really is this server's:
+ *       fuse:  the loop device's backing file (LOOP_GET_STATUS64: device
+ *              and inode) is the entry's FUSE file mnt/disk;
+ *       ublk:  the recorded pid holds /dev/ublkcN open;
+ *       dm:    the dm device's only slave is the recorded device;
+ *   - and the device's size is the image's exported size.
+ * A partition of such a device takes the same geometry with the offset
+ * its start gives.
+ * Anything else: -ENOENT, and the caller keeps the kernel's report.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/loop.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include "align-private.h"
+
+#define SRV_PATH 4096
+
+struct srv_entry {
+	char dir[SRV_PATH];
+	char image[SRV_PATH];
+	char dev[256];
+	char dm[256];
+	char frontend[32];
+	long pid;
+};
+
+static const char *srv_base(void)
+{
+	const char *b = getenv("UBLK_FLASH_RUN_DIR");
+
+	return b && *b ? b : "/run/octant";
+}
+
+/* One line of registry file @name in @dir, without the newline. */
+static int srv_get(const char *dir, const char *name, char *buf, size_t len)
+{
+	char p[SRV_PATH + 64];
+	FILE *f;
+	int r = 0;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	f = fopen(p, "re");
+	if (!f)
+		return -errno;
+	if (!fgets(buf, (int)len, f))
+		r = -ENODATA;
+	fclose(f);
+	if (!r)
+		buf[strcspn(buf, "\n")] = '\0';
+	return r;
+}
+
+/* Is an exclusive flock held on the file (@dev, @ino)?  Read from
+ * /proc/locks, so that looking never takes the lock itself (a server
+ * starting at that moment would find it busy).  -errno if unreadable. */
+static int srv_flock_held(dev_t dev, ino_t ino)
+{
+	char line[256], type[16], mode[16];
+	unsigned ma, mi;
+	unsigned long long i;
+	int held = 0;
+	FILE *f = fopen("/proc/locks", "re");
+
+	if (!f)
+		return -errno;
+	while (!held && fgets(line, sizeof(line), f)) {
+		/* "1: FLOCK  ADVISORY  WRITE 1234 fe:00:10952917 0 EOF";
+		 * a waiter's line has "->" where the type is */
+		if (sscanf(line, "%*d: %15s %*s %15s %*d %x:%x:%llu", type, mode,
+			   &ma, &mi, &i) == 5 &&
+		    !strcmp(type, "FLOCK") && !strcmp(mode, "WRITE") &&
+		    makedev(ma, mi) == dev && i == (unsigned long long)ino)
+			held = 1;
+	}
+	fclose(f);
+	return held;
+}
+
+/* Does a live server hold @dir/lock?  The server holds it exclusively for
+ * its whole life; the lock is a regular file, never a symlink. */
+static bool srv_live(const char *dir)
+{
+	char p[SRV_PATH + 64];
+	struct stat st;
+	bool held = false;
+	int fd, r;
+
+	snprintf(p, sizeof(p), "%s/lock", dir);
+	if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	r = srv_flock_held(st.st_dev, st.st_ino);
+	if (r >= 0)
+		return r;
+	/* no /proc/locks: a shared try-lock fails exactly while it is held */
+	fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	if (flock(fd, LOCK_SH | LOCK_NB) < 0)
+		held = errno == EWOULDBLOCK;
+	close(fd);
+	return held;
+}
+
+static int srv_load(const char *dir, struct srv_entry *e)
+{
+	char pid[32], *end;
+
+	memset(e, 0, sizeof(*e));
+	snprintf(e->dir, sizeof(e->dir), "%s", dir);
+	if (srv_get(dir, "pid", pid, sizeof(pid)) < 0 ||
+	    srv_get(dir, "image", e->image, sizeof(e->image)) < 0 ||
+	    srv_get(dir, "dev", e->dev, sizeof(e->dev)) < 0 ||
+	    srv_get(dir, "frontend", e->frontend, sizeof(e->frontend)) < 0)
+		return -ENOENT;
+	if (srv_get(dir, "dm", e->dm, sizeof(e->dm)) < 0)
+		e->dm[0] = '\0';
+	errno = 0;
+	e->pid = strtol(pid, &end, 10);
+	if (errno || end == pid || *end || e->pid <= 0 || !e->dev[0] ||
+	    !e->image[0])
+		return -ENOENT;
+	return 0;
+}
+
+/* Is the image still the file the folder is named after? */
+static bool srv_image_matches(const struct srv_entry *e, const char *name)
+{
+	char want[96];
+	struct stat st;
+
+	if (stat(e->image, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	snprintf(want, sizeof(want), "img-%llx-%llu",
+		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	return !strcmp(want, name);
+}
+
+static int srv_rdev(const char *path, dev_t *rdev)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (!S_ISBLK(st.st_mode))
+		return -ENOTBLK;
+	*rdev = st.st_rdev;
+	return 0;
+}
+
+/* fuse: the loop device's backing file is the entry's mnt/disk, by device
+ * and inode number (not by a path or a loop number, both reusable). */
+static bool srv_loop_is_ours(const struct srv_entry *e)
+{
+	struct loop_info64 li;
+	char disk[SRV_PATH + 64];
+	struct stat st;
+	int fd, r;
+
+	fd = open(e->dev, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return false;
+	r = ioctl(fd, LOOP_GET_STATUS64, &li);
+	close(fd);
+	if (r < 0)
+		return false;
+	snprintf(disk, sizeof(disk), "%s/mnt/disk", e->dir);
+	if (stat(disk, &st) < 0)
+		return false;
+	ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: backing dev %llx ino %llu; %s: "
+		   "dev %llx ino %llu", e->dev, (unsigned long long)li.lo_device,
+		   (unsigned long long)li.lo_inode, disk,
+		   (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	return li.lo_device == (uint64_t)st.st_dev &&
+	       li.lo_inode == (uint64_t)st.st_ino;
+}
+
+/* ublk: the recorded server holds /dev/ublkcN (N of /dev/ublkbN) open. */
+static bool srv_ublk_is_ours(const struct srv_entry *e)
+{
+	char cpath[64], fdir[64], link[400];
+	struct stat cst, st;
+	struct dirent *de;
+	unsigned id;
+	bool ours = false;
+	DIR *d;
+
+	if (sscanf(e->dev, "/dev/ublkb%u", &id) != 1)
+		return false;
+	snprintf(cpath, sizeof(cpath), "/dev/ublkc%u", id);
+	if (stat(cpath, &cst) < 0 || !S_ISCHR(cst.st_mode))
+		return false;
+	snprintf(fdir, sizeof(fdir), "/proc/%ld/fd", e->pid);
+	d = opendir(fdir);
+	if (!d)
+		return false;
+	while (!ours && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(link, sizeof(link), "%s/%s", fdir, de->d_name);
+		ours = stat(link, &st) == 0 && S_ISCHR(st.st_mode) &&
+		       st.st_rdev == cst.st_rdev;
+	}
+	closedir(d);
+	return ours;
+}
+
+/* dm: the dm device's only slave is device @lower. */
+static bool srv_dm_on(dev_t dm, dev_t lower)
+{
+	char dir[96], p[400], buf[32];
+	struct dirent *de;
+	unsigned ma, mi, n = 0;
+	bool ok = false;
+	FILE *f;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/sys/dev/block/%u:%u/slaves", major(dm),
+		 minor(dm));
+	d = opendir(dir);
+	if (!d)
+		return false;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		n++;
+		snprintf(p, sizeof(p), "%s/%s/dev", dir, de->d_name);
+		f = fopen(p, "re");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f) &&
+		    sscanf(buf, "%u:%u", &ma, &mi) == 2 &&
+		    makedev(ma, mi) == lower)
+			ok = true;
+		fclose(f);
+	}
+	closedir(d);
+	return ok && n == 1;
+}
+
+/*
+ * Does entry @e serve device @rdev?  1 as the device it serves, 2 as the
+ * dm device stacked on it, 0 not (or not verifiably).
+ */
+static int srv_serves(const struct srv_entry *e, dev_t rdev)
+{
+	dev_t dev = 0, dm = 0;
+	bool fuse = !strcmp(e->frontend, "fuse");
+	bool ublk = !strcmp(e->frontend, "ublk");
+	int as;
+
+	if (srv_rdev(e->dev, &dev) < 0)
+		return 0;
+	if (dev == rdev)
+		as = 1;
+	else if (e->dm[0] && srv_rdev(e->dm, &dm) == 0 && dm == rdev &&
+		 srv_dm_on(dm, dev))
+		as = 2;
+	else
+		return 0;
+	if ((fuse && srv_loop_is_ours(e)) || (ublk && srv_ublk_is_ours(e)))
+		return as;
+	ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: recorded by %s but not its %s "
+		   "device; ignored", e->dev, e->dir, e->frontend);
+	return 0;
+}
+
+/* The live, verified entry serving device @rdev into *e: 1 as the device
+ * served, 2 as its --dm device; 0 if none. */
+static int srv_lookup(dev_t rdev, struct srv_entry *e)
+{
+	struct dirent *de;
+	int as = 0;
+	DIR *d = opendir(srv_base());
+
+	if (!d)
+		return 0;
+	while (!as && (de = readdir(d))) {
+		char dir[SRV_PATH];
+
+		if (strncmp(de->d_name, "img-", 4))
+			continue;
+		if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", srv_base(),
+				     de->d_name) >= sizeof(dir))
+			continue;
+		if (srv_load(dir, e) < 0 || !srv_live(dir))
+			continue;
+		as = srv_serves(e, rdev);
+		if (as && !srv_image_matches(e, de->d_name)) {
+			ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: image %s is not the "
+				   "file the entry was made for; ignored", dir,
+				   e->image);
+			as = 0;
+		}
+	}
+	closedir(d);
+	return as;
+}
+
+/* Is @rdev a partition?  Its disk's number and its start (512-byte
+ * sectors) then.  0 or -ENOENT. */
+static int srv_partition(dev_t rdev, dev_t *disk, uint64_t *start)
+{
+	char dir[96], p[160], buf[64];
+	unsigned ma, mi;
+	FILE *f;
+	int ok;
+
+	snprintf(dir, sizeof(dir), "/sys/dev/block/%u:%u", major(rdev),
+		 minor(rdev));
+	snprintf(p, sizeof(p), "%s/start", dir);
+	f = fopen(p, "re");
+	if (!f)
+		return -ENOENT;
+	ok = fgets(buf, sizeof(buf), f) &&
+	     sscanf(buf, "%" SCNu64, start) == 1;
+	fclose(f);
+	snprintf(p, sizeof(p), "%s/partition", dir);
+	if (!ok || access(p, F_OK) != 0)
+		return -ENOENT;
+	snprintf(p, sizeof(p), "%s/../dev", dir);
+	f = fopen(p, "re");
+	if (!f)
+		return -ENOENT;
+	ok = fgets(buf, sizeof(buf), f) && sscanf(buf, "%u:%u", &ma, &mi) == 2;
+	fclose(f);
+	if (!ok)
+		return -ENOENT;
+	*disk = makedev(ma, mi);
+	return 0;
+}
+
+/*
+ * Fill *t from a block device served by a live ublk-flash server: the
+ * device's logical sector size and size, the served image's physical
+ * geometry.  A partition of a served device: the same, with the offset the
+ * partition's start gives.  @image (if @len) gets the image path.  -ENOENT
+ * if no live, verified registry entry serves @path (or its disk).
+ */
+int align_topology_from_served(const char *path, struct align_topology *t,
+			       char *image, size_t len)
+{
+	struct align_topology dt, it, pt;
+	struct srv_entry *e = NULL;
+	dev_t rdev = 0, disk = 0;
+	uint64_t pstart = 0;
+	int r, as;
+	bool unshifted, part = false;
+
+	if (!path || !t || (!image && len))
+		return -EINVAL;
+	r = srv_rdev(path, &rdev);
+	if (r < 0)
+		return r;
+	e = malloc(sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	as = srv_lookup(rdev, e);
+	if (!as && srv_partition(rdev, &disk, &pstart) == 0) {
+		as = srv_lookup(disk, e);
+		part = as != 0;
+	}
+	if (!as) {
+		r = -ENOENT;
+		goto out;
+	}
+	/* the size check is the whole served device's */
+	r = align_topology_from_device(as == 2 ? e->dm : e->dev, &dt);
+	if (r < 0)
+		goto out;
+	r = align_topology_from_image(e->image, &it);
+	if (r < 0)
+		goto out;
+	/* the raw device under --dm exposes the medium un-shifted, its size
+	 * rounded up to whole pages; every other device is the image's size */
+	unshifted = as == 1 && e->dm[0];
+	if ((unshifted ? dt.size < it.size || dt.size - it.size > it.physical
+		       : dt.size != it.size) ||
+	    it.logical % dt.logical || it.physical < dt.logical) {
+		ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: size %" PRIu64 " / %u-byte "
+			   "sectors, image %s: %" PRIu64 " / %u: ignored", path,
+			   dt.size, dt.logical, e->image, it.size, it.logical);
+		r = -ENOENT;
+		goto out;
+	}
+	*t = it;
+	t->logical = dt.logical;
+	t->size = dt.size;
+	/* with --dm the engine is un-shifted: the dm device carries the
+	 * shift, the device under it starts on a page */
+	if (unshifted)
+		t->alignment_offset = 0;
+	if (t->alignment_offset % t->logical) {
+		r = -ENOENT;
+		goto out;
+	}
+	if (part) {
+		/* as the kernel stacks a partition's limits on its disk's */
+		r = align_topology_from_device(path, &pt);
+		if (r < 0)
+			goto out;
+		t->alignment_offset = align_partition_offset(t,
+					pstart * 512 / t->logical);
+		if (t->alignment_offset == UINT32_MAX) {
+			t->alignment_offset = 0;
+			t->misaligned = true;
+		}
+		t->size = pt.size;
+	}
+	t->source = ALIGN_SRC_SERVED;
+	if (len)
+		snprintf(image, len, "%s", e->image);
+	ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: served by pid %ld from %s (%s%s): "
+		   "%u/%u offset %u", path, e->pid, e->image, e->frontend,
+		   part ? ", a partition" : "", t->logical, t->physical,
+		   t->alignment_offset);
+	r = 0;
+out:
+	free(e);
+	return r;
+}

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The bad-block table on the medium (docs/image-format.md): every header
+ * field and entry is checked (a damaged copy is ignored, the other one is
+ * used; both damaged: open refuses with EBADMSG, fsck says so and
+ * --repair rebuilds it from the checkpoint); the newest generation wins,
+ * a torn update falls back to the older copy; without a table (all zero)
+ * the checkpoint's bad blocks are taken over.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "ftl-int.h"
+#include "test.h"
+
+static struct ftl_create_opts c = { .size = 4u << 20, .align = FTL_ALIGN_ODD,
+	.pages_per_block = 16, .op_permille = 300, .bad_block_rate = 0.1,
+	.bad_block_seed = 3 };
+static uint64_t isz;
+static uint8_t *base;
+
+/* Open a copy of @img; the factory bad-block count or -errno. */
+static int open_count(const uint8_t *img, struct ftl_stats *st)
+{
+	struct nand_backing *b;
+	struct ftl_open_opts o = { .readonly = true };
+	struct ftl *f = NULL;
+	int r;
+
+	if (nand_backing_mem(isz, false, &b))
+		return -ENOMEM;
+	nand_mem_load(b, img);
+	r = ftl_open_backing(b, &o, &f);
+	if (r) {
+		b->ops->destroy(b);
+		return r;
+	}
+	ftl_stats_get(f, st);
+	ftl_close(f);
+	return (int)st->bad_blocks_factory;
+}
+
+static void recrc(uint8_t *p)
+{
+	struct ftl_bbt_hdr *h = (struct ftl_bbt_hdr *)p;
+
+	h->crc = 0;
+	h->crc = oct_crc32c(oct_crc32c(0, h, sizeof(*h)), p + sizeof(*h),
+			    (size_t)h->count * 4);
+}
+
+static int fsck_img(const uint8_t *img, char *out, size_t len)
+{
+	char path[] = "/tmp/octant-ftl-bbt-XXXXXX";
+	FILE *o = fmemopen(out, len, "w");
+	int fd = mkstemp(path), r;
+
+	if (fd < 0 || !o || write(fd, img, isz) != (ssize_t)isz)
+		return -EIO;
+	close(fd);
+	r = ftl_fsck(path, false, o, false);
+	fclose(o);
+	unlink(path);
+	return r;
+}
+
+int main(void)
+{
+	struct nand_backing *b;
+	struct ftl_stats st;
+	const struct ftl_bbt_hdr *h;
+	uint8_t *img;
+	char out[4096];
+	int n, r;
+
+	isz = ftl_test_image_size(&c);
+	img = malloc(isz);
+	T_CHECK(nand_backing_mem(isz, false, &b) == 0, "mem");
+	T_CHECK(ftl_create_backing(b, &c) == 0, "create");
+	base = malloc(isz);
+	memcpy(base, nand_mem_bytes(b, &isz), isz);
+	b->ops->destroy(b);
+	h = (const struct ftl_bbt_hdr *)(base + FTL_BBT_OFF0);
+	n = open_count(base, &st);
+	T_CHECK(n > 0 && (uint32_t)n == h->count, "factory bad blocks: %d", n);
+	T_CHECK(!memcmp(base + FTL_BBT_OFF0, base + FTL_BBT_OFF1, FTL_BBT_BYTES),
+		"create writes two equal copies");
+
+	/* every byte of header and entries, in one copy, then in both */
+	for (uint32_t i = 0; i < sizeof(*h) + h->count * 4; i++) {
+		memcpy(img, base, isz);
+		img[FTL_BBT_OFF0 + i] ^= 0x41;
+		r = open_count(img, &st);
+		T_CHECK(r == n, "byte %u of copy 0 damaged: %d", i, r);
+		img[FTL_BBT_OFF1 + i] ^= 0x41;
+		r = open_count(img, &st);
+		T_CHECK(r == -EBADMSG, "byte %u of both copies damaged: %d", i, r);
+	}
+	/* fields against each other, crc recomputed: still refused */
+	{
+		static const struct { const char *what; size_t off; uint32_t v; } m[] = {
+			{ "version", 8, 2 }, { "hdr_size", 12, 60 },
+			{ "gen 0", 16, 0 }, { "nblocks", 24, 7 },
+			{ "count too big", 28, 10000 }, { "limit", 32, 1 },
+			{ "flags", 36, 2 }, { "pad", 56, 1 },
+		};
+		for (size_t k = 0; k < sizeof(m) / sizeof(m[0]); k++) {
+			memcpy(img, base, isz);
+			for (int cp = 0; cp < 2; cp++) {
+				uint8_t *p = img + (cp ? FTL_BBT_OFF1 : FTL_BBT_OFF0);
+				memcpy(p + m[k].off, &m[k].v, 4);
+				if (!strcmp(m[k].what, "gen 0"))
+					memset(p + 20, 0, 4);
+				if (strcmp(m[k].what, "count too big"))
+					recrc(p);
+			}
+			r = open_count(img, &st);
+			T_CHECK(r == -EBADMSG, "%s (crc ok): %d", m[k].what, r);
+		}
+		/* an entry in the checkpoint area, out of range, twice */
+		for (int k = 0; k < 3; k++) {
+			memcpy(img, base, isz);
+			for (int cp = 0; cp < 2; cp++) {
+				uint8_t *p = img + (cp ? FTL_BBT_OFF1 : FTL_BBT_OFF0);
+				uint32_t *e = (uint32_t *)(p + sizeof(*h));
+				e[0] = k == 0 ? 1 : k == 1 ? 1u << 30 : e[1];
+				recrc(p);
+			}
+			T_CHECK(h->count >= 2 || k < 2, "two entries");
+			r = open_count(img, &st);
+			T_CHECK(r == -EBADMSG, "bad entry %d (crc ok): %d", k, r);
+		}
+	}
+	/* both damaged: fsck says so, exit 4 */
+	memcpy(img, base, isz);
+	img[FTL_BBT_OFF0 + 40] ^= 1;
+	img[FTL_BBT_OFF1 + 40] ^= 1;
+	memset(out, 0, sizeof(out));
+	r = fsck_img(img, out, sizeof(out));
+	T_CHECK(r == 4 && strstr(out, "bad-block table: no valid copy"),
+		"fsck: %d %s", r, out);
+
+	/* the newest generation wins; a torn newest falls back to the older */
+	memcpy(img, base, isz);
+	{
+		struct ftl_bbt_hdr *h1 = (struct ftl_bbt_hdr *)(img + FTL_BBT_OFF1);
+		uint32_t *e = (uint32_t *)(img + FTL_BBT_OFF1 + sizeof(*h1));
+
+		h1->gen = 2;
+		uint32_t nb = h1->nblocks - 1;          /* a data block ... */
+
+		for (uint32_t i = 0; i < h1->count; i++)
+			if (e[i] == nb) {               /* ... not yet listed */
+				nb--;
+				i = (uint32_t)-1;
+			}
+		e[h1->count++] = FTL_BBT_GROWN | nb;
+		recrc(img + FTL_BBT_OFF1);
+		r = open_count(img, &st);
+		T_CHECK(r == n && st.bad_blocks_grown == 1, "gen 2 used: %d %llu",
+			r, (unsigned long long)st.bad_blocks_grown);
+		img[FTL_BBT_OFF1 + sizeof(*h1) + 2] ^= 0x10;   /* torn */
+		r = open_count(img, &st);
+		T_CHECK(r == n && st.bad_blocks_grown == 0, "gen 1 after a torn "
+			"update: %d", r);
+	}
+	/* no table at all (an image from before it existed, or reset by
+	 * fsck --repair): the checkpoint's bad blocks are taken over */
+	memcpy(img, base, isz);
+	memset(img + FTL_BBT_OFF0, 0, FTL_BBT_BYTES);
+	memset(img + FTL_BBT_OFF1, 0, FTL_BBT_BYTES);
+	r = open_count(img, &st);
+	T_CHECK(r == 0 && st.bad_blocks_grown == (uint64_t)n,
+		"no table: %d factory, %llu from the checkpoint", r,
+		(unsigned long long)st.bad_blocks_grown);
+
+	/* both copies damaged: fsck --repair rebuilds it, then clean */
+	memcpy(img, base, isz);
+	img[FTL_BBT_OFF0 + 40] ^= 1;
+	img[FTL_BBT_OFF1 + 40] ^= 1;
+	{
+		char path[] = "/tmp/octant-ftl-bbt-XXXXXX";
+		int fd = mkstemp(path);
+		FILE *o = fmemopen(out, sizeof(out), "w");
+
+		T_CHECK(fd >= 0 && o && write(fd, img, isz) == (ssize_t)isz,
+			"temp image");
+		close(fd);
+		r = ftl_fsck(path, true, o, false);
+		T_CHECK(r == 1, "fsck --repair: %d", r);
+		rewind(o);
+		r = ftl_fsck(path, false, o, false);
+		fclose(o);
+		T_CHECK(r == 0, "fsck after repair: %d: %s", r, out);
+		fd = open(path, O_RDONLY);
+		T_CHECK(fd >= 0 && read(fd, img, isz) == (ssize_t)isz, "read");
+		close(fd);
+		unlink(path);
+		r = open_count(img, &st);
+		T_CHECK(r == 0 && st.bad_blocks_grown == (uint64_t)n,
+			"repaired: %d, %llu", r,
+			(unsigned long long)st.bad_blocks_grown);
+	}
+	free(img);
+	free(base);
+	return t_result();
+}

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Power cuts on a failing medium: factory bad blocks (a 1e-3 rate, and a
+ * 2e-2 one so that some certainly exist), injected program and erase
+ * failures (grown bad blocks, retired while the workload runs), and power
+ * cuts after operations and inside them (in page programs, GC, erases,
+ * checkpoints and bad-block table updates).  Every image a cut leaves must
+ * open, and every sector must read as its newest flushed value or a newer
+ * one: 0 flushed sectors lost.  The reopened engine runs on a failing
+ * medium too.  Seeded (OCTANT_SEED); >= 2,000 cuts, 10,000 with OCTANT_LONG=1.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ftl-int.h"
+#include "test.h"
+
+#define SIZE   (1u << 20)
+#define NSECT  (SIZE / 512)
+
+struct hist {
+	uint32_t *v, n, cap;
+};
+
+static struct hist h[NSECT];
+static uint64_t rs;
+static uint32_t next_id = 1;
+static uint8_t *crash_img, *rbuf;
+static struct nand_fault_spec spec;
+
+static uint64_t rnd(void)
+{
+	return t_xorshift(&rs);
+}
+
+static uint64_t mix(uint64_t a)
+{
+	a ^= a >> 33;
+	a *= 0xff51afd7ed558ccdull;
+	a ^= a >> 33;
+	return a;
+}
+
+static void stamp(uint8_t *s, uint32_t id, uint32_t sect)
+{
+	memcpy(s, &id, 4);
+	memcpy(s + 4, &sect, 4);
+	for (int i = 8; i < 512; i += 8) {
+		uint64_t v = mix(((uint64_t)id << 32 | sect) + (uint64_t)i);
+		memcpy(s + i, &v, 8);
+	}
+}
+
+/* The id a sector holds, 0 for zeroes, -1 for garbage. */
+static int64_t decode(const uint8_t *s, uint32_t sect)
+{
+	uint8_t want[512];
+	uint32_t id, se;
+
+	for (int i = 0; i < 512; i++)
+		if (s[i])
+			goto nonzero;
+	return 0;
+nonzero:
+	memcpy(&id, s, 4);
+	memcpy(&se, s + 4, 4);
+	if (se != sect || !id)
+		return -1;
+	stamp(want, id, sect);
+	return memcmp(want, s, 512) ? -1 : (int64_t)id;
+}
+
+static void push(uint32_t sect, uint32_t id)
+{
+	struct hist *x = &h[sect];
+
+	if (x->n == x->cap) {
+		x->cap = x->cap ? x->cap * 2 : 4;
+		x->v = realloc(x->v, x->cap * sizeof(*x->v));
+	}
+	x->v[x->n++] = id;
+}
+
+static void barrier(uint32_t sect)
+{
+	h[sect].v[0] = h[sect].v[h[sect].n - 1];
+	h[sect].n = 1;
+}
+
+static bool allowed(uint32_t sect, uint32_t id)
+{
+	for (uint32_t i = 0; i < h[sect].n; i++)
+		if (h[sect].v[i] == id)
+			return true;
+	return false;
+}
+
+/* Build the crash image for @seed, open it on a failing medium, check
+ * every sector, write a little more. */
+static void cut(struct nand_backing *b, uint64_t isz, uint64_t seed)
+{
+	struct nand_fault_spec s2 = spec;
+	struct ftl_open_opts oo = { .faults = &s2 };
+	struct nand_backing *m;
+	struct ftl *g = NULL;
+	int r;
+
+	nand_mem_crash_image(b, seed, true, crash_img);
+	if (nand_backing_mem(isz, false, &m))
+		return;
+	nand_mem_load(m, crash_img);
+	s2.seed = seed;
+	r = ftl_open_backing(m, &oo, &g);
+	if (r) {
+		T_CHECK(0, "seed %llu: open after power cut: %d",
+			(unsigned long long)seed, r);
+		m->ops->destroy(m);
+		return;
+	}
+	r = ftl_read(g, rbuf, 0, SIZE);
+	T_CHECK(r == 0, "seed %llu: read after power cut: %d",
+		(unsigned long long)seed, r);
+	for (uint32_t s = 0; !r && s < NSECT; s++) {
+		int64_t id = decode(rbuf + (size_t)s * 512, s);
+		if (id < 0 || !allowed(s, (uint32_t)id)) {
+			T_CHECK(0, "seed %llu: sector %u reads %lld, allowed "
+				"%u..%u (%u values)", (unsigned long long)seed, s,
+				(long long)id, h[s].v[0], h[s].v[h[s].n - 1],
+				h[s].n);
+			break;
+		}
+	}
+	/* the recovered engine takes writes (or is read-only: spares gone) */
+	for (int i = 0; i < 8 && !r; i++) {
+		uint8_t w[4096];
+		uint32_t off = (uint32_t)(rnd() % (SIZE / 4096)) * 4096;
+
+		memset(w, 0, sizeof(w));
+		r = ftl_write(g, w, off, sizeof(w), 0);
+		T_CHECK(r == 0 || r == -EROFS, "seed %llu: write after "
+			"recovery: %d", (unsigned long long)seed, r);
+	}
+	ftl_abandon(g);
+}
+
+struct trig {
+	struct nand_backing *b;
+	uint64_t isz, seed;
+};
+static struct trig tc;
+static bool armed;
+static int inside, done;
+
+static void *fire_thread(void *ctx)
+{
+	struct trig *t = ctx;
+
+	cut(t->b, t->isz, t->seed);
+	return NULL;
+}
+
+/* Inside the engine's write to the medium: cut the power there (checked
+ * on another thread: the interrupted one's scratch page is in use). */
+static void fire(void *ctx)
+{
+	pthread_t th;
+
+	if (pthread_create(&th, NULL, fire_thread, ctx) == 0)
+		pthread_join(th, NULL);
+	done++;
+	inside++;
+	armed = false;
+}
+
+static void run(double bad_rate, int cuts, uint64_t seed0)
+{
+	struct ftl_create_opts c = { .size = SIZE, .pages_per_block = 8,
+		.op_permille = 500, .align = FTL_ALIGN_ODD,
+		.bad_block_rate = bad_rate, .bad_block_seed = seed0 };
+	struct ftl_open_opts oo = { .faults = &spec };
+	uint8_t *w = malloc(65536);
+	struct nand_backing *b;
+	struct ftl_stats st;
+	struct ftl *f = NULL;
+	uint64_t isz = ftl_test_image_size(&c);
+	int goal = done + cuts, r;
+
+	crash_img = malloc(isz);
+	rbuf = malloc(SIZE);
+	for (uint32_t s = 0; s < NSECT; s++) {
+		h[s].n = 0;
+		push(s, 0);
+	}
+	T_CHECK(nand_backing_mem(isz, true, &b) == 0, "mem");
+	r = ftl_create_backing(b, &c);
+	T_CHECK(r == 0, "create (bad-block rate %g): %d", bad_rate, r);
+	nand_mem_hold(b);
+	spec.seed = seed0;
+	T_CHECK(ftl_open_backing(b, &oo, &f) == 0, "open");
+	if (r || !f)
+		goto out;
+	while (done < goal && !t_failures) {
+		uint64_t k = rnd() % 100;
+		uint32_t len = (uint32_t)(1 + rnd() % (k < 40 ? 8 : 128)) * 512;
+		uint32_t off = (uint32_t)(rnd() % ((SIZE - len) / 512 + 1)) * 512;
+
+		if (rnd() % 2)
+			off &= ~4095u;
+		if (k < 75) {
+			bool fua = k < 5;
+			uint32_t id = next_id++;
+			for (uint32_t s = 0; s < len / 512; s++)
+				stamp(w + s * 512, id, off / 512 + s);
+			for (uint32_t s = off / 512; s < (off + len) / 512; s++)
+				push(s, id);
+			r = ftl_write(f, w, off, len, fua ? FTL_FUA : 0);
+			if (r == -EROFS)
+				break;          /* spares used up */
+			T_CHECK(r == 0, "write: %d", r);
+			for (uint32_t s = off / 512; fua && s < (off + len) / 512; s++)
+				barrier(s);
+		} else if (k < 83) {
+			for (uint32_t s = off / 512; s < (off + len) / 512; s++)
+				push(s, 0);
+			r = ftl_discard(f, off, len);
+			if (r == -EROFS)
+				break;
+			T_CHECK(r == 0, "discard: %d", r);
+		} else if (k < 93) {
+			T_CHECK(ftl_flush(f) == 0, "flush");
+			for (uint32_t s = 0; s < NSECT; s++)
+				barrier(s);
+		}
+		if (rnd() % 2) {
+			cut(b, isz, seed0 * 1000003 + (uint64_t)done);
+			done++;
+		} else if (!armed) {
+			tc = (struct trig){ b, isz, seed0 * 1000003 + (uint64_t)done };
+			armed = true;
+			nand_mem_set_trigger(b, 1 + rnd() % 24, fire, &tc);
+		}
+	}
+	nand_mem_set_trigger(b, 0, NULL, NULL);
+	armed = false;
+	ftl_stats_get(f, &st);
+	fprintf(stderr, "bad-block rate %g: %d cuts (%d inside operations); ",
+		bad_rate, done, inside);
+	ftl_stats_print(&st, stderr, true);
+	T_CHECK(st.program_fails + st.erase_fails > 0, "failures injected");
+	T_EQ_U64(st.nand_violations, 0, "violations");
+	ftl_abandon(f);
+out:
+	b->ops->destroy(b);
+	free(crash_img);
+	free(rbuf);
+	free(w);
+}
+
+int main(void)
+{
+	uint64_t seed0 = t_seed();
+	int cuts = t_long() ? 5000 : 1000;
+	char err[200];
+
+	rs = seed0 | 1;
+	T_CHECK(nand_fault_parse("program=1e-3,erase=5e-3", &spec, err,
+				 sizeof(err)) == 0, "%s", err);
+	/* seed 1 once left the recovered engine without a free block after a
+	 * failed program (ENOSPC for ever): a fixed regression case */
+	if (!getenv("OCTANT_SEED")) {
+		fprintf(stderr, "regression seed 1\n");
+		rs = 1;
+		run(1e-3, 300, 1);
+		rs = seed0 | 1;
+	}
+	run(1e-3, cuts, seed0);
+	run(2e-2, cuts, seed0 + 1);
+	for (uint32_t s = 0; s < NSECT; s++)
+		free(h[s].v);
+	return t_result();
+}

@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Regression images (tests/data/repro, see its README): images left by
+ * power-cut runs and image mutation that broke recovery, checkpoint
+ * fallback and fsck.  Each is opened, written and checked as a user would:
+ * writes must succeed, fsck must tell the truth, and no NAND rule may be
+ * broken afterwards.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ftl-int.h"
+#include "test.h"
+
+static char img[256];
+static FILE *out;
+
+/* Unpack tests/data/repro/@name.img.gz into img; false (and a SKIP) if
+ * gzip or the data are missing. */
+static bool unpack(const char *name)
+{
+	const char *top = getenv("OCTANT_TOP");
+	char src[512], cmd[1200];
+
+	snprintf(src, sizeof(src), "%s/tests/data/repro/%s.img.gz",
+		 top ? top : ".", name);
+	if (access(src, R_OK))
+		T_SKIP("%s: not found (run from the source tree or set "
+		       "OCTANT_TOP)", src);
+	snprintf(cmd, sizeof(cmd), "gzip -dc '%s' > '%s'", src, img);
+	if (system(cmd))
+		T_SKIP("gzip -dc %s failed (gzip missing?)", src);
+	fprintf(stderr, "--- %s\n", name);
+	return true;
+}
+
+static int fsck(bool repair)
+{
+	int r = ftl_fsck(img, repair, out, false);
+
+	fflush(out);
+	return r;
+}
+
+/* Write @n 4 KiB pages spread over the device, flush; all must succeed. */
+static void write_some(struct ftl *f, int n, const char *what)
+{
+	uint8_t buf[4096];
+	uint64_t size = ftl_size(f);
+
+	for (int i = 0; i < n; i++) {
+		uint64_t off = ((uint64_t)i * 7919 * 4096) % (size - 4096);
+		int r;
+
+		off &= ~4095ull;
+		memset(buf, 0x40 + i, sizeof(buf));
+		r = ftl_write(f, buf, off, sizeof(buf), 0);
+		if (r) {
+			T_CHECK(r == 0, "%s: write %d at %llu: %d", what, i,
+				(unsigned long long)off, r);
+			return;
+		}
+	}
+	T_CHECK(ftl_flush(f) == 0, "%s: flush", what);
+}
+
+static void check_stats(struct ftl *f, const char *what)
+{
+	struct ftl_stats st;
+
+	ftl_stats_get(f, &st);
+	T_EQ_U64(st.nand_violations, 0, "%s: NAND rule violations", what);
+	T_CHECK(st.free_blocks > 0, "%s: %llu free blocks", what,
+		(unsigned long long)st.free_blocks);
+}
+
+/* Bug 1: roll-forward left 0 free blocks, every write -ENOSPC. */
+static void enospc(void)
+{
+	struct ftl *f = NULL;
+
+	unpack("powercut-enospc");
+	T_CHECK(ftl_open(img, NULL, &f) == 0, "open");
+	if (!f)
+		return;
+	write_some(f, 64, "enospc");
+	check_stats(f, "enospc after writes");
+	T_CHECK(ftl_close(f) == 0, "close");
+	T_CHECK(ftl_open(img, NULL, &f) == 0, "reopen");
+	if (f) {
+		write_some(f, 64, "enospc after reopen");
+		T_CHECK(ftl_close(f) == 0, "close");
+	}
+	T_EQ_U64(fsck(false), 0, "enospc: fsck after writes");
+}
+
+/* Bug 1 again (seed 2080798636, cut 2080804878401881, long mode, 1m): a
+ * crash during GC; recovery kept the victims' pages and dropped their
+ * copies, so the GC blocks, taken from the reserve, held only garbage and
+ * GC had nowhere to copy to: 0 free blocks, ENOSPC. */
+static void enospc_gc(void)
+{
+	for (int cb = 0; cb < 2; cb++) {
+		struct ftl_open_opts o = { .gc = cb ? FTL_GC_COST_BENEFIT :
+					   FTL_GC_GREEDY };
+		struct ftl *f = NULL;
+
+		unpack("powercut-enospc-gc");
+		fprintf(stderr, "(%s GC)\n", cb ? "cost-benefit" : "greedy");
+		T_CHECK(ftl_open(img, &o, &f) == 0, "open");
+		if (!f)
+			return;
+		write_some(f, 64, "enospc-gc");
+		check_stats(f, "enospc-gc after writes");
+		T_CHECK(ftl_close(f) == 0, "close");
+		T_EQ_U64(fsck(false), 0, "enospc-gc: fsck after writes");
+	}
+}
+
+/* Bug 2: the stream's block reopened at page 7 but the NAND write pointer
+ * left at 8: the first write is EIO and a violation is persisted. */
+static void eio(void)
+{
+	struct ftl *f = NULL;
+
+	unpack("powercut-eio");
+	T_CHECK(ftl_open(img, NULL, &f) == 0, "open");
+	if (!f)
+		return;
+	write_some(f, 64, "eio");
+	check_stats(f, "eio");
+	T_CHECK(ftl_close(f) == 0, "close");
+	T_EQ_U64(fsck(false), 0, "eio: fsck after writes");
+}
+
+/* Bug 3: the two newest checkpoints damaged: repair falls back to an
+ * older one, and the engine then programs a block it did not erase. */
+static void old_ckpt(void)
+{
+	struct ftl *f = NULL;
+	int r;
+
+	unpack("repair-old-checkpoint");
+	T_EQ_U64(fsck(false), 4, "old checkpoint: fsck reports the damage");
+	r = fsck(true);
+	T_CHECK(r == 1 || r == 4, "old checkpoint: fsck --repair: %d", r);
+	T_CHECK(ftl_open(img, NULL, &f) == 0, "open");
+	if (!f)
+		return;
+	write_some(f, 1, "old checkpoint");
+	check_stats(f, "old checkpoint");
+	T_CHECK(ftl_close(f) == 0, "close");
+	T_EQ_U64(fsck(false), 0, "old checkpoint: fsck after repair + a write");
+	T_CHECK(ftl_open(img, NULL, &f) == 0, "reopen");
+	if (!f)
+		return;
+	write_some(f, 64, "old checkpoint");
+	check_stats(f, "old checkpoint");
+	T_CHECK(ftl_close(f) == 0, "close");
+	T_EQ_U64(fsck(false), 0, "old checkpoint: fsck after more writes");
+}
+
+static void fill(uint8_t *p, uint32_t lpn, int version)
+{
+	for (int i = 0; i < 4096; i++)
+		p[i] = (uint8_t)(lpn * 31 + (uint32_t)version * 7 + (uint32_t)i);
+}
+
+static int read_lpn(struct ftl *f, uint32_t lpn, uint8_t *buf)
+{
+	return ftl_read(f, buf, (uint64_t)lpn * 4096, 4096);
+}
+
+/*
+ * Bug 4: a page written and flushed after the last checkpoint, then
+ * damaged (one byte), was taken for a torn write: roll-forward served the
+ * older version and fsck said clean.  Built here (the image in the shared
+ * repro folder predates the flush records): version 1 of logical pages
+ * 0..7, flush, version 2, flush, more writes, flush, crash; one byte of
+ * version 2 of page 3 changed.
+ */
+static void flushed_damage(void)
+{
+	struct ftl_create_opts c = { .size = 1u << 20, .align = FTL_ALIGN_1M,
+		.pages_per_block = 8, .op_permille = 250 };
+	uint64_t isz = ftl_test_image_size(&c), bsz;
+	struct nand_backing *b;
+	struct ftl *f = NULL;
+	uint8_t w[4096], r[4096], *bytes, *copy = malloc(isz);
+	uint64_t ckpt0, ppn;
+	int fd, rc;
+
+	fprintf(stderr, "--- flushed page damaged after the checkpoint\n");
+	T_CHECK(isz && copy && nand_backing_mem(isz, false, &b) == 0, "mem");
+	T_CHECK(ftl_create_backing(b, &c) == 0, "create");
+	T_CHECK(ftl_open_backing(b, NULL, &f) == 0, "open");
+	if (!f)
+		return;
+	ckpt0 = f->ckpt_gen;
+	for (int v = 1; v <= 2; v++) {
+		for (uint32_t l = 0; l < 8; l++) {
+			fill(w, l, v);
+			T_CHECK(ftl_write(f, w, (uint64_t)l * 4096, 4096, 0) == 0,
+				"write");
+		}
+		T_CHECK(ftl_flush(f) == 0, "flush");
+	}
+	for (uint32_t l = 100; l < 104; l++) {   /* they record the flush */
+		fill(w, l, 1);
+		T_CHECK(ftl_write(f, w, (uint64_t)l * 4096, 4096, 0) == 0, "write");
+	}
+	T_CHECK(ftl_flush(f) == 0, "flush");
+	T_EQ_U64(f->ckpt_gen, ckpt0, "no checkpoint since the writes");
+	ppn = f->map[3];
+	bytes = nand_mem_bytes(b, &bsz);
+	memcpy(copy, bytes, isz);
+	ftl_abandon(f);                 /* the crash */
+	copy[8192 + ppn * 4096 + 3343] ^= 0x20;   /* flash_off 8192 */
+	fd = open(img, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	T_CHECK(fd >= 0 && write(fd, copy, isz) == (ssize_t)isz, "store");
+	close(fd);
+	free(copy);
+
+	T_EQ_U64(fsck(false), 4, "damaged flushed page: fsck reports it");
+	T_CHECK(ftl_open(img, NULL, &f) == 0, "open");
+	if (!f)
+		return;
+	rc = read_lpn(f, 3, r);
+	T_CHECK(rc == -EIO, "damaged flushed page reads %d (%s), want EIO", rc,
+		rc ? "error" : r[0] == (uint8_t)(3 * 31 + 7) ? "the older version"
+		: "data");
+	for (uint32_t l = 0; l < 8; l++) {
+		if (l == 3)
+			continue;
+		fill(w, l, 2);
+		T_CHECK(read_lpn(f, l, r) == 0 && !memcmp(r, w, 4096),
+			"page %u reads its flushed version", l);
+	}
+	T_CHECK(ftl_close(f) == 0, "close");
+	T_EQ_U64(fsck(false), 4, "still reported after a mount");
+	rc = fsck(true);
+	T_EQ_U64(rc, 1, "fsck --repair");
+	T_EQ_U64(fsck(false), 0, "clean after repair");
+	T_CHECK(ftl_open(img, NULL, &f) == 0, "open after repair");
+	if (!f)
+		return;
+	memset(w, 0, sizeof(w));
+	T_CHECK(read_lpn(f, 3, r) == 0 && !memcmp(r, w, 4096),
+		"repaired page reads zeroes, never the older version");
+	fill(w, 3, 3);
+	T_CHECK(ftl_write(f, w, 3 * 4096, 4096, 0) == 0 &&
+		read_lpn(f, 3, r) == 0 && !memcmp(r, w, 4096), "rewritten");
+	T_CHECK(ftl_close(f) == 0, "close");
+}
+
+/* Store the bytes of mem backing @b (engine @f, abandoned: a crash) in img,
+ * with byte @at flipped (none if @at is 0). */
+static void crash_to_file(struct ftl *f, struct nand_backing *b, uint64_t isz,
+			  uint64_t at)
+{
+	uint64_t bsz;
+	uint8_t *copy = malloc(isz), *bytes = nand_mem_bytes(b, &bsz);
+	int fd;
+
+	memcpy(copy, bytes, isz);
+	ftl_abandon(f);
+	if (at)
+		copy[at] ^= 0x20;
+	fd = open(img, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	T_CHECK(fd >= 0 && write(fd, copy, isz) == (ssize_t)isz, "store");
+	close(fd);
+	free(copy);
+}
+
+/*
+ * Bug 5: after an unclean shutdown fsck excused every damaged checkpoint
+ * slot (as if the crash had torn it) and reported an older damaged slot
+ * only after the next mount.  Only the slot the next checkpoint was being
+ * written to may be torn by a crash.
+ */
+static void old_slot_damaged(void)
+{
+	struct ftl_create_opts c = { .size = 1u << 20, .align = FTL_ALIGN_ODD,
+		.pages_per_block = 8, .op_permille = 250 };
+	uint64_t isz = ftl_test_image_size(&c), gen, slot_page;
+	struct nand_backing *b;
+	struct ftl *f = NULL;
+	uint8_t w[4096];
+
+	fprintf(stderr, "--- older checkpoint slot damaged, unclean shutdown\n");
+	memset(w, 0x33, sizeof(w));
+	T_CHECK(nand_backing_mem(isz, false, &b) == 0, "mem");
+	T_CHECK(ftl_create_backing(b, &c) == 0, "create");
+	T_CHECK(ftl_open_backing(b, NULL, &f) == 0, "open");
+	if (!f)
+		return;
+	/* crash twice: the newest checkpoint is not a clean one */
+	for (int i = 0; i < 3; i++) {
+		T_CHECK(ftl_write(f, w, 0, sizeof(w), 0) == 0 &&
+			ftl_flush(f) == 0, "write");
+		T_CHECK(ftl_ckpt_write(f, false) == 0, "checkpoint");
+	}
+	gen = f->ckpt_gen;
+	/* the slot of gen - 2: neither the newest nor the one a crash cuts */
+	slot_page = ftl_ckpt_slot_page(f, gen - 2, 0);
+	crash_to_file(f, b, isz, 8192 + slot_page * 4096 + 100);
+	T_EQ_U64(fsck(false), 4, "damaged older slot after a crash: reported");
+	T_EQ_U64(fsck(true), 1, "repaired");
+	T_EQ_U64(fsck(false), 0, "clean after repair");
+}
+
+int main(void)
+{
+	snprintf(img, sizeof(img), "%s/ftl-repro-%d.img",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+	out = stderr;
+	enospc();
+	enospc_gc();
+	eio();
+	old_ckpt();
+	flushed_damage();
+	old_slot_damaged();
+	unlink(img);
+	return t_result();
+}

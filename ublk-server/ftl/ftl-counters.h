@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine's monotonic counters, listed once.  Each X(name, src) entry
+ * generates a field of the checkpointed counters (struct ftl_ckpt_counters,
+ * on the medium: order matters, append only), of the public stats
+ * (struct ftl_stats) and its stats keys, and the snapshot that adds this
+ * mount's increments to the checkpointed base.  @src says where a mount's
+ * increments come from: ENG (an engine atomic, struct ftl_mctr) or NAND
+ * (the nand's counter of that name, as a delta since the mount).
+ *
+ * FTL_MOUNT_COUNTERS are counted per mount only (not in checkpoints: the
+ * v1 checkpoint header has no room for them); they still appear in stats:
+ * program/erase failures, bits the ECC corrected, codewords beyond it
+ * (the fault model, nand-fault.h), reads retried after an uncorrectable
+ * result, pages rewritten by scrub, pages moved off retired blocks.
+ */
+#ifndef OCTANT_FTL_COUNTERS_H
+#define OCTANT_FTL_COUNTERS_H
+
+#define FTL_COUNTERS(X) \
+	X(host_read_sectors,    ENG)   \
+	X(host_write_sectors,   ENG)   \
+	X(host_flushes,         ENG)   \
+	X(host_fua,             ENG)   \
+	X(host_discard_sectors, ENG)   \
+	X(page_reads,           NAND_reads)      \
+	X(page_programs,        NAND_programs)   \
+	X(block_erases,         NAND_erases)     \
+	X(rmw_subpage,          ENG)   \
+	X(rmw_straddle,         ENG)   \
+	X(gc_relocations,       ENG)   \
+	X(wl_relocations,       ENG)   \
+	X(ckpt_writes,          ENG)   \
+	X(nand_violations,      NAND_violations)
+
+#define FTL_MOUNT_COUNTERS(X) \
+	X(program_fails,        NAND_program_fails)      \
+	X(erase_fails,          NAND_erase_fails)        \
+	X(ecc_corrected_bits,   NAND_ecc_corrected_bits) \
+	X(ecc_uncorrectable,    NAND_ecc_uncorrectable)  \
+	X(read_retries,         ENG)   \
+	X(scrubbed_pages,       ENG)   \
+	X(bad_relocations,      ENG)
+
+#endif

@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Bad blocks: the table on the medium (two copies in the superblock area,
+ * see ftl-format.h and docs/image-format.md), factory bad blocks drawn at
+ * create, blocks retired in use (a program or erase failed, or a page
+ * could not be read back), moving the valid pages off retired blocks, and
+ * the spare budget: when more blocks have gone bad than the spare area can
+ * absorb, the device turns read-only (every flushed sector stays readable).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "ftl-int.h"
+
+static const uint32_t bbt_off[2] = { FTL_BBT_OFF0, FTL_BBT_OFF1 };
+
+/* Bad blocks the spare area absorbs: the data blocks beyond the logical
+ * size, less GC's reserve, one open block per stream and two blocks of
+ * slack so that GC always finds a victim with room to gain. */
+static uint32_t bb_limit(const struct ftl_geom *g)
+{
+	uint32_t need = (g->nlpn + g->ppb - 1) / g->ppb + FTL_GC_RESERVE +
+			FTL_NSTREAMS + 2;
+	uint32_t lim = g->data_blocks > need ? g->data_blocks - need : 0;
+
+	return lim < FTL_BBT_MAX ? lim : (uint32_t)FTL_BBT_MAX;
+}
+
+static uint32_t tab_crc(const struct ftl_bbt_hdr *h, const uint32_t *e)
+{
+	struct ftl_bbt_hdr t = *h;
+
+	t.crc = 0;
+	return oct_crc32c(oct_crc32c(0, &t, sizeof(t)), e,
+			  (size_t)h->count * 4);
+}
+
+/* One copy of the current table into @buf (FTL_BBT_BYTES). */
+static void encode(struct ftl *f, uint64_t gen, uint8_t *buf)
+{
+	struct ftl_bbt_hdr *h = (struct ftl_bbt_hdr *)buf;
+
+	memset(buf, 0, FTL_BBT_BYTES);
+	memcpy(h->magic, FTL_BBT_MAGIC, 8);
+	h->version = FTL_BBT_VERSION;
+	h->hdr_size = sizeof(*h);
+	h->gen = gen;
+	h->nblocks = f->g.nblocks;
+	h->count = f->nbbt;
+	h->limit = f->bb_limit;
+	h->flags = f->worn_out ? FTL_BBT_RDONLY : 0;
+	memcpy(h->uuid, f->sb.uuid, 16);
+	memcpy(buf + sizeof(*h), f->bbt, (size_t)f->nbbt * 4);
+	h->crc = tab_crc(h, (const uint32_t *)(buf + sizeof(*h)));
+}
+
+/* Both copies into a superblock area being created (generation 1). */
+void ftl_bbt_encode(struct ftl *f, uint8_t *area)
+{
+	f->bbt_gen = 1;
+	encode(f, 1, area + FTL_BBT_OFF0);
+	encode(f, 1, area + FTL_BBT_OFF1);
+}
+
+/* Check one copy; 0 valid, 1 all zero, -EBADMSG damaged. */
+static int check_copy(struct ftl *f, const uint8_t *p)
+{
+	const struct ftl_bbt_hdr *h = (const struct ftl_bbt_hdr *)p;
+	const uint32_t *e = (const uint32_t *)(p + sizeof(*h));
+	bool zero = true;
+
+	for (uint32_t i = 0; i < FTL_BBT_BYTES && zero; i++)
+		zero = !p[i];
+	if (zero)
+		return 1;
+	if (memcmp(h->magic, FTL_BBT_MAGIC, 8) || h->version != FTL_BBT_VERSION ||
+	    h->hdr_size != sizeof(*h) || h->count > FTL_BBT_MAX ||
+	    tab_crc(h, e) != h->crc || h->nblocks != f->g.nblocks ||
+	    h->limit != bb_limit(&f->g) || (h->flags & ~FTL_BBT_RDONLY) ||
+	    h->pad || memcmp(h->uuid, f->sb.uuid, 16) || !h->gen)
+		return -EBADMSG;
+	for (uint32_t i = 0; i < h->count; i++) {
+		uint32_t b = e[i] & ~FTL_BBT_GROWN;
+
+		if (b < f->g.ckpt_blocks || b >= f->g.nblocks)
+			return -EBADMSG;
+		for (uint32_t j = 0; j < i; j++)
+			if ((e[j] & ~FTL_BBT_GROWN) == b)
+				return -EBADMSG;
+	}
+	return 0;
+}
+
+/* Load the newest valid copy from the superblock area (OCT_SB_AREA bytes):
+ * 0, or -EBADMSG when a table exists and no copy of it is valid. */
+int ftl_bbt_load(struct ftl *f, const uint8_t *area)
+{
+	const struct ftl_bbt_hdr *best = NULL;
+	int st[2];
+
+	f->bb_limit = bb_limit(&f->g);
+	f->nbbt = 0;
+	f->bbt_gen = 0;
+	for (int i = 0; i < 2; i++) {
+		const struct ftl_bbt_hdr *h =
+			(const struct ftl_bbt_hdr *)(area + bbt_off[i]);
+
+		st[i] = check_copy(f, area + bbt_off[i]);
+		if (!st[i] && (!best || h->gen > best->gen))
+			best = h;
+	}
+	if (!best)
+		return st[0] == 1 && st[1] == 1 ? 0 : -EBADMSG;
+	f->nbbt = best->count;
+	f->bbt_gen = best->gen;
+	memcpy(f->bbt, best + 1, (size_t)best->count * 4);
+	f->worn_out = (best->flags & FTL_BBT_RDONLY) || f->nbbt > f->bb_limit;
+	return 0;
+}
+
+/* Write the table (the copy not holding the newest generation), flush. */
+static int store(struct ftl *f)
+{
+	struct nand_backing *b = nand_backing(f->nand);
+	uint8_t buf[FTL_BBT_BYTES];
+	uint64_t gen = f->bbt_gen + 1;
+	int r;
+
+	encode(f, gen, buf);
+	r = b->ops->pwrite(b, buf, sizeof(buf), bbt_off[gen & 1]);
+	if (!r)
+		r = b->ops->sync(b);
+	if (!r)
+		f->bbt_gen = gen;
+	return r;
+}
+
+/* Write the table if the mount changed it (read-write opens). */
+int ftl_bb_sync(struct ftl *f)
+{
+	int r;
+
+	if (!f->bbt_dirty || f->readonly)
+		return 0;
+	r = store(f);
+	if (!r)
+		f->bbt_dirty = false;
+	return r;
+}
+
+/* Is @blk in the table (and did it go bad in use)? */
+bool ftl_bb_is(const struct ftl *f, uint32_t blk, bool *grown)
+{
+	for (uint32_t i = 0; i < f->nbbt; i++)
+		if ((f->bbt[i] & ~FTL_BBT_GROWN) == blk) {
+			if (grown)
+				*grown = f->bbt[i] & FTL_BBT_GROWN;
+			return true;
+		}
+	return false;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static bool factory_bad(uint32_t b, double rate, uint64_t seed)
+{
+	return (double)(mix(seed ^ mix(b)) >> 11) * 0x1p-53 < rate;
+}
+
+/* Would the draw of ftl_bb_factory() fit the spares?  0, -EINVAL (rate),
+ * -ENOSPC (too many): create checks before it touches anything. */
+int ftl_bb_factory_check(const struct ftl_geom *g, double rate, uint64_t seed)
+{
+	uint32_t n = 0;
+
+	if (!(rate >= 0 && rate < 1))
+		return -EINVAL;
+	for (uint32_t b = g->ckpt_blocks; b < g->nblocks && rate > 0; b++)
+		n += factory_bad(b, rate, seed);
+	return n > bb_limit(g) ? -ENOSPC : 0;
+}
+
+/* Create: each data block is factory-bad with probability @rate (drawn
+ * from @seed).  -ENOSPC when more than the spares absorb. */
+int ftl_bb_factory(struct ftl *f, double rate, uint64_t seed)
+{
+	f->bb_limit = bb_limit(&f->g);
+	if (!(rate >= 0 && rate < 1))
+		return -EINVAL;
+	for (uint32_t b = f->g.ckpt_blocks; b < f->g.nblocks && rate > 0; b++) {
+		if (!factory_bad(b, rate, seed))
+			continue;
+		if (f->nbbt >= f->bb_limit)
+			return -ENOSPC;
+		f->bbt[f->nbbt++] = b;
+		f->state[b] = FTL_BLK_BAD;
+		nand_mark_bad(f->nand, b, true);
+	}
+	return 0;
+}
+
+/* fsck --repair of a table with no valid copy: zero both copies (= no
+ * table); the next open rebuilds it from the checkpoint's block states. */
+int ftl_bbt_reset(const char *path)
+{
+	static const uint8_t zero[FTL_BBT_BYTES];
+	int fd = open(path, O_RDWR | O_CLOEXEC), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	for (int i = 0; i < 2 && !r; i++)
+		if (pwrite(fd, zero, sizeof(zero), bbt_off[i]) != sizeof(zero))
+			r = -EIO;
+	if (!r && fdatasync(fd))
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/* Mount: the table overrides what checkpoint and recovery say; a block
+ * the checkpoint knows as bad but the table does not (a torn or reset
+ * table) joins the table (written by ftl_bb_sync on a read-write open). */
+void ftl_bb_apply(struct ftl *f)
+{
+	for (uint32_t b = f->g.ckpt_blocks; b < f->g.nblocks; b++) {
+		if (f->state[b] != FTL_BLK_BAD || ftl_bb_is(f, b, NULL))
+			continue;
+		if (f->nbbt < FTL_BBT_MAX) {
+			f->bbt[f->nbbt++] = b | FTL_BBT_GROWN;
+			f->bbt_dirty = true;
+		} else {
+			f->state[b] = FTL_BLK_FULL;     /* no room: not bad */
+		}
+	}
+	if (f->nbbt > f->bb_limit)
+		f->worn_out = true;
+	for (uint32_t i = 0; i < f->nbbt; i++) {
+		uint32_t b = f->bbt[i] & ~FTL_BBT_GROWN;
+
+		f->state[b] = FTL_BLK_BAD;
+		f->fdirty[b] = 0;
+		nand_mark_bad(f->nand, b, true);
+		for (unsigned s = 0; s < FTL_NSTREAMS; s++)
+			if (f->st[s].blk == b)
+				f->st[s].blk = FTL_NONE;
+	}
+	f->retire_scan = f->nbbt > 0;
+}
+
+/*
+ * Retire @blk (f->lock held): it goes into the table (written and flushed
+ * before anything else happens), leaves the free list and its stream; its
+ * valid pages are moved by ftl_bb_retire() from ftl_balance().  Past the
+ * spare budget the device turns read-only.
+ */
+int ftl_bb_grown(struct ftl *f, uint32_t blk, const char *why)
+{
+	int r;
+
+	if (blk < f->g.ckpt_blocks || blk >= f->g.nblocks)
+		return -EIO;
+	for (uint32_t i = 0; i < f->nfree; i++)
+		if (f->freel[i] == blk)
+			f->freel[i--] = f->freel[--f->nfree];
+	for (unsigned s = 0; s < FTL_NSTREAMS; s++)
+		if (f->st[s].blk == blk)
+			f->st[s].blk = FTL_NONE;
+	f->state[blk] = FTL_BLK_BAD;
+	f->fdirty[blk] = 0;
+	f->bb_done[blk] = 0;
+	nand_mark_bad(f->nand, blk, true);
+	f->retire_scan = true;
+	if (ftl_bb_is(f, blk, NULL))
+		return 0;
+	fprintf(stderr, "ublk-flash: block %u retired (%s), %u of %u spare "
+		"blocks used\n", blk, why, f->nbbt + 1, f->bb_limit);
+	if (f->nbbt < FTL_BBT_MAX)
+		f->bbt[f->nbbt++] = blk | FTL_BBT_GROWN;
+	if ((f->nbbt > f->bb_limit || f->nbbt >= FTL_BBT_MAX) && !f->worn_out)
+		return ftl_bb_worn_out(f, "more bad blocks than spares");
+	r = store(f);
+	if (r)
+		fprintf(stderr, "ublk-flash: writing the bad-block table "
+			"failed: %s\n", strerror(-r));
+	return r;
+}
+
+/* The spares are used up (@why): read-only from now on, persisted in the
+ * table, said once in the log. */
+int ftl_bb_worn_out(struct ftl *f, const char *why)
+{
+	int r;
+
+	if (f->worn_out)
+		return 0;
+	f->worn_out = true;
+	fprintf(stderr, "ublk-flash: %u bad blocks (the spare area absorbs "
+		"%u), %s: the device is read-only from now on (all written "
+		"data stays readable)\n", f->nbbt, f->bb_limit, why);
+	r = store(f);
+	if (r)
+		fprintf(stderr, "ublk-flash: writing the bad-block table "
+			"failed: %s\n", strerror(-r));
+	return r;
+}
+
+/* Move the valid pages off one retired block (from ftl_balance: one per
+ * host page, so the work is spread).  Pages that cannot be read stay
+ * (the block is then done: bb_done). */
+int ftl_bb_retire(struct ftl *f)
+{
+	if (!f->retire_scan)
+		return 0;
+	for (uint32_t b = f->g.ckpt_blocks; b < f->g.nblocks; b++) {
+		int r;
+
+		if (f->state[b] != FTL_BLK_BAD || !f->valid[b] || f->bb_done[b])
+			continue;
+		r = ftl_gc_evacuate(f, b, &f->m.bad_relocations);
+		if (!r)
+			f->bb_done[b] = 1;
+		/* retire_scan stays: the next block (or the rest, after a
+		 * checkpoint: -EAGAIN) later */
+		return r == -EAGAIN ? 0 : r;
+	}
+	f->retire_scan = false;
+	return 0;
+}
+
+void ftl_bb_stats(struct ftl *f, struct ftl_stats *st)
+{
+	for (uint32_t i = 0; i < f->nbbt; i++) {
+		if (f->bbt[i] & FTL_BBT_GROWN)
+			st->bad_blocks_grown++;
+		else
+			st->bad_blocks_factory++;
+	}
+	st->bad_block_limit = f->bb_limit;
+	st->read_only = f->worn_out;
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one place that decides, before a host write or trim, whether to
+ * write a checkpoint or collect garbage first (like f2fs's
+ * f2fs_balance_fs): the append layer below then always has a block and
+ * sequence numbers to give out, and never calls back up.
+ */
+#include <errno.h>
+
+#include "ftl-int.h"
+
+/* Checkpoint when the host page (and the blocks a failed program may
+ * retry in) could run past ckpt_seq + seq_gap.  Longer runs of copies (GC,
+ * static WL, retiring, scrub) check ftl_seq_room() per page and stop with
+ * -EAGAIN; the next turn of the loop below then checkpoints. */
+static bool seq_room_low(const struct ftl *f)
+{
+	return !ftl_seq_room(f, FTL_PROG_RETRIES + 2);
+}
+
+/*
+ * Make room for one host page (f->lock held): a checkpoint when one is
+ * due, moving valid pages off retired blocks, scrub rewrites, garbage
+ * collection while the host stream would have to open a block from GC's
+ * reserve.  -EROFS once the spares are used up.
+ */
+int ftl_balance(struct ftl *f)
+{
+	int r;
+
+	for (;;) {
+		if (f->ckpt_due || seq_room_low(f)) {
+			r = ftl_ckpt_write(f, false);
+			if (r)
+				return r;
+		}
+		/* move data off retired blocks, rewrite pages near the ECC
+		 * limit (at most a block each): with the host's share of
+		 * free blocks only, as they free nothing; else later */
+		r = 0;
+		if (f->nfree > FTL_GC_RESERVE)
+			r = ftl_bb_retire(f);
+		if (!r && f->nfree > FTL_GC_RESERVE)
+			r = ftl_scrub_run(f);
+		if (r && r != -ENOSPC)
+			return r;
+		if (f->worn_out)
+			return -EROFS;
+		if (!ftl_stream_needs_block(f, STREAM_HOST) ||
+		    f->nfree > FTL_GC_RESERVE)
+			return 0;
+		r = ftl_gc_free_space(f);
+		if (r == -ENOSPC && f->nbbt) {
+			/* bad blocks took the room GC needs: stop writing
+			 * rather than fail every write for ever */
+			ftl_bb_worn_out(f, "garbage collection found no room");
+			return -EROFS;
+		}
+		if (r)
+			return r;
+	}
+}
