@@ -39,11 +39,11 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(EXTRA_CFLAGS_$(firstword $(subst /, ,$<))) -c -o $@ $<
 
+include dist/module.mk
 include libalign/module.mk
 include ublk-server/module.mk
 include partition-tool/module.mk
 include tests/module.mk
-include dist/module.mk
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
