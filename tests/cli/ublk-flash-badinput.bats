@@ -201,10 +201,13 @@ serve_ok() {
 		"$UBLK_FLASH" create x.img --size 1G --align odd --pages-per-block 64k
 }
 
-@test "create --oob-size 20 / 100: a multiple of 8 in 32..1024, exit 2" {
-	bad 2 "--oob-size: 20 is not a multiple of 8 in 32..1024" \
+@test "create --oob-size 20 / 40 / 100: a multiple of 8 in 48..1024, exit 2" {
+	bad 2 "--oob-size: 20 is not a multiple of 8 in 48..1024" \
 		"$UBLK_FLASH" create x.img --size 1G --align odd --oob-size 20
-	bad 2 "--oob-size: 100 is not a multiple of 8 in 32..1024" \
+	# 40 is a multiple of 8 but cannot hold the flush record
+	bad 2 "--oob-size: 40 is not a multiple of 8 in 48..1024" \
+		"$UBLK_FLASH" create x.img --size 1G --align odd --oob-size 40
+	bad 2 "--oob-size: 100 is not a multiple of 8 in 48..1024" \
 		"$UBLK_FLASH" create x.img --size 1G --align odd --oob-size 100
 }
 

@@ -12,6 +12,7 @@
 #include "align.h"
 #include "commands.h"
 #include "ftl.h"
+#include "ftl-format.h"
 #include "oct-parse.h"
 #include "serve.h"
 
@@ -56,9 +57,9 @@ static int check_geometry(const struct ftl_create_opts *o,
 			"a power of 2 in 4..1024\n", arg[1]);
 		return -1;
 	}
-	if (oob && (oob < 32 || oob > 1024 || oob % 8)) {
+	if (oob && (oob < FTL_OOB_FLUSH_MIN || oob > 1024 || oob % 8)) {
 		fprintf(stderr, "ublk-flash: create: --oob-size: %s is not a "
-			"multiple of 8 in 32..1024\n", arg[2]);
+			"multiple of 8 in %u..1024\n", arg[2], FTL_OOB_FLUSH_MIN);
 		return -1;
 	}
 	return 0;

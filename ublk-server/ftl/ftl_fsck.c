@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -326,10 +327,17 @@ static int repair(const char *path, struct fsck *k)
 	struct ftl *f;
 	int fd, r, bad;
 
-	if (k->sb_bad && k->sb_bad != 3) {
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
+	/* The engine's image lock (see ftl_open) is held over the raw fixes
+	 * below, so nothing that serves the image sees them half done; it is
+	 * let go just before ftl_open takes it again (flock locks belong to
+	 * an open file, so this process cannot hold it twice). */
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = 0;
+	if (flock(fd, LOCK_EX | LOCK_NB))
+		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+	if (!r && k->sb_bad && k->sb_bad != 3) {
 		r = pread(fd, area, sizeof(area), 0) == sizeof(area) ? 0 : -EIO;
 		if (!r)
 			r = ftl_sb_load(area, sizeof(area), &sb, &g, &bad);
@@ -337,15 +345,12 @@ static int repair(const char *path, struct fsck *k)
 			   pwrite(fd, &sb, sizeof(sb), OCT_SB_COPY_OFFSET) !=
 			   sizeof(sb) || fdatasync(fd)))
 			r = -errno;
-		close(fd);
-		if (r)
-			return r;
 	}
-	if (k->bbt_bad) {
+	if (!r && k->bbt_bad)
 		r = ftl_bbt_reset(path);
-		if (r)
-			return r;
-	}
+	close(fd);
+	if (r)
+		return r;
 	r = ftl_open(path, &o, &f);
 	if (r)
 		return r;
