@@ -3,6 +3,7 @@
 #   make check      install missing Debian packages, build, run every test tier
 #   make compare    the main job: alignment cost of ext4/btrfs on emulated flash
 #   make bench      benchmarks (ratios side by side, not tests)
+#   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (tests/fuzz/)
 #   make SANITIZE=1 BUILD=build/san ...   ASan + UBSan build
 SHELL    := /bin/bash
 BUILD    ?= build
@@ -42,6 +43,7 @@ include libalign/module.mk
 include ublk-server/module.mk
 include partition-tool/module.mk
 include tests/module.mk
+include tests/fuzz/module.mk
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
