@@ -4,10 +4,13 @@
  * (superblock, checkpoint header and payload, OOB records, data pages; see
  * fuzz-img.h for the input).  Then read everything, write, flush, trim,
  * close or crash, and open again.  Any crash or sanitizer report is a bug;
- * errors are fine.
+ * errors are fine (with OCTANT_FUZZ_STRICT=1, a clean close that cannot be
+ * opened again is one too).
  *
  * Input byte 2 (harness flags): see FL_* below.
  */
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +25,19 @@
 #define FL_COSTBEN   0x40u   /* cost-benefit GC */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n);
+
+/* OCTANT_FUZZ_STRICT=1: also abort on a clean close that cannot be
+ * reopened (not only on crashes and sanitizer reports). */
+static bool strict(void)
+{
+	static int v = -1;
+
+	if (v < 0) {
+		const char *s = getenv("OCTANT_FUZZ_STRICT");
+		v = s && *s && *s != '0';
+	}
+	return v;
+}
 
 static uint8_t rbuf[1 << 20], wbuf[16384];
 
@@ -71,6 +87,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 	struct nand_backing *b = NULL;
 	struct fz_image im;
 	struct ftl *f = NULL;
+	bool closed = false;
+	int r;
 
 	if (fz_apply(data, n, &im))
 		return 0;
@@ -90,16 +108,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 		exercise(f, data, n);
 	read_all(f);
 	if (im.flags & FL_CLOSE)
-		(void)ftl_close(f);
+		closed = ftl_close(f) == 0 && !o.readonly;
 	else
 		ftl_abandon(f);
 	if (im.flags & FL_REOPEN) {
 		nand_mem_hold(b);
-		if (ftl_open_backing(b, &plain, &f) == 0) {
+		r = ftl_open_backing(b, &plain, &f);
+		if (r == 0) {
 			read_all(f);
 			(void)ftl_close(f);
 		} else {
 			b->ops->destroy(b);
+			/* a clean close that cannot be opened again loses data */
+			if (closed && strict()) {
+				fprintf(stderr, "fuzz-image: closed cleanly, reopen "
+					"fails: %d\n", r);
+				abort();
+			}
 		}
 	}
 out:
