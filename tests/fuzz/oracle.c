@@ -21,6 +21,8 @@
  * 2000 with OCTANT_LONG=1).  Known engine bugs (issue 12) still break the oracle
  * on main: then it SKIPs loudly, naming them and listing each violation,
  * unless OCTANT_FUZZ_ORACLE_STRICT=1 makes every violation a failure.
+ * OCTANT_FUZZ_ORACLE_SAVE=DIR writes each damaged image that violates it
+ * to DIR/oracle-SEED-DAMAGE.img.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -71,6 +73,7 @@ static struct hist h[MAX_SECT];
 static uint32_t nsect, next_id;
 static uint64_t rs;
 static int violations, checked, refused, opened, repaired;
+static const char *save_dir;        /* OCTANT_FUZZ_ORACLE_SAVE */
 static char first_violation[512];
 static int mfd = -1;
 static char mpath[64];
@@ -94,8 +97,10 @@ static void stamp(uint8_t *s, uint32_t id, uint32_t sect)
 {
 	memcpy(s, &id, 4);
 	memcpy(s + 4, &sect, 4);
+	/* the rest repeats a word of both: any changed bit shows, and a
+	 * saved image compresses well */
 	for (int i = 8; i < 512; i += 8) {
-		uint64_t v = mix(((uint64_t)id << 32 | sect) * 64 + (uint64_t)i);
+		uint64_t v = ((uint64_t)id << 32 | sect) ^ 0xa5c3965a3c5a69c3ull;
 		memcpy(s + i, &v, 8);
 	}
 }
@@ -139,8 +144,12 @@ static void push(uint32_t sect, uint32_t id)
 	x->v[x->n++] = id;
 }
 
+static bool no_history;             /* checking a saved image */
+
 static bool written(uint32_t sect, uint32_t id)
 {
+	if (no_history)
+		return true;    /* any stamp of this sector will do */
 	for (uint32_t i = 0; i < h[sect].n; i++)
 		if (h[sect].v[i] == id)
 			return true;
@@ -195,7 +204,7 @@ static int check_data(struct ftl *f, uint64_t seed, const char *what,
 			violation(seed, V_SERVED, what, "sector %u serves garbage", i);
 			return 1;
 		}
-		if (id == 0 && h[i].n && !h[i].trimmed && !zero_any) {
+		if (id == 0 && h[i].n && !h[i].trimmed && !zero_any && !no_history) {
 			violation(seed, V_ZEROES, what, "sector %u reads zeroes, but was "
 				  "written (newest id %u) and never trimmed", i,
 				  h[i].v[h[i].n - 1]);
@@ -355,9 +364,42 @@ static int fsck(bool repair, char *rep, size_t len)
 	return r;
 }
 
+static void check_image(const uint8_t *img, uint64_t size, uint64_t seed,
+			const char *what);
+
+/* Write a damaged image that broke the oracle to SAVE_DIR/oracle-SEED-D.img
+ * (a reproducer that outlives engine changes to the write path: every
+ * sector carries its own number and write id, see stamp()). */
+static void save(const uint8_t *img, uint64_t size, uint64_t seed, int d)
+{
+	char path[4096];
+	FILE *out;
+
+	snprintf(path, sizeof(path), "%s/oracle-%llu-%d.img", save_dir,
+		 (unsigned long long)seed, d);
+	out = fopen(path, "wb");
+	if (!out || fwrite(img, 1, size, out) != size || fclose(out)) {
+		fprintf(stderr, "oracle: cannot save %s: %s\n", path,
+			strerror(errno));
+		return;
+	}
+	fprintf(stderr, "oracle: saved %s\n", path);
+}
+
 /* Check one damaged image. */
 static void check_one(const uint8_t *img, uint64_t size, uint64_t seed,
-		      const char *what)
+		      const char *what, int d)
+{
+	int before = violations;
+
+	check_image(img, size, seed, what);
+	if (save_dir && violations > before)
+		save(img, size, seed, d);
+}
+
+/* The checks of one damaged image (see the top of the file). */
+static void check_image(const uint8_t *img, uint64_t size, uint64_t seed,
+			const char *what)
 {
 	struct nand_backing *b;
 	struct ftl *f = NULL;
@@ -558,13 +600,55 @@ static void one_image(uint64_t seed)
 		l = strlen(what);
 		snprintf(what + l, sizeof(what) - l, " [%s, damage %d]",
 			 clean ? "clean" : "dirty", d);
-		check_one(cp, size, seed, what);
+		check_one(cp, size, seed, what, d);
 	}
 	free(img);
 	free(cp);
 }
 
-int main(void)
+/* fuzz-oracle FILE...: check saved images (tests/fuzz/found/NAME.img,
+ * gunzip'd) without their history: no sector may serve another sector's
+ * data or garbage, fsck --repair then fsck must end clean. */
+static int check_files(int n, char **files)
+{
+	int bad = 0;
+
+	no_history = true;
+	for (int i = 0; i < n; i++) {
+		FILE *in = fopen(files[i], "rb");
+		uint8_t *img = NULL;
+		long size = -1;
+		int before = violations;
+
+		rs = 0x6f637461ull;     /* the writes after repair: fixed */
+		if (in && !fseek(in, 0, SEEK_END))
+			size = ftell(in);
+		if (size > 0 && !fseek(in, 0, SEEK_SET) && (img = malloc((size_t)size)) &&
+		    fread(img, 1, (size_t)size, in) == (size_t)size) {
+			struct oct_sb sb;
+			struct ftl_geom g;
+			int badc;
+
+			nsect = MAX_SECT;
+			if (!ftl_sb_load(img, (size_t)size, &sb, &g, &badc))
+				nsect = (uint32_t)(g.size / 512 < MAX_SECT ? g.size / 512 : MAX_SECT);
+			check_image(img, (uint64_t)size, 0, files[i]);
+			fflush(stderr);
+			printf("%s: %s\n", files[i], violations > before ?
+			       "VIOLATES the oracle" : "ok");
+		} else {
+			fprintf(stderr, "oracle: %s: cannot read it\n", files[i]);
+			violations++;
+		}
+		bad |= violations > before;
+		free(img);
+		if (in)
+			fclose(in);
+	}
+	return bad ? T_EXIT_FAIL : T_EXIT_PASS;
+}
+
+int main(int argc, char **argv)
 {
 	const char *s = getenv("OCTANT_SEED"), *it = getenv("OCTANT_FUZZ_ORACLE_ITERS");
 	const char *strict = getenv("OCTANT_FUZZ_ORACLE_STRICT");
@@ -581,13 +665,16 @@ int main(void)
 		       (uint64_t)getpid() << 40;
 		seed %= 1000000007ull;
 	}
-	fprintf(stderr, "seed %llu (OCTANT_SEED to replay; image seeds are seed+i, "
-		"one alone: OCTANT_SEED=<image seed> OCTANT_FUZZ_ORACLE_ITERS=1)\n",
-		(unsigned long long)seed);
+	save_dir = getenv("OCTANT_FUZZ_ORACLE_SAVE");
 	mfd = memfd_create("octant-oracle", MFD_CLOEXEC);
 	if (mfd < 0)
 		T_SKIP("memfd_create: %s", strerror(errno));
 	snprintf(mpath, sizeof(mpath), "/proc/self/fd/%d", mfd);
+	if (argc > 1)
+		return check_files(argc - 1, argv + 1);
+	fprintf(stderr, "seed %llu (OCTANT_SEED to replay; image seeds are seed+i, "
+		"one alone: OCTANT_SEED=<image seed> OCTANT_FUZZ_ORACLE_ITERS=1)\n",
+		(unsigned long long)seed);
 	for (int i = 0; i < iters; i++)
 		one_image(seed + (uint64_t)i);
 	printf("oracle: %d damaged images: %d opened, %d refused, %d repaired; "
