@@ -295,8 +295,6 @@ static void damage(uint8_t *img, const struct ftl_geom *g, char *what,
 		span = g->ps;
 		break;
 	}
-	if (kind == 2 && region == 0)
-		kind = 0;
 	switch (kind) {
 	case 0:
 		off = rnd() % span;
