@@ -4,6 +4,7 @@
 #   make install    [PREFIX= DESTDIR= BINDIR= LIBDIR=] (dist/module.mk); make uninstall
 #   make compare    the main job: alignment cost of ext4/btrfs on emulated flash
 #   make bench      benchmarks (ratios side by side, not tests)
+#   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (tests/fuzz/)
 #   make SANITIZE=1 BUILD=build/san ...   ASan + UBSan build
 SHELL    := /bin/bash
 BUILD    ?= build
@@ -44,6 +45,7 @@ include libalign/module.mk
 include ublk-server/module.mk
 include partition-tool/module.mk
 include tests/module.mk
+include tests/fuzz/module.mk
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 

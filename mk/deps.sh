@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian packages octant needs, skipping those already present.
 # Only Debian's archive is used (apt-get); nothing else is ever downloaded.
-# usage: mk/deps.sh [build|check|vm|bench|compare]...   (default: build)
+# usage: mk/deps.sh [build|check|vm|bench|compare|fuzz]...   (default: build)
 set -euo pipefail
 
 build_pkgs=(gcc make pkg-config libblkid-dev libfdisk-dev libsmartcols-dev
@@ -18,6 +18,8 @@ vm_pkgs=(qemu-system-x86 busybox-static cpio xz-utils dmsetup kmod gcc make libe
          e2fsprogs btrfs-progs fio parted fdisk gdisk util-linux procps jq)
 bench_pkgs=(fio qemu-system-common)
 compare_pkgs=(fio gnuplot-nox e2fsprogs btrfs-progs fuse3 jq util-linux mount procps)
+# fuzz: make fuzz (clang's libFuzzer + ASan/UBSan runtimes); make check does not need it
+fuzz_pkgs=(clang libclang-rt-dev)
 
 want=()
 [ $# -eq 0 ] && set -- build
@@ -28,6 +30,7 @@ for set in "$@"; do
 	vm)      want+=("${vm_pkgs[@]}") ;;
 	bench)   want+=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
 	compare) want+=("${build_pkgs[@]}" "${compare_pkgs[@]}") ;;
+	fuzz)    want+=("${build_pkgs[@]}" "${fuzz_pkgs[@]}") ;;
 	*) echo "deps.sh: unknown package set '$set'" >&2; exit 2 ;;
 	esac
 done

@@ -1,71 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* alignpart: create and audit MBR/GPT tables with alignment checks. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ap.h"
 #include "ap-map.h"
-
-/* "alignpart: PREFIX MSG\n" on stderr: the one place messages are shaped. */
-static void ap_vmsg(const char *prefix, const char *fmt, va_list ap)
-{
-	fprintf(stderr, "alignpart: %s", prefix);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-}
-
-/* Print "alignpart: MSG" on stderr and return @code (one line per error). */
-int ap_fail(int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	ap_vmsg("", fmt, ap);
-	va_end(ap);
-	return code;
-}
-
-/* Print "alignpart: warning: MSG" on stderr. */
-void ap_warn(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	ap_vmsg("warning: ", fmt, ap);
-	va_end(ap);
-}
-
-/* Print "alignpart: MSG" on stderr (informational). */
-void ap_note(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	ap_vmsg("", fmt, ap);
-	va_end(ap);
-}
-
-/* Format @bytes as "512B", "4KiB", "1MiB", "1.5GiB" into @buf. */
-const char *ap_human_size(uint64_t bytes, char *buf, size_t len)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	unsigned int u = 0;
-	uint64_t whole = bytes, rem = 0;
-
-	while (whole >= 1024 && u < 5) {
-		rem = whole % 1024;
-		whole /= 1024;
-		u++;
-	}
-	if (rem == 0 || u == 0)
-		snprintf(buf, len, "%llu%s", (unsigned long long)whole, unit[u]);
-	else
-		snprintf(buf, len, "%.1f%s",
-			 (double)bytes / (double)(1ULL << (10 * u)), unit[u]);
-	return buf;
-}
 
 int main(int argc, char **argv)
 {
