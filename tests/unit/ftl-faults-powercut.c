@@ -21,82 +21,10 @@
 #define SIZE   (1u << 20)
 #define NSECT  (SIZE / 512)
 
-struct hist {
-	uint32_t *v, n, cap;
-};
+#include "sector-history.h"
 
-static struct hist h[NSECT];
-static uint64_t rs;
-static uint32_t next_id = 1;
 static uint8_t *crash_img, *rbuf;
 static struct nand_fault_spec spec;
-
-static uint64_t rnd(void)
-{
-	return t_xorshift(&rs);
-}
-
-static uint64_t mix(uint64_t a)
-{
-	a ^= a >> 33;
-	a *= 0xff51afd7ed558ccdull;
-	a ^= a >> 33;
-	return a;
-}
-
-static void stamp(uint8_t *s, uint32_t id, uint32_t sect)
-{
-	memcpy(s, &id, 4);
-	memcpy(s + 4, &sect, 4);
-	for (int i = 8; i < 512; i += 8) {
-		uint64_t v = mix(((uint64_t)id << 32 | sect) + (uint64_t)i);
-		memcpy(s + i, &v, 8);
-	}
-}
-
-/* The id a sector holds, 0 for zeroes, -1 for garbage. */
-static int64_t decode(const uint8_t *s, uint32_t sect)
-{
-	uint8_t want[512];
-	uint32_t id, se;
-
-	for (int i = 0; i < 512; i++)
-		if (s[i])
-			goto nonzero;
-	return 0;
-nonzero:
-	memcpy(&id, s, 4);
-	memcpy(&se, s + 4, 4);
-	if (se != sect || !id)
-		return -1;
-	stamp(want, id, sect);
-	return memcmp(want, s, 512) ? -1 : (int64_t)id;
-}
-
-static void push(uint32_t sect, uint32_t id)
-{
-	struct hist *x = &h[sect];
-
-	if (x->n == x->cap) {
-		x->cap = x->cap ? x->cap * 2 : 4;
-		x->v = realloc(x->v, x->cap * sizeof(*x->v));
-	}
-	x->v[x->n++] = id;
-}
-
-static void barrier(uint32_t sect)
-{
-	h[sect].v[0] = h[sect].v[h[sect].n - 1];
-	h[sect].n = 1;
-}
-
-static bool allowed(uint32_t sect, uint32_t id)
-{
-	for (uint32_t i = 0; i < h[sect].n; i++)
-		if (h[sect].v[i] == id)
-			return true;
-	return false;
-}
 
 /* Build the crash image for @seed, open it on a failing medium, check
  * every sector, write a little more. */

@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "ftl.h"
 #include "oct-format.h"
+#include "serve.h"
 
 enum kind { K_OCTANT, K_FOREIGN, K_UNKNOWN };
 
@@ -177,4 +178,23 @@ int cli_image_fail(const char *cmd, const char *path, int err)
 	}
 	snprintf(what, sizeof(what), "%s: %s", cmd, path);
 	return cli_fail(what, err);
+}
+
+int cli_image_lock(const char *cmd, const char *path, const char *advice,
+		   int *fd)
+{
+	char who[PATH_MAX + 64];
+	int r;
+
+	*fd = -1;
+	r = serve_image_lock(path, fd);
+	if (r == -ENOENT)
+		return 0;               /* nothing there yet: nothing to hold */
+	if (r == -EBUSY) {
+		serve_image_holder(path, who, sizeof(who));
+		fprintf(stderr, "ublk-flash: %s: %s is %s%s%s\n", cmd, path, who,
+			advice ? "; " : "", advice ? advice : "");
+		return EXIT_BUSY;
+	}
+	return r ? cli_image_fail(cmd, path, r) : 0;
 }

@@ -227,18 +227,12 @@ int cmd_create(int argc, char **argv)
 	}
 	/* The engine's image lock, held while the image is rewritten: a
 	 * served image is refused, and no server can open it meanwhile. */
-	int lock_fd = -1;
-	r = serve_image_lock(argv[optind], &lock_fd);
-	if (r == -EBUSY) {
-		char who[PATH_MAX + 64];
-		serve_image_holder(argv[optind], who, sizeof(who));
-		fprintf(stderr, "ublk-flash: create: %s is %s; stop it first "
-			"(--force does not override this)\n", argv[optind], who);
-		return EXIT_BUSY;
-	}
-	if (r && r != -ENOENT) {
-		return cli_image_fail("create", argv[optind], r);
-	}
+	int lock_fd;
+	r = cli_image_lock("create", argv[optind],
+			   "stop it first (--force does not override this)",
+			   &lock_fd);
+	if (r)
+		return r;
 	r = ftl_create(argv[optind], &o);
 	if (lock_fd >= 0)
 		close(lock_fd);

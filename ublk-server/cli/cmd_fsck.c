@@ -58,15 +58,11 @@ int cmd_fsck(int argc, char **argv)
 		/* Refuse an image in use before anything is written; the
 		 * repair's own open takes the engine's lock again. */
 		int lock_fd;
-		r = serve_image_lock(argv[optind], &lock_fd);
-		if (r == -EBUSY) {
-			char who[PATH_MAX + 64];
-			serve_image_holder(argv[optind], who, sizeof(who));
-			fprintf(stderr, "ublk-flash: fsck: %s is %s; stop it "
-				"before --repair\n", argv[optind], who);
-			return EXIT_BUSY;
-		}
-		if (!r)
+		r = cli_image_lock("fsck", argv[optind],
+				   "stop it before --repair", &lock_fd);
+		if (r)
+			return r;
+		if (lock_fd >= 0)
 			close(lock_fd);
 	}
 	r = ftl_fsck(argv[optind], repair, stdout, json);

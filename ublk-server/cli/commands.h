@@ -62,6 +62,12 @@ int cli_image_fail(const char *cmd, const char *path, int err);
  * and is empty, too small or holds something libblkid knows; 0 otherwise
  * (an octant image, maybe damaged, or nothing to tell). */
 int cli_image_foreign(const char *cmd, const char *path);
+/* Take the engine's image lock on @path for a command that writes it
+ * (serve_image_lock): 0 with the fd in *fd (-1 if @path does not exist
+ * yet), or the exit code after one line "CMD: PATH is served on DEV (pid
+ * N)[; ADVICE]" (5) or the reason it could not be opened. */
+int cli_image_lock(const char *cmd, const char *path, const char *advice,
+		   int *fd);
 /* "it holds ext4", "it holds an octant image", ... for @path into @what. */
 void cli_image_holds(const char *path, char *what, size_t len);
 
