@@ -213,11 +213,70 @@ int serve_entry_load(const char *dir, struct serve_entry *e)
 	return 0;
 }
 
-/* Is the loop device @e->dev bound to @e's FUSE file?  Checked by the
+/* Does process @pid hold character device @rdev open? */
+static bool serve_pid_holds(long pid, dev_t rdev)
+{
+	char fdir[64], link[400];
+	struct dirent *de;
+	struct stat st;
+	bool held = false;
+	DIR *d;
+
+	snprintf(fdir, sizeof(fdir), "/proc/%ld/fd", pid);
+	d = opendir(fdir);
+	if (!d)
+		return false;
+	while (!held && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(link, sizeof(link), "%s/%s", fdir, de->d_name);
+		held = stat(link, &st) == 0 && S_ISCHR(st.st_mode) &&
+		       st.st_rdev == rdev;
+	}
+	closedir(d);
+	return held;
+}
+
+/* Is ublk device @e->dev (/dev/ublkbN) still @e's?  A live server holds
+ * its /dev/ublkcN open; a dead server's device (left for `serve
+ * --recover`) is held by nobody, so a device some process serves is
+ * another server's that got the number after it. */
+static bool serve_entry_ublk_ok(const struct serve_entry *e)
+{
+	char cpath[64];
+	struct dirent *de;
+	struct stat cst;
+	unsigned id;
+	bool other = false;
+	DIR *d;
+
+	if (sscanf(e->dev, "/dev/ublkb%u", &id) != 1)
+		return true;          /* neither loop nor ublk: nothing to check */
+	snprintf(cpath, sizeof(cpath), "/dev/ublkc%u", id);
+	if (stat(cpath, &cst) < 0 || !S_ISCHR(cst.st_mode))
+		return false;
+	if (e->live)
+		return serve_pid_holds(e->pid, cst.st_rdev);
+	d = opendir("/proc");
+	if (!d)
+		return false;
+	while (!other && (de = readdir(d))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (*end || pid <= 0)
+			continue;
+		other = serve_pid_holds(pid, cst.st_rdev);
+	}
+	closedir(d);
+	return !other;
+}
+
+/* Is @e->dev still @e's device?  A loop device: is it bound to @e's FUSE file?  Checked by the
  * backing file's device and inode (recorded at serve time) and its path
  * (the entry's own mnt/disk: a FUSE connection number can be reused once
  * the old one is gone, the entry's folder cannot). */
-static bool serve_entry_loop_ok(const struct serve_entry *e)
+static bool serve_entry_dev_ok(const struct serve_entry *e)
 {
 	char file[PATH_MAX], want[PATH_MAX + 16], rec[64], real[PATH_MAX];
 	dev_t dev;
@@ -226,7 +285,7 @@ static bool serve_entry_loop_ok(const struct serve_entry *e)
 	int err = loop_backing(e->dev, &dev, &ino, file, sizeof(file));
 
 	if (err == -ENOENT)
-		return true;          /* not a loop device (ublk) */
+		return serve_entry_ublk_ok(e);   /* not a loop device */
 	if (err)
 		return false;         /* bound to nothing, or unreadable */
 	if (e->backing[0]) {
@@ -243,7 +302,7 @@ static bool serve_entry_loop_ok(const struct serve_entry *e)
 
 bool serve_entry_verify(const struct serve_entry *e)
 {
-	return !e->dev[0] || serve_entry_loop_ok(e);
+	return !e->dev[0] || serve_entry_dev_ok(e);
 }
 
 /* Does --dm device @dm (device number @rdev) sit on @e->dev? */
@@ -254,7 +313,7 @@ static bool serve_entry_dm_ok(const struct serve_entry *e, dev_t rdev)
 
 	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/slaves/%s", major(rdev),
 		 minor(rdev), base ? base + 1 : e->dev);
-	return access(p, F_OK) == 0 && serve_entry_loop_ok(e);
+	return access(p, F_OK) == 0 && serve_entry_dev_ok(e);
 }
 
 int serve_entry_find(const char *arg, struct serve_entry *e)
@@ -289,7 +348,7 @@ int serve_entry_find(const char *arg, struct serve_entry *e)
 			     S_ISBLK(dst.st_mode) && dst.st_rdev == st.st_rdev;
 		if (!is_dev && !is_dm)
 			continue;
-		if (is_dev ? serve_entry_loop_ok(&cand) :
+		if (is_dev ? serve_entry_dev_ok(&cand) :
 			     serve_entry_dm_ok(&cand, st.st_rdev)) {
 			*e = cand;
 			err = 0;
