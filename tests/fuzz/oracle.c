@@ -486,7 +486,7 @@ static void one_image(uint64_t seed)
 		.align = m & 8 ? FTL_ALIGN_1M : FTL_ALIGN_ODD,
 		.page_size = 4096,
 		.pages_per_block = m & 16 ? 8 : 4,
-		.oob_size = m & 32 ? 64 : 32,
+		.oob_size = m & 32 ? 64 : 48,  /* 48: the flush record */
 		.op_permille = m & 64 ? 250 : 70,
 	};
 	struct nand_backing *b;
