@@ -21,7 +21,8 @@ static struct base bases[FZ_NBASES];
 /* Geometry A: odd, 64 KiB, 4 pages per block, 48-byte OOB (9 data blocks
  * for 17 logical pages: GC and several checkpoints in a short workload).
  * Geometry B: 1 MiB mode, 128 KiB, 8 pages per block, 64-byte OOB, op 125 %
- * (the least create accepts: GC needs more than 4 spare blocks). */
+ * (with 4 spare blocks exactly, GC finds no victim on a full device and
+ * the base workload hits ENOSPC: found/README.md, "ENOSPC"). */
 static const struct ftl_create_opts geo_a = {
 	.size = 64 << 10, .align = FTL_ALIGN_ODD, .page_size = 4096,
 	.pages_per_block = 4, .oob_size = 48, .op_permille = 70,

@@ -498,11 +498,6 @@ static void one_image(uint64_t seed)
 	char what[200];
 	int r;
 
-	/* create refuses a geometry with too few spare blocks for GC */
-	if (ftl_create_min_op(&o) > o.op_permille) {
-		o.op_permille = ftl_create_min_op(&o);
-		size = ftl_test_image_size(&o);
-	}
 	rs = mix(seed) | 1;
 	nsect = (uint32_t)(o.size / 512);
 	for (uint32_t i = 0; i < nsect; i++) {

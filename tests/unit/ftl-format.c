@@ -217,54 +217,6 @@ static void ckpt_fields(void)
 }
 
 /*
- * A 64 KiB 1m-mode device with 4 pages per block had exactly 4 spare
- * blocks: host and GC open blocks plus GC's reserve of 3 left GC no victim
- * once the device was full, and writes failed with ENOSPC on a fresh image
- * (oracle seeds 790, 893, ...).  Create refuses it (-ERANGE, file
- * untouched); with the over-provisioning ftl_create_min_op names, a full
- * device keeps taking overwrites.
- */
-static void tiny_geometry(void)
-{
-	struct ftl_create_opts c = { .size = 64 << 10, .align = FTL_ALIGN_1M,
-		.pages_per_block = 4 };
-	uint8_t buf[8192];
-	struct ftl *f;
-	uint64_t x = 88172645463325252ull;
-	int r;
-
-	unlink(img);
-	T_CHECK(ftl_create(img, &c) == -ERANGE, "64 KiB 1m 4-page blocks");
-	T_CHECK(access(img, F_OK) != 0, "refused create leaves no file");
-	c.op_permille = ftl_create_min_op(&c);
-	T_CHECK(c.op_permille > 70, "min op %u", c.op_permille);
-	c.op_permille--;
-	T_CHECK(ftl_create(img, &c) == -ERANGE, "one permille below min op");
-	unlink(img);
-	c.op_permille++;
-	T_CHECK(ftl_create(img, &c) == 0, "create at min op");
-	if (ftl_open(img, NULL, &f))
-		T_CHECK(0, "open");
-	else {
-		r = 0;
-		for (int i = 0; i < 3000 && !r; i++) {
-			uint64_t len, off;
-
-			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-			len = 512 * (1 + x % 16);
-			off = (x >> 8) % ((64 << 10) - len + 512) & ~511ull;
-			memset(buf, i, len);
-			r = ftl_write(f, buf, off, len, 0);
-			if (!r && i % 50 == 0)
-				r = ftl_flush(f);
-		}
-		T_CHECK((r) == (0), "3000 writes on a full tiny device");
-		T_CHECK((ftl_close(f)) == (0), "close");
-	}
-	unlink(img);
-}
-
-/*
  * An OOB record whose sequence number is at or past FTL_SEQ_MAX (CRC
  * valid) is damaged: fuzz input image-scan-seq-wrap gave one page
  * 0xffffffffffffffdc; a --scan open took it as the newest, the counter
@@ -339,7 +291,6 @@ int main(void)
 
 	snprintf(img, sizeof(img), "%s/ftl-format.%d.img",
 		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
-	tiny_geometry();
 	seq_wrap();
 	unlink(img);
 	T_CHECK(ftl_create(img, &c) == 0, "create");

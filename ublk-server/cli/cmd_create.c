@@ -263,20 +263,6 @@ int cmd_create(int argc, char **argv)
 			"4..1024, oob 48..1024, over-provision 1..1000 %%)\n");
 		return EXIT_USAGE;
 	}
-	if (r == -ERANGE) {
-		uint32_t op = ftl_create_min_op(&o);
-
-		if (op)
-			fprintf(stderr, "ublk-flash: create: too few spare "
-				"blocks for garbage collection at this size; use "
-				"--over-provision %u.%u or more, or a larger "
-				"--size\n", op / 10, op % 10);
-		else
-			fprintf(stderr, "ublk-flash: create: too few spare "
-				"blocks for garbage collection at this size; use "
-				"a larger --size\n");
-		return EXIT_USAGE;
-	}
 	if (r == -ENOSPC) {
 		fprintf(stderr, "ublk-flash: create: %s: the block device is "
 			"smaller than the image needs (try a smaller --size)\n",

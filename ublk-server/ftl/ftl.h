@@ -92,8 +92,6 @@ struct ftl_stats {
 /* Create a fresh image at @path (file created or a block device used).
  * -EEXIST if it holds an octant image or another signature and !force;
  * -EINVAL bad geometry (see ftl_create_max_size for the size limit);
- * -ERANGE too few spare blocks for garbage collection (see
- * ftl_create_min_op);
  * -EISDIR / -ENOTBLK @path is a directory / not a file or block device;
  * -ENOSPC a block device smaller than the image. */
 int ftl_create(const char *path, const struct ftl_create_opts *o);
@@ -101,11 +99,6 @@ int ftl_create(const char *path, const struct ftl_create_opts *o);
 /* The largest size (bytes) an image with @o's other fields can have, 0 if
  * they are out of range.  @o->size is ignored. */
 uint64_t ftl_create_max_size(const struct ftl_create_opts *o);
-
-/* The smallest op_permille create accepts with @o's other fields (tiny
- * 1m-mode devices need more spare blocks than their size gives), 0 if
- * none does. */
-uint32_t ftl_create_min_op(const struct ftl_create_opts *o);
 
 /* Open an image. -EBADMSG corrupt (or not an octant image at all),
  * -EPROTONOSUPPORT other version, -EINVAL wrong size/geometry, -EBUSY

@@ -22,37 +22,6 @@ int ftl_create_opts_geom(const struct ftl_create_opts *o, struct ftl_geom *g)
 				o->op_permille ? o->op_permille : 70);
 }
 
-/*
- * Can the engine run geometry @g?  Garbage collection needs more than
- * FTL_MIN_SPARE blocks' worth of pages beyond the logical ones: the host
- * and GC streams each hold an open block and FTL_GC_RESERVE blocks stay
- * free for GC, so with exactly FTL_MIN_SPARE spare blocks (a 1m-mode
- * device whose logical pages fill whole blocks) a full device leaves GC
- * no victim and every write fails with ENOSPC.  -ERANGE when too tight.
- * Checked at create only: images made before still open.
- */
-static int spare_ok(const struct ftl_geom *g)
-{
-	uint64_t pages = (uint64_t)g->data_blocks * g->ppb;
-
-	return pages - g->nlpn > (uint64_t)FTL_MIN_SPARE * g->ppb ? 0 : -ERANGE;
-}
-
-/* The smallest over-provisioning (permille) create accepts for @o's other
- * fields, 0 if none. */
-uint32_t ftl_create_min_op(const struct ftl_create_opts *o)
-{
-	struct ftl_create_opts t = *o;
-	struct ftl_geom g;
-
-	for (uint32_t op = 10; op <= 10000; op++) {
-		t.op_permille = op;
-		if (!ftl_create_opts_geom(&t, &g) && !spare_ok(&g))
-			return op;
-	}
-	return 0;
-}
-
 /* Image size for create options, 0 if they are bad (tests). */
 uint64_t ftl_test_image_size(const struct ftl_create_opts *o)
 {
@@ -95,8 +64,6 @@ int ftl_create_backing(struct nand_backing *b, const struct ftl_create_opts *o)
 	int r;
 
 	r = ftl_create_opts_geom(o, &g);
-	if (!r)
-		r = spare_ok(&g);
 	if (r)
 		return r;
 	r = ftl_alloc(&g, &f);
@@ -171,8 +138,6 @@ int ftl_create(const char *path, const struct ftl_create_opts *o)
 	int fd, r;
 
 	r = ftl_create_opts_geom(o, &g);
-	if (!r)                 /* GC could not run: touch nothing */
-		r = spare_ok(&g);
 	if (!r)                 /* too many factory bad blocks: touch nothing */
 		r = ftl_bb_factory_check(&g, o->bad_block_rate,
 					 o->bad_block_seed);
