@@ -155,6 +155,7 @@ int ftl_roll_forward(struct ftl *f, bool full_scan);
  * nand only (never GC or checkpoints).  f->lock held. */
 int ftl_sync(struct ftl *f);
 bool ftl_stream_needs_block(const struct ftl *f, int stream);
+int ftl_streams_check(struct ftl *f);
 bool ftl_seq_room(const struct ftl *f, uint64_t n);
 int ftl_alloc_page(struct ftl *f, int stream, uint64_t *ppn);
 int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,

@@ -187,6 +187,8 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 	f->base.last_mount_us = (uint32_t)(f->mount_ms * 1000);
 	pthread_mutex_lock(&f->lock);
 	r = ftl_bb_sync(f);
+	if (!r)
+		r = ftl_streams_check(f);
 	if (r)
 		goto unlock;
 	if (f->mount_kind == FTL_MOUNT_CLEAN)
