@@ -20,16 +20,14 @@ static struct base bases[FZ_NBASES];
 
 /* Geometry A: odd, 64 KiB, 4 pages per block, 48-byte OOB (9 data blocks
  * for 17 logical pages: GC and several checkpoints in a short workload).
- * Geometry B: 1 MiB mode, 128 KiB, 8 pages per block, 64-byte OOB, op 125 %
- * (with 4 spare blocks exactly, GC finds no victim on a full device and
- * the base workload hits ENOSPC: found/README.md, "ENOSPC"). */
+ * Geometry B: 1 MiB mode, 128 KiB, 8 pages per block, 64-byte OOB. */
 static const struct ftl_create_opts geo_a = {
 	.size = 64 << 10, .align = FTL_ALIGN_ODD, .page_size = 4096,
 	.pages_per_block = 4, .oob_size = 48, .op_permille = 70,
 };
 static const struct ftl_create_opts geo_b = {
 	.size = 128 << 10, .align = FTL_ALIGN_1M, .page_size = 4096,
-	.pages_per_block = 8, .oob_size = 64, .op_permille = 1250,
+	.pages_per_block = 8, .oob_size = 64, .op_permille = 250,
 };
 
 static uint64_t xs(uint64_t *s)

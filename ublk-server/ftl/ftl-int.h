@@ -75,6 +75,8 @@ struct ftl {
 	uint64_t seq_gap;            /* a checkpoint at least every seq_gap
 	                                programs; recovery skips this far */
 	bool ckpt_due;
+	uint32_t gc_reserve;         /* free blocks only GC may take
+	                                (FTL_GC_RESERVE, less on tiny devices) */
 	uint64_t mapped;
 	uint64_t wl_erases;          /* erases since the last static-WL move */
 	uint32_t gc_batch, gc_batch_max; /* victims per forced sync (adaptive) */

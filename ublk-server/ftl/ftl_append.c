@@ -130,7 +130,7 @@ int ftl_streams_check(struct ftl *f)
 }
 
 /* Open a free block for stream @s.  The host stream leaves the last
- * FTL_GC_RESERVE free blocks to GC (-ENOSPC when only those are left)
+ * f->gc_reserve free blocks to GC (-ENOSPC when only those are left)
  * unless @dip (a retry after a failed program).  A free block that holds
  * anything (left by a crash, or stray bytes on the medium: checked for
  * every block, one OOB read) is erased first; one whose erase fails is
@@ -141,7 +141,7 @@ static int open_block(struct ftl *f, int s, bool dip)
 	int r;
 
 	for (;;) {
-		if (s == STREAM_HOST && !dip ? f->nfree <= FTL_GC_RESERVE
+		if (s == STREAM_HOST && !dip ? f->nfree <= f->gc_reserve
 					     : !f->nfree)
 			return -ENOSPC;
 		b = take_free(f, s != STREAM_HOST);
