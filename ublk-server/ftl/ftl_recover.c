@@ -284,6 +284,35 @@ static bool is_candidate(struct ftl *f, uint32_t b, bool full)
 }
 
 /*
+ * After the records are applied: a map entry into a block written since
+ * the checkpoint (@scanned) must point at a page whose OOB record is the
+ * data record of that logical page.  Anything else means the block was
+ * erased and reused while the record that moved the page away was lost
+ * (a damaged newest checkpoint, a damaged or lost page): the data is gone,
+ * the logical page reads as EIO (FTL_DAMAGED), never another page's data.
+ */
+static int stale_entries(struct ftl *f, const uint8_t *scanned)
+{
+	uint8_t oob[1024];
+	const struct ftl_oob *o = (const struct ftl_oob *)oob;
+
+	for (uint32_t l = 0; l < f->g.nlpn; l++) {
+		uint32_t p = f->map[l];
+		int r;
+
+		if (p >= FTL_DAMAGED || p >= (uint64_t)f->g.nblocks * f->g.ppb ||
+		    !scanned[p / f->g.ppb])
+			continue;
+		r = nand_read_oob(f->nand, p, oob);
+		if (r)
+			return r;
+		if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA || o->lpn != l)
+			f->map[l] = FTL_DAMAGED;
+	}
+	return 0;
+}
+
+/*
  * Bring the map loaded from the checkpoint up to date (or, with @full,
  * build it from nothing).  Every block written since ends up FULL, except
  * the newest block of each stream, which stays open past its last page.
@@ -295,9 +324,13 @@ int ftl_roll_forward(struct ftl *f, bool full)
 	uint64_t maxseq = f->seq, best_seq[FTL_NSTREAMS] = { 0 };
 	uint64_t flushed = full ? 0 : f->ckpt_seq;
 	uint32_t best[FTL_NSTREAMS], best_used[FTL_NSTREAMS];
+	uint8_t *scanned;
 	int r = 0;
 
 	f->rf_lost = f->rf_lost_trims = f->rf_lost_unknown = 0;
+	scanned = calloc(g->nblocks, 1);
+	if (!scanned)
+		return -ENOMEM;
 	for (unsigned s = 0; s < FTL_NSTREAMS; s++)
 		best[s] = FTL_NONE;
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks && !r; b++) {
@@ -307,6 +340,7 @@ int ftl_roll_forward(struct ftl *f, bool full)
 
 		if (!is_candidate(f, b, full))
 			continue;
+		scanned[b] = 1;
 		nand_set_block(f->nand, b, g->ppb, ec);  /* read everything */
 		r = scan_block(f, b, full ? 0 : f->ckpt_seq, &rs, &bmax, &ec,
 			       &used, &bs, &flushed);
@@ -367,6 +401,9 @@ int ftl_roll_forward(struct ftl *f, bool full)
 		}
 		f->trim_seq[x->ppn / g->ppb] = x->seq;
 	}
+	r = stale_entries(f, scanned);
+	if (r)
+		goto out;
 	/*
 	 * Each stream goes on in its newest block, past anything written
 	 * there, so a crash does not cost the rest of those blocks; but not
@@ -400,6 +437,7 @@ int ftl_roll_forward(struct ftl *f, bool full)
 	if (full)
 		f->seq = maxseq + f->seq_gap;
 out:
+	free(scanned);
 	free(rs.r);
 	free(rs.t);
 	return r;
