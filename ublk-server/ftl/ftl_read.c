@@ -15,8 +15,8 @@ static _Thread_local uint8_t rbuf[FTL_MAX_PAGE];
  * matches the whole page.  Anything else (an erased page, a page of
  * another logical page, bits the ECC did not catch) is -EILSEQ: never
  * served as good data (-EBADMSG: a codeword the ECC cannot correct).
- * When a codeword outside [a, b) is beyond the ECC
- * the requested sectors are served as the ECC read them.
+ * A partial read checks the page's stored bytes (nand_read_raw): the ECC
+ * model's errors and counts stay with the sectors asked for.
  */
 static int read_checked(struct ftl *f, uint32_t lpn, uint32_t ppn,
 			uint32_t a, uint32_t b, uint8_t *dst)
@@ -36,9 +36,9 @@ static int read_checked(struct ftl *f, uint32_t lpn, uint32_t ppn,
 	if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA || o->lpn != lpn)
 		return -EILSEQ;
 	if (a || b != ps) {
-		r = nand_read(f->nand, ppn, 0, rbuf, ps);
-		if (r == -EBADMSG)
-			return 0;       /* the ECC vouches for what was asked */
+		/* the stored page, past the ECC model: its read errors and
+		 * counters belong to the sectors asked for only */
+		r = nand_read_raw(f->nand, ppn, rbuf);
 		if (r)
 			return r;
 		page = rbuf;
