@@ -282,6 +282,62 @@ static void seq_wrap(void)
 	unlink(img);
 }
 
+/*
+ * Roll-forward checks sequence numbers against the log: a record above
+ * ckpt_seq + seq_gap (no page can be numbered past it) is damaged, even
+ * with a valid crc.  An older version of a logical page whose record was
+ * given such a number must not win over the newest one.
+ */
+static void seq_log(void)
+{
+	struct ftl_create_opts c = { .size = 1 << 20, .align = FTL_ALIGN_ODD,
+		.pages_per_block = 16 };
+	struct ftl_geom sg;
+	uint8_t buf[4096], *b;
+	struct ftl *f;
+	size_t n;
+	bool patched = false;
+	int r;
+
+	unlink(img);
+	T_CHECK(ftl_create(img, &c) == 0, "seq log: create");
+	ftl_create_opts_geom(&c, &sg);
+	T_CHECK(ftl_open(img, NULL, &f) == 0, "seq log: open");
+	for (int v = 1; v <= 2; v++) {
+		memset(buf, v, sizeof(buf));
+		T_CHECK(ftl_write(f, buf, 5 * 4096 - 512, 4096, 0) == 0,
+			"seq log: write version %d", v);
+		T_CHECK(ftl_flush(f) == 0, "seq log: flush");
+	}
+	ftl_abandon(f);                 /* a crash: the next open rolls forward */
+	b = load(&n);
+	for (uint64_t p = (uint64_t)sg.ckpt_blocks * sg.ppb;
+	     p < (uint64_t)sg.nblocks * sg.ppb && !patched; p++) {
+		struct ftl_oob *o = (struct ftl_oob *)(b + sg.oob_off + p * sg.oob);
+
+		if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA || o->lpn != 5 ||
+		    b[sg.flash_off + p * sg.ps] != 1)
+			continue;
+		o->seq = 1ull << 40;    /* below FTL_SEQ_MAX, far past the log */
+		o->crc = 0;
+		o->crc = oct_crc32c(0, o, sizeof(*o));
+		patched = true;
+	}
+	T_CHECK(patched, "seq log: version 1 found");
+	store(b, n);
+	free(b);
+	r = ftl_open(img, NULL, &f);
+	T_CHECK(r == 0, "seq log: open: %d", r);
+	if (!r) {
+		r = ftl_read(f, buf, 5 * 4096 - 512, 4096);
+		T_CHECK(r == 0 && buf[0] == 2, "seq log: logical page 5 reads "
+			"version %d (%d), not the older one with a wild seq",
+			buf[0], r);
+		ftl_close(f);
+	}
+	unlink(img);
+}
+
 /* Flash page holding logical page @lpn in image @b (DATA record, newest). */
 static int64_t page_of(const uint8_t *b, const struct ftl_geom *sg, uint32_t lpn)
 {
@@ -384,6 +440,7 @@ int main(void)
 	snprintf(img, sizeof(img), "%s/ftl-format.%d.img",
 		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
 	seq_wrap();
+	seq_log();
 	read_verify();
 	unlink(img);
 	T_CHECK(ftl_create(img, &c) == 0, "create");

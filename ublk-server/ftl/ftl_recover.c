@@ -118,11 +118,28 @@ static int lost_records(struct ftl *f, uint32_t b, uint64_t after,
 	return 0;
 }
 
-/* Collect the records of block @b newer than @after (those whose data
- * fails its crc flagged REC_BAD); raise *flushed to its flush records. */
+/*
+ * The highest sequence number a page can carry: pages are numbered at
+ * most seq_gap past the newest durable checkpoint (ftl_seq_room), so when
+ * roll-forward starts from the newest one (@after its seq, no damaged
+ * slot that may have held a newer one) a record above is damaged, however
+ * its crc came out; taken as the newest it would win over the real newest
+ * version.  A full scan has no log to check against: FTL_SEQ_MAX.
+ */
+static uint64_t seq_limit(const struct ftl *f, bool full)
+{
+	if (full || f->ckpt_fallback)
+		return FTL_SEQ_MAX;
+	return f->ckpt_seq + f->seq_gap;
+}
+
+/* Collect the records of block @b newer than @after and at most @limit
+ * (those whose data fails its crc flagged REC_BAD); raise *flushed to its
+ * flush records. */
 static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
-		      struct recs *rs, uint64_t *bmax, uint32_t *ec,
-		      uint32_t *used, int *bstream, uint64_t *flushed)
+		      uint64_t limit, struct recs *rs, uint64_t *bmax,
+		      uint32_t *ec, uint32_t *used, int *bstream,
+		      uint64_t *flushed)
 {
 	const struct ftl_geom *g = &f->g;
 	uint32_t maxr = (g->ps - sizeof(struct ftl_trim)) /
@@ -156,6 +173,8 @@ static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 		if (!ftl_oob_ok(o) ||
 		    (o->kind != FTL_OOB_DATA && o->kind != FTL_OOB_TRIM))
 			continue;
+		if (o->seq > limit)
+			continue;       /* past the log: a damaged record */
 		if (ftl_oob_flushed(o, g->oob) > *flushed)
 			*flushed = ftl_oob_flushed(o, g->oob);
 		if (o->seq <= after)
@@ -342,8 +361,9 @@ int ftl_roll_forward(struct ftl *f, bool full)
 			continue;
 		scanned[b] = 1;
 		nand_set_block(f->nand, b, g->ppb, ec);  /* read everything */
-		r = scan_block(f, b, full ? 0 : f->ckpt_seq, &rs, &bmax, &ec,
-			       &used, &bs, &flushed);
+		r = scan_block(f, b, full ? 0 : f->ckpt_seq,
+			       seq_limit(f, full), &rs, &bmax, &ec, &used, &bs,
+			       &flushed);
 		if (r)
 			break;
 		if (bmax && bs >= 0 && bs < (int)FTL_NSTREAMS &&
