@@ -18,12 +18,12 @@ struct base {
 
 static struct base bases[FZ_NBASES];
 
-/* Geometry A: odd, 64 KiB, 4 pages per block, 32-byte OOB (9 data blocks
+/* Geometry A: odd, 64 KiB, 4 pages per block, 48-byte OOB (9 data blocks
  * for 17 logical pages: GC and several checkpoints in a short workload).
  * Geometry B: 1 MiB mode, 128 KiB, 8 pages per block, 64-byte OOB. */
 static const struct ftl_create_opts geo_a = {
 	.size = 64 << 10, .align = FTL_ALIGN_ODD, .page_size = 4096,
-	.pages_per_block = 4, .oob_size = 32, .op_permille = 70,
+	.pages_per_block = 4, .oob_size = 48, .op_permille = 70,
 };
 static const struct ftl_create_opts geo_b = {
 	.size = 128 << 10, .align = FTL_ALIGN_1M, .page_size = 4096,

@@ -163,6 +163,79 @@ static void old_ckpt(void)
 	T_EQ_U64(fsck(false), 0, "old checkpoint: fsck after more writes");
 }
 
+/*
+ * Oracle images (tests/fuzz/found, image seeds 1017/3, 1028/3, 1013/4):
+ * an older checkpoint slot damaged on a clean image (repair rewrote too
+ * few slots: "1 damaged checkpoint" stayed, exit 4); one bit of an
+ * unwritten page's OOB past the open block's write pointer (called a NAND
+ * violation, and --repair could not fix it); two pages programmed at the
+ * wrong address (repair said repaired, then 4 writes programmed a block
+ * holding a stray page: NAND rule broken).  --repair must end clean, and
+ * the repaired image must take writes and stay clean.
+ */
+static void oracle_repair(const char *name)
+{
+	struct ftl *f = NULL;
+	int r;
+
+	unpack(name);
+	r = fsck(true);
+	T_CHECK(r == 0 || r == 1, "%s: fsck --repair: %d", name, r);
+	T_EQ_U64(fsck(false), 0, "%s: fsck after repair", name);
+	T_CHECK(ftl_open(img, NULL, &f) == 0, "%s: open", name);
+	if (!f)
+		return;
+	write_some(f, 16, name);
+	check_stats(f, name);
+	T_CHECK(ftl_close(f) == 0, "%s: close", name);
+	T_EQ_U64(fsck(false), 0, "%s: fsck after repair and writes", name);
+}
+
+/*
+ * Oracle images 1031/6 (one bit of the newest checkpoint header: open
+ * rolls forward from the one before) and 1036/4 (a block erased): a map
+ * entry of the older checkpoint pointed into a block erased and reused
+ * since, and sector 63 served sector 127's data.  After the open, every
+ * entry into a flash page must match that page's OOB record (or be
+ * FTL_DAMAGED: reads fail with EIO), and reads never fail otherwise.
+ */
+static void stale_entry(const char *name)
+{
+	struct ftl_open_opts ro = { .readonly = true };
+	uint8_t oob[1024], buf[4096];
+	const struct ftl_oob *o = (const struct ftl_oob *)oob;
+	struct ftl *f = NULL;
+	uint32_t bad = 0, damaged = 0;
+
+	unpack(name);
+	T_CHECK(ftl_open(img, &ro, &f) == 0, "%s: open", name);
+	if (!f)
+		return;
+	for (uint32_t l = 0; l < f->g.nlpn; l++) {
+		uint32_t p = f->map[l];
+
+		if (p == FTL_DAMAGED)
+			damaged++;
+		if (p >= FTL_DAMAGED)
+			continue;
+		if (nand_read_oob(f->nand, p, oob) || !ftl_oob_ok(o) ||
+		    o->kind != FTL_OOB_DATA || o->lpn != l) {
+			fprintf(stderr, "%s: logical page %u -> flash page %u: "
+				"not its record\n", name, l, p);
+			bad++;
+		}
+	}
+	T_EQ_U64(bad, 0, "%s: map entries into pages of other records", name);
+	T_CHECK(damaged > 0, "%s: the lost pages are FTL_DAMAGED", name);
+	for (uint64_t off = 0; off + 4096 <= ftl_size(f); off += 4096) {
+		int r = ftl_read(f, buf, off, 4096);
+
+		T_CHECK(r == 0 || r == -EIO, "%s: read at %llu: %d", name,
+			(unsigned long long)off, r);
+	}
+	ftl_close(f);
+}
+
 static void fill(uint8_t *p, uint32_t lpn, int version)
 {
 	for (int i = 0; i < 4096; i++)
@@ -321,6 +394,13 @@ int main(void)
 	enospc_gc();
 	eio();
 	old_ckpt();
+	oracle_repair("oracle-old-slot");
+	oracle_repair("oracle-stray-past-wp");
+	oracle_repair("oracle-misdirected-repair");
+	oracle_repair("oracle-1000-1");
+	stale_entry("oracle-stale-entry");
+	stale_entry("oracle-stale-entry-lost-block");
+	oracle_repair("oracle-1115-6");
 	flushed_damage();
 	old_slot_damaged();
 	unlink(img);

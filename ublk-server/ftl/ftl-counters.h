@@ -12,7 +12,9 @@
  * v1 checkpoint header has no room for them); they still appear in stats:
  * program/erase failures, bits the ECC corrected, codewords beyond it
  * (the fault model, nand-fault.h), reads retried after an uncorrectable
- * result, pages rewritten by scrub, pages moved off retired blocks.
+ * result, pages rewritten by scrub, pages moved off retired blocks, host
+ * page reads failed because the page did not match its OOB record (lpn,
+ * data CRC: an erased page, another page's data, bits the ECC missed).
  */
 #ifndef OCTANT_FTL_COUNTERS_H
 #define OCTANT_FTL_COUNTERS_H
@@ -40,6 +42,7 @@
 	X(ecc_uncorrectable,    NAND_ecc_uncorrectable)  \
 	X(read_retries,         ENG)   \
 	X(scrubbed_pages,       ENG)   \
-	X(bad_relocations,      ENG)
+	X(bad_relocations,      ENG)   \
+	X(read_crc_errors,      ENG)
 
 #endif

@@ -75,6 +75,8 @@ struct ftl {
 	uint64_t seq_gap;            /* a checkpoint at least every seq_gap
 	                                programs; recovery skips this far */
 	bool ckpt_due;
+	uint32_t gc_reserve;         /* free blocks only GC may take
+	                                (FTL_GC_RESERVE, less on tiny devices) */
 	uint64_t mapped;
 	uint64_t wl_erases;          /* erases since the last static-WL move */
 	uint32_t gc_batch, gc_batch_max; /* victims per forced sync (adaptive) */
@@ -155,6 +157,7 @@ int ftl_roll_forward(struct ftl *f, bool full_scan);
  * nand only (never GC or checkpoints).  f->lock held. */
 int ftl_sync(struct ftl *f);
 bool ftl_stream_needs_block(const struct ftl *f, int stream);
+int ftl_streams_check(struct ftl *f);
 bool ftl_seq_room(const struct ftl *f, uint64_t n);
 int ftl_alloc_page(struct ftl *f, int stream, uint64_t *ppn);
 int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,

@@ -85,28 +85,69 @@ bool ftl_stream_needs_block(const struct ftl *f, int s)
 	return f->st[s].blk == FTL_NONE || f->st[s].wp >= f->g.ppb;
 }
 
+/* Does block @b hold anything (a non-blank OOB) from page @from on?
+ * Uses oobbuf2 (a relocation may be walking oobbuf). */
+static int holds_past(struct ftl *f, uint32_t b, uint32_t from, bool *any)
+{
+	const struct ftl_geom *g = &f->g;
+	int r;
+
+	*any = false;
+	if (from >= g->ppb || nand_block_oob_hole(f->nand, b))
+		return 0;
+	r = nand_read_block_oob(f->nand, b, f->oobbuf2);
+	for (size_t i = (size_t)from * g->oob;
+	     !r && i < (size_t)g->ppb * g->oob && !*any; i++)
+		*any = f->oobbuf2[i] != 0;
+	return r;
+}
+
+/*
+ * After a mount: a stream's open block that holds something past its
+ * write pointer (stray bytes: the medium changed, or pages a crash left)
+ * is closed (FULL; GC reclaims it) rather than programmed over.
+ */
+int ftl_streams_check(struct ftl *f)
+{
+	for (unsigned s = 0; s < FTL_NSTREAMS; s++) {
+		struct ftl_stream *st = &f->st[s];
+		bool any;
+		int r;
+
+		if (st->blk == FTL_NONE || st->wp >= f->g.ppb)
+			continue;
+		r = holds_past(f, st->blk, st->wp, &any);
+		if (r)
+			return r;
+		if (!any)
+			continue;
+		f->state[st->blk] = FTL_BLK_FULL;
+		nand_set_block(f->nand, st->blk, f->g.ppb,
+			       nand_block_ec(f->nand, st->blk));
+		st->blk = FTL_NONE;
+	}
+	return 0;
+}
+
 /* Open a free block for stream @s.  The host stream leaves the last
- * FTL_GC_RESERVE free blocks to GC (-ENOSPC when only those are left)
- * unless @dip (a retry after a failed program).  A free block left dirty
- * by a crash is erased first; one whose erase fails is retired. */
+ * f->gc_reserve free blocks to GC (-ENOSPC when only those are left)
+ * unless @dip (a retry after a failed program).  A free block that holds
+ * anything (left by a crash, or stray bytes on the medium: checked for
+ * every block, one OOB read) is erased first; one whose erase fails is
+ * retired. */
 static int open_block(struct ftl *f, int s, bool dip)
 {
 	uint32_t b;
 	int r;
 
 	for (;;) {
-		if (s == STREAM_HOST && !dip ? f->nfree <= FTL_GC_RESERVE
+		if (s == STREAM_HOST && !dip ? f->nfree <= f->gc_reserve
 					     : !f->nfree)
 			return -ENOSPC;
 		b = take_free(f, s != STREAM_HOST);
-		if (!f->fdirty[b])
-			break;
-		/* after a crash: erase it if anything is left in it */
+		/* erase it if anything is left in it */
 		bool dirty = false;
-		/* (not oobbuf: a relocation may be walking it) */
-		r = nand_read_block_oob(f->nand, b, f->oobbuf2);
-		for (size_t i = 0; !r && i < (size_t)f->g.ppb * f->g.oob; i++)
-			dirty |= f->oobbuf2[i] != 0;
+		r = holds_past(f, b, 0, &dirty);
 		if (!r && dirty)
 			r = nand_erase(f->nand, b);
 		if (r == -NAND_EFAIL) {

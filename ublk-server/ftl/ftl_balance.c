@@ -38,16 +38,16 @@ int ftl_balance(struct ftl *f)
 		 * limit (at most a block each): with the host's share of
 		 * free blocks only, as they free nothing; else later */
 		r = 0;
-		if (f->nfree > FTL_GC_RESERVE)
+		if (f->nfree > f->gc_reserve)
 			r = ftl_bb_retire(f);
-		if (!r && f->nfree > FTL_GC_RESERVE)
+		if (!r && f->nfree > f->gc_reserve)
 			r = ftl_scrub_run(f);
 		if (r && r != -ENOSPC)
 			return r;
 		if (f->worn_out)
 			return -EROFS;
 		if (!ftl_stream_needs_block(f, STREAM_HOST) ||
-		    f->nfree > FTL_GC_RESERVE)
+		    f->nfree > f->gc_reserve)
 			return 0;
 		r = ftl_gc_free_space(f);
 		if (r == -ENOSPC && f->nbbt) {

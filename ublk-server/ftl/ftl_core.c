@@ -50,6 +50,18 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 		f->st[s].blk = FTL_NONE;
 	f->ckpt_interval = g->data_blocks / 4 > 16 ? g->data_blocks / 4 : 16;
 	f->seq_gap = 2ull * f->ckpt_interval * g->ppb;
+	/* GC's reserve: FTL_GC_RESERVE, less on devices whose spare blocks
+	 * cannot hold it, two open blocks and two of slack (with 3 on 4
+	 * spare blocks a full device left the host stream nothing: ENOSPC
+	 * for ever); at least 2 (with 1, a crash could leave every block
+	 * full and GC nowhere to copy to).  Runtime policy only. */
+	{
+		uint32_t spare = g->data_blocks - (g->nlpn + g->ppb - 1) / g->ppb;
+
+		f->gc_reserve = spare >= FTL_GC_RESERVE + FTL_NSTREAMS + 2 ?
+				FTL_GC_RESERVE :
+				spare > FTL_NSTREAMS + 3 ? spare - FTL_NSTREAMS - 2 : 2;
+	}
 	f->gc_batch = 1;
 	f->gc_batch_max = (g->data_blocks - (g->nlpn + g->ppb - 1) / g->ppb) / 8;
 	if (f->gc_batch_max < 1)
@@ -187,6 +199,8 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 	f->base.last_mount_us = (uint32_t)(f->mount_ms * 1000);
 	pthread_mutex_lock(&f->lock);
 	r = ftl_bb_sync(f);
+	if (!r)
+		r = ftl_streams_check(f);
 	if (r)
 		goto unlock;
 	if (f->mount_kind == FTL_MOUNT_CLEAN)

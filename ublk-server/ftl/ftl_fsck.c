@@ -131,9 +131,11 @@ static int check_blocks(struct ftl *f, struct fsck *k)
 			finding(k, false, "free block %u holds stale pages left by "
 				"a crash (erased before reuse)", b);
 		else
-			finding(k, !k->dirty, "block %u: pages programmed past its "
-				"write pointer %u%s", b, from, k->dirty ?
-				" (left by the crash)" : ": NAND rule broken");
+			finding(k, !k->dirty, "block %u: %s past its write "
+				"pointer %u%s", b, k->dirty ? "pages programmed" :
+				"data", from, k->dirty ? " (left by the crash)" :
+				" (the medium changed, or a NAND rule was broken; "
+				"--repair closes the block)");
 	}
 out:
 	free(seen);
@@ -357,9 +359,9 @@ static int repair(const char *path, struct fsck *k)
 	pthread_mutex_lock(&f->lock);
 	for (uint32_t i = 0; i < k->nbad; i++)
 		ftl_map_unset(f, k->bad_lpn[i]);
-	/* the open wrote one checkpoint, the close writes one: two more
-	 * and every slot holds a fresh one (none left damaged) */
-	for (int i = 0; !r && i < (int)FTL_CKPT_SLOTS - 2; i++)
+	/* the close writes one more: then every slot holds a fresh one
+	 * (none left damaged; a clean open writes only a mount marker) */
+	for (int i = 0; !r && i < (int)FTL_CKPT_SLOTS - 1; i++)
 		r = ftl_ckpt_write(f, false);
 	pthread_mutex_unlock(&f->lock);
 	if (r) {

@@ -242,7 +242,7 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 /* Make room: collect a few victims, then one durable erase round. */
 int ftl_gc_free_space(struct ftl *f)
 {
-	uint32_t target = FTL_GC_RESERVE + 2;
+	uint32_t target = f->gc_reserve + 2;
 	bool synced = true;
 	int r;
 
@@ -273,7 +273,7 @@ int ftl_gc_free_space(struct ftl *f)
 		if (synced)
 			break;          /* erasing needs no sync: done */
 		/* a sync is due anyway: make it free several blocks */
-		target = FTL_GC_RESERVE + 1 + f->gc_batch;
+		target = f->gc_reserve + 1 + f->gc_batch;
 	}
 	if (!f->npend)
 		return -ENOSPC;

@@ -245,8 +245,12 @@ bool ftl_oob_ok(const struct ftl_oob *o)
 {
 	struct ftl_oob t = *o;
 
+	/* a sequence number (or generation) at or past FTL_SEQ_MAX was never
+	 * written (ckpt_write refuses first): the record is damaged, however
+	 * its crc came out; taken as the newest it wrapped the counter */
 	if (t.magic != FTL_OOB_MAGIC || t.version != FTL_FMT_VERSION ||
-	    t.kind < FTL_OOB_DATA || t.kind > FTL_OOB_MOUNT)
+	    t.kind < FTL_OOB_DATA || t.kind > FTL_OOB_MOUNT ||
+	    t.seq >= FTL_SEQ_MAX)
 		return false;
 	t.crc = 0;
 	return oct_crc32c(0, &t, sizeof(t)) == o->crc;

@@ -1,16 +1,74 @@
 /* SPDX-License-Identifier: MIT */
-/* The read path: lock-free map lookups, one pread per page touched. */
+/* The read path: lock-free map lookups, each page checked against its OOB. */
 #include <errno.h>
 #include <string.h>
 
+#include "crc32c.h"
 #include "ftl-int.h"
+
+/* per-thread page buffer for partial reads (no allocation per I/O) */
+static _Thread_local uint8_t rbuf[FTL_MAX_PAGE];
+
+/*
+ * Read [a, b) of logical page @lpn from flash page @ppn into @dst and check
+ * the page against its OOB record: a DATA record for @lpn whose data CRC
+ * matches the whole page.  Anything else (an erased page, a page of
+ * another logical page, bits the ECC did not catch) is -EILSEQ: never
+ * served as good data (-EBADMSG: a codeword the ECC cannot correct).
+ * A partial read checks the page's stored bytes (nand_read_raw): the ECC
+ * model's errors and counts stay with the sectors asked for.
+ */
+static int read_checked(struct ftl *f, uint32_t lpn, uint32_t ppn,
+			uint32_t a, uint32_t b, uint8_t *dst)
+{
+	uint8_t oob[1024];
+	const struct ftl_oob *o = (const struct ftl_oob *)oob;
+	uint32_t ps = f->g.ps;
+	const uint8_t *page = dst;
+	int r;
+
+	r = ftl_read_page(f, lpn, ppn, a, dst, b - a);
+	if (r)
+		return r;
+	r = nand_read_oob(f->nand, ppn, oob);
+	if (r)
+		return r;
+	if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA || o->lpn != lpn)
+		return -EILSEQ;
+	if (a || b != ps) {
+		/* the stored page, past the ECC model: its read errors and
+		 * counters belong to the sectors asked for only */
+		r = nand_read_raw(f->nand, ppn, rbuf);
+		if (r)
+			return r;
+		page = rbuf;
+	}
+	return oct_crc32c(0, page, ps) == o->data_crc ? 0 : -EILSEQ;
+}
+
+/* Read [a, b) of logical page @lpn as the map says now. */
+static int read_lpn(struct ftl *f, uint32_t lpn, uint32_t a, uint32_t b,
+		    uint8_t *d)
+{
+	uint32_t ppn = ftl_map_get(f, lpn);
+
+	if (ppn == FTL_UNMAPPED) {
+		memset(d, 0, b - a);
+		return 0;
+	}
+	if (ppn == FTL_DAMAGED)
+		return -EIO;    /* flushed data lost to media damage */
+	return read_checked(f, lpn, ppn, a, b, d);
+}
 
 /*
  * Read @len bytes at logical byte @off.  Unmapped pages read as zeroes,
- * pages recovery found damaged fail with EIO.
+ * pages recovery found damaged fail with EIO, and so does a page that does
+ * not match its OOB record (counted as read_crc_errors).
  * Erases wait for readers (io_rw), so a looked-up page stays valid while
- * it is read.  Only the codewords the request covers are read, so a read
- * fails (-EIO) exactly when it covers a sector the ECC cannot correct.
+ * it is read.  Only the codewords the request covers decide ECC failures,
+ * so a read fails (-EIO) exactly when it covers a sector the ECC cannot
+ * correct.
  */
 int ftl_read(struct ftl *f, void *buf, uint64_t off, size_t len)
 {
@@ -29,19 +87,25 @@ int ftl_read(struct ftl *f, void *buf, uint64_t off, size_t len)
 	for (uint64_t p = mo / ps; p <= (end - 1) / ps && !r; p++) {
 		uint64_t lo = p * ps, a = mo > lo ? mo - lo : 0;
 		uint64_t b = end < lo + ps ? end - lo : ps;
-		uint32_t ppn = ftl_map_get(f, (uint32_t)p);
+		uint8_t *d = dst + (lo + a - mo);
 
-		if (ppn == FTL_UNMAPPED)
-			memset(dst + (lo + a - mo), 0, b - a);
-		else if (ppn == FTL_DAMAGED)
-			r = -EIO;       /* flushed data lost to media damage */
-		else
-			r = ftl_read_page(f, (uint32_t)p, ppn, (uint32_t)a,
-					  dst + (lo + a - mo),
-					  (uint32_t)(b - a));
+		r = read_lpn(f, (uint32_t)p, (uint32_t)a, (uint32_t)b, d);
+		if (r == -EILSEQ) {
+			/* a writer may have remapped the page, or be moving
+			 * OOB records between the nand's cache and the
+			 * medium: look again with writers held off (their
+			 * lock order: f->lock, then io_rw) */
+			pthread_rwlock_unlock(&f->io_rw);
+			pthread_mutex_lock(&f->lock);
+			pthread_rwlock_rdlock(&f->io_rw);
+			r = read_lpn(f, (uint32_t)p, (uint32_t)a, (uint32_t)b, d);
+			pthread_mutex_unlock(&f->lock);
+			if (r == -EILSEQ)
+				CADD(f, m.read_crc_errors, 1);
+		}
 	}
 	pthread_rwlock_unlock(&f->io_rw);
 	if (!r)
 		CADD(f, m.host_read_sectors, len / FTL_SECTOR);
-	return r == -EBADMSG ? -EIO : r;
+	return r == -EBADMSG || r == -EILSEQ ? -EIO : r;
 }

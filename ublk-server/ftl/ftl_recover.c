@@ -118,11 +118,28 @@ static int lost_records(struct ftl *f, uint32_t b, uint64_t after,
 	return 0;
 }
 
-/* Collect the records of block @b newer than @after (those whose data
- * fails its crc flagged REC_BAD); raise *flushed to its flush records. */
+/*
+ * The highest sequence number a page can carry: pages are numbered at
+ * most seq_gap past the newest durable checkpoint (ftl_seq_room), so when
+ * roll-forward starts from the newest one (@after its seq, no damaged
+ * slot that may have held a newer one) a record above is damaged, however
+ * its crc came out; taken as the newest it would win over the real newest
+ * version.  A full scan has no log to check against: FTL_SEQ_MAX.
+ */
+static uint64_t seq_limit(const struct ftl *f, bool full)
+{
+	if (full || f->ckpt_fallback)
+		return FTL_SEQ_MAX;
+	return f->ckpt_seq + f->seq_gap;
+}
+
+/* Collect the records of block @b newer than @after and at most @limit
+ * (those whose data fails its crc flagged REC_BAD); raise *flushed to its
+ * flush records. */
 static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
-		      struct recs *rs, uint64_t *bmax, uint32_t *ec,
-		      uint32_t *used, int *bstream, uint64_t *flushed)
+		      uint64_t limit, struct recs *rs, uint64_t *bmax,
+		      uint32_t *ec, uint32_t *used, int *bstream,
+		      uint64_t *flushed)
 {
 	const struct ftl_geom *g = &f->g;
 	uint32_t maxr = (g->ps - sizeof(struct ftl_trim)) /
@@ -156,6 +173,8 @@ static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 		if (!ftl_oob_ok(o) ||
 		    (o->kind != FTL_OOB_DATA && o->kind != FTL_OOB_TRIM))
 			continue;
+		if (o->seq > limit)
+			continue;       /* past the log: a damaged record */
 		if (ftl_oob_flushed(o, g->oob) > *flushed)
 			*flushed = ftl_oob_flushed(o, g->oob);
 		if (o->seq <= after)
@@ -284,6 +303,35 @@ static bool is_candidate(struct ftl *f, uint32_t b, bool full)
 }
 
 /*
+ * After the records are applied: a map entry into a block written since
+ * the checkpoint (@scanned) must point at a page whose OOB record is the
+ * data record of that logical page.  Anything else means the block was
+ * erased and reused while the record that moved the page away was lost
+ * (a damaged newest checkpoint, a damaged or lost page): the data is gone,
+ * the logical page reads as EIO (FTL_DAMAGED), never another page's data.
+ */
+static int stale_entries(struct ftl *f, const uint8_t *scanned)
+{
+	uint8_t oob[1024];
+	const struct ftl_oob *o = (const struct ftl_oob *)oob;
+
+	for (uint32_t l = 0; l < f->g.nlpn; l++) {
+		uint32_t p = f->map[l];
+		int r;
+
+		if (p >= FTL_DAMAGED || p >= (uint64_t)f->g.nblocks * f->g.ppb ||
+		    !scanned[p / f->g.ppb])
+			continue;
+		r = nand_read_oob(f->nand, p, oob);
+		if (r)
+			return r;
+		if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA || o->lpn != l)
+			f->map[l] = FTL_DAMAGED;
+	}
+	return 0;
+}
+
+/*
  * Bring the map loaded from the checkpoint up to date (or, with @full,
  * build it from nothing).  Every block written since ends up FULL, except
  * the newest block of each stream, which stays open past its last page.
@@ -295,9 +343,13 @@ int ftl_roll_forward(struct ftl *f, bool full)
 	uint64_t maxseq = f->seq, best_seq[FTL_NSTREAMS] = { 0 };
 	uint64_t flushed = full ? 0 : f->ckpt_seq;
 	uint32_t best[FTL_NSTREAMS], best_used[FTL_NSTREAMS];
+	uint8_t *scanned;
 	int r = 0;
 
 	f->rf_lost = f->rf_lost_trims = f->rf_lost_unknown = 0;
+	scanned = calloc(g->nblocks, 1);
+	if (!scanned)
+		return -ENOMEM;
 	for (unsigned s = 0; s < FTL_NSTREAMS; s++)
 		best[s] = FTL_NONE;
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks && !r; b++) {
@@ -307,9 +359,11 @@ int ftl_roll_forward(struct ftl *f, bool full)
 
 		if (!is_candidate(f, b, full))
 			continue;
+		scanned[b] = 1;
 		nand_set_block(f->nand, b, g->ppb, ec);  /* read everything */
-		r = scan_block(f, b, full ? 0 : f->ckpt_seq, &rs, &bmax, &ec,
-			       &used, &bs, &flushed);
+		r = scan_block(f, b, full ? 0 : f->ckpt_seq,
+			       seq_limit(f, full), &rs, &bmax, &ec, &used, &bs,
+			       &flushed);
 		if (r)
 			break;
 		if (bmax && bs >= 0 && bs < (int)FTL_NSTREAMS &&
@@ -367,6 +421,9 @@ int ftl_roll_forward(struct ftl *f, bool full)
 		}
 		f->trim_seq[x->ppn / g->ppb] = x->seq;
 	}
+	r = stale_entries(f, scanned);
+	if (r)
+		goto out;
 	/*
 	 * Each stream goes on in its newest block, past anything written
 	 * there, so a crash does not cost the rest of those blocks; but not
@@ -400,6 +457,7 @@ int ftl_roll_forward(struct ftl *f, bool full)
 	if (full)
 		f->seq = maxseq + f->seq_gap;
 out:
+	free(scanned);
 	free(rs.r);
 	free(rs.t);
 	return r;

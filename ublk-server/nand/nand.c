@@ -128,6 +128,22 @@ int nand_read(struct nand *n, uint64_t ppn, uint32_t off, void *buf,
 	return nand_read_ecc(n, ppn, off, buf, len, NULL);
 }
 
+/* The stored bytes of a whole page, past the fault model (see nand.h). */
+int nand_read_raw(struct nand *n, uint64_t ppn, void *buf)
+{
+	uint32_t blk = (uint32_t)(ppn / n->g.ppb), pg = (uint32_t)(ppn % n->g.ppb);
+
+	if (blk >= n->g.nblocks)
+		return -EINVAL;
+	CNT_ADD(n, reads);
+	if (pg >= __atomic_load_n(&n->wp[blk], __ATOMIC_ACQUIRE)) {
+		memset(buf, 0xff, n->g.page_size);
+		return 0;
+	}
+	return n->b->ops->pread(n->b, buf, n->g.page_size,
+				n->g.flash_off + ppn * n->g.page_size);
+}
+
 /* Read part of a page through the ECC (see nand.h). */
 int nand_read_ecc(struct nand *n, uint64_t ppn, uint32_t off, void *buf,
 		  uint32_t len, struct nand_ecc *e)

@@ -126,6 +126,10 @@ int nand_read(struct nand *n, uint64_t ppn, uint32_t off, void *buf,
 /* The same, reporting what the ECC did in @e (may be NULL). */
 int nand_read_ecc(struct nand *n, uint64_t ppn, uint32_t off, void *buf,
 		  uint32_t len, struct nand_ecc *e);
+/* The bytes stored in a whole page (0xff past the write pointer), without
+ * the fault model's read errors or injection: what a page's CRC was
+ * computed over (the FTL checks partial reads against it). */
+int nand_read_raw(struct nand *n, uint64_t ppn, void *buf);
 /* Raw OOB of one page / of all ppb pages of a block (no erased check). */
 int nand_read_oob(struct nand *n, uint64_t ppn, void *oob);
 int nand_read_block_oob(struct nand *n, uint32_t blk, void *buf);
