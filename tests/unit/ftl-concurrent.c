@@ -71,16 +71,7 @@ static void *churn(void *arg)
 
 	(void)arg;
 	memset(b, 0x5a, 65536);
-	/* go on after the RMW threads until GC has run (how far the churn
-	 * got meanwhile depends on the machine's load) */
-	for (;;) {
-		struct ftl_stats st;
-
-		if (stop) {
-			ftl_stats_get(f, &st);
-			if (st.gc_relocations)
-				break;
-		}
+	while (!stop) {
 		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
 		uint64_t off = 65536 + (x % ((size - 131072) / 4096)) * 4096;
 		if (ftl_write(f, b, off, 4096 << (x % 4), 0))
