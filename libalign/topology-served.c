@@ -39,6 +39,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include "align-private.h"
+#include "oct-proc.h"
 
 #define SRV_PATH 4096
 
@@ -204,31 +205,16 @@ static bool srv_loop_is_ours(const struct srv_entry *e)
 /* ublk: the recorded server holds /dev/ublkcN (N of /dev/ublkbN) open. */
 static bool srv_ublk_is_ours(const struct srv_entry *e)
 {
-	char cpath[64], fdir[64], link[400];
-	struct stat cst, st;
-	struct dirent *de;
+	char cpath[64];
+	struct stat cst;
 	unsigned id;
-	bool ours = false;
-	DIR *d;
 
 	if (sscanf(e->dev, "/dev/ublkb%u", &id) != 1)
 		return false;
 	snprintf(cpath, sizeof(cpath), "/dev/ublkc%u", id);
 	if (stat(cpath, &cst) < 0 || !S_ISCHR(cst.st_mode))
 		return false;
-	snprintf(fdir, sizeof(fdir), "/proc/%ld/fd", e->pid);
-	d = opendir(fdir);
-	if (!d)
-		return false;
-	while (!ours && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(link, sizeof(link), "%s/%s", fdir, de->d_name);
-		ours = stat(link, &st) == 0 && S_ISCHR(st.st_mode) &&
-		       st.st_rdev == cst.st_rdev;
-	}
-	closedir(d);
-	return ours;
+	return oct_pid_holds_chr(e->pid, cst.st_rdev);
 }
 
 /* dm: the dm device's only slave is device @lower. */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "loop.h"
+#include "oct-proc.h"
 #include "serve.h"
 
 static const char *const serve_files[] = { "pid", "image", "dev", "frontend",
@@ -213,30 +214,6 @@ int serve_entry_load(const char *dir, struct serve_entry *e)
 	return 0;
 }
 
-/* Does process @pid hold character device @rdev open? */
-static bool serve_pid_holds(long pid, dev_t rdev)
-{
-	char fdir[64], link[400];
-	struct dirent *de;
-	struct stat st;
-	bool held = false;
-	DIR *d;
-
-	snprintf(fdir, sizeof(fdir), "/proc/%ld/fd", pid);
-	d = opendir(fdir);
-	if (!d)
-		return false;
-	while (!held && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(link, sizeof(link), "%s/%s", fdir, de->d_name);
-		held = stat(link, &st) == 0 && S_ISCHR(st.st_mode) &&
-		       st.st_rdev == rdev;
-	}
-	closedir(d);
-	return held;
-}
-
 /* Is ublk device @e->dev (/dev/ublkbN) still @e's?  A live server holds
  * its /dev/ublkcN open; a dead server's device (left for `serve
  * --recover`) is held by nobody, so a device some process serves is
@@ -244,11 +221,8 @@ static bool serve_pid_holds(long pid, dev_t rdev)
 static bool serve_entry_ublk_ok(const struct serve_entry *e)
 {
 	char cpath[64];
-	struct dirent *de;
 	struct stat cst;
 	unsigned id;
-	bool other = false;
-	DIR *d;
 
 	if (sscanf(e->dev, "/dev/ublkb%u", &id) != 1)
 		return true;          /* neither loop nor ublk: nothing to check */
@@ -256,20 +230,8 @@ static bool serve_entry_ublk_ok(const struct serve_entry *e)
 	if (stat(cpath, &cst) < 0 || !S_ISCHR(cst.st_mode))
 		return false;
 	if (e->live)
-		return serve_pid_holds(e->pid, cst.st_rdev);
-	d = opendir("/proc");
-	if (!d)
-		return false;
-	while (!other && (de = readdir(d))) {
-		char *end;
-		long pid = strtol(de->d_name, &end, 10);
-
-		if (*end || pid <= 0)
-			continue;
-		other = serve_pid_holds(pid, cst.st_rdev);
-	}
-	closedir(d);
-	return !other;
+		return oct_pid_holds_chr(e->pid, cst.st_rdev);
+	return !oct_any_holds_chr(cst.st_rdev);
 }
 
 /* Is @e->dev still @e's device?  A loop device: is it bound to @e's FUSE file?  Checked by the
