@@ -131,17 +131,13 @@ static void run(double bad_rate, int cuts, uint64_t seed0)
 	if (r || !f)
 		goto out;
 	while (done < goal && !t_failures) {
-		uint64_t k = rnd() % 100;
-		uint32_t len = (uint32_t)(1 + rnd() % (k < 40 ? 8 : 128)) * 512;
-		uint32_t off = (uint32_t)(rnd() % ((SIZE - len) / 512 + 1)) * 512;
+		uint64_t k;
+		uint32_t len, off;
 
-		if (rnd() % 2)
-			off &= ~4095u;
+		pick_op(&k, &len, &off);
 		if (k < 75) {
 			bool fua = k < 5;
-			uint32_t id = next_id++;
-			for (uint32_t s = 0; s < len / 512; s++)
-				stamp(w + s * 512, id, off / 512 + s);
+			uint32_t id = stamp_write(w, off, len);
 			for (uint32_t s = off / 512; s < (off + len) / 512; s++)
 				push(s, id);
 			r = ftl_write(f, w, off, len, fua ? FTL_FUA : 0);

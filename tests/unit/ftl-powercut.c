@@ -48,9 +48,7 @@ static void second_cut(struct ftl *g, struct nand_backing *m, uint64_t isz,
 	for (int i = 0; i < 6; i++) {
 		uint32_t len = (uint32_t)(1 + rnd() % 16) * 512;
 		uint32_t off = (uint32_t)(rnd() % ((SIZE - len) / 512 + 1)) * 512;
-		uint32_t id = next_id++;
-		for (uint32_t s = 0; s < len / 512; s++)
-			stamp(w + s * 512, id, off / 512 + s);
+		uint32_t id = stamp_write(w, off, len);
 		if (ftl_write(g, w, off, len, 0)) {
 			T_CHECK(0, "seed %llu: write after recovery failed",
 				(unsigned long long)seed);
@@ -217,19 +215,15 @@ static void run(uint64_t seed0, int cuts)
 		nand_mem_hold(b);
 		T_CHECK(ftl_open_backing(b, NULL, &f) == 0, "open");
 		for (int op = 0; done < cuts * (round + 1) / 2 && !t_failures; op++) {
-			uint64_t k = rnd() % 100;
-			uint32_t len = (uint32_t)(1 + rnd() % (k < 40 ? 8 : 128)) * 512;
-			uint32_t off = (uint32_t)(rnd() % ((SIZE - len) / 512 + 1)) * 512;
+			uint64_t k;
+			uint32_t len, off;
 
-			if (rnd() % 2)
-				off &= ~4095u;
+			pick_op(&k, &len, &off);
 			/* the history gets new values before the operation starts
 			 * (a cut inside it may show them), barriers after it */
 			if (k < 75) {
 				bool fua = k < 5;
-				uint32_t id = next_id++;
-				for (uint32_t s = 0; s < len / 512; s++)
-					stamp(w + s * 512, id, off / 512 + s);
+				uint32_t id = stamp_write(w, off, len);
 				for (uint32_t s = off / 512; s < (off + len) / 512; s++)
 					push(s, id);
 				T_CHECK(ftl_write(f, w, off, len, fua ? FTL_FUA : 0) == 0,

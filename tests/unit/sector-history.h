@@ -4,7 +4,8 @@
  * sector written carries a stamp (write id, sector number, a keyed
  * pattern), so a read tells which write it holds, zeroes, or garbage; the
  * history keeps the ids a sector may legitimately hold after a crash (the
- * newest durable one and every later one).  The includer defines NSECT.
+ * newest durable one and every later one).  The includer defines SIZE (the
+ * disk's bytes) and NSECT.
  * One translation unit per test, so the state is file-static here.
  */
 #ifndef OCTANT_SECTOR_HISTORY_H
@@ -90,6 +91,28 @@ static bool allowed(uint32_t sect, uint32_t id)
 		if (h[sect].v[i] == id)
 			return true;
 	return false;
+}
+
+/* The next workload operation: a kind k (0..99), a length and an offset
+ * (sector-aligned, half of them also 4K-aligned) inside the SIZE-byte
+ * disk the includer defines. */
+static void pick_op(uint64_t *k, uint32_t *len, uint32_t *off)
+{
+	*k = rnd() % 100;
+	*len = (uint32_t)(1 + rnd() % (*k < 40 ? 8 : 128)) * 512;
+	*off = (uint32_t)(rnd() % ((SIZE - *len) / 512 + 1)) * 512;
+	if (rnd() % 2)
+		*off &= ~4095u;
+}
+
+/* Stamp @len bytes at @w for a new write at @off; returns its id. */
+static uint32_t stamp_write(uint8_t *w, uint32_t off, uint32_t len)
+{
+	uint32_t id = next_id++;
+
+	for (uint32_t s = 0; s < len / 512; s++)
+		stamp(w + s * 512, id, off / 512 + s);
+	return id;
 }
 
 #endif
