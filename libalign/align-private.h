@@ -52,6 +52,11 @@ static inline int alignp_pow2(uint64_t v)
 ALIGNP_HIDDEN int alignp_image_read(int fd, struct align_topology *t,
 				    int *magic_seen);
 
+/* The first line of file @dir/@name into @buf (@len bytes), without its
+ * newline: 0, -errno when it cannot be opened, -ENODATA when empty. */
+ALIGNP_HIDDEN int alignp_read_line(const char *dir, const char *name,
+				   char *buf, size_t len);
+
 /* Greatest common divisor (0 with 0 gives 0). */
 static inline uint64_t alignp_gcd64(uint64_t a, uint64_t b)
 {

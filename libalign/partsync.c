@@ -38,17 +38,9 @@ struct ps_part {
 
 static int ps_read_u64(const char *dir, const char *name, uint64_t *v)
 {
-	char p[600], buf[32], *end;
-	FILE *f;
-	int r = 0;
+	char buf[32], *end;
+	int r = alignp_read_line(dir, name, buf, sizeof(buf));
 
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	f = fopen(p, "re");
-	if (!f)
-		return -errno;
-	if (!fgets(buf, sizeof(buf), f))
-		r = -EIO;
-	fclose(f);
 	if (r)
 		return r;
 	errno = 0;

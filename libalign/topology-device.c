@@ -20,24 +20,15 @@
 /* Read one integer from a sysfs file; 0 or -errno. */
 static int sysfs_read(const char *dir, const char *name, long long *v)
 {
-	char path[512], buf[64], *end;
-	FILE *f;
-	int r = 0;
+	char buf[64], *end;
+	int r = alignp_read_line(dir, name, buf, sizeof(buf));
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	if (!fgets(buf, sizeof(buf), f)) {
-		r = -EIO;
-		goto out;
-	}
+	if (r)
+		return r;
 	errno = 0;
 	*v = strtoll(buf, &end, 10);
-	if (errno || end == buf || (*end && *end != '\n'))
+	if (errno || end == buf || *end)
 		r = -EINVAL;
-out:
-	fclose(f);
 	return r;
 }
 

@@ -59,25 +59,6 @@ static const char *srv_base(void)
 	return b && *b ? b : "/run/octant";
 }
 
-/* One line of registry file @name in @dir, without the newline. */
-static int srv_get(const char *dir, const char *name, char *buf, size_t len)
-{
-	char p[SRV_PATH + 64];
-	FILE *f;
-	int r = 0;
-
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	f = fopen(p, "re");
-	if (!f)
-		return -errno;
-	if (!fgets(buf, (int)len, f))
-		r = -ENODATA;
-	fclose(f);
-	if (!r)
-		buf[strcspn(buf, "\n")] = '\0';
-	return r;
-}
-
 /* Is an exclusive flock held on the file (@dev, @ino)?  Read from
  * /proc/locks, so that looking never takes the lock itself (a server
  * starting at that moment would find it busy).  -errno if unreadable. */
@@ -135,12 +116,12 @@ static int srv_load(const char *dir, struct srv_entry *e)
 
 	memset(e, 0, sizeof(*e));
 	snprintf(e->dir, sizeof(e->dir), "%s", dir);
-	if (srv_get(dir, "pid", pid, sizeof(pid)) < 0 ||
-	    srv_get(dir, "image", e->image, sizeof(e->image)) < 0 ||
-	    srv_get(dir, "dev", e->dev, sizeof(e->dev)) < 0 ||
-	    srv_get(dir, "frontend", e->frontend, sizeof(e->frontend)) < 0)
+	if (alignp_read_line(dir, "pid", pid, sizeof(pid)) < 0 ||
+	    alignp_read_line(dir, "image", e->image, sizeof(e->image)) < 0 ||
+	    alignp_read_line(dir, "dev", e->dev, sizeof(e->dev)) < 0 ||
+	    alignp_read_line(dir, "frontend", e->frontend, sizeof(e->frontend)) < 0)
 		return -ENOENT;
-	if (srv_get(dir, "dm", e->dm, sizeof(e->dm)) < 0)
+	if (alignp_read_line(dir, "dm", e->dm, sizeof(e->dm)) < 0)
 		e->dm[0] = '\0';
 	errno = 0;
 	e->pid = strtol(pid, &end, 10);
