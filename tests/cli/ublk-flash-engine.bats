@@ -18,8 +18,9 @@ sum() { md5sum "$1" | cut -d' ' -f1; }
 	[ "$status" -eq 0 ]
 	run "$UBLK_FLASH" info "$IMG"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"alignment_offset:    3584"* ]]
-	[[ "$output" == *"logical size:        67108864 bytes"* ]]
+	[[ "$output" == *"alignment offset     3584 bytes"* ]]
+	[[ "$output" == *"logical size         64 MiB (67108864 bytes, 131072 sectors of 512)"* ]]
+	[[ "$output" == *"io_min               4 KiB"* ]]
 	run "$UBLK_FLASH" info "$IMG" --json
 	[ "$status" -eq 0 ]
 	[[ "$output" == *'"align":"odd"'* ]]

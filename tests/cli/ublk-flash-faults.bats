@@ -21,6 +21,10 @@ teardown() {
 	[[ "$output" == *" bad blocks ("*" factory, 0 grown)"* ]]
 	n=$(sed -n 's/^note: \([0-9]*\) bad blocks.*/\1/p' <<<"$output")
 	[ "$n" -gt 0 ]
+	# the findings in --json: one valid document, the note in it
+	run "$UBLK_FLASH" fsck "$IMG" --json
+	[ "$status" -eq 0 ]
+	python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["notes"] >= 1 and any("bad blocks" in f["what"] for f in d["findings"]), d' <<<"$output"
 	run "$UBLK_FLASH" stats "$IMG" --json
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"\"bad_blocks_factory\":$n,"* ]]

@@ -15,9 +15,11 @@
 
 #include "crc32c.h"
 #include "ftl-int.h"
+#include "oct-json.h"
 
 struct fsck {
 	FILE *log;            /* findings (memstream) */
+	struct oct_json jlog; /* --json: the findings array's inside, in log */
 	char *buf;
 	size_t len;
 	int problems, warnings, nfind;
@@ -43,11 +45,11 @@ static void finding(struct fsck *k, bool problem, const char *fmt, ...)
 	else
 		k->warnings++;
 	if (k->json) {
-		fprintf(k->log, "%s{\"problem\":%s,\"what\":\"", k->nfind ? "," : "",
-			problem ? "true" : "false");
-		for (char *p = line; *p; p++)
-			fprintf(k->log, *p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-		fputs("\"}", k->log);
+		/* one object of the "findings" array (report() copies it) */
+		oct_json_obj(&k->jlog, NULL);
+		oct_json_bool(&k->jlog, "problem", problem);
+		oct_json_str(&k->jlog, "what", line);
+		oct_json_end(&k->jlog);
 	} else {
 		fprintf(k->log, "%s: %s\n", problem ? "PROBLEM" : "note", line);
 	}
@@ -316,6 +318,7 @@ static void fsck_reset(struct fsck *k, bool json)
 	memset(k, 0, sizeof(*k));
 	k->json = json;
 	k->log = open_memstream(&k->buf, &k->len);
+	oct_json_init_list(&k->jlog, k->log);
 }
 
 /* Fix what check() found: superblock copy, dirty state, bad map entries,
@@ -375,12 +378,20 @@ static void report(struct fsck *k, FILE *out, bool repaired)
 {
 	fflush(k->log);
 	if (k->json) {
-		fprintf(out, "{\"clean\":%s,\"repaired\":%s,\"problems\":%d,"
-			"\"notes\":%d,\"checkpoint_gen\":%llu,\"mapped_pages\":%llu,"
-			"\"findings\":[%s]}\n", k->problems ? "false" : "true",
-			repaired ? "true" : "false", k->problems, k->warnings,
-			(unsigned long long)k->gen, (unsigned long long)k->mapped,
-			k->buf ? k->buf : "");
+		struct oct_json j;
+		oct_json_init(&j, out);
+		oct_json_obj(&j, NULL);
+		oct_json_bool(&j, "clean", !k->problems);
+		oct_json_bool(&j, "repaired", repaired);
+		oct_json_i64(&j, "problems", k->problems);
+		oct_json_i64(&j, "notes", k->warnings);
+		oct_json_u64(&j, "checkpoint_gen", k->gen);
+		oct_json_u64(&j, "mapped_pages", k->mapped);
+		oct_json_arr(&j, "findings");
+		/* the findings, written by the list writer k->jlog */
+		fputs(k->buf ? k->buf : "", out);
+		oct_json_end(&j);
+		oct_json_end(&j);
 		return;
 	}
 	fputs(k->buf ? k->buf : "", out);

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include "ftl-int.h"
+#include "oct-fmt.h"
+#include "oct-json.h"
 
 /*
  * Fill @info from the superblock of @path.  -EBADMSG corrupt (or too short
@@ -48,55 +50,63 @@ out:
 	return r;
 }
 
-/* Print @info as one JSON object or as "key: value" lines. */
+/* Print @info as one JSON object (raw numbers, bytes) or as an aligned
+ * table with units for a person. */
 void ftl_info_print(const struct ftl_info *i, FILE *out, bool json)
 {
-	char uuid[40];
+	char uuid[40], a[32], b[32];
 	const uint8_t *u = i->uuid;
+	const char *align = i->align == FTL_ALIGN_ODD ? "odd" : "1m";
+	struct oct_json j;
 
 	snprintf(uuid, sizeof(uuid),
 		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
 		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
 		 u[10], u[11], u[12], u[13], u[14], u[15]);
 	if (json) {
-		fprintf(out, "{\"align\":\"%s\",\"page_size\":%u,"
-			"\"pages_per_block\":%u,\"oob_size\":%u,\"nblocks\":%u,"
-			"\"op_permille\":%u,\"logical_size\":%llu,"
-			"\"flash_size\":%llu,\"image_size\":%llu,\"uuid\":\"%s\","
-			"\"logical_block_size\":%u,\"physical_block_size\":%u,"
-			"\"alignment_offset\":%u,\"io_min\":%u,\"io_opt\":%u}\n",
-			i->align == FTL_ALIGN_ODD ? "odd" : "1m", i->page_size,
-			i->pages_per_block, i->oob_size, i->nblocks,
-			i->op_permille, (unsigned long long)i->logical_size,
-			(unsigned long long)i->flash_size,
-			(unsigned long long)i->image_size, uuid, i->topo.logical,
-			i->topo.physical, i->topo.alignment_offset,
-			i->topo.io_min, i->topo.io_opt);
+		oct_json_init(&j, out);
+		oct_json_obj(&j, NULL);
+		oct_json_str(&j, "align", align);
+		oct_json_u64(&j, "page_size", i->page_size);
+		oct_json_u64(&j, "pages_per_block", i->pages_per_block);
+		oct_json_u64(&j, "oob_size", i->oob_size);
+		oct_json_u64(&j, "nblocks", i->nblocks);
+		oct_json_u64(&j, "op_permille", i->op_permille);
+		oct_json_u64(&j, "logical_size", i->logical_size);
+		oct_json_u64(&j, "flash_size", i->flash_size);
+		oct_json_u64(&j, "image_size", i->image_size);
+		oct_json_str(&j, "uuid", uuid);
+		oct_json_u64(&j, "logical_block_size", i->topo.logical);
+		oct_json_u64(&j, "physical_block_size", i->topo.physical);
+		oct_json_u64(&j, "alignment_offset", i->topo.alignment_offset);
+		oct_json_u64(&j, "io_min", i->topo.io_min);
+		oct_json_u64(&j, "io_opt", i->topo.io_opt);
+		oct_json_end(&j);
 		return;
 	}
-	fprintf(out,
-		"align:               %s (logical sector 0 at medium byte %u)\n"
-		"logical size:        %llu bytes (%llu sectors of 512)\n"
-		"page size:           %u\n"
-		"pages per block:     %u\n"
-		"oob size:            %u\n"
-		"erase blocks:        %u\n"
-		"over-provisioning:   %.1f %%\n"
-		"flash size:          %llu bytes\n"
-		"image size:          %llu bytes\n"
-		"uuid:                %s\n"
-		"logical block size:  %u\n"
-		"physical block size: %u\n"
-		"alignment_offset:    %u\n"
-		"io_min:              %u\n"
-		"io_opt:              %u\n",
-		i->align == FTL_ALIGN_ODD ? "odd" : "1m",
-		i->align == FTL_ALIGN_ODD ? 512 : 0,
-		(unsigned long long)i->logical_size,
-		(unsigned long long)(i->logical_size / FTL_SECTOR), i->page_size,
-		i->pages_per_block, i->oob_size, i->nblocks,
-		i->op_permille / 10.0, (unsigned long long)i->flash_size,
-		(unsigned long long)i->image_size, uuid, i->topo.logical,
-		i->topo.physical, i->topo.alignment_offset, i->topo.io_min,
-		i->topo.io_opt);
+#define ROW(label, ...) do { fprintf(out, "%-20s ", label); \
+	fprintf(out, __VA_ARGS__); fputc('\n', out); } while (0)
+#define SZ(v, buf) oct_fmt_size((v), buf, sizeof(buf))
+	ROW("align", "%s (logical sector 0 at medium byte %u)", align,
+	    i->align == FTL_ALIGN_ODD ? 512 : 0);
+	ROW("logical size", "%s (%llu bytes, %llu sectors of 512)",
+	    SZ(i->logical_size, a), (unsigned long long)i->logical_size,
+	    (unsigned long long)(i->logical_size / FTL_SECTOR));
+	ROW("flash size", "%s (%llu bytes)", SZ(i->flash_size, a),
+	    (unsigned long long)i->flash_size);
+	ROW("image size", "%s (%llu bytes)", SZ(i->image_size, a),
+	    (unsigned long long)i->image_size);
+	ROW("page size", "%s + %s OOB", SZ(i->page_size, a), SZ(i->oob_size, b));
+	ROW("erase block", "%s (%u pages)",
+	    SZ((uint64_t)i->page_size * i->pages_per_block, a), i->pages_per_block);
+	ROW("erase blocks", "%u", i->nblocks);
+	ROW("over-provisioning", "%.1f %%", i->op_permille / 10.0);
+	ROW("uuid", "%s", uuid);
+	ROW("logical block", "%s", SZ(i->topo.logical, a));
+	ROW("physical block", "%s", SZ(i->topo.physical, a));
+	ROW("alignment offset", "%u bytes", i->topo.alignment_offset);
+	ROW("io_min", "%s", SZ(i->topo.io_min, a));
+	ROW("io_opt", "%s", i->topo.io_opt ? SZ(i->topo.io_opt, a) : "0 (none)");
+#undef SZ
+#undef ROW
 }

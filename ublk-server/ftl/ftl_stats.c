@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Counters: persisted in checkpoints, reported as JSON or a table. */
 #include <math.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "ftl-int.h"
+#include "oct-fmt.h"
+#include "oct-json.h"
 
 #define LD(f, x) __atomic_load_n(&(f)->x, __ATOMIC_RELAXED)
 
@@ -87,7 +90,93 @@ static const char *mount_name(enum ftl_mount_kind k)
 	       k == FTL_MOUNT_ROLL_FORWARD ? "roll-forward" : "scan";
 }
 
-/* Print @st as one JSON object (keys = field names) or a table. */
+/* One line of the human table: "label   value". */
+static void stats_row(FILE *out, const char *label, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void stats_row(FILE *out, const char *label, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(out, "%-24s ", label);
+	va_start(ap, fmt);
+	vfprintf(out, fmt, ap);
+	va_end(ap);
+	fputc('\n', out);
+}
+
+/* @sectors 512-byte sectors as "8 MiB (16384 sectors)". */
+static const char *stats_sectors(uint64_t sectors, char *buf, size_t len)
+{
+	char sz[32];
+
+	snprintf(buf, len, "%s (%llu sectors)",
+		 oct_fmt_size(sectors * FTL_SECTOR, sz, sizeof(sz)),
+		 (unsigned long long)sectors);
+	return buf;
+}
+
+/* The table for a person: sizes with units, percentages, ISO dates. */
+static void stats_print_table(const struct ftl_stats *st, FILE *out,
+			      const char *align)
+{
+	char a[64], b[64];
+	double bb = (double)(st->bad_blocks_factory + st->bad_blocks_grown);
+
+	stats_row(out, "align", "%s", align);
+	stats_row(out, "page size", "%s", oct_fmt_size(st->page_size, a, sizeof(a)));
+	stats_row(out, "host read", "%s", stats_sectors(st->host_read_sectors, a, sizeof(a)));
+	stats_row(out, "host written", "%s", stats_sectors(st->host_write_sectors, a, sizeof(a)));
+	stats_row(out, "host discarded", "%s", stats_sectors(st->host_discard_sectors, a, sizeof(a)));
+	stats_row(out, "host flushes", "%llu (%llu FUA writes)",
+		  (unsigned long long)st->host_flushes,
+		  (unsigned long long)st->host_fua);
+	stats_row(out, "flash programmed", "%s (%llu pages)",
+		  oct_fmt_size(st->page_programs * st->page_size, a, sizeof(a)),
+		  (unsigned long long)st->page_programs);
+	stats_row(out, "flash read", "%s (%llu pages)",
+		  oct_fmt_size(st->page_reads * st->page_size, a, sizeof(a)),
+		  (unsigned long long)st->page_reads);
+	stats_row(out, "write amplification", "%.3f", st->write_amplification);
+	stats_row(out, "page read-modify-writes", "%llu partial page, %llu straddling",
+		  (unsigned long long)st->rmw_subpage,
+		  (unsigned long long)st->rmw_straddle);
+	stats_row(out, "block erases", "%llu", (unsigned long long)st->block_erases);
+	stats_row(out, "erase count per block", "min %u, max %u, mean %.2f, stddev %.2f",
+		  st->erase_min, st->erase_max, st->erase_mean, st->erase_stddev);
+	stats_row(out, "relocations", "%llu by GC, %llu by wear levelling, %llu off bad blocks",
+		  (unsigned long long)st->gc_relocations,
+		  (unsigned long long)st->wl_relocations,
+		  (unsigned long long)st->bad_relocations);
+	stats_row(out, "mapped", "%s (%llu pages)",
+		  oct_fmt_size(st->mapped_pages * st->page_size, a, sizeof(a)),
+		  (unsigned long long)st->mapped_pages);
+	stats_row(out, "free blocks", "%llu", (unsigned long long)st->free_blocks);
+	stats_row(out, "bad blocks", "%llu factory, %llu grown; %.1f %% of the %llu the spare area absorbs",
+		  (unsigned long long)st->bad_blocks_factory,
+		  (unsigned long long)st->bad_blocks_grown,
+		  st->bad_block_limit ? 100.0 * bb / (double)st->bad_block_limit : 0.0,
+		  (unsigned long long)st->bad_block_limit);
+	stats_row(out, "checkpoints written", "%llu", (unsigned long long)st->ckpt_writes);
+	stats_row(out, "last mount", "%s, took %.1f ms", mount_name(st->last_mount),
+		  st->last_mount_ms);
+	stats_row(out, "last read-write mount", "%s",
+		  oct_fmt_time(st->last_mount_time, b, sizeof(b)));
+	stats_row(out, "faults (this mount)", "%llu program, %llu erase failures",
+		  (unsigned long long)st->program_fails,
+		  (unsigned long long)st->erase_fails);
+	stats_row(out, "ECC (this mount)", "%llu bits corrected, %llu uncorrectable, %llu retries",
+		  (unsigned long long)st->ecc_corrected_bits,
+		  (unsigned long long)st->ecc_uncorrectable,
+		  (unsigned long long)st->read_retries);
+	stats_row(out, "scrubbed pages", "%llu", (unsigned long long)st->scrubbed_pages);
+	stats_row(out, "read CRC errors", "%llu", (unsigned long long)st->read_crc_errors);
+	stats_row(out, "NAND rule violations", "%llu", (unsigned long long)st->nand_violations);
+	stats_row(out, "read-only", "%s", st->read_only ?
+		  "yes (spare blocks used up)" : "no");
+}
+
+/* Print @st as one JSON object (keys = field names, raw numbers:
+ * docs/serve.md) or a table for a person. */
 void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json)
 {
 	const struct { const char *k; uint64_t v; } u[] = {
@@ -112,26 +201,21 @@ void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json)
 		{ "write_amplification", st->write_amplification },
 	};
 	const char *align = st->align == FTL_ALIGN_ODD ? "odd" : "1m";
+	struct oct_json j;
 	size_t i;
 
-	if (json) {
-		fputc('{', out);
-		for (i = 0; i < sizeof(u) / sizeof(u[0]); i++)
-			fprintf(out, "\"%s\":%llu,", u[i].k,
-				(unsigned long long)u[i].v);
-		for (i = 0; i < sizeof(d) / sizeof(d[0]); i++)
-			fprintf(out, "\"%s\":%.6g,", d[i].k, d[i].v);
-		fprintf(out, "\"last_mount\":\"%s\",\"align\":\"%s\","
-			"\"read_only\":%s}\n", mount_name(st->last_mount), align,
-			st->read_only ? "true" : "false");
+	if (!json) {
+		stats_print_table(st, out, align);
 		return;
 	}
-	fprintf(out, "%-22s %s\n", "align", align);
+	oct_json_init(&j, out);
+	oct_json_obj(&j, NULL);
 	for (i = 0; i < sizeof(u) / sizeof(u[0]); i++)
-		fprintf(out, "%-22s %llu\n", u[i].k, (unsigned long long)u[i].v);
+		oct_json_u64(&j, u[i].k, u[i].v);
 	for (i = 0; i < sizeof(d) / sizeof(d[0]); i++)
-		fprintf(out, "%-22s %.3f\n", d[i].k, d[i].v);
-	fprintf(out, "%-22s %s\n", "last_mount", mount_name(st->last_mount));
-	fprintf(out, "%-22s %s\n", "read_only", st->read_only ?
-		"yes (spare blocks used up)" : "no");
+		oct_json_dbl(&j, d[i].k, d[i].v);
+	oct_json_str(&j, "last_mount", mount_name(st->last_mount));
+	oct_json_str(&j, "align", align);
+	oct_json_bool(&j, "read_only", st->read_only);
+	oct_json_end(&j);
 }
