@@ -5,9 +5,9 @@ ENGINE_OBJS    := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRCS))
 UBLKFLASH_SRCS := $(wildcard ublk-server/cli/*.c ublk-server/serve/*.c \
                              ublk-server/frontend/*.c ublk-server/dm/*.c)
 UBLKFLASH_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(UBLKFLASH_SRCS))
-EXTRA_CFLAGS_ublk-server = $(call pc_cflags,fuse3 liburing devmapper blkid) \
+EXTRA_CFLAGS_ublk-server = $(call pc_cflags,fuse3 liburing devmapper blkid smartcols) \
                             -Iublk-server/dm
-UBLKFLASH_LIBS  = $(call pc_libs,fuse3 liburing devmapper blkid) -lm
+UBLKFLASH_LIBS  = $(call pc_libs,fuse3 liburing devmapper blkid smartcols) -lm
 
 all: $(BUILD)/libengine.a $(BUILD)/ublk-flash
 

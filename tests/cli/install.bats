@@ -221,7 +221,7 @@ complete_words() {
 
 @test "bash completion: ublk-flash commands, options and values" {
 	run complete_words ublk-flash _ublk_flash ublk-flash ""
-	[ "$(echo $output)" = "create info fsck stats serve stop --help --version" ] ||
+	[ "$(echo $output)" = "create info fsck stats serve stop list --help --version" ] ||
 		[[ " $(echo $output) " == *" create "*" serve "*" stop "* ]]
 	run complete_words ublk-flash _ublk_flash ublk-flash st
 	[ "$(echo $output)" = "stats stop" ]
@@ -235,6 +235,11 @@ complete_words() {
 	[ "$output" = "cost-benefit" ]
 	run complete_words ublk-flash _ublk_flash ublk-flash stop --t
 	[ "$output" = "--timeout" ]
+	# list: its options, and -o completes column names after a comma
+	run complete_words ublk-flash _ublk_flash ublk-flash list --
+	[ "$(echo $output)" = "--json --noheadings --output --raw" ]
+	run complete_words ublk-flash _ublk_flash ublk-flash list -o DEVICE,S
+	[ "$(echo $output)" = "DEVICE,SIZE DEVICE,STATE DEVICE,STARTED" ]
 	# an image path completes as a file
 	touch "$BATS_TEST_TMPDIR/disk-a.img"
 	run complete_words ublk-flash _ublk_flash ublk-flash info "$BATS_TEST_TMPDIR/disk-"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* ublk-flash info IMG [--json]: geometry, mode and topology (read-only). */
+/* ublk-flash info IMG|DEV [--json]: geometry, mode and topology (read-only). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "ftl.h"
+#include "serve.h"
 
 /* info: print what the superblock says (never writes). */
 int cmd_info(int argc, char **argv)
@@ -17,6 +18,7 @@ int cmd_info(int argc, char **argv)
 		{ 0 }
 	};
 	struct ftl_info info;
+	struct serve_entry e;
 	bool json = false;
 	int c, r;
 
@@ -28,11 +30,14 @@ int cmd_info(int argc, char **argv)
 			json = true;
 			break;
 		case 'h':
-			printf("Usage: ublk-flash info IMG [--json]\n"
+			printf("Usage: ublk-flash info IMG|DEV [--json]\n"
 			       "Geometry, alignment mode, sizes and the topology to report\n"
-			       "to the kernel, from the superblock (never writes).\n"
+			       "to the kernel, from the superblock (never writes).  DEV: a\n"
+			       "served device, a partition of it or its --dm device (NAME\n"
+			       "or /dev/mapper/NAME): the image it serves.\n"
 			       "Exit: 0 ok; 2 usage (also: IMG is a directory or neither\n"
-			       "a file nor a block device); 3 I/O error; 4 not an octant\n"
+			       "a file nor a block device); 3 I/O error, or DEV's number\n"
+			       "now belongs to another device; 4 not an octant\n"
 			       "image, or a corrupt, wrong-size or other-version one.\n");
 			return 0;
 		default:
@@ -40,12 +45,20 @@ int cmd_info(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "ublk-flash: info: expected one IMG\n");
+		fprintf(stderr, "ublk-flash: info: expected one IMG or DEV\n");
 		return EXIT_USAGE;
 	}
-	r = ftl_info_read(argv[optind], &info);
+	/* A served device (or a partition or --dm device of it): its image. */
+	const char *img = argv[optind];
+	bool blk;
+	r = cli_find(img, &e, &blk);
+	if (blk && r == -ESTALE)
+		return cli_stale("info", img, &e);
+	if (blk && r == 0)
+		img = e.image;
+	r = ftl_info_read(img, &info);
 	if (r)
-		return cli_image_fail("info", argv[optind], r);
-	ftl_info_print(&info, stdout, json);
+		return cli_image_fail("info", img, r);
+	ftl_info_print(&info, img, stdout, json);
 	return 0;
 }

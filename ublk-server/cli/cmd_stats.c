@@ -32,10 +32,13 @@ int cmd_stats(int argc, char **argv)
 		case 'j': json = true; break;
 		case 'h':
 			printf("Usage: ublk-flash stats IMG|DEV [--json]\n"
-			       "Engine counters: live from the server of a served DEV or\n"
-			       "IMG, else read from IMG (opened read-only).\n"
+			       "Engine counters: live from the server of IMG or of DEV (a\n"
+			       "served device, a partition of it, its --dm device NAME or\n"
+			       "/dev/mapper/NAME), else read from the image (read-only).\n"
+			       "--json: one object, raw numbers (keys: ublk-flash(8)).\n"
 			       "Exit: 0; 2 usage (also: not a file or block device);\n"
-			       "3 not served / I/O error; 4 corrupt, or not an octant\n"
+			       "3 not served (also: DEV's number now belongs to another\n"
+			       "device) / I/O error; 4 corrupt, or not an octant\n"
 			       "image.\n");
 			return 0;
 		default:
@@ -47,8 +50,12 @@ int cmd_stats(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *arg = argv[optind];
+	bool blk;
 	snprintf(what, sizeof(what), "stats: %s", arg);
-	if (serve_entry_find(arg, &e) == 0 && e.live) {
+	err = cli_find(arg, &e, &blk);
+	if (err == -ESTALE)
+		return cli_stale("stats", arg, &e);
+	if (err == 0 && e.live) {
 		err = serve_ctl_request(&e, json ? "stats json" : "stats text",
 					stdout);
 		if (!err)
@@ -57,12 +64,17 @@ int cmd_stats(int argc, char **argv)
 			"answer: %s\n", arg, strerror(-err));
 		return EXIT_IO;
 	}
-	if (stat(arg, &sb) < 0)
-		return cli_fail(what, -errno);
-	if (S_ISBLK(sb.st_mode) && ftl_info_read(arg, &(struct ftl_info){ 0 }) < 0) {
-		fprintf(stderr, "ublk-flash: stats: %s is not served by ublk-flash\n",
-			arg);
-		return EXIT_IO;
+	if (err == 0 && blk) {
+		arg = e.image;        /* its server died: read its image */
+	} else {
+		if (stat(arg, &sb) < 0)
+			return cli_fail(what, -errno);
+		if (S_ISBLK(sb.st_mode) &&
+		    ftl_info_read(arg, &(struct ftl_info){ 0 }) < 0) {
+			fprintf(stderr, "ublk-flash: stats: %s is not served by "
+				"ublk-flash\n", arg);
+			return EXIT_IO;
+		}
 	}
 	err = ftl_open(arg, &oo, &f);
 	if (err)

@@ -57,9 +57,11 @@ int cmd_stop(int argc, char **argv)
 			break;
 		case 'h':
 			printf("Usage: ublk-flash stop DEV|IMG [--force] [--timeout SECS]\n"
-			       "Stop the server of DEV or IMG: remove the device, write a\n"
-			       "clean checkpoint, wait for the server to exit (SECS 1..86400,\n"
-			       "default 60).\n"
+			       "Stop the server of DEV (a served device, a partition of it,\n"
+			       "its --dm device NAME or /dev/mapper/NAME) or IMG: remove\n"
+			       "the device, write a clean checkpoint, wait for the server to\n"
+			       "exit (SECS 1..86400, default 60).  A device whose number now\n"
+			       "belongs to another device is refused (exit 3).\n"
 			       "Refuses (exit 5) while the device is open (mounted) unless\n"
 			       "--force: then the filesystems on it are synced, and if it is\n"
 			       "still in use after 1 s it is cut off (its I/O fails with EIO;\n"
@@ -77,7 +79,8 @@ int cmd_stop(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *arg = argv[optind];
-	err = serve_entry_find(arg, &e);
+	bool blk;
+	err = cli_find(arg, &e, &blk);
 	if (err == -ESTALE) {
 		fprintf(stderr, "ublk-flash: stop: %s is not served by ublk-flash "
 			"now: the server of %s (pid %d, %s) had it, but it is no "
@@ -86,7 +89,7 @@ int cmd_stop(int argc, char **argv)
 			e.live ? "running" : "gone");
 		return EXIT_IO;
 	}
-	if (err == -ENOENT && access(arg, F_OK) == 0) {
+	if (err == -ENOENT && (blk || access(arg, F_OK) == 0)) {
 		fprintf(stderr, "ublk-flash: stop: %s is not served\n", arg);
 		return EXIT_IO;
 	}

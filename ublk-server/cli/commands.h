@@ -13,6 +13,7 @@
 #ifndef OCTANT_COMMANDS_H
 #define OCTANT_COMMANDS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +28,7 @@ int cmd_fsck(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
+int cmd_list(int argc, char **argv);
 
 /* Map an -errno from the engine to an exit code above, after printing
  * "ublk-flash: WHAT: strerror" on stderr. */
@@ -48,6 +50,21 @@ int cli_size(const char *cmd, const char *opt, const char *s, uint64_t *bytes);
 /* getopt_long returned '?' or ':' (the optstring starts with ':'): print
  * "CMD: unknown option 'X'" or "CMD: option 'X' needs a value"; EXIT_USAGE. */
 int cli_bad_option(const char *cmd, int c, char **argv);
+
+/* ---- cli_target.c: what an IMG|DEV argument names ---- */
+
+struct serve_entry;
+/* The registry entry of @arg (serve_entry_find): an image path, a served
+ * device, its --dm device (/dev/mapper/NAME or a bare NAME), or a
+ * partition of a served device (/dev/loop3p1: its whole disk, through
+ * sysfs).  *blk: @arg names a block device.  0; -ENOENT none; -ESTALE
+ * entries name the device's number but it is another device now (@e the
+ * first of them); else -errno (stat's: @arg does not exist). */
+int cli_find(const char *arg, struct serve_entry *e, bool *blk);
+/* serve_entry_find() said -ESTALE for @arg (@e: the entry that named its
+ * number): one line "CMD: ARG is not served by ublk-flash now: ..." and
+ * EXIT_IO. */
+int cli_stale(const char *cmd, const char *arg, const struct serve_entry *e);
 
 /* ---- cli_image.c: why an image could not be used ---- */
 

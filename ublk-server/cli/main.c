@@ -17,6 +17,7 @@ static const struct command {
 	{ "stats",  cmd_stats,  "stats IMG|DEV [--json]                   counters (live for a served DEV)" },
 	{ "serve",  cmd_serve,  "serve IMG [--frontend ublk|fuse] ...     expose the image as a block device" },
 	{ "stop",   cmd_stop,   "stop DEV|IMG                             stop serving, clean checkpoint" },
+	{ "list",   cmd_list,   "list [--json] [-o COLS] [-n] [-r]        every served device and its state" },
 };
 
 static void usage(FILE *out)

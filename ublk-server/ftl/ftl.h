@@ -137,7 +137,9 @@ struct ftl_info {
 	struct align_topology topo; /* what to report to the kernel */
 };
 int ftl_info_read(const char *path, struct ftl_info *info);
-void ftl_info_print(const struct ftl_info *info, FILE *out, bool json);
+/* @image (NULL: left out) is the path shown as "image". */
+void ftl_info_print(const struct ftl_info *info, const char *image, FILE *out,
+		    bool json);
 
 /* Check an image: superblocks, checkpoints, map vs OOB, CRCs, NAND-rule
  * invariants.  Never writes unless @repair.  Findings go to @out (text or

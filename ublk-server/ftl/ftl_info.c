@@ -52,7 +52,8 @@ out:
 
 /* Print @info as one JSON object (raw numbers, bytes) or as an aligned
  * table with units for a person. */
-void ftl_info_print(const struct ftl_info *i, FILE *out, bool json)
+void ftl_info_print(const struct ftl_info *i, const char *image, FILE *out,
+		    bool json)
 {
 	char uuid[40], a[32], b[32];
 	const uint8_t *u = i->uuid;
@@ -66,6 +67,8 @@ void ftl_info_print(const struct ftl_info *i, FILE *out, bool json)
 	if (json) {
 		oct_json_init(&j, out);
 		oct_json_obj(&j, NULL);
+		if (image)
+			oct_json_str(&j, "image", image);
 		oct_json_str(&j, "align", align);
 		oct_json_u64(&j, "page_size", i->page_size);
 		oct_json_u64(&j, "pages_per_block", i->pages_per_block);
@@ -87,6 +90,8 @@ void ftl_info_print(const struct ftl_info *i, FILE *out, bool json)
 #define ROW(label, ...) do { fprintf(out, "%-20s ", label); \
 	fprintf(out, __VA_ARGS__); fputc('\n', out); } while (0)
 #define SZ(v, buf) oct_fmt_size((v), buf, sizeof(buf))
+	if (image)
+		ROW("image", "%s", image);
 	ROW("align", "%s (logical sector 0 at medium byte %u)", align,
 	    i->align == FTL_ALIGN_ODD ? 512 : 0);
 	ROW("logical size", "%s (%llu bytes, %llu sectors of 512)",

@@ -171,10 +171,13 @@ static int serve_entry_get(const char *dir, const char *name, char *buf,
 	FILE *f = fopen(p, "re");
 	if (!f)
 		return -errno;
-	if (!fgets(buf, (int)len, f))
-		buf[0] = '\0';
+	/* The whole file, less the one newline serve_entry_put ends it
+	 * with: an image path may hold newlines itself. */
+	size_t n = fread(buf, 1, len - 1, f);
 	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
+	buf[n] = '\0';
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
 	return 0;
 }
 
@@ -212,6 +215,48 @@ int serve_entry_load(const char *dir, struct serve_entry *e)
 	serve_entry_get(dir, "backing", e->backing, sizeof(e->backing));
 	e->live = serve_entry_held(dir);
 	return 0;
+}
+
+static int serve_entry_cmp(const void *a, const void *b)
+{
+	const struct serve_entry *x = a, *y = b;
+	int r = strcmp(x->dev, y->dev);
+	return r ? r : strcmp(x->dir, y->dir);
+}
+
+int serve_entry_list(struct serve_entry **out)
+{
+	char dir[PATH_MAX];
+	struct serve_entry *v = NULL, *nv;
+	size_t n = 0, cap = 0;
+
+	*out = NULL;
+	DIR *d = opendir(serve_base());
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "img-", 4) != 0 || strchr(de->d_name, '.'))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 8;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				free(v);
+				closedir(d);
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		snprintf(dir, sizeof(dir), "%s/%s", serve_base(), de->d_name);
+		if (serve_entry_load(dir, &v[n]) == 0)
+			n++;
+	}
+	closedir(d);
+	if (n)
+		qsort(v, n, sizeof(*v), serve_entry_cmp);
+	*out = v;
+	return (int)n;
 }
 
 /* Is ublk device @e->dev (/dev/ublkbN) still @e's?  A live server holds

@@ -64,6 +64,11 @@ int serve_sweep(const char *self);
 /* Load the entry in @dir; -ENOENT if it records no server. */
 int serve_entry_load(const char *dir, struct serve_entry *e);
 
+/* Every entry that records a server, live or not (for `list`): a
+ * malloc'ed array in *out (free it), sorted by device path; the count or
+ * -errno.  No registry folder: 0 entries. */
+int serve_entry_list(struct serve_entry **out);
+
 /* Find the entry of @arg: a block device served, or stacked on it with
  * --dm, or an image path.  A device is matched by its number and then by
  * identity: a loop device must still be bound to the entry's FUSE file
