@@ -118,3 +118,29 @@ assert abs(time.time() - e["uptime"] - e["started"]) < 5, e' \
 	[ "$(losetup -n -O BACK-FILE "$LOOP")" = "$SCRATCH/other" ]
 	[ -d "$ENTRY" ]
 }
+
+@test "losetup -l names the image: the loop device is bound through RUNDIR/mnt/IMAGE-NAME" {
+	fuse_create 'my disk' 64M odd
+	fuse_serve "$SCRATCH/my disk.img"
+	dir=$(cd "$UBLK_FLASH_RUN_DIR"/img-*/ && pwd -P)
+	[ "$(losetup -n -O BACK-FILE "$DEV")" = "$dir/mnt/my disk.img" ]
+	# the stable name is there too, the same file
+	[ "$(stat -c %i "$dir/mnt/disk")" = "$(stat -c %i "$dir/mnt/my disk.img")" ]
+	# stop DEV still knows it as its own; kill -9, and stop cleans the loop
+	pid=$(cat "$dir/pid")
+	kill -9 "$pid"
+	for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	run "$UBLK_FLASH" stop "$DEV"
+	[ "$status" -eq 0 ]
+	! losetup -n -O BACK-FILE "$DEV" 2>/dev/null | grep -q "$dir"
+	# a name with a newline cannot be shown on one sysfs line: "disk"
+	img=$(printf '%s/new\nline.img' "$SCRATCH")
+	"$UBLK_FLASH" create "$img" --size 64M --align 1m >/dev/null
+	fuse_serve "$img"
+	dir=$(cd "$UBLK_FLASH_RUN_DIR"/img-*/ && pwd -P)
+	[ "$(losetup -n -O BACK-FILE "$DEV")" = "$dir/mnt/disk" ]
+	run "$UBLK_FLASH" list -n -r -o IMAGE,STATE
+	[ "$output" = "$SCRATCH/new\\x0aline.img running" ]
+	run "$UBLK_FLASH" stop "$DEV"
+	[ "$status" -eq 0 ]
+}

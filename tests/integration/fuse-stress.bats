@@ -80,8 +80,8 @@ worker() {
 				# the entry's lock, so no sweep races us): the entry
 				# now names a free number, soon someone else's.
 				flock -n "$dir/lock" sh -c '
-					[ "$(losetup -n -O BACK-FILE "$1")" = "$2/mnt/disk" ] &&
-					losetup -d "$1"' sh "$dev" "$dir" 2>/dev/null &&
+					[ "$(losetup -n -O BACK-FILE "$1")" = "$2/mnt/$3" ] &&
+					losetup -d "$1"' sh "$dev" "$dir" "$(basename "$img")" 2>/dev/null &&
 					echo "w$w r$r: detached $dev by hand" >> "$SCRATCH/log" || true
 				sleep 1     # (our own next serve would clean the entry)
 			elif [ $((RANDOM % 2)) = 0 ]; then

@@ -36,6 +36,13 @@ struct fe_server {
 	void *priv;              /* the frontend's own state */
 };
 
+/* FUSE frontend: the name of the disk file the loop device is bound
+ * through, RUNDIR/mnt/NAME: the image's file name (so `losetup -l` shows
+ * something a person recognises), or "disk" when that name is unusable
+ * (control characters, a space at the end, over 200 bytes).  The file is also always there
+ * as RUNDIR/mnt/disk (the same inode). */
+void fe_fuse_file_name(const char *image, char *name, size_t len);
+
 struct fe_ops {
 	const char *name;
 	/* 0 if this frontend can run here; else -errno and a one-line reason. */

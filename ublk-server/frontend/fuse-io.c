@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* FUSE request handlers: one directory, one file "disk" backed by the engine. */
+/* FUSE request handlers: one directory, one file backed by the engine, named
+ * "disk" and after the image (io->name): two names of one inode. */
 #define FUSE_USE_VERSION 312
 #include <errno.h>
 #include <fcntl.h>
@@ -140,7 +141,8 @@ static void fe_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fe_fuse_io *io = fuse_req_userdata(req);
 	struct fuse_entry_param e;
 
-	if (parent != FUSE_ROOT_ID || strcmp(name, "disk") != 0) {
+	if (parent != FUSE_ROOT_ID || (strcmp(name, "disk") != 0 &&
+					 (!io->name[0] || strcmp(name, io->name) != 0))) {
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
@@ -198,8 +200,9 @@ static void fe_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
 	struct fe_fuse_io *io = fuse_req_userdata(req);
-	static const char *const names[] = { ".", "..", "disk" };
-	char buf[512];
+	const char *names[] = { ".", "..", "disk", io->name };
+	off_t n_names = io->name[0] && strcmp(io->name, "disk") ? 4 : 3;
+	char buf[1024];
 	size_t used = 0;
 	struct stat st;
 
@@ -210,8 +213,8 @@ static void fe_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	if (size > sizeof(buf))
 		size = sizeof(buf);
-	for (off_t i = off; i < 3; i++) {
-		fe_attr(io, i == 2 ? FE_INO_DISK : FUSE_ROOT_ID, &st);
+	for (off_t i = off; i < n_names; i++) {
+		fe_attr(io, i >= 2 ? FE_INO_DISK : FUSE_ROOT_ID, &st);
 		size_t n = fuse_add_direntry(req, buf + used, size - used,
 					     names[i], &st, i + 1);
 		if (n > size - used)

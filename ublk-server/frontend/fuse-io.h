@@ -7,6 +7,7 @@
 #ifndef OCTANT_FUSE_IO_H
 #define OCTANT_FUSE_IO_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -27,6 +28,8 @@ struct fe_fuse_io {
 	bool mutexes_made;
 	atomic_bool fenced;            /* answer every request EIO, engine untouched */
 	atomic_uint inflight;          /* requests inside the engine now */
+	char name[NAME_MAX + 1];       /* the disk file's second name, the
+	                                  image's (fe_fuse_file_name); "" none */
 };
 
 struct fuse_lowlevel_ops;

@@ -58,8 +58,24 @@ struct fe_fuse {
 	int conn;                      /* fusectl connection number, -1 unknown */
 	struct loop_dev loop;
 	char mnt[PATH_MAX];
-	char file[PATH_MAX + 8];
+	char file[PATH_MAX + NAME_MAX + 2];
 };
+
+void fe_fuse_file_name(const char *image, char *name, size_t len)
+{
+	const char *base = strrchr(image, '/');
+	bool ok;
+
+	base = base ? base + 1 : image;
+	ok = base[0] && strcmp(base, ".") && strcmp(base, "..") &&
+	     strlen(base) < len && strlen(base) <= 200;
+	/* no control characters (sysfs shows the path one line long), no
+	 * space at the end (sysfs readers strip it) */
+	for (const unsigned char *p = (const unsigned char *)base; ok && *p; p++)
+		ok = *p >= 0x20 && *p != 0x7f;
+	ok = ok && base[strlen(base) - 1] != ' ';
+	snprintf(name, len, "%s", ok ? base : "disk");
+}
 
 /* One serving thread: its request buffer is allocated before the first
  * read blocks (and made resident by the serve layer's mlockall), so no
@@ -254,7 +270,10 @@ static int fe_fuse_start(struct fe_server *s)
 		ff->mnt[0] = '\0';
 		goto err;
 	}
-	snprintf(ff->file, sizeof(ff->file), "%s/disk", ff->mnt);
+	/* The loop device is bound through the file's second name, the
+	 * image's, so `losetup -l` shows RUNDIR/mnt/IMAGE-NAME. */
+	fe_fuse_file_name(s->opts->image, ff->io.name, sizeof(ff->io.name));
+	snprintf(ff->file, sizeof(ff->file), "%s/%s", ff->mnt, ff->io.name);
 
 	ff->se = fuse_session_new(&args, &fe_fuse_io_ops, sizeof(fe_fuse_io_ops),
 				  &ff->io);

@@ -173,6 +173,25 @@ int loop_backing(const char *path, dev_t *dev, ino_t *ino, char *file,
 	return 0;
 }
 
+/* Is @file (sysfs's backing_file) @backing, or with @backing ending in
+ * '/' a file directly in that folder?  A lazily unmounted backing file
+ * may show " (deleted)" after it. */
+static bool loop_backing_matches(const char *file, const char *backing)
+{
+	size_t n = strlen(backing);
+	const char *rest = file + n;
+
+	if (strncmp(file, backing, n) != 0)
+		return false;
+	if (n && backing[n - 1] == '/') {
+		size_t m = strlen(rest);
+		if (m > 10 && !strcmp(rest + m - 10, " (deleted)"))
+			m -= 10;
+		return m > 0 && !memchr(rest, '/', m);
+	}
+	return *rest == '\0' || !strcmp(rest, " (deleted)");
+}
+
 int loop_detach_if_backed_by(const char *path, const char *backing)
 {
 	struct loop_info64 li;
@@ -191,9 +210,7 @@ int loop_detach_if_backed_by(const char *path, const char *backing)
 		return errno == ENOENT || errno == ENXIO ? -ENOENT : -errno;
 	if (ioctl(fd, LOOP_GET_STATUS64, &li) < 0 ||
 	    loop_sysfs((int)li.lo_number, "backing_file", buf, sizeof(buf)) < 0 ||
-	    /* A lazily unmounted backing file may show " (deleted)" after it. */
-	    strncmp(buf, backing, strlen(backing)) != 0 ||
-	    (buf[strlen(backing)] != '\0' && buf[strlen(backing)] != ' ')) {
+	    !loop_backing_matches(buf, backing)) {
 		close(fd);
 		return -ENOENT;
 	}

@@ -40,7 +40,8 @@ int loop_backing(const char *path, dev_t *dev, ino_t *ino, char *file,
 		 size_t len);
 
 /* Detach loop device @path if (and only if) its backing file is
- * @backing (a path as /sys/block/loopN/loop/backing_file shows it).
+ * @backing (a path as /sys/block/loopN/loop/backing_file shows it; one
+ * ending in '/': any file directly in that folder).
  * 0 detached, -ENOENT not a loop device or not backed by @backing. */
 int loop_detach_if_backed_by(const char *path, const char *backing);
 

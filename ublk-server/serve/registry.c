@@ -281,11 +281,13 @@ static bool serve_entry_ublk_ok(const struct serve_entry *e)
 
 /* Is @e->dev still @e's device?  A loop device: is it bound to @e's FUSE file?  Checked by the
  * backing file's device and inode (recorded at serve time) and its path
- * (the entry's own mnt/disk: a FUSE connection number can be reused once
- * the old one is gone, the entry's folder cannot). */
+ * (the entry's own mnt/NAME, NAME the image's file name or "disk": see
+ * fe_fuse_file_name; a FUSE connection number can be reused once the old
+ * one is gone, the entry's folder cannot). */
 static bool serve_entry_dev_ok(const struct serve_entry *e)
 {
 	char file[PATH_MAX], want[PATH_MAX + 16], rec[64], real[PATH_MAX];
+	char name[NAME_MAX + 1];
 	dev_t dev;
 	ino_t ino;
 	size_t n;
@@ -301,8 +303,9 @@ static bool serve_entry_dev_ok(const struct serve_entry *e)
 		if (strcmp(rec, e->backing) != 0)
 			return false;
 	}
-	n = (size_t)snprintf(want, sizeof(want), "%s/mnt/disk",
-			     realpath(e->dir, real) ? real : e->dir);
+	fe_fuse_file_name(e->image, name, sizeof(name));
+	n = (size_t)snprintf(want, sizeof(want), "%s/mnt/%s",
+			     realpath(e->dir, real) ? real : e->dir, name);
 	/* A lazily unmounted backing file may show " (deleted)" after it. */
 	return !strncmp(file, want, n) && (file[n] == '\0' || file[n] == ' ');
 }
@@ -392,7 +395,7 @@ static int serve_cleanup_loops(const char *mnt)
 	char backing[PATH_MAX + 8], dev[300];
 	int n = 0;
 
-	snprintf(backing, sizeof(backing), "%s/disk", mnt);
+	snprintf(backing, sizeof(backing), "%s/", mnt);   /* any name in it */
 	DIR *d = opendir("/sys/block");
 	if (!d)
 		return 0;
