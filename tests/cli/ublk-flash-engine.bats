@@ -128,3 +128,29 @@ sum() { md5sum "$1" | cut -d' ' -f1; }
 	[ "$status" -eq 4 ]
 	[ "${#lines[@]}" -eq 1 ]
 }
+
+@test "info --json / fsck --json / stats --json: one valid document, an image path with a quote, a backslash and a newline escaped" {
+	requires python3
+	img=$(printf '%s/a "q" \\b\nc.img' "$SCRATCH")
+	run "$UBLK_FLASH" create "$img" --size 64M --align odd
+	[ "$status" -eq 0 ]
+	run "$UBLK_FLASH" info "$img" --json
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 1 ]
+	python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["image"] == sys.argv[2], d
+assert d["align"] == "odd" and d["logical_size"] == 64 << 20, d' "$output" "$img"
+	[[ "$output" == '{"image":"'"$SCRATCH"'/a \"q\" \\b\nc.img","align":"odd",'* ]]
+	for cmd in fsck stats; do
+		run "$UBLK_FLASH" "$cmd" "$img" --json
+		[ "$status" -eq 0 ]
+		python3 -m json.tool <<<"$output" >/dev/null
+	done
+	# the table: the path as it is, dates in ISO 8601, sizes with units
+	run "$UBLK_FLASH" stats "$img"
+	[[ "$output" =~ last\ read-write\ mount\ +(never|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}) ]]
+	[[ "$output" =~ page\ size\ +4\ KiB ]]
+	[[ "$output" =~ bad\ blocks\ +0\ factory,\ 0\ grown\;\ 0.0\ %\ of ]]
+}

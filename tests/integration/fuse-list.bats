@@ -61,9 +61,10 @@ assert abs(time.time() - e["uptime"] - e["started"]) < 5, e' \
 		[ "$status" -eq 0 ]
 		python3 -c 'import json,sys; assert json.loads(sys.argv[1])["host_write_sectors"] > 0' "$output"
 	done
+	# the table for a person: units and an ISO 8601 date, not raw epochs
 	run "$UBLK_FLASH" stats "${DEV}p1"
-	[[ "$output" == *"host written "*" MiB ("*" sectors)"* ]] ||
-		[[ "$output" == *"host written "*" KiB ("*" sectors)"* ]]
+	[[ "$output" =~ host\ written\ +[0-9.]+\ (B|KiB|MiB)\ \([0-9]+\ sectors\) ]]
+	[[ "$output" =~ last\ read-write\ mount\ +$(date +%Y-%m-%d)T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4} ]]
 	run "$UBLK_FLASH" stop "${DEV}p1"
 	[ "$status" -eq 0 ]
 	run "$UBLK_FLASH" list

@@ -12,7 +12,7 @@ static const struct command {
 	const char *summary;
 } commands[] = {
 	{ "create", cmd_create, "create IMG --size SIZE --align odd|1m   make a new flash image" },
-	{ "info",   cmd_info,   "info IMG [--json]                        geometry, mode, topology" },
+	{ "info",   cmd_info,   "info IMG|DEV [--json]                    geometry, mode, topology" },
 	{ "fsck",   cmd_fsck,   "fsck IMG [--json] [--repair]             verify an image" },
 	{ "stats",  cmd_stats,  "stats IMG|DEV [--json]                   counters (live for a served DEV)" },
 	{ "serve",  cmd_serve,  "serve IMG [--frontend ublk|fuse] ...     expose the image as a block device" },
