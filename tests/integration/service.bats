@@ -77,6 +77,9 @@ start_unit() {
 	[ -b "$DEV" ]
 	[ "$(fuse_pid "$SCRATCH/data.img")" = "$MAIN" ]
 	"$UBLK_FLASH" stats "$DEV" >/dev/null
+	# ublk-flash list shows it, running, with the service's main pid
+	run "$UBLK_FLASH" list -n -r -o DEVICE,IMAGE,PID,STATE
+	[ "$output" = "$DEV $SCRATCH/data.img $MAIN running" ]
 	[ "$(blockdev --getss "$DEV")" = 512 ]
 	# the udev rule's helper names it from the live registry
 	run "$UDEVNAME" "${DEV#/dev/}"
@@ -142,6 +145,8 @@ EOC
 	DEV=$(cat "$UBLK_FLASH_RUN_DIR"/img-*/dev)
 	[ -b "$DEV" ]
 	"$UBLK_FLASH" stats "$DEV" >/dev/null
+	run "$UBLK_FLASH" list -n -r -o DEVICE,PID,STATE
+	[ "$output" = "$DEV $pid running" ]
 	systemctl stop "$u@$u.service"
 	[ "$(systemctl show -p Result --value "$u@$u.service")" = success ]
 	[ -z "$(ls "$UBLK_FLASH_RUN_DIR"/img-*/pid 2>/dev/null)" ]
