@@ -123,3 +123,15 @@ assert e["mode"] == "odd", e' "$output" "$img"
 		[[ "$output" == *" $c "* ]]
 	done
 }
+
+@test "list as a user who may not read root's entries: says so on stderr, exit 0" {
+	requires_root
+	requires setpriv
+	"$UBLK_FLASH" create "$SCRATCH/a.img" --size 64M --align odd >/dev/null
+	fake_entry a "$SCRATCH/a.img"
+	chmod 700 "$UBLK_FLASH_RUN_DIR"/img-fake-a
+	chmod 755 "$SCRATCH" "$UBLK_FLASH_RUN_DIR"
+	run setpriv --reuid=nobody --regid=nogroup --clear-groups "$UBLK_FLASH" list
+	[ "$status" -eq 0 ]
+	[ "$output" = "ublk-flash: list: 1 entry of $UBLK_FLASH_RUN_DIR not readable by this user (run as root)" ]
+}

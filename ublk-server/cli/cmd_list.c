@@ -261,7 +261,7 @@ int cmd_list(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	int sel[64], ncol = 0, c, n, code = 0;
+	int sel[64], ncol = 0, c, n, code = 0, unreadable;
 	bool json = false, noheadings = false, raw = false;
 	struct serve_entry *e = NULL;
 	struct list_row *rows = NULL;
@@ -294,9 +294,13 @@ int cmd_list(int argc, char **argv)
 		for (c = 0; c < C_NCOLS; c++)
 			if (list_cols[c].dflt)
 				sel[ncol++] = c;
-	n = serve_entry_list(&e);
+	n = serve_entry_list(&e, &unreadable);
 	if (n < 0)
 		return cli_fail("list: the run registry", n);
+	if (unreadable)
+		fprintf(stderr, "ublk-flash: list: %d entr%s of %s not readable by "
+			"this user (run as root)\n", unreadable,
+			unreadable == 1 ? "y" : "ies", serve_base());
 	rows = calloc((size_t)n + 1, sizeof(*rows));
 	if (!rows) {
 		free(e);

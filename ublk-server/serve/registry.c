@@ -224,13 +224,14 @@ static int serve_entry_cmp(const void *a, const void *b)
 	return r ? r : strcmp(x->dir, y->dir);
 }
 
-int serve_entry_list(struct serve_entry **out)
+int serve_entry_list(struct serve_entry **out, int *unreadable)
 {
 	char dir[PATH_MAX];
 	struct serve_entry *v = NULL, *nv;
 	size_t n = 0, cap = 0;
 
 	*out = NULL;
+	*unreadable = 0;
 	DIR *d = opendir(serve_base());
 	if (!d)
 		return errno == ENOENT ? 0 : -errno;
@@ -251,6 +252,8 @@ int serve_entry_list(struct serve_entry **out)
 		snprintf(dir, sizeof(dir), "%s/%s", serve_base(), de->d_name);
 		if (serve_entry_load(dir, &v[n]) == 0)
 			n++;
+		else if (access(dir, R_OK | X_OK) < 0 && errno == EACCES)
+			(*unreadable)++;
 	}
 	closedir(d);
 	if (n)

@@ -66,8 +66,9 @@ int serve_entry_load(const char *dir, struct serve_entry *e);
 
 /* Every entry that records a server, live or not (for `list`): a
  * malloc'ed array in *out (free it), sorted by device path; the count or
- * -errno.  No registry folder: 0 entries. */
-int serve_entry_list(struct serve_entry **out);
+ * -errno.  No registry folder: 0 entries.  *unreadable: how many entry
+ * folders this user may not read (they are root's, mode 0700). */
+int serve_entry_list(struct serve_entry **out, int *unreadable);
 
 /* Find the entry of @arg: a block device served, or stacked on it with
  * --dm, or an image path.  A device is matched by its number and then by
