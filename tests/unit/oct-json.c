@@ -44,6 +44,13 @@ int main(void)
 	       oct_json_dbl(j, "n", NAN); oct_json_dbl(j, "i", INFINITY);
 	       oct_json_dbl(j, "e", 1e20); oct_json_end(j));
 	T_JSON("18446744073709551615\n", oct_json_u64(j, NULL, UINT64_MAX));
+	/* a list writer (an array's inside, copied in later): commas, no
+	 * newline */
+	T_JSON("{\"p\":true},{\"p\":false},3",
+	       oct_json_init_list(j, m_); oct_json_obj(j, NULL);
+	       oct_json_bool(j, "p", true); oct_json_end(j);
+	       oct_json_obj(j, NULL); oct_json_bool(j, "p", false);
+	       oct_json_end(j); oct_json_u64(j, NULL, 3));
 	T_JSON("\"\"\n", oct_json_str(j, NULL, NULL));
 
 	T_CHECK(!strcmp(oct_fmt_size(512, buf, sizeof(buf)), "512 B"), "%s", buf);
