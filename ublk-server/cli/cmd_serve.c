@@ -20,6 +20,8 @@ static void serve_usage(FILE *out)
 		"once it is live, then serves in the background (stop: ublk-flash stop).\n\n"
 		"  --frontend ublk|fuse  default: ublk if /dev/ublk-control exists, else fuse\n"
 		"  -f, --foreground      stay attached (SIGTERM/SIGINT stop cleanly)\n"
+		"  -r, --read-only       a read-only device; the image is never written\n"
+		"                        (no checkpoint; a roll-forward stays in memory)\n"
 		"  --scan                ignore checkpoints, rebuild the map from OOB\n"
 		"  --gc greedy|cost-benefit   GC victim policy (default greedy)\n"
 		"  --wl-threshold N      static wear-levelling threshold, 1..1000000\n"
@@ -50,6 +52,7 @@ int cmd_serve(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "frontend", required_argument, NULL, O_FRONTEND },
 		{ "foreground", no_argument, NULL, 'f' },
+		{ "read-only", no_argument, NULL, 'r' },
 		{ "recover", no_argument, NULL, O_RECOVER },
 		{ "dev-id", required_argument, NULL, O_DEVID },
 		{ "queues", required_argument, NULL, O_QUEUES },
@@ -72,10 +75,11 @@ int cmd_serve(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":fh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":fhr", lo, NULL)) != -1) {
 		switch (c) {
 		case O_FRONTEND: o.frontend = optarg; break;
 		case 'f': o.foreground = true; break;
+		case 'r': o.read_only = true; break;
 		case O_RECOVER:
 			o.recover = true;
 			ublk_only = "--recover";

@@ -18,6 +18,8 @@ struct fe_serve_opts {
 	const char *image;       /* image path */
 	const char *frontend;    /* "ublk", "fuse" or NULL (auto) */
 	bool foreground;
+	bool read_only;          /* --read-only: the engine never writes the
+	                            image, the device is read-only */
 	bool recover;            /* ublk: re-attach to a device left by a dead server */
 	int dev_id;              /* ublk: device id to ask for, -1 any */
 	unsigned queues, depth;  /* ublk: hardware queues, queue depth */

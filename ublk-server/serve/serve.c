@@ -190,11 +190,17 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	sigset_t block, old;
 	char pid[32], dmpath[128] = "", why[256] = "";
 	bool tried = false, dm = false;
-	int code = 0, err;
+	int code = 0, err, share_fd = -1;
 
 	struct ftl_open_opts open_opts = *oo;
 	open_opts.unshifted = o->dm_name != NULL;   /* dm carries the shift */
-	err = ftl_open(o->image, &open_opts, &s.ftl);
+	/* Read-only: the engine opens the image O_RDONLY and never writes it
+	 * (a roll-forward stays in memory, no checkpoint at open or close);
+	 * a shared image lock keeps writers (create, fsck --repair) out. */
+	open_opts.readonly = o->read_only;
+	err = o->read_only ? serve_image_share(o->image, &share_fd) : 0;
+	if (!err)
+		err = ftl_open(o->image, &open_opts, &s.ftl);
 	if (err) {
 		code = serve_open_fail(o->image, err);
 		goto out;
@@ -243,6 +249,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	serve_entry_put(o->run_dir, "image", o->image);
 	serve_entry_put(o->run_dir, "dev", s.devpath);
 	serve_entry_put(o->run_dir, "frontend", ops->name);
+	serve_entry_put(o->run_dir, "access", o->read_only ? "ro" : "rw");
 	if (dm)
 		serve_entry_put(o->run_dir, "dm", dmpath);
 	/* A loop device's identity beyond its reusable number. */
@@ -297,6 +304,8 @@ out:
 				 strerror(-err));
 		}
 	}
+	if (share_fd >= 0)
+		close(share_fd);
 	serve_stop_fd = -1;
 	if (s.stop_fd >= 0)
 		close(s.stop_fd);
