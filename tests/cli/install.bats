@@ -235,6 +235,12 @@ complete_words() {
 	[ "$output" = "cost-benefit" ]
 	run complete_words ublk-flash _ublk_flash ublk-flash stop --t
 	[ "$output" = "--timeout" ]
+	run complete_words ublk-flash _ublk_flash ublk-flash serve x.img --log s
+	[ "$(echo $output)" = "syslog stderr" ]
+	run complete_words ublk-flash _ublk_flash ublk-flash serve --pi
+	[ "$output" = "--pidfile" ]
+	run complete_words ublk-flash _ublk_flash ublk-flash serve --re
+	[ "$(echo $output)" = "--read-only --recover" ]
 	# an image path completes as a file
 	touch "$BATS_TEST_TMPDIR/disk-a.img"
 	run complete_words ublk-flash _ublk_flash ublk-flash info "$BATS_TEST_TMPDIR/disk-"
