@@ -94,6 +94,8 @@ wait_line() {
 	"$UBLK_FLASH" stop "$DEV"
 	# a running process's pid: refused before anything starts, file kept
 	sleep 300 & live=$!
+	# (until the forked shell has become sleep: the message names its comm)
+	for _ in $(seq 50); do [ "$(cat /proc/$live/comm)" = sleep ] && break; sleep 0.1; done
 	echo "$live" >"$SCRATCH/s.pid"
 	run "$UBLK_FLASH" serve "$IMG" --frontend fuse --pidfile "$SCRATCH/s.pid"
 	kill "$live"

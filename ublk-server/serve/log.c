@@ -218,6 +218,7 @@ enum serve_log_kind serve_log_start(bool daemon, const char *rundir,
 		}
 	}
 	serve_log_active = k;
+	serve_log_created[0] = '\0';   /* in use: a later failure keeps it */
 	if (started)
 		serve_log_info(started);
 	return k;

@@ -3,7 +3,8 @@
 # engine's topology (logical 512, physical 4096, io_min 4096, io_opt = erase block 256 KiB,
 # write cache + FUA, discard at page granularity); ext4 and btrfs mkfs/mount/checksums/fsck;
 # discard and write-zeroes read back zeroes; fio --verify=crc32c with mixed sizes 512 B..128 KiB;
-# a clean stop removes the device and the image passes `ublk-flash fsck`.
+# a clean stop removes the device and the image passes `ublk-flash fsck`; --read-only (also with
+# --dm): a read-only device, writes fail, reads return the data, the image bytes unchanged.
 . /octant/tests/vm/guest-lib.sh
 . /octant/tests/vm/guest/ublk-lib.bash
 
