@@ -57,7 +57,7 @@ stage_pc() {
 	run grep -rl "$STAGE" "$STAGE"
 	[ -z "$output" ] || { echo "files naming the DESTDIR: $output"; false; }
 	# the unit and the rule name the installed paths
-	grep -q '^ExecStart=/usr/libexec/octant/ublk-flash-service %I$' \
+	grep -q '^ExecStart=/usr/libexec/octant/ublk-flash-service %I --pidfile %t/ublk-flash@%i.pid --log stderr$' \
 		"$STAGE/usr/lib/systemd/system/ublk-flash@.service"
 	grep -q '^ExecStop=/usr/bin/ublk-flash stop ' \
 		"$STAGE/usr/lib/systemd/system/ublk-flash@.service"
