@@ -53,6 +53,19 @@ struct ap_opts {
 	uint64_t start;
 	bool have_start;
 	bool json, no_act, force;
+	/* table output, as lsblk's: -o COLS, -n, -r, -b */
+	const char *columns;      /* comma list of column names, or NULL */
+	bool noheadings, raw, bytes;
+};
+
+/* A table column: @name is the readable heading (upper-cased) and what -o
+ * takes, @json the JSON key (NULL: @name), with a unit when it holds one
+ * ("start_sector", "size_bytes"). */
+struct ap_col {
+	const char *name;
+	const char *json;
+	int jtype;                /* SCOLS_JSON_* */
+	bool right;
 };
 
 /* The resolved topology and where it came from. */
@@ -130,7 +143,7 @@ int ap_read_script(struct fdisk_context *cxt, const char *file,
 /* output.c */
 struct libscols_table;
 struct ap_doc;
-struct ap_doc *ap_doc_new(bool json);
+struct ap_doc *ap_doc_new(const struct ap_opts *o);
 void ap_doc_kv(struct ap_doc *d, const char *key, int jtype,
 	       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 int ap_doc_end_record(struct ap_doc *d, const char *name);
@@ -138,9 +151,13 @@ int ap_doc_table(struct ap_doc *d, struct libscols_table *tb);
 int ap_doc_print(struct ap_doc *d);
 void ap_doc_free(struct ap_doc *d);
 struct libscols_table *ap_table_new(struct ap_doc *d, const char *name);
-int ap_table_col(struct libscols_table *tb, const char *name, int jtype,
-		 bool right);
-int ap_table_row(struct libscols_table *tb, const char *const *cells);
+int ap_cols_check(const struct ap_opts *o, const struct ap_col *cols, size_t n);
+int ap_table_cols(struct ap_doc *d, struct libscols_table *tb,
+		  const struct ap_col *cols, size_t n);
+const char *ap_doc_size(const struct ap_doc *d, uint64_t bytes, char *buf,
+			size_t len);
+int ap_table_row(struct ap_doc *d, struct libscols_table *tb,
+		 const char *const *cells);
 
 /* commands */
 int ap_cmd_check(const struct ap_opts *o);

@@ -16,20 +16,20 @@
 enum { C_NR, C_START, C_END, C_SECTORS, C_SIZE, C_TYPE, C_ALIGNED, C_MIB,
        C_ERASE, C_ENDAL, C_OFFSET, C_VERDICT, C_WHY, C_NCOLS };
 
-static const struct { const char *name; int jtype; bool right; } cols[C_NCOLS] = {
-	[C_NR]      = { "nr",            SCOLS_JSON_NUMBER, true },
-	[C_START]   = { "start",         SCOLS_JSON_NUMBER, true },
-	[C_END]     = { "end",           SCOLS_JSON_NUMBER, true },
-	[C_SECTORS] = { "sectors",       SCOLS_JSON_NUMBER, true },
-	[C_SIZE]    = { "size",          SCOLS_JSON_STRING, true },
-	[C_TYPE]    = { "type",          SCOLS_JSON_STRING, false },
-	[C_ALIGNED] = { "aligned",       SCOLS_JSON_BOOLEAN, false },
-	[C_MIB]     = { "mib_aligned",   SCOLS_JSON_BOOLEAN, false },
-	[C_ERASE]   = { "erase_aligned", SCOLS_JSON_BOOLEAN_OPTIONAL, false },
-	[C_ENDAL]   = { "end_aligned",   SCOLS_JSON_BOOLEAN, false },
-	[C_OFFSET]  = { "kernel_offset", SCOLS_JSON_NUMBER, true },
-	[C_VERDICT] = { "verdict",       SCOLS_JSON_STRING, false },
-	[C_WHY]     = { "explanation",   SCOLS_JSON_STRING, false },
+static const struct ap_col cols[C_NCOLS] = {
+	[C_NR]      = { "nr",            NULL,           SCOLS_JSON_NUMBER, true },
+	[C_START]   = { "start",         "start_sector", SCOLS_JSON_NUMBER, true },
+	[C_END]     = { "end",           "end_sector",   SCOLS_JSON_NUMBER, true },
+	[C_SECTORS] = { "sectors",       "size_sectors", SCOLS_JSON_NUMBER, true },
+	[C_SIZE]    = { "size",          "size_bytes",   SCOLS_JSON_NUMBER, true },
+	[C_TYPE]    = { "type",          NULL,           SCOLS_JSON_STRING, false },
+	[C_ALIGNED] = { "aligned",       NULL,           SCOLS_JSON_BOOLEAN, false },
+	[C_MIB]     = { "mib_aligned",   NULL,           SCOLS_JSON_BOOLEAN, false },
+	[C_ERASE]   = { "erase_aligned", NULL,           SCOLS_JSON_BOOLEAN_OPTIONAL, false },
+	[C_ENDAL]   = { "end_aligned",   NULL,           SCOLS_JSON_BOOLEAN, false },
+	[C_OFFSET]  = { "kernel_offset", NULL,           SCOLS_JSON_NUMBER, true },
+	[C_VERDICT] = { "verdict",       NULL,           SCOLS_JSON_STRING, false },
+	[C_WHY]     = { "explanation",   NULL,           SCOLS_JSON_STRING, false },
 };
 
 static const char *yn(bool v)
@@ -39,7 +39,8 @@ static const char *yn(bool v)
 
 /* Fill the row of partition @p into @buf/@cells; true when misaligned. */
 static bool audit(const struct ap_topo *tp, const struct ap_part *p, bool json,
-		  char buf[C_NCOLS][96], const char *cells[C_NCOLS])
+		  const struct ap_doc *doc, char buf[C_NCOLS][96],
+		  const char *cells[C_NCOLS])
 {
 	const struct align_topology *t = &tp->t;
 	uint64_t last = p->start + p->size - 1;
@@ -51,7 +52,7 @@ static bool audit(const struct ap_topo *tp, const struct ap_part *p, bool json,
 	snprintf(buf[C_START], 96, "%" PRIu64, p->start);
 	snprintf(buf[C_END], 96, "%" PRIu64, last);
 	snprintf(buf[C_SECTORS], 96, "%" PRIu64, p->size);
-	ap_human_size(p->size * t->logical, buf[C_SIZE], 96);
+	ap_doc_size(doc, p->size * t->logical, buf[C_SIZE], 96);
 	snprintf(buf[C_TYPE], 96, "%s", p->type_name);
 	for (int i = 0; i < C_NCOLS; i++)
 		cells[i] = buf[i];
@@ -93,7 +94,9 @@ int ap_cmd_check(const struct ap_opts *o)
 	const char *cells[C_NCOLS];
 	int rc;
 
-	rc = ap_topo_resolve(o, &tp);
+	rc = ap_cols_check(o, cols, C_NCOLS);
+	if (!rc)
+		rc = ap_topo_resolve(o, &tp);
 	if (rc)
 		return rc;
 	if (tp.is_image)
@@ -101,7 +104,7 @@ int ap_cmd_check(const struct ap_opts *o)
 			       "%s is an octant flash image, not a disk: check the device ublk-flash serves from it",
 			       o->target);
 	parts = calloc(AP_MAX_PARTS, sizeof(*parts));
-	doc = ap_doc_new(o->json);
+	doc = ap_doc_new(o);
 	if (!parts || !doc) {
 		rc = ap_fail(AP_EXIT_IO, "out of memory");
 		goto out;
@@ -117,14 +120,13 @@ int ap_cmd_check(const struct ap_opts *o)
 		rc = ap_fail(AP_EXIT_IO, "out of memory");
 		goto out;
 	}
-	for (int i = 0; i < C_NCOLS; i++)
-		ap_table_col(tb, cols[i].name, cols[i].jtype, cols[i].right);
+	ap_table_cols(doc, tb, cols, C_NCOLS);
 	for (size_t i = 0; i < n; i++) {
-		if (audit(&tp, &parts[i], o->json, buf, cells))
+		if (audit(&tp, &parts[i], o->json, doc, buf, cells))
 			bad++;
 		if (!parts[i].container)
 			checked++;
-		ap_table_row(tb, cells);
+		ap_table_row(doc, tb, cells);
 	}
 
 	/* Partitions mapped with `alignpart map`: does the kernel agree? */
@@ -142,8 +144,14 @@ int ap_cmd_check(const struct ap_opts *o)
 	ap_doc_kv(doc, "logical", SCOLS_JSON_NUMBER, "%u", tp.t.logical);
 	ap_doc_kv(doc, "physical", SCOLS_JSON_NUMBER, "%u", tp.t.physical);
 	ap_doc_kv(doc, "alignment_offset", SCOLS_JSON_NUMBER, "%u", tp.t.alignment_offset);
-	ap_doc_kv(doc, "erase_block", SCOLS_JSON_STRING, "%s",
-		  tp.t.erase_block ? ap_human_size(tp.t.erase_block, gbuf, sizeof(gbuf)) : "unknown");
+	if (o->json)   /* a number of bytes, null when unknown */
+		ap_doc_kv(doc, "erase_block_bytes", SCOLS_JSON_NUMBER, "%s",
+			  tp.t.erase_block ? ap_doc_size(doc, tp.t.erase_block, gbuf,
+							 sizeof(gbuf)) : "");
+	else
+		ap_doc_kv(doc, "erase_block", SCOLS_JSON_STRING, "%s",
+			  tp.t.erase_block ? ap_doc_size(doc, tp.t.erase_block, gbuf,
+							 sizeof(gbuf)) : "unknown");
 	ap_doc_kv(doc, "partitions", SCOLS_JSON_NUMBER, "%zu", checked);
 	ap_doc_kv(doc, "misaligned", SCOLS_JSON_NUMBER, "%zu", bad);
 	ap_doc_kv(doc, "verdict", SCOLS_JSON_STRING, "%s",

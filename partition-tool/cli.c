@@ -13,6 +13,7 @@
 enum {
 	OPT_JSON = 1000, OPT_TOPOLOGY, OPT_PROFILE, OPT_LABEL, OPT_PART,
 	OPT_START, OPT_SCRIPT, OPT_NOACT, OPT_FORCE, OPT_HELP, OPT_VERSION,
+	OPT_OUTPUT = 'o', OPT_NOHEAD = 'n', OPT_RAW = 'r', OPT_BYTES = 'b',
 };
 
 static const struct option longopts[] = {
@@ -27,6 +28,10 @@ static const struct option longopts[] = {
 	{ "force",    no_argument,       NULL, OPT_FORCE },
 	{ "help",     no_argument,       NULL, OPT_HELP },
 	{ "version",  no_argument,       NULL, OPT_VERSION },
+	{ "output",   required_argument, NULL, OPT_OUTPUT },
+	{ "noheadings", no_argument,     NULL, OPT_NOHEAD },
+	{ "raw",      no_argument,       NULL, OPT_RAW },
+	{ "bytes",    no_argument,       NULL, OPT_BYTES },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -49,6 +54,13 @@ static void profiles_help(FILE *out)
 		fprintf(out, "  %-8s %s\n", (*p)->name,
 			(*p)->description ? (*p)->description : "");
 }
+
+/* The table output options every command takes (as lsblk's). */
+static const char ap_output_help[] =
+	"Output: --json (sizes in bytes, positions in sectors: size_bytes,\n"
+	"  start_sector, ...); the table as lsblk's: -o, --output COLS (columns\n"
+	"  by heading or JSON key, in that order; alignpart(8) lists them),\n"
+	"  -n, --noheadings, -r, --raw, -b, --bytes (sizes in bytes, not 8MiB).\n";
 
 /* Print the usage text of @cmd (AP_CMD_NONE: the overview) on @out. */
 void ap_usage(FILE *out, enum ap_cmd cmd)
@@ -77,6 +89,14 @@ void ap_usage(FILE *out, enum ap_cmd cmd)
 		      "Print the first aligned LBA for each label type, the grain and the reason.\n", out);
 		break;
 	default:
+		break;
+	}
+	if (cmd != AP_CMD_NONE)
+		fputs(ap_output_help, out);
+	switch (cmd) {
+	case AP_CMD_CHECK: case AP_CMD_CREATE: case AP_CMD_SUGGEST:
+		break;
+	default:
 		fputs("Usage: alignpart COMMAND TARGET [OPTIONS]\n"
 		      "Create and audit MBR/GPT partition tables with alignment checks.\n\n"
 		      "Commands:\n"
@@ -88,7 +108,13 @@ void ap_usage(FILE *out, enum ap_cmd cmd)
 		      "Common options:\n"
 		      "  --topology LOG/PHYS[/OFFSET]  override the target's topology\n"
 		      "  --profile NAME   alignment profile (default auto)\n"
-		      "  --json           JSON output\n"
+		      "  --json           JSON output (sizes in bytes, positions in sectors:\n"
+		      "                   size_bytes, start_sector, ...)\n"
+		      "  -o, --output COLS  table columns to print, in order (e.g.\n"
+		      "                   nr,start,size,aligned; alignpart(8) lists them)\n"
+		      "  -n, --noheadings no table headings\n"
+		      "  -r, --raw        raw table output (no alignment, spaces as \\x20)\n"
+		      "  -b, --bytes      sizes in bytes, not 8MiB\n"
 		      "  --help, --version\n"
 		      "Topology: --topology, else a device ublk-flash serves takes its image's\n"
 		      "(run registry $UBLK_FLASH_RUN_DIR, default /run/octant), another device\n"
@@ -118,6 +144,7 @@ static bool opt_allowed(enum ap_cmd cmd, int opt)
 	switch (opt) {
 	case OPT_JSON: case OPT_TOPOLOGY: case OPT_PROFILE:
 	case OPT_HELP: case OPT_VERSION:
+	case OPT_OUTPUT: case OPT_NOHEAD: case OPT_RAW: case OPT_BYTES:
 		return true;
 	case OPT_LABEL:
 		return cmd == AP_CMD_CREATE || cmd == AP_CMD_SUGGEST;
@@ -167,7 +194,7 @@ int ap_parse_args(int argc, char **argv, struct ap_opts *o)
 
 	optind = 2;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":o:nrb", longopts, NULL)) != -1) {
 		if (opt == '?')
 			return usage_err(o->cmd, "unknown option '%s'", argv[optind - 1]);
 		if (opt == ':')
@@ -176,6 +203,10 @@ int ap_parse_args(int argc, char **argv, struct ap_opts *o)
 			return usage_err(o->cmd, "option '%s' does not apply here", argv[optind - 1]);
 		switch (opt) {
 		case OPT_JSON:     o->json = true; break;
+		case OPT_OUTPUT:   o->columns = optarg; break;
+		case OPT_NOHEAD:   o->noheadings = true; break;
+		case OPT_RAW:      o->raw = true; break;
+		case OPT_BYTES:    o->bytes = true; break;
 		case OPT_TOPOLOGY: o->topology = optarg; break;
 		case OPT_PROFILE:  o->profile = optarg; break;
 		case OPT_LABEL:

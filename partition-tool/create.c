@@ -23,17 +23,17 @@
 enum { C_NR, C_START, C_END, C_SECTORS, C_SIZE, C_TYPE, C_ALIGNED, C_OFFSET,
        C_WHY, C_NOTE, C_NCOLS };
 
-static const struct { const char *name; int jtype; bool right; } cols[C_NCOLS] = {
-	[C_NR]      = { "nr",            SCOLS_JSON_NUMBER, true },
-	[C_START]   = { "start",         SCOLS_JSON_NUMBER, true },
-	[C_END]     = { "end",           SCOLS_JSON_NUMBER, true },
-	[C_SECTORS] = { "sectors",       SCOLS_JSON_NUMBER, true },
-	[C_SIZE]    = { "size",          SCOLS_JSON_STRING, true },
-	[C_TYPE]    = { "type",          SCOLS_JSON_STRING, false },
-	[C_ALIGNED] = { "aligned",       SCOLS_JSON_BOOLEAN, false },
-	[C_OFFSET]  = { "kernel_offset", SCOLS_JSON_NUMBER, true },
-	[C_WHY]     = { "explanation",   SCOLS_JSON_STRING, false },
-	[C_NOTE]    = { "note",          SCOLS_JSON_STRING, false },
+static const struct ap_col cols[C_NCOLS] = {
+	[C_NR]      = { "nr",            NULL,           SCOLS_JSON_NUMBER, true },
+	[C_START]   = { "start",         "start_sector", SCOLS_JSON_NUMBER, true },
+	[C_END]     = { "end",           "end_sector",   SCOLS_JSON_NUMBER, true },
+	[C_SECTORS] = { "sectors",       "size_sectors", SCOLS_JSON_NUMBER, true },
+	[C_SIZE]    = { "size",          "size_bytes",   SCOLS_JSON_NUMBER, true },
+	[C_TYPE]    = { "type",          NULL,           SCOLS_JSON_STRING, false },
+	[C_ALIGNED] = { "aligned",       NULL,           SCOLS_JSON_BOOLEAN, false },
+	[C_OFFSET]  = { "kernel_offset", NULL,           SCOLS_JSON_NUMBER, true },
+	[C_WHY]     = { "explanation",   NULL,           SCOLS_JSON_STRING, false },
+	[C_NOTE]    = { "note",          NULL,           SCOLS_JSON_STRING, false },
 };
 
 /* Loud warnings and notes about the plan, on stderr. */
@@ -70,7 +70,7 @@ static int output(const struct ap_opts *o, const struct ap_topo *tp,
 		  const char *label, const struct ap_part *parts, size_t n,
 		  uint64_t first, uint64_t last)
 {
-	struct ap_doc *doc = ap_doc_new(o->json);
+	struct ap_doc *doc = ap_doc_new(o);
 	struct libscols_table *tb = doc ? ap_table_new(doc, "partitions") : NULL;
 	char buf[C_NCOLS][96], g[32];
 	const char *cells[C_NCOLS];
@@ -85,14 +85,16 @@ static int output(const struct ap_opts *o, const struct ap_topo *tp,
 	ap_doc_kv(doc, "topology", SCOLS_JSON_STRING, "%s", tp->desc);
 	ap_topo_doc_source(doc, tp);
 	ap_doc_kv(doc, "profile", SCOLS_JSON_STRING, "%s", tp->profile->name);
-	ap_doc_kv(doc, "grain", SCOLS_JSON_STRING, "%s", ap_human_size(tp->grain, g, sizeof(g)));
-	ap_doc_kv(doc, "first_usable", SCOLS_JSON_NUMBER, "%" PRIu64, first);
-	ap_doc_kv(doc, "last_usable", SCOLS_JSON_NUMBER, "%" PRIu64, last);
+	ap_doc_kv(doc, o->json ? "grain_bytes" : "grain", SCOLS_JSON_NUMBER, "%s",
+		  ap_doc_size(doc, tp->grain, g, sizeof(g)));
+	ap_doc_kv(doc, o->json ? "first_usable_sector" : "first_usable",
+		  SCOLS_JSON_NUMBER, "%" PRIu64, first);
+	ap_doc_kv(doc, o->json ? "last_usable_sector" : "last_usable",
+		  SCOLS_JSON_NUMBER, "%" PRIu64, last);
 	ap_doc_kv(doc, "written", SCOLS_JSON_BOOLEAN, "%s", o->no_act ? "no" : "yes");
 	ap_doc_end_record(doc, "device");
 
-	for (int i = 0; i < C_NCOLS; i++)
-		ap_table_col(tb, cols[i].name, cols[i].jtype, cols[i].right);
+	ap_table_cols(doc, tb, cols, C_NCOLS);
 	for (size_t i = 0; i < n; i++) {
 		const struct ap_part *p = &parts[i];
 
@@ -102,7 +104,7 @@ static int output(const struct ap_opts *o, const struct ap_topo *tp,
 		snprintf(buf[C_START], 96, "%" PRIu64, p->start);
 		snprintf(buf[C_END], 96, "%" PRIu64, p->start + p->size - 1);
 		snprintf(buf[C_SECTORS], 96, "%" PRIu64, p->size);
-		ap_human_size(p->size * tp->t.logical, buf[C_SIZE], 96);
+		ap_doc_size(doc, p->size * tp->t.logical, buf[C_SIZE], 96);
 		snprintf(buf[C_TYPE], 96, "%s", p->type_name);
 		cells[C_ALIGNED] = align_lba_is_aligned(&tp->t, p->start) ? "yes" : "no";
 		snprintf(buf[C_OFFSET], 96, "%u", align_partition_offset(&tp->t, p->start));
@@ -115,7 +117,7 @@ static int output(const struct ap_opts *o, const struct ap_topo *tp,
 			snprintf(buf[C_NOTE], 96, "forced (--start)");
 		else
 			snprintf(buf[C_NOTE], 96, "%s", o->json ? "" : "-");
-		ap_table_row(tb, cells);
+		ap_table_row(doc, tb, cells);
 	}
 	ap_doc_table(doc, tb);
 	if (!o->json)
@@ -184,7 +186,9 @@ int ap_cmd_create(const struct ap_opts *o)
 		rc = ap_fail(AP_EXIT_IO, "out of memory");
 		goto out;
 	}
-	rc = ap_topo_resolve(o, &tp);
+	rc = ap_cols_check(o, cols, C_NCOLS);   /* before anything is written */
+	if (!rc)
+		rc = ap_topo_resolve(o, &tp);
 	if (rc)
 		goto out;
 	if (tp.is_image) {

@@ -12,16 +12,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <libsmartcols/libsmartcols.h>
 
 #include "ap.h"
 
+static int ap_table_col(struct libscols_table *tb, const char *name, int jtype,
+			bool right, bool hidden);
+
 #define DOC_MAX_PARTS 8
+#define DOC_MAX_COLS  32
 #define DOC_MAX_KV    32
 
 struct ap_doc {
 	bool json;
+	bool noheadings, raw, bytes;   /* -n, -r, -b: readable tables */
+	const char *columns;           /* -o COLS */
+	struct libscols_table *mapped; /* the table ap_table_cols made */
+	size_t pos[DOC_MAX_COLS];      /* ... where each cell's column went */
 	char *part[DOC_MAX_PARTS];       /* JSON members, braces stripped */
 	size_t nparts;
 	char *key[DOC_MAX_KV], *val[DOC_MAX_KV];
@@ -30,14 +39,120 @@ struct ap_doc {
 	bool failed;
 };
 
-/* A new report; @json selects JSON output. */
-struct ap_doc *ap_doc_new(bool json)
+/* A new report for @o's output options (--json, -o, -n, -r, -b). */
+struct ap_doc *ap_doc_new(const struct ap_opts *o)
 {
 	struct ap_doc *d = calloc(1, sizeof(*d));
 
-	if (d)
-		d->json = json;
+	if (d) {
+		d->json = o->json;
+		d->noheadings = o->noheadings;
+		d->raw = o->raw;
+		d->bytes = o->bytes;
+		d->columns = o->columns;
+	}
 	return d;
+}
+
+/* A size for a cell or record: a number of bytes in JSON and with -b,
+ * else "8MiB". */
+const char *ap_doc_size(const struct ap_doc *d, uint64_t bytes, char *buf,
+			size_t len)
+{
+	if (d->json || d->bytes) {
+		snprintf(buf, len, "%llu", (unsigned long long)bytes);
+		return buf;
+	}
+	return ap_human_size(bytes, buf, len);
+}
+
+/* The column of @cols named @name (its heading or JSON key, any case). */
+static int col_find(const struct ap_col *cols, size_t n, const char *name,
+		    size_t len)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *j = cols[i].json ? cols[i].json : cols[i].name;
+
+		if ((strlen(cols[i].name) == len &&
+		     !strncasecmp(cols[i].name, name, len)) ||
+		    (strlen(j) == len && !strncasecmp(j, name, len)))
+			return (int)i;
+	}
+	return -1;
+}
+
+/* Check -o COLS against a command's columns before it does anything:
+ * 0, or AP_EXIT_USAGE after one line naming the columns there are. */
+int ap_cols_check(const struct ap_opts *o, const struct ap_col *cols, size_t n)
+{
+	const char *p = o->columns, *e;
+	char all[512] = "";
+	size_t used = 0;
+
+	if (!p)
+		return 0;
+	for (size_t i = 0; i < n && used < sizeof(all); i++)
+		used += (size_t)snprintf(all + used, sizeof(all) - used, "%s%s",
+					 i ? "," : "", cols[i].name);
+	for (size_t i = 0; all[i]; i++)
+		all[i] = (char)toupper((unsigned char)all[i]);
+	if (!*p)
+		return ap_fail(AP_EXIT_USAGE, "-o: no columns given (columns: %s)", all);
+	for (;; p = e + 1) {
+		e = strchr(p, ',');
+		if (!e)
+			e = p + strlen(p);
+		if (col_find(cols, n, p, (size_t)(e - p)) < 0)
+			return ap_fail(AP_EXIT_USAGE, "-o: unknown column '%.*s' "
+				       "(columns: %s)", (int)(e - p), p, all);
+		if (!*e)
+			break;
+	}
+	return 0;
+}
+
+/* Add @cols to @tb as -o, -n and -r ask (ap_cols_check passed): with -o
+ * the columns named come first, in that order, and the others are hidden;
+ * ap_table_row puts each cell where its column went. */
+int ap_table_cols(struct ap_doc *d, struct libscols_table *tb,
+		  const struct ap_col *cols, size_t n)
+{
+	bool placed[DOC_MAX_COLS] = { false };
+	const char *p, *e;
+	size_t pos = 0;
+
+	if (n > DOC_MAX_COLS)
+		return -EINVAL;
+	d->mapped = tb;
+	for (p = d->columns; p; p = *e ? e + 1 : NULL) {
+		int i;
+
+		e = strchr(p, ',');
+		if (!e)
+			e = p + strlen(p);
+		i = col_find(cols, n, p, (size_t)(e - p));
+		if (i < 0 || placed[i])
+			continue;
+		placed[i] = true;
+		d->pos[i] = pos++;
+		if (ap_table_col(tb, d->json && cols[i].json ? cols[i].json
+				 : cols[i].name, cols[i].jtype, cols[i].right, false))
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (placed[i])
+			continue;
+		d->pos[i] = pos++;
+		if (ap_table_col(tb, d->json && cols[i].json ? cols[i].json
+				 : cols[i].name, cols[i].jtype, cols[i].right,
+				 d->columns != NULL))
+			return -ENOMEM;
+	}
+	if (!d->json) {
+		scols_table_enable_noheadings(tb, d->noheadings);
+		scols_table_enable_raw(tb, d->raw);
+	}
+	return 0;
 }
 
 /* Add a key/value to the pending record (jtype: SCOLS_JSON_*). */
@@ -126,10 +241,10 @@ int ap_doc_end_record(struct ap_doc *d, const char *name)
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < d->nkv; i++) {
-		ap_table_col(tb, d->key[i], d->jtype[i], false);
+		ap_table_col(tb, d->key[i], d->jtype[i], false, false);
 		cells[i] = d->val[i];
 	}
-	ap_table_row(tb, cells);
+	ap_table_row(d, tb, cells);
 	rc = add_json(d, tb);
 	scols_unref_table(tb);
 	clear_kv(d);
@@ -187,8 +302,8 @@ struct libscols_table *ap_table_new(struct ap_doc *d, const char *name)
 }
 
 /* Add column @name (lower case; upper-cased for readable headings). */
-int ap_table_col(struct libscols_table *tb, const char *name, int jtype,
-		 bool right)
+static int ap_table_col(struct libscols_table *tb, const char *name, int jtype,
+			bool right, bool hidden)
 {
 	struct libscols_column *cl;
 	char head[64];
@@ -198,15 +313,18 @@ int ap_table_col(struct libscols_table *tb, const char *name, int jtype,
 		head[i] = scols_table_is_json(tb) ? name[i]
 				: (char)toupper((unsigned char)name[i]);
 	head[i] = 0;
-	cl = scols_table_new_column(tb, head, 0, right ? SCOLS_FL_RIGHT : 0);
+	cl = scols_table_new_column(tb, head, 0, (right ? SCOLS_FL_RIGHT : 0) |
+				    (hidden ? SCOLS_FL_HIDDEN : 0));
 	if (!cl)
 		return -ENOMEM;
 	scols_column_set_json_type(cl, jtype);
 	return 0;
 }
 
-/* Add a row; @cells has one string per column (NULL = empty). */
-int ap_table_row(struct libscols_table *tb, const char *const *cells)
+/* Add a row; @cells has one string per column as the command defined
+ * them (NULL = empty), put where -o moved each. */
+int ap_table_row(struct ap_doc *d, struct libscols_table *tb,
+		 const char *const *cells)
 {
 	struct libscols_line *ln = scols_table_new_line(tb, NULL);
 	size_t n = scols_table_get_ncols(tb);
@@ -214,7 +332,8 @@ int ap_table_row(struct libscols_table *tb, const char *const *cells)
 	if (!ln)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
-		if (cells[i] && scols_line_set_data(ln, i, cells[i]) < 0)
+		if (cells[i] && scols_line_set_data(ln, tb == d->mapped ? d->pos[i] : i,
+						    cells[i]) < 0)
 			return -ENOMEM;
 	return 0;
 }

@@ -12,16 +12,16 @@
 enum { C_LABEL, C_FIRST_USABLE, C_LBA, C_MEDIUM, C_GRAIN_S, C_OFFSET,
        C_ALIGNED, C_WHY, C_REASON, C_NCOLS };
 
-static const struct { const char *name; int jtype; bool right; } cols[C_NCOLS] = {
-	[C_LABEL]        = { "label",         SCOLS_JSON_STRING, false },
-	[C_FIRST_USABLE] = { "first_usable",  SCOLS_JSON_NUMBER, true },
-	[C_LBA]          = { "first_lba",     SCOLS_JSON_NUMBER, true },
-	[C_MEDIUM]       = { "medium_byte",   SCOLS_JSON_NUMBER, true },
-	[C_GRAIN_S]      = { "grain_sectors", SCOLS_JSON_NUMBER, true },
-	[C_OFFSET]       = { "kernel_offset", SCOLS_JSON_NUMBER, true },
-	[C_ALIGNED]      = { "aligned",       SCOLS_JSON_BOOLEAN, false },
-	[C_WHY]          = { "explanation",   SCOLS_JSON_STRING, false },
-	[C_REASON]       = { "reason",        SCOLS_JSON_STRING, false },
+static const struct ap_col cols[C_NCOLS] = {
+	[C_LABEL]        = { "label",         NULL,                  SCOLS_JSON_STRING, false },
+	[C_FIRST_USABLE] = { "first_usable",  "first_usable_sector", SCOLS_JSON_NUMBER, true },
+	[C_LBA]          = { "first_lba",     NULL,                  SCOLS_JSON_NUMBER, true },
+	[C_MEDIUM]       = { "medium_byte",   NULL,                  SCOLS_JSON_NUMBER, true },
+	[C_GRAIN_S]      = { "grain_sectors", NULL,                  SCOLS_JSON_NUMBER, true },
+	[C_OFFSET]       = { "kernel_offset", NULL,                  SCOLS_JSON_NUMBER, true },
+	[C_ALIGNED]      = { "aligned",       NULL,                  SCOLS_JSON_BOOLEAN, false },
+	[C_WHY]          = { "explanation",   NULL,                  SCOLS_JSON_STRING, false },
+	[C_REASON]       = { "reason",        NULL,                  SCOLS_JSON_STRING, false },
 };
 
 /* Byte of the physical medium where @lba lives (libalign's model: logical
@@ -34,7 +34,7 @@ static uint64_t medium_byte(const struct align_topology *t, uint64_t lba)
 }
 
 static int suggest_row(const struct ap_topo *tp, const char *label,
-		       struct libscols_table *tb)
+		       struct ap_doc *doc, struct libscols_table *tb)
 {
 	const struct align_profile *p = tp->profile;
 	char buf[C_NCOLS][192], g[32];
@@ -71,7 +71,7 @@ static int suggest_row(const struct ap_topo *tp, const char *label,
 		snprintf(buf[C_REASON], sizeof(buf[0]),
 			 "first LBA >= %" PRIu64 " (after the %s table) on a %s boundary of the medium",
 			 first, label, g);
-	return ap_table_row(tb, cells) < 0 ? ap_fail(AP_EXIT_IO, "out of memory") : 0;
+	return ap_table_row(doc, tb, cells) < 0 ? ap_fail(AP_EXIT_IO, "out of memory") : 0;
 }
 
 /* alignpart suggest TARGET: first aligned LBA per label, grain, reason. */
@@ -83,32 +83,41 @@ int ap_cmd_suggest(const struct ap_opts *o)
 	char g[32], e[32];
 	int rc;
 
-	rc = ap_topo_resolve(o, &tp);
+	rc = ap_cols_check(o, cols, C_NCOLS);
+	if (!rc)
+		rc = ap_topo_resolve(o, &tp);
 	if (rc)
 		return rc;
-	doc = ap_doc_new(o->json);
+	doc = ap_doc_new(o);
 	tb = doc ? ap_table_new(doc, "suggestions") : NULL;
 	if (!tb) {
 		rc = ap_fail(AP_EXIT_IO, "out of memory");
 		goto out;
 	}
-	for (int i = 0; i < C_NCOLS; i++)
-		ap_table_col(tb, cols[i].name, cols[i].jtype, cols[i].right);
+	ap_table_cols(doc, tb, cols, C_NCOLS);
 	if (!o->label || !strcmp(o->label, "dos"))
-		rc = suggest_row(&tp, "dos", tb);
+		rc = suggest_row(&tp, "dos", doc, tb);
 	if (!rc && (!o->label || !strcmp(o->label, "gpt")))
-		rc = suggest_row(&tp, "gpt", tb);
+		rc = suggest_row(&tp, "gpt", doc, tb);
 	if (rc)
 		goto out;
 	ap_doc_kv(doc, "target", SCOLS_JSON_STRING, "%s", o->target);
 	ap_doc_kv(doc, "topology", SCOLS_JSON_STRING, "%s", tp.desc);
 	ap_topo_doc_source(doc, &tp);
 	ap_doc_kv(doc, "profile", SCOLS_JSON_STRING, "%s", tp.profile->name);
-	ap_doc_kv(doc, "grain", SCOLS_JSON_STRING, "%s", ap_human_size(tp.grain, g, sizeof(g)));
+	if (!o->json)
+		ap_doc_kv(doc, "grain", SCOLS_JSON_STRING, "%s",
+			  ap_doc_size(doc, tp.grain, g, sizeof(g)));
 	ap_doc_kv(doc, "grain_bytes", SCOLS_JSON_NUMBER, "%" PRIu64, tp.grain);
 	ap_doc_kv(doc, "granularity", SCOLS_JSON_NUMBER, "%u", align_granularity(&tp.t));
-	ap_doc_kv(doc, "erase_block", SCOLS_JSON_STRING, "%s",
-		  tp.t.erase_block ? ap_human_size(tp.t.erase_block, e, sizeof(e)) : "unknown");
+	if (o->json)   /* a number of bytes, null when unknown */
+		ap_doc_kv(doc, "erase_block_bytes", SCOLS_JSON_NUMBER, "%s",
+			  tp.t.erase_block ? ap_doc_size(doc, tp.t.erase_block, e,
+							 sizeof(e)) : "");
+	else
+		ap_doc_kv(doc, "erase_block", SCOLS_JSON_STRING, "%s",
+			  tp.t.erase_block ? ap_doc_size(doc, tp.t.erase_block, e,
+							 sizeof(e)) : "unknown");
 	ap_doc_end_record(doc, "device");
 	ap_doc_table(doc, tb);
 	rc = ap_doc_print(doc);

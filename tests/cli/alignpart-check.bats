@@ -67,7 +67,8 @@ import json, sys
 d = json.load(sys.stdin)
 assert d["device"][0]["source"] == "override", d
 p = d["partitions"]
-assert [x["start"] for x in p] == [2048, 20480], p
+assert [x["start_sector"] for x in p] == [2048, 20480], p
+assert [x["size_bytes"] for x in p] == [16384 * 512, 8192 * 512], p
 assert [x["aligned"] for x in p] == [False, False], p
 assert [x["kernel_offset"] for x in p] == [3584, 3584], p
 '

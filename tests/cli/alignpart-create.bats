@@ -92,8 +92,8 @@ teardown() { ap_teardown; }
 	[[ "$output" == *" 256 "* ]]
 	run "$ALIGNPART" check k.img --profile 4kn --json
 	[ "$status" -eq 0 ]
-	[[ "$output" == *'"start": 256'* ]]
-	[[ "$output" == *'"start": 1280'* ]]
+	[[ "$output" == *'"start_sector": 256'* ]]
+	[[ "$output" == *'"start_sector": 1280'* ]]
 }
 
 @test "an octant flash image's topology is used by suggest; create refuses the image" {
@@ -152,7 +152,7 @@ teardown() { ap_teardown; }
 	[ "$status_create" -eq 0 ]
 	[ "$status_check" -eq 0 ]
 	[[ "$out" == *'"source": "override"'* ]]
-	[[ "$out" == *'"start": 63'* ]]
+	[[ "$out" == *'"start_sector": 63'* ]]
 	[ "$status_1m" -eq 1 ]
 	xval c.img dos "63:131009"
 }

@@ -57,7 +57,7 @@ stage_pc() {
 	run grep -rl "$STAGE" "$STAGE"
 	[ -z "$output" ] || { echo "files naming the DESTDIR: $output"; false; }
 	# the unit and the rule name the installed paths
-	grep -q '^ExecStart=/usr/libexec/octant/ublk-flash-service %I$' \
+	grep -q '^ExecStart=/usr/libexec/octant/ublk-flash-service %I --pidfile %t/ublk-flash@%i.pid --log stderr$' \
 		"$STAGE/usr/lib/systemd/system/ublk-flash@.service"
 	grep -q '^ExecStop=/usr/bin/ublk-flash stop ' \
 		"$STAGE/usr/lib/systemd/system/ublk-flash@.service"
@@ -240,6 +240,12 @@ complete_words() {
 	[ "$(echo $output)" = "--json --noheadings --output --raw" ]
 	run complete_words ublk-flash _ublk_flash ublk-flash list -o DEVICE,S
 	[ "$(echo $output)" = "DEVICE,SIZE DEVICE,STATE DEVICE,STARTED" ]
+	run complete_words ublk-flash _ublk_flash ublk-flash serve x.img --log s
+	[ "$(echo $output)" = "syslog stderr" ]
+	run complete_words ublk-flash _ublk_flash ublk-flash serve --pi
+	[ "$output" = "--pidfile" ]
+	run complete_words ublk-flash _ublk_flash ublk-flash serve --re
+	[ "$(echo $output)" = "--read-only --recover" ]
 	# an image path completes as a file
 	touch "$BATS_TEST_TMPDIR/disk-a.img"
 	run complete_words ublk-flash _ublk_flash ublk-flash info "$BATS_TEST_TMPDIR/disk-"

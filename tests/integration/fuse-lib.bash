@@ -10,6 +10,9 @@ fuse_setup() {
 	[ -x "$UBLK_FLASH" ] || skip "ublk-flash not built ($UBLK_FLASH)"
 	setup_scratch
 	export UBLK_FLASH_RUN_DIR=$SCRATCH/run
+	# a daemon logs to syslog by default: not the host's from tests (a
+	# daemon without one logs to RUNDIR.log; serve-options.bats binds one)
+	export UBLK_FLASH_SYSLOG_SOCKET=$SCRATCH/no-syslog
 	mkdir -p "$SCRATCH/m"
 }
 

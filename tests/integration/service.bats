@@ -54,9 +54,15 @@ teardown() {
 # Environment= with IMAGE and OPTIONS set as /etc/octant/NAME.conf would);
 # waits for READY=1 like Type=notify.  The main pid in $MAIN.
 start_unit() {
-	local n=$(grep -c '^READY=1$' "$NOTIFY_OUT")
+	local n=$(grep -c '^READY=1$' "$NOTIFY_OUT") args
+	# the unit's own arguments after the instance (%t is $SCRATCH/rt here)
+	args=$(sed -n 's/^ExecStart=[^ ]* %I//p' "$UNIT")
+	args=${args//%t/$SCRATCH/rt}
+	args=${args//%i/$1}
+	mkdir -p "$SCRATCH/rt"
+	# shellcheck disable=SC2086  # a list of words, as systemd splits it
 	NOTIFY_SOCKET=$SCRATCH/notify.sock IMAGE=$SCRATCH/$1.img \
-		OPTIONS="--frontend fuse" "$HELPER" "$1" >"$SCRATCH/main.out" 2>"$SCRATCH/main.err" &
+		OPTIONS="--frontend fuse" "$HELPER" "$1" $args >"$SCRATCH/main.out" 2>"$SCRATCH/main.err" &
 	MAIN=$!
 	for _ in $(seq 300); do
 		[ "$(grep -c '^READY=1$' "$NOTIFY_OUT")" -gt "$n" ] && break
@@ -76,6 +82,9 @@ start_unit() {
 	# registry names it, live stats answer; the main process is the server
 	[ -b "$DEV" ]
 	[ "$(fuse_pid "$SCRATCH/data.img")" = "$MAIN" ]
+	# the unit's --pidfile (its PIDFile=) names the main process
+	grep -q '^PIDFile=%t/ublk-flash@%i.pid$' "$UNIT"
+	[ "$(cat "$SCRATCH/rt/ublk-flash@data.pid")" = "$MAIN" ]
 	"$UBLK_FLASH" stats "$DEV" >/dev/null
 	# ublk-flash list shows it, running, with the service's main pid
 	run "$UBLK_FLASH" list -n -r -o DEVICE,IMAGE,PID,STATE
@@ -96,6 +105,8 @@ start_unit() {
 	[ "$rc" -eq 0 ]
 	[ ! -e "$DEV" ] || ! losetup "$DEV" 2>/dev/null | grep -q "$SCRATCH"
 	[ -z "$(ls "$UBLK_FLASH_RUN_DIR"/img-*/pid 2>/dev/null)" ]
+	[ ! -e "$SCRATCH/rt/ublk-flash@data.pid" ]
+	[ -z "$(ls -A "$UBLK_FLASH_RUN_DIR")" ]   # no folder, no log
 	run "$UDEVNAME" "${DEV#/dev/}"
 	[ -z "$output" ]
 	"$UBLK_FLASH" fsck "$SCRATCH/data.img" >/dev/null

@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "serve.h"
+#include "log.h"
 
 static void serve_usage(FILE *out)
 {
@@ -20,6 +21,13 @@ static void serve_usage(FILE *out)
 		"once it is live, then serves in the background (stop: ublk-flash stop).\n\n"
 		"  --frontend ublk|fuse  default: ublk if /dev/ublk-control exists, else fuse\n"
 		"  -f, --foreground      stay attached (SIGTERM/SIGINT stop cleanly)\n"
+		"  --pidfile FILE        write the server's pid to FILE once the device\n"
+		"                        is live (removed at stop; a running pid in it: 5)\n"
+		"  --log syslog|stderr|FILE   where the server's messages go once the\n"
+		"                        device is live (default: syslog when in the\n"
+		"                        background, stderr with --foreground)\n"
+		"  -r, --read-only       a read-only device; the image is never written\n"
+		"                        (no checkpoint; a roll-forward stays in memory)\n"
 		"  --scan                ignore checkpoints, rebuild the map from OOB\n"
 		"  --gc greedy|cost-benefit   GC victim policy (default greedy)\n"
 		"  --wl-threshold N      static wear-levelling threshold, 1..1000000\n"
@@ -32,9 +40,11 @@ static void serve_usage(FILE *out)
 		"  --queues N, --depth N ublk: hardware queues 1..64 (default 1),\n"
 		"                        queue depth 1..4096 (default 64)\n\n"
 		"Exit: 0 live; 2 usage (a bad value, a ublk option with --frontend\n"
-		"fuse, IMG a directory or neither a file nor a block device); 3 system\n"
-		"error (no /dev/fuse, ...); 4 not an octant image, or a corrupt one;\n"
-		"5 busy (already served, no free loop device).\n");
+		"fuse, IMG a directory or neither a file nor a block device, a\n"
+		"--pidfile or --log FILE that cannot be written); 3 system error\n"
+		"(no /dev/fuse, no syslog socket, ...); 4 not an octant image, or a\n"
+		"corrupt one; 5 busy (already served, no free loop device, the\n"
+		"--pidfile names a running process).\n");
 }
 
 /* Limits of the numbers (ublk: UBLK_MAX_QUEUE_DEPTH, the 64 queues
@@ -46,10 +56,13 @@ static void serve_usage(FILE *out)
 int cmd_serve(int argc, char **argv)
 {
 	enum { O_FRONTEND = 256, O_RECOVER, O_DEVID, O_QUEUES, O_DEPTH, O_DM,
-	       O_SCAN, O_GC, O_WL, O_FAULTS };
+	       O_SCAN, O_GC, O_WL, O_FAULTS, O_PIDFILE, O_LOG };
 	static const struct option lo[] = {
 		{ "frontend", required_argument, NULL, O_FRONTEND },
 		{ "foreground", no_argument, NULL, 'f' },
+		{ "read-only", no_argument, NULL, 'r' },
+		{ "pidfile", required_argument, NULL, O_PIDFILE },
+		{ "log", required_argument, NULL, O_LOG },
 		{ "recover", no_argument, NULL, O_RECOVER },
 		{ "dev-id", required_argument, NULL, O_DEVID },
 		{ "queues", required_argument, NULL, O_QUEUES },
@@ -72,10 +85,25 @@ int cmd_serve(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":fh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":fhr", lo, NULL)) != -1) {
 		switch (c) {
 		case O_FRONTEND: o.frontend = optarg; break;
 		case 'f': o.foreground = true; break;
+		case 'r': o.read_only = true; break;
+		case O_PIDFILE: o.pidfile = optarg; break;
+		case O_LOG: {
+			enum serve_log_kind k;
+
+			if (serve_log_parse(optarg, &k)) {
+				fprintf(stderr, "ublk-flash: serve: --log: '%s' is "
+					"not syslog, stderr or a file path (./%s "
+					"for a file here)\n", optarg, optarg);
+				return EXIT_USAGE;
+			}
+			o.log = optarg;
+			o.log_kind = (int)k;
+			break;
+		}
 		case O_RECOVER:
 			o.recover = true;
 			ublk_only = "--recover";

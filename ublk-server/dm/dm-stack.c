@@ -334,6 +334,20 @@ static int lower_probe(const char *path, dev_t *dev, uint64_t *size,
 	return ret;
 }
 
+/* Is block device @path read-only (BLKROGET)?  A mapping over it must be
+ * too: the kernel will not open it for writing (serve --read-only). */
+static bool lower_ro(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ro = 0;
+
+	if (fd < 0)
+		return false;
+	if (ioctl(fd, BLKROGET, &ro))
+		ro = 0;
+	close(fd);
+	return ro != 0;
+}
+
 int dmstack_linear_create(const char *name, const char *lower, uint64_t start,
 			  uint64_t nr_sectors, char *path, size_t len)
 {
@@ -371,6 +385,7 @@ int dmstack_linear_create(const char *name, const char *lower, uint64_t start,
 	if (!dm_task_set_name(dmt, name) ||
 	    !dm_task_add_target(dmt, 0, nr_sectors, "linear", params) ||
 	    !dm_task_set_add_node(dmt, DM_ADD_NODE_ON_CREATE) ||
+	    (lower_ro(lower) && !dm_task_set_ro(dmt)) ||
 	    !dm_task_set_cookie(dmt, &cookie, 0))
 		goto err_msg;
 	if (!dm_task_run(dmt)) {

@@ -49,7 +49,8 @@ int dmstack_exists(const char *name);
 
 /* Create dm-linear @name mapping @nr_sectors of block device @lower from
  * sector @start, wait until /dev/mapper/@name is usable and write that path
- * to @path (may be NULL).  Nothing is left behind on failure. */
+ * to @path (may be NULL).  Nothing is left behind on failure.  A read-only
+ * @lower gets a read-only mapping (dm_task_set_ro). */
 int dmstack_linear_create(const char *name, const char *lower, uint64_t start,
 			  uint64_t nr_sectors, char *path, size_t len);
 

@@ -18,11 +18,16 @@ struct fe_serve_opts {
 	const char *image;       /* image path */
 	const char *frontend;    /* "ublk", "fuse" or NULL (auto) */
 	bool foreground;
+	bool read_only;          /* --read-only: the engine never writes the
+	                            image, the device is read-only */
 	bool recover;            /* ublk: re-attach to a device left by a dead server */
 	int dev_id;              /* ublk: device id to ask for, -1 any */
 	unsigned queues, depth;  /* ublk: hardware queues, queue depth */
 	const char *dm_name;     /* --dm NAME: stack a dm-linear device on top */
-	const char *run_dir;     /* per-server state folder (pidfile, socket) */
+	const char *run_dir;     /* per-server state folder (registry, socket) */
+	const char *pidfile;     /* --pidfile FILE (made absolute), or NULL */
+	const char *log;         /* --log syslog|stderr|FILE, or NULL */
+	int log_kind;            /* enum serve_log_kind of @log */
 };
 
 struct fe_server {

@@ -128,7 +128,7 @@ static void fe_attr(struct fe_fuse_io *io, fuse_ino_t ino, struct stat *st)
 		st->st_mode = S_IFDIR | 0700;
 		st->st_nlink = 2;
 	} else {
-		st->st_mode = S_IFREG | 0600;
+		st->st_mode = S_IFREG | (io->read_only ? 0400 : 0600);
 		st->st_nlink = 1;
 		st->st_size = (off_t)io->size;
 		st->st_blksize = 4096;
@@ -175,6 +175,10 @@ static void fe_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct stat st;
 
 	(void)fi;
+	if (io->read_only && (to_set & FUSE_SET_ATTR_SIZE)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
 	/* The disk has a fixed size; times and modes are not kept. */
 	if ((to_set & FUSE_SET_ATTR_SIZE) &&
 	    (ino != FE_INO_DISK || (uint64_t)attr->st_size != io->size)) {
@@ -187,8 +191,14 @@ static void fe_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 
 static void fe_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct fe_fuse_io *io = fuse_req_userdata(req);
+
 	if (ino != FE_INO_DISK) {
 		fuse_reply_err(req, ino == FUSE_ROOT_ID ? EISDIR : ENOENT);
+		return;
+	}
+	if (io->read_only && (fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, EROFS);
 		return;
 	}
 	fi->direct_io = 1;     /* no FUSE page cache: every I/O reaches us */
@@ -310,6 +320,10 @@ static void fe_write(fuse_req_t req, fuse_ino_t ino, const char *data,
 	int err;
 
 	(void)ino;
+	if (io->read_only) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
 	if (off < 0 || size == 0) {
 		fuse_reply_write(req, 0);
 		return;
@@ -386,6 +400,10 @@ static void fe_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
 
 	(void)ino;
 	(void)fi;
+	if (io->read_only) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
 	if (off < 0 || len <= 0) {
 		fuse_reply_err(req, EINVAL);
 		return;

@@ -26,6 +26,9 @@ struct fe_fuse_io {
 	void **pool;                   /* free FE_FUSE_BUF buffers */
 	unsigned npool, nfree;
 	bool mutexes_made;
+	bool read_only;                /* serve --read-only: mode 0400, every
+	                                  write, open for writing, resize or
+	                                  fallocate fails EROFS */
 	atomic_bool fenced;            /* answer every request EIO, engine untouched */
 	atomic_uint inflight;          /* requests inside the engine now */
 	char name[NAME_MAX + 1];       /* the disk file's second name, the

@@ -259,6 +259,9 @@ static int fe_fuse_start(struct fe_server *s)
 	err = fe_fuse_io_init(&ff->io, s->ftl, FE_FUSE_THREADS);
 	if (err)
 		goto err;
+	ff->io.read_only = s->opts->read_only;
+	if (s->opts->read_only)   /* a read-only mount: the VFS refuses writers */
+		argv[2] = "fsname=ublk-flash,subtype=ublk-flash,max_read=1048576,ro";
 	ff->dead_fd = eventfd(0, EFD_CLOEXEC);
 	if (ff->dead_fd < 0) {
 		err = -errno;
@@ -301,7 +304,8 @@ static int fe_fuse_start(struct fe_server *s)
 		ff->started++;
 	}
 
-	ff->backing_fd = open(ff->file, O_RDWR | O_DIRECT | O_CLOEXEC);
+	ff->backing_fd = open(ff->file, (s->opts->read_only ? O_RDONLY : O_RDWR) |
+			      O_DIRECT | O_CLOEXEC);
 	if (ff->backing_fd < 0) {
 		err = -errno;
 		fprintf(stderr, "ublk-flash: open %s: %s\n", ff->file,
@@ -311,7 +315,8 @@ static int fe_fuse_start(struct fe_server *s)
 	struct stat st;
 	if (fstat(ff->backing_fd, &st) == 0)   /* fusectl names it by minor */
 		ff->conn = (int)minor(st.st_dev);
-	err = loop_attach(&ff->loop, ff->backing_fd, s->opts->image);
+	err = loop_attach(&ff->loop, ff->backing_fd, s->opts->image,
+			  s->opts->read_only);
 	if (err) {
 		if (err == -ENOSPC || err == -EBUSY || err == -ENXIO)
 			fprintf(stderr, "ublk-flash: no free loop device: %s\n",

@@ -38,19 +38,22 @@ static int loop_sysfs(int number, const char *attr, char *buf, size_t len)
 	return 0;
 }
 
-static int loop_configure(int fd, int backing_fd, const char *name, bool dio)
+static int loop_configure(int fd, int backing_fd, const char *name, bool dio,
+			  bool ro)
 {
 	struct loop_config cfg;
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.fd = (unsigned)backing_fd;
 	cfg.block_size = 512;
-	cfg.info.lo_flags = LO_FLAGS_PARTSCAN | (dio ? LO_FLAGS_DIRECT_IO : 0);
+	cfg.info.lo_flags = LO_FLAGS_PARTSCAN | (dio ? LO_FLAGS_DIRECT_IO : 0) |
+			    (ro ? LO_FLAGS_READ_ONLY : 0);
 	snprintf((char *)cfg.info.lo_file_name, sizeof(cfg.info.lo_file_name),
 		 "%s", name ? name : "ublk-flash");
 	return ioctl(fd, LOOP_CONFIGURE, &cfg) < 0 ? -errno : 0;
 }
 
-int loop_attach(struct loop_dev *ld, int backing_fd, const char *name)
+int loop_attach(struct loop_dev *ld, int backing_fd, const char *name,
+		bool read_only)
 {
 	int ctl = -1, fd = -1, err = 0, n = -1;
 	char dio[16];
@@ -82,13 +85,14 @@ int loop_attach(struct loop_dev *ld, int backing_fd, const char *name)
 			goto err;
 		}
 		ld->direct_io = true;
-		err = loop_configure(fd, backing_fd, name, true);
+		err = loop_configure(fd, backing_fd, name, true, read_only);
 		if (err == -EINVAL) {
 			fprintf(stderr, "ublk-flash: warning: %s refused direct I/O; "
 				"using buffered I/O (slower, less deadlock-safe)\n",
 				ld->path);
 			ld->direct_io = false;
-			err = loop_configure(fd, backing_fd, name, false);
+			err = loop_configure(fd, backing_fd, name, false,
+					     read_only);
 		}
 		if (err != -EBUSY)
 			break;

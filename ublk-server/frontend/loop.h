@@ -21,9 +21,10 @@ struct loop_dev {
 };
 
 /* Attach @backing_fd (label @name, e.g. the image path) to a free loop
- * device.  -ENOSPC (or the kernel's error) when no loop device is free;
+ * device, read-only (LO_FLAGS_READ_ONLY) when @read_only.  -ENOSPC (or the kernel's error) when no loop device is free;
  * -ENODEV when /dev/loop-control is missing. */
-int loop_attach(struct loop_dev *ld, int backing_fd, const char *name);
+int loop_attach(struct loop_dev *ld, int backing_fd, const char *name,
+		bool read_only);
 
 /* Detach (LOOP_CLR_FD) and close.  If the device is still open elsewhere
  * the kernel detaches it at the last close.  Safe on a detached loop_dev. */

@@ -110,6 +110,7 @@ struct ublk_dev {
 	uint32_t buf_size;             /* per-tag I/O buffer, = max_io_buf_bytes */
 	bool io_ioctl;                 /* ioctl-encoded FETCH/COMMIT */
 	bool added, started;
+	bool read_only;                /* serve --read-only: UBLK_ATTR_READ_ONLY */
 	struct ublk_queue *q;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;           /* a queue changed state */

@@ -122,6 +122,8 @@ static void ublk_params_fill(struct ublk_dev *d, struct ublk_params *p)
 	memset(p, 0, sizeof(*p));
 	p->types = UBLK_PARAM_TYPE_BASIC | UBLK_PARAM_TYPE_DISCARD;
 	p->basic.attrs = UBLK_ATTR_VOLATILE_CACHE | UBLK_ATTR_FUA;
+	if (d->read_only)   /* set_disk_ro(): the kernel refuses writers */
+		p->basic.attrs |= UBLK_ATTR_READ_ONLY;
 	p->basic.logical_bs_shift = 9;
 	p->basic.physical_bs_shift = (uint8_t)ublk_log2(phys);
 	p->basic.io_min_shift = (uint8_t)ublk_log2(io_min);
@@ -354,6 +356,7 @@ static int ublk_start(struct fe_server *s)
 	if (!d)
 		return -ENOMEM;
 	d->ftl = s->ftl;
+	d->read_only = s->opts->read_only;
 	d->cdev_fd = -1;
 	d->event_fd = -1;
 	d->ctrl.fd = -1;

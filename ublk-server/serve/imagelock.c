@@ -3,7 +3,8 @@
  * The image lock: the engine flocks (LOCK_EX) every image it opens for
  * writing (ftl_open), for as long as it is open.  Commands that write an
  * image without the engine's open (create, fsck --repair) take the same
- * lock, and name who holds it when they cannot.
+ * lock, and name who holds it when they cannot.  A read-only serve takes
+ * it shared (LOCK_SH): readers together, no writer beside them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +32,23 @@ int serve_image_lock(const char *path, int *fd)
 	if (lfd < 0)
 		return -errno;
 	if (flock(lfd, LOCK_EX | LOCK_NB) < 0) {
+		int err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		close(lfd);
+		return err;
+	}
+	*fd = lfd;
+	return 0;
+}
+
+int serve_image_share(const char *path, int *fd)
+{
+	int lfd;
+
+	*fd = -1;
+	lfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (lfd < 0)
+		return -errno;
+	if (flock(lfd, LOCK_SH | LOCK_NB) < 0) {
 		int err = errno == EWOULDBLOCK ? -EBUSY : -errno;
 		close(lfd);
 		return err;

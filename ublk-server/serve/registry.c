@@ -19,7 +19,7 @@
 #include "serve.h"
 
 static const char *const serve_files[] = { "pid", "image", "dev", "frontend",
-					   "dm", "backing", "ctl.sock", NULL };
+					   "access", "dm", "backing", "ctl.sock", NULL };
 
 const char *serve_base(void)
 {

@@ -27,6 +27,8 @@
 #include "loop.h"
 #include "serve.h"
 #include "notify.h"
+#include "log.h"
+#include "pidfile.h"
 
 static int serve_stop_fd = -1;
 
@@ -163,24 +165,6 @@ static int serve_parent(int rfd, pid_t child)
 	return EXIT_IO;
 }
 
-/* Detach from the terminal once the device is live. */
-static void serve_detach_stdio(const char *dir)
-{
-	char log[PATH_MAX + 8];
-	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (fd >= 0) {
-		dup2(fd, 0);
-		dup2(fd, 1);
-		close(fd);
-	}
-	snprintf(log, sizeof(log), "%s.log", dir);
-	fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd >= 0) {
-		dup2(fd, 2);
-		close(fd);
-	}
-}
-
 static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 			const struct fe_ops *ops, int report_fd)
 {
@@ -188,13 +172,19 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	struct serve_ctl *ctl = NULL;
 	struct sigaction sa;
 	sigset_t block, old;
-	char pid[32], dmpath[128] = "", why[256] = "";
-	bool tried = false, dm = false;
-	int code = 0, err;
+	char pid[32], dmpath[128] = "", why[256] = "", line[PATH_MAX + 192];
+	bool tried = false, dm = false, pidfile = false;
+	int code = 0, err, share_fd = -1;
 
 	struct ftl_open_opts open_opts = *oo;
 	open_opts.unshifted = o->dm_name != NULL;   /* dm carries the shift */
-	err = ftl_open(o->image, &open_opts, &s.ftl);
+	/* Read-only: the engine opens the image O_RDONLY and never writes it
+	 * (a roll-forward stays in memory, no checkpoint at open or close);
+	 * a shared image lock keeps writers (create, fsck --repair) out. */
+	open_opts.readonly = o->read_only;
+	err = o->read_only ? serve_image_share(o->image, &share_fd) : 0;
+	if (!err)
+		err = ftl_open(o->image, &open_opts, &s.ftl);
 	if (err) {
 		code = serve_open_fail(o->image, err);
 		goto out;
@@ -243,6 +233,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	serve_entry_put(o->run_dir, "image", o->image);
 	serve_entry_put(o->run_dir, "dev", s.devpath);
 	serve_entry_put(o->run_dir, "frontend", ops->name);
+	serve_entry_put(o->run_dir, "access", o->read_only ? "ro" : "rw");
 	if (dm)
 		serve_entry_put(o->run_dir, "dm", dmpath);
 	/* A loop device's identity beyond its reusable number. */
@@ -255,6 +246,16 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 		serve_entry_put(o->run_dir, "backing", b);
 	}
 	serve_entry_put(o->run_dir, "pid", pid);   /* last: marks the entry */
+	if (o->pidfile) {
+		err = serve_pidfile_write(o->pidfile, getpid());
+		if (err) {
+			fprintf(stderr, "ublk-flash: serve: --pidfile %s: %s\n",
+				o->pidfile, strerror(-err));
+			code = EXIT_IO;
+			goto out;
+		}
+		pidfile = true;
+	}
 	/* the kernel's scan may find no partitions (no DOS/EFI parser built
 	 * in): add the table's from userspace, as partx -u does (libalign).
 	 * Under --dm the table is the dm device's, not the raw device's. */
@@ -272,8 +273,12 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	} else {
 		serve_report(report_fd, 0, dm ? dmpath : s.devpath);
 		report_fd = -1;
-		serve_detach_stdio(o->run_dir);
 	}
+	/* From now on messages go to the log (--log; a daemon: syslog). */
+	snprintf(line, sizeof(line), "%s served on %s (pid %d%s)", o->image,
+		 dm ? dmpath : s.devpath, (int)getpid(),
+		 o->read_only ? ", read-only" : "");
+	serve_log_start(!o->foreground, o->run_dir, line);
 	serve_notify_ready(s.devpath);   /* udev names it; systemd: READY=1 */
 	err = ops->run(&s);
 	if (err) {
@@ -297,16 +302,73 @@ out:
 				 strerror(-err));
 		}
 	}
+	if (share_fd >= 0)
+		close(share_fd);
 	serve_stop_fd = -1;
 	if (s.stop_fd >= 0)
 		close(s.stop_fd);
 	serve_entry_clear(o->run_dir);
+	if (pidfile)
+		serve_pidfile_remove(o->pidfile, getpid());
+	if (report_fd < 0) {   /* it was live */
+		snprintf(line, sizeof(line), "%s stopped%s%s", o->image,
+			 why[0] ? ": " : "", why);
+		serve_log_info(line);
+	}
 	serve_ctl_finish(ctl, code, why);
 	serve_report(report_fd, code, NULL);
 	return code;
 }
 
+/* Before anything starts: a --pidfile that can be written and names no
+ * running process, a --log target that can be opened.  One line and the
+ * exit code, or 0. */
+static int serve_check_outputs(struct fe_serve_opts *o)
+{
+	static char pidabs[PATH_MAX];
+	char why[PATH_MAX + 128];
+	pid_t live;
+	int err;
+
+	if (o->pidfile) {
+		err = serve_pidfile_check(o->pidfile, pidabs, sizeof(pidabs),
+					  &live, why, sizeof(why));
+		if (err == -EEXIST) {
+			fprintf(stderr, "ublk-flash: serve: --pidfile %s: %s "
+				"(another server?)\n", o->pidfile, why);
+			return EXIT_BUSY;
+		}
+		if (err) {
+			fprintf(stderr, "ublk-flash: serve: --pidfile %s: %s\n",
+				o->pidfile, err == -ENOENT ? "its folder does not exist" :
+				err == -ENOTDIR ? "its folder is not a folder" :
+				err == -EISDIR ? "is a folder, not a file" :
+				strerror(-err));
+			return EXIT_USAGE;
+		}
+		o->pidfile = pidabs;
+	}
+	err = serve_log_open((enum serve_log_kind)o->log_kind, o->log, why,
+			     sizeof(why));
+	if (err) {
+		fprintf(stderr, "ublk-flash: serve: --log %s: %s\n", o->log, why);
+		return o->log_kind == SERVE_LOG_SYSLOG ? EXIT_IO : EXIT_USAGE;
+	}
+	return 0;
+}
+
+static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo);
+
 int serve_main(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
+{
+	int code = serve_run(o, oo);
+
+	if (code)      /* a log file made for a server that never ran */
+		serve_log_abandon();
+	return code;
+}
+
+static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 {
 	static char image[PATH_MAX], dir[PATH_MAX];
 	struct serve_entry e;
@@ -320,6 +382,9 @@ int serve_main(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 		return cli_fail(what, -errno);
 	}
 	o->image = image;
+	code = serve_check_outputs(o);
+	if (code)
+		return code;
 	ops = serve_pick(o->frontend);
 	if (!ops)
 		return o->frontend && strcmp(o->frontend, "fuse") &&

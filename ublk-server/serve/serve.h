@@ -9,9 +9,10 @@
  *             (with the folder) only by its holder, and a lock taken on a
  *             file no longer at the path is retaken, so two servers can
  *             never both own it
- *   pid image dev frontend [dm] [backing]   one line each, written once the
- *             device is live; backing (FUSE): "MAJ:MIN:INO" of the file the
- *             loop device was bound to, its identity beyond its number
+ *   pid image dev frontend access [dm] [backing]   one line each, written
+ *             once the device is live; access: "rw" or "ro" (--read-only);
+ *             backing (FUSE): "MAJ:MIN:INO" of the file the loop device was
+ *             bound to, its identity beyond its number
  *   ctl.sock  the control socket (commands: "stats json", "stats text",
  *             "stop"), answered then closed
  *   mnt/      the FUSE frontend's private mountpoint
@@ -100,6 +101,11 @@ int serve_entry_cleanup(const char *dir);
  * *fd, held until closed.  -EBUSY if a server or another process has the
  * image open for writing (or the block device is mounted). */
 int serve_image_lock(const char *path, int *fd);
+
+/* The same lock shared (LOCK_SH, non-blocking) for a read-only serve: no
+ * program can open @path for writing through the engine, create or fsck
+ * --repair while it is held.  -EBUSY if one has it open for writing. */
+int serve_image_share(const char *path, int *fd);
 
 /* Who holds @path busy, for an error message: "served on /dev/loop3
  * (pid 1234)", "open for writing by pid 99 (fio)", ... */

@@ -32,7 +32,7 @@ device_cases() {
 		printf 'label: dos\nstart=7,size=56\nstart=63,size=1985\nstart=2048,size=7\nstart=2055,size=4096\n' |
 			sfdisk -q -w always "$dev" >/dev/null 2>&1 && reread "$dev"
 		json=$("$AP" check "$dev" --json 2>&1)
-		want=$(jq -r '.. | objects | select(has("nr") and has("kernel_offset")) | "\(.nr) \(.start) \(.kernel_offset)"' <<<"$json" 2>/dev/null | sort -n)
+		want=$(jq -r '.. | objects | select(has("nr") and has("kernel_offset")) | "\(.nr) \(.start_sector) \(.kernel_offset)"' <<<"$json" 2>/dev/null | sort -n)
 		got=$(part_offsets "$dev")
 		if [ -n "$got" ] && [ "$got" = "$want" ]; then
 			t_ok "$label: alignpart check predicts the kernel's per-partition alignment_offset (starts 7 63 2048 2055)"

@@ -22,7 +22,7 @@ pcheck() { parted -s "$1" align-check "$2" "$3" >/dev/null 2>&1 && echo aligned 
 apjson() {
 	"$AP" check "$1" --json 2>/dev/null |
 	jq -r '.. | objects | select(has("nr") and has("kernel_offset")) |
-	       "\(.nr) \(.start) \(.kernel_offset) \(.aligned)"' 2>/dev/null
+	       "\(.nr) \(.start_sector) \(.kernel_offset) \(.aligned)"' 2>/dev/null
 }
 ap_ready() { "$AP" "$1" --help >/dev/null 2>&1; }
 

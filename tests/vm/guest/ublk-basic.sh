@@ -3,7 +3,8 @@
 # engine's topology (logical 512, physical 4096, io_min 4096, io_opt = erase block 256 KiB,
 # write cache + FUA, discard at page granularity); ext4 and btrfs mkfs/mount/checksums/fsck;
 # discard and write-zeroes read back zeroes; fio --verify=crc32c with mixed sizes 512 B..128 KiB;
-# a clean stop removes the device and the image passes `ublk-flash fsck`.
+# a clean stop removes the device and the image passes `ublk-flash fsck`; --read-only (also with
+# --dm): a read-only device, writes fail, reads return the data, the image bytes unchanged.
 . /octant/tests/vm/guest-lib.sh
 . /octant/tests/vm/guest/ublk-lib.bash
 
@@ -91,6 +92,40 @@ mode_case() { # MODE [SERVE-OPTIONS...]
 	t_check "$mode: image passes ublk-flash fsck" "$UBLK_FLASH" fsck "$img"
 }
 
+# --read-only (also under --dm): the kernel marks the device read-only, writes fail at the
+# device, reads return what a read-write serve wrote, and the image's bytes are unchanged.
+ro_case() { # LABEL [SERVE-OPTIONS...]
+	local label=$1 img=/tmp/ublk-ro.img dev out sum0 sum1 want
+	shift
+	if ! out=$(ublk_mkimg "$img" 64M odd 2>&1) || ! dev=$(ublk_serve "$img"); then
+		t_fail "$label: create and serve read-write" "$out $dev"; return
+	fi
+	t_cleanup "rm -f $img"
+	head -c 1048576 /dev/urandom >/tmp/ublk-ro.pat
+	dd if=/tmp/ublk-ro.pat of="$dev" bs=64k oflag=direct status=none
+	$UBLK_FLASH stop "$img" >/dev/null
+	ublk_wait_gone "$dev"
+	sum0=$(sha256sum <"$img")
+	if ! dev=$(ublk_serve "$img" --read-only "$@"); then
+		t_fail "$label: serve --read-only $*" "$dev"; return
+	fi
+	t_eq "$label: blockdev --getro $dev" "$(blockdev --getro "$dev")" 1
+	if dd if=/dev/zero of="$dev" bs=4k count=1 oflag=direct status=none 2>/dev/null; then
+		t_fail "$label: a write to $dev fails"
+	else
+		t_ok "$label: a write to $dev fails"
+	fi
+	want=$(sha256sum </tmp/ublk-ro.pat)
+	t_eq "$label: reads return the data" "$(head -c 1048576 "$dev" | sha256sum)" "$want"
+	if out=$($UBLK_FLASH stop "$img" 2>&1); then t_ok "$label: stop"; else t_fail "$label: stop" "$out"; fi
+	ublk_wait_gone "$dev"
+	sum1=$(sha256sum <"$img")
+	t_eq "$label: image bytes unchanged" "$sum1" "$sum0"
+	rm -f /tmp/ublk-ro.pat
+}
+
 mode_case odd --queues 2 --depth 32
 mode_case 1m
+ro_case "read-only"
+ro_case "read-only --dm" --dm octant-ro
 t_done
