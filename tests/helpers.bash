@@ -24,6 +24,17 @@ requires_dev() {
 	[ -e "$1" ] || skip "requires $1 (not present on this kernel)"
 }
 
+# refute CMD...: fail when CMD succeeds.  Write this, never "! CMD": bats
+# (set -e) ignores the status of a negated command, so "! CMD" can only
+# fail a test as its very last line.
+refute() {
+	if "$@"; then
+		echo "refute: this succeeded: $*" >&2
+		return 1
+	fi
+	return 0
+}
+
 # A private scratch folder per test, removed by the cleanup trap.
 setup_scratch() {
 	SCRATCH=$(mktemp -d "${BATS_TMPDIR:-/tmp}/octant.XXXXXX")

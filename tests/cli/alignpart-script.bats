@@ -44,7 +44,7 @@ teardown() { ap_teardown; }
 	img s.img 64M
 	printf 'label: gpt\nstart=2048, size=8MiB\nstart=18432\n' | \
 		"$ALIGNPART" create s.img --label dos --profile 1m --script - 2>err
-	! grep -q moved err
+	refute grep -q moved err
 	xval s.img dos "2048:16384 18432:112640"
 }
 

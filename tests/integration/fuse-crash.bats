@@ -57,7 +57,7 @@ crash_loop() { # FS MODE ITERATIONS
 		pid=$(fuse_pid "$img")
 		kill -9 "$pid"
 		for i in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		! kill -0 "$pid" 2>/dev/null
+		refute kill -0 "$pid" 2>/dev/null
 		# The writer sees I/O errors (the FUSE connection is gone) and stops.
 		for i in $(seq 100); do kill -0 "$WPID" 2>/dev/null || break; sleep 0.1; done
 		kill -9 "$WPID" 2>/dev/null || true

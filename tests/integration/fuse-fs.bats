@@ -36,8 +36,8 @@ roundtrip() { # FS MODE
 
 	"$UBLK_FLASH" stop "$DEV"
 	[ ! -e "$UBLK_FLASH_RUN_DIR"/img-*/pid ]
-	! grep -q "$SCRATCH/run" /proc/self/mountinfo
-	! losetup -l -n -O BACK-FILE | grep -q "$SCRATCH"
+	refute grep -q "$SCRATCH/run" /proc/self/mountinfo
+	[ -z "$(losetup -l -n -O BACK-FILE | grep "$SCRATCH")" ]
 
 	fuse_serve "$img"
 	[ "$(fuse_stat_field "$DEV" last_mount)" = '"clean"' ]

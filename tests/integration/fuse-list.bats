@@ -133,7 +133,7 @@ assert abs(time.time() - e["uptime"] - e["started"]) < 5, e' \
 	for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 	run "$UBLK_FLASH" stop "$DEV"
 	[ "$status" -eq 0 ]
-	! losetup -n -O BACK-FILE "$DEV" 2>/dev/null | grep -q "$dir"
+	[ -z "$(losetup -n -O BACK-FILE "$DEV" 2>/dev/null | grep "$dir")" ]
 	# a name with a newline cannot be shown on one sysfs line: "disk"
 	img=$(printf '%s/new\nline.img' "$SCRATCH")
 	"$UBLK_FLASH" create "$img" --size 64M --align 1m >/dev/null

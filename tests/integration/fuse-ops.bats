@@ -9,8 +9,8 @@ teardown() { fuse_teardown; }
 
 # nothing_left: no mount, loop device or registry entry of the scratch.
 nothing_left() {
-	! grep -q "$SCRATCH/run" /proc/self/mountinfo
-	! losetup -l -n -O BACK-FILE | grep -q "$SCRATCH"
+	refute grep -q "$SCRATCH/run" /proc/self/mountinfo
+	[ -z "$(losetup -l -n -O BACK-FILE | grep "$SCRATCH")" ] || return 1
 	[ -z "$(ls "$UBLK_FLASH_RUN_DIR"/img-*/pid 2>/dev/null)" ]
 }
 
@@ -174,7 +174,7 @@ PY
 	kill -9 "$(fuse_pid "$SCRATCH/k.img")"
 	sleep 0.3
 	# The dead server's device fails fast instead of hanging.
-	! timeout 10 dd if="$DEV" of=/dev/null bs=4k count=1 iflag=direct status=none
+	refute timeout 10 dd if="$DEV" of=/dev/null bs=4k count=1 iflag=direct status=none
 	fuse_serve "$SCRATCH/k.img"
 	[ "$(losetup -l -n -O BACK-FILE | grep -c "$SCRATCH")" -eq 1 ]
 	[ "$(grep -c "$SCRATCH/run" /proc/self/mountinfo)" -eq 1 ]

@@ -109,9 +109,9 @@ stop_force_mounted() {
 	echo "stop --force: exit $status after $((t1 - t0)) s: $output"
 	[ "$status" -eq 0 ]
 	[ $((t1 - t0)) -le 20 ]
-	! fuse_running "$pid"
+	refute fuse_running "$pid"
 	# The server left nothing: no FUSE mount, no registry folder.
-	! grep -q "$UBLK_FLASH_RUN_DIR" /proc/self/mountinfo
+	refute grep -q "$UBLK_FLASH_RUN_DIR" /proc/self/mountinfo
 	[ -z "$(ls -A "$UBLK_FLASH_RUN_DIR")" ]
 	# Nothing waits in D state: I/O on the filesystem fails or finishes.
 	if [ -n "$wpid" ]; then
@@ -223,7 +223,7 @@ entry_dir() {
 	run "$UBLK_FLASH" stop "$devb"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	! fuse_running "$pidb"
+	refute fuse_running "$pidb"
 	[ -f "$dira/pid" ]            # A's leftovers are not B's
 	run "$UBLK_FLASH" stop "$SCRATCH/a.img"
 	[ "$status" -eq 0 ] && [[ "$output" == *"had died"* ]]
@@ -252,7 +252,7 @@ entry_dir() {
 	for i in $(seq 50); do kill -0 "$pida" 2>/dev/null || break; sleep 0.1; done
 	fuse_serve "$SCRATCH/b.img"
 	[ ! -e "$dira" ]
-	! grep -q "$dira/mnt" /proc/self/mountinfo
+	refute grep -q "$dira/mnt" /proc/self/mountinfo
 	[ "$(losetup -l -n -O BACK-FILE | grep -c "$UBLK_FLASH_RUN_DIR")" -eq 1 ]
 	"$UBLK_FLASH" stop "$DEV"
 	[ "$(ls -A "$UBLK_FLASH_RUN_DIR")" = "$(basename "$dira").log" ]

@@ -122,7 +122,7 @@ start_unit() {
 	# Restart=on-failure runs ExecStart again: a plain serve (FUSE has
 	# nothing to re-attach) that cleans what the dead server left
 	start_unit data
-	! grep -q -- --recover "$SCRATCH/main.err"
+	refute grep -q -- --recover "$SCRATCH/main.err"
 	[ -b "$DEV" ]
 	run dd if="$DEV" bs=512 skip=100 count=1 status=none
 	[[ $output == "octant-service-$$"* ]]
