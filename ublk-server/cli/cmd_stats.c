@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "commands.h"
+#include "nand.h"
 #include "serve.h"
 
 int cmd_stats(int argc, char **argv)
@@ -57,7 +58,9 @@ int cmd_stats(int argc, char **argv)
 			"answer: %s\n", arg, strerror(-err));
 		return EXIT_IO;
 	}
-	if (stat(arg, &sb) < 0)
+	if (nand_backing_is_uri(arg))
+		sb.st_mode = 0;         /* the medium on an NBD export */
+	else if (stat(arg, &sb) < 0)
 		return cli_fail(what, -errno);
 	if (S_ISBLK(sb.st_mode) && ftl_info_read(arg, &(struct ftl_info){ 0 }) < 0) {
 		fprintf(stderr, "ublk-flash: stats: %s is not served by ublk-flash\n",
