@@ -10,10 +10,17 @@
  * EIO) comes back as its errno, EIO when the server named none; the
  * engine turns that into EIO for the host, never into lost data.
  *
- * Threads: one libnbd handle; libnbd serialises the synchronous calls on
- * it, so the concurrent reads nand.h allows are safe (not parallel).
+ * Threads: libnbd serialises the synchronous calls on one handle.  When
+ * the server allows several connections to one export (NBD multi-conn),
+ * NB_CONNS handles are opened (OCTANT_NBD_CONNECTIONS=1..4 overrides):
+ * the first carries every write, zero and flush (so a FLUSH covers all
+ * writes on any server), the others the reads, round-robin, so the
+ * concurrent reads nand.h allows run in parallel.  Reads only ever ask
+ * for bytes whose writes completed (the engine's map publishes a page
+ * after its program returned), so a read on another connection sees them.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,12 +29,30 @@
 #include "nand.h"
 
 #define NBD_CHUNK (4u << 20)    /* well under every server's request limit */
+#define NB_CONNS  4u
 
 struct nbd_backing {
 	struct nand_backing b;
-	struct nbd_handle *h;
+	struct nbd_handle *hs[NB_CONNS];
+	unsigned nh;                    /* handles open */
+	atomic_uint next;               /* round-robin */
 	bool can_zero;
 };
+
+/* Reads spread over the handles after the first (round-robin); writes,
+ * zeroes and flushes all go to the first, so a FLUSH there covers every
+ * write whatever the server's multi-conn semantics. */
+static struct nbd_handle *nb_rh(struct nbd_backing *n)
+{
+	if (n->nh == 1)
+		return n->hs[0];
+	return n->hs[1 + atomic_fetch_add(&n->next, 1) % (n->nh - 1)];
+}
+
+static struct nbd_handle *nb_wh(struct nbd_backing *n)
+{
+	return n->hs[0];
+}
 
 static int nbd_err(void)
 {
@@ -42,7 +67,7 @@ static int nb_pread(struct nand_backing *b, void *buf, size_t len, uint64_t off)
 
 	while (len) {
 		size_t c = len < NBD_CHUNK ? len : NBD_CHUNK;
-		if (nbd_pread(n->h, buf, c, off, 0) < 0)
+		if (nbd_pread(nb_rh(n), buf, c, off, 0) < 0)
 			return nbd_err();
 		buf = (char *)buf + c;
 		off += c;
@@ -58,7 +83,7 @@ static int nb_pwrite(struct nand_backing *b, const void *buf, size_t len,
 
 	while (len) {
 		size_t c = len < NBD_CHUNK ? len : NBD_CHUNK;
-		if (nbd_pwrite(n->h, buf, c, off, 0) < 0)
+		if (nbd_pwrite(nb_wh(n), buf, c, off, 0) < 0)
 			return nbd_err();
 		buf = (const char *)buf + c;
 		off += c;
@@ -78,11 +103,11 @@ static int nb_punch(struct nand_backing *b, uint64_t off, uint64_t len)
 		uint64_t c;
 		if (n->can_zero) {
 			c = len < NBD_CHUNK ? len : NBD_CHUNK;
-			if (nbd_zero(n->h, c, off, 0) < 0)
+			if (nbd_zero(nb_wh(n), c, off, 0) < 0)
 				return nbd_err();
 		} else {
 			c = len < sizeof(zero) ? len : sizeof(zero);
-			if (nbd_pwrite(n->h, zero, (size_t)c, off, 0) < 0)
+			if (nbd_pwrite(nb_wh(n), zero, (size_t)c, off, 0) < 0)
 				return nbd_err();
 		}
 		off += c;
@@ -95,7 +120,7 @@ static int nb_sync(struct nand_backing *b)
 {
 	struct nbd_backing *n = (struct nbd_backing *)b;
 
-	return nbd_flush(n->h, 0) < 0 ? nbd_err() : 0;
+	return nbd_flush(nb_wh(n), 0) < 0 ? nbd_err() : 0;
 }
 
 static void nb_destroy(struct nand_backing *b)
@@ -104,10 +129,11 @@ static void nb_destroy(struct nand_backing *b)
 
 	if (!n)
 		return;
-	if (n->h) {
-		nbd_shutdown(n->h, 0);
-		nbd_close(n->h);
-	}
+	for (unsigned i = 0; i < NB_CONNS; i++)
+		if (n->hs[i]) {
+			nbd_shutdown(n->hs[i], 0);
+			nbd_close(n->hs[i]);
+		}
 	free(n);
 }
 
@@ -138,36 +164,53 @@ int nand_backing_nbd(const char *uri, bool readonly,
 		     struct nand_backing **out, uint64_t *size)
 {
 	struct nbd_backing *n = calloc(1, sizeof(*n));
-	int64_t sz;
+	struct nbd_handle *h;
+	int64_t sz = 0;
 	int r;
 
 	if (!n)
 		return -ENOMEM;
 	n->b.ops = &nbd_ops;
-	n->h = nbd_create();
-	if (!n->h) {
-		r = nbd_err();
-		goto err;
+	const char *env = getenv("OCTANT_NBD_CONNECTIONS");
+	unsigned want = env ? (unsigned)atoi(env) : NB_CONNS;
+
+	if (want < 1 || want > NB_CONNS)
+		want = NB_CONNS;
+	for (unsigned i = 0; i < want; i++) {
+		h = n->hs[i] = nbd_create();
+		if (!h) {
+			r = nbd_err();
+			goto err;
+		}
+		/* TLS when the URI says nbds (libnbd's default) */
+		if (nbd_connect_uri(h, uri) < 0) {
+			r = nbd_get_errno() > 0 ? -nbd_get_errno() : -ECONNREFUSED;
+			if (i == 0)
+				goto err;
+			nbd_close(h);   /* the server takes fewer: use what we have */
+			n->hs[i] = NULL;
+			break;
+		}
+		n->nh = i + 1;
+		if (i > 0)
+			continue;
+		sz = nbd_get_size(h);
+		if (sz < 0) {
+			r = nbd_err();
+			goto err;
+		}
+		if (!readonly && nbd_is_read_only(h) == 1) {
+			r = -EROFS;
+			goto err;
+		}
+		if (!readonly && nbd_can_flush(h) != 1) {
+			r = -EOPNOTSUPP;        /* nothing could ever be durable */
+			goto err;
+		}
+		n->can_zero = nbd_can_zero(h) == 1;
+		if (nbd_can_multi_conn(h) != 1)
+			break;          /* a FLUSH would cover one connection only */
 	}
-	/* TLS when the URI says nbds (libnbd's default: if the server offers) */
-	if (nbd_connect_uri(n->h, uri) < 0) {
-		r = nbd_get_errno() > 0 ? -nbd_get_errno() : -ECONNREFUSED;
-		goto err;
-	}
-	sz = nbd_get_size(n->h);
-	if (sz < 0) {
-		r = nbd_err();
-		goto err;
-	}
-	if (!readonly && (nbd_is_read_only(n->h) == 1)) {
-		r = -EROFS;
-		goto err;
-	}
-	if (!readonly && nbd_can_flush(n->h) != 1) {
-		r = -EOPNOTSUPP;        /* nothing could ever be made durable */
-		goto err;
-	}
-	n->can_zero = nbd_can_zero(n->h) == 1;
 	*size = (uint64_t)sz;
 	*out = &n->b;
 	return 0;
