@@ -25,3 +25,10 @@ all: $(BUILD)/dmstack-tool
 $(BUILD)/dmstack-tool: $(BUILD)/obj/tests/vm/dmstack-tool.o \
                        $(BUILD)/obj/ublk-server/dm/dm-stack.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pc_libs,devmapper)
+
+# ublk-probe: the frontend's control-path decisions (opcode encoding, features) on the
+# running kernel, for tests/vm/guest/ublk-opcodes.sh.
+all: $(BUILD)/ublk-probe
+$(BUILD)/ublk-probe: $(BUILD)/obj/tests/vm/ublk-probe.o \
+                     $(BUILD)/obj/ublk-server/frontend/ublk-ctrl.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(call pc_libs,liburing)
