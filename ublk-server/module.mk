@@ -41,3 +41,10 @@ $(BUILD)/nbdkit-octant-plugin.so: $(NBDKIT_PLUGIN_OBJS) $(BUILD)/libengine.a \
 	$(CC) -shared -Wl,--version-script=ublk-server/nbdkit/plugin.map \
 		$(LDFLAGS) -o $@ $(NBDKIT_PLUGIN_OBJS) $(BUILD)/libengine.a \
 		$(BUILD)/libalign.a $(ENGINE_LIBS) $(LIBALIGN_LIBS) -lm
+
+# ublk-probe: the frontend's control-path decisions (opcode encoding, features) on the
+# running kernel, for tests/vm/guest/ublk-opcodes.sh.
+all: $(BUILD)/ublk-probe
+$(BUILD)/ublk-probe: $(BUILD)/obj/tests/vm/ublk-probe.o \
+                     $(BUILD)/obj/ublk-server/frontend/ublk-ctrl.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(call pc_libs,liburing)
