@@ -19,6 +19,9 @@ BASHCOMPDIR   ?= $(DATADIR)/bash-completion/completions
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 UDEVRULESDIR  ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/udev/rules.d,/etc/udev/rules.d)
 OCTANT_LIBEXEC = $(LIBEXECDIR)/octant
+# nbdkit finds plugins by name here when LIBDIR is its own (Debian:
+# PREFIX=/usr LIBDIR=/usr/lib/x86_64-linux-gnu); else by path.
+NBDKIT_PLUGINDIR ?= $(LIBDIR)/nbdkit/plugins
 SOVERSION     := 0
 
 INSTALL       ?= install
@@ -52,9 +55,12 @@ install-libalign: $(BUILD)/libalign.a $(BUILD)/libalign.so
 	$(pc_sed) libalign/libalign.pc.in > $(D)$(PKGCONFIGDIR)/libalign.pc
 	chmod 644 $(D)$(PKGCONFIGDIR)/libalign.pc
 
-install: install-libalign $(BUILD)/ublk-flash $(BUILD)/alignpart
+install: install-libalign $(BUILD)/ublk-flash $(BUILD)/alignpart \
+         $(BUILD)/nbdkit-octant-plugin.so
 	$(INSTALL) -d $(D)$(BINDIR) $(D)$(MANDIR)/man8 $(D)$(BASHCOMPDIR) \
-		$(D)$(SYSTEMDUNITDIR) $(D)$(UDEVRULESDIR) $(D)$(OCTANT_LIBEXEC)
+		$(D)$(SYSTEMDUNITDIR) $(D)$(UDEVRULESDIR) $(D)$(OCTANT_LIBEXEC) \
+		$(D)$(NBDKIT_PLUGINDIR)
+	$(INSTALL) -m 755 $(BUILD)/nbdkit-octant-plugin.so $(D)$(NBDKIT_PLUGINDIR)/
 	$(INSTALL) -m 755 $(BUILD)/ublk-flash $(BUILD)/alignpart $(D)$(BINDIR)/
 	$(INSTALL) -m 644 $(MAN8) $(D)$(MANDIR)/man8/
 	$(INSTALL) -m 644 $(addprefix dist/bash-completion/,$(DIST_BASHCOMP)) $(D)$(BASHCOMPDIR)/
@@ -75,6 +81,7 @@ uninstall:
 	      $(addprefix $(D)$(MANDIR)/man8/,$(notdir $(MAN8))) \
 	      $(addprefix $(D)$(BASHCOMPDIR)/,$(DIST_BASHCOMP)) \
 	      $(D)$(SYSTEMDUNITDIR)/ublk-flash@.service $(D)$(UDEVRULESDIR)/60-octant.rules \
-	      $(D)$(OCTANT_LIBEXEC)/ublk-flash-service $(D)$(OCTANT_LIBEXEC)/octant-udev-name
+	      $(D)$(OCTANT_LIBEXEC)/ublk-flash-service $(D)$(OCTANT_LIBEXEC)/octant-udev-name \
+	      $(D)$(NBDKIT_PLUGINDIR)/nbdkit-octant-plugin.so
 	rmdir $(D)$(INCLUDEDIR)/octant $(D)$(OCTANT_LIBEXEC) 2>/dev/null || true
 

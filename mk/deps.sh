@@ -5,18 +5,21 @@
 set -euo pipefail
 
 build_pkgs=(gcc make pkg-config libblkid-dev libfdisk-dev libsmartcols-dev
-            liburing-dev libfuse3-dev libdevmapper-dev libmount-dev)
+            liburing-dev libfuse3-dev libdevmapper-dev libmount-dev
+            libnbd-dev nbdkit-plugin-dev)
 # check runs compare-physics.bats, so it needs the compare set too (gnuplot-nox).
 # mandoc lints the man pages, systemd's systemd-analyze verifies the unit,
 # python3-minimal listens as systemd would for the service test's READY=1
 # (tests/cli/install.bats, tests/integration/service.bats).
 check_pkgs=(bats fuse3 util-linux e2fsprogs btrfs-progs fio parted gdisk fdisk
-            procps psmisc kmod mandoc systemd python3-minimal)
+            procps psmisc kmod mandoc systemd python3-minimal
+            nbdkit libnbd-bin)
 # vm: qemu + the guest's userland (copied from the host: busybox-static, kmod, e2fsprogs...)
 # + what building ublk_drv.ko out of tree needs (gcc, make; kbuild's tools link libelf1).
 vm_pkgs=(qemu-system-x86 busybox-static cpio xz-utils dmsetup kmod gcc make libelf1 libssl3
-         e2fsprogs btrfs-progs fio parted fdisk gdisk util-linux procps jq)
-bench_pkgs=(fio qemu-system-common)
+         e2fsprogs btrfs-progs fio parted fdisk gdisk util-linux procps jq
+         nbdkit nbd-client)
+bench_pkgs=(fio qemu-system-common nbdkit)
 compare_pkgs=(fio gnuplot-nox e2fsprogs btrfs-progs fuse3 jq util-linux mount procps)
 # fuzz: make fuzz (clang's libFuzzer + ASan/UBSan runtimes); make check does not need it
 fuzz_pkgs=(clang libclang-rt-dev)

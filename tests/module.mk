@@ -9,9 +9,15 @@ unit-bins: $(UNIT_BINS)
 
 $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libengine.a $(BUILD)/libalign.a
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBALIGN_LIBS) -lm
+	$(CC) $(LDFLAGS) -o $@ $^ $(ENGINE_LIBS) $(LIBALIGN_LIBS) -lm
 # serve-notify tests the sd_notify client of the server (serve/notify.c)
 $(BUILD)/tests/unit/serve-notify: $(BUILD)/obj/ublk-server/serve/notify.o
+
+# nbd-exercise: an NBD client with a shadow copy (tests/integration/nbd-*.bats)
+all: $(BUILD)/tests/nbd-exercise
+$(BUILD)/tests/nbd-exercise: $(BUILD)/obj/tests/nbd/nbd-exercise.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call pc_libs,libnbd)
 
 RUNNER := tests/runner
 TIERS  ?= unit unit-san cli integration vm

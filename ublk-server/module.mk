@@ -7,7 +7,10 @@ UBLKFLASH_SRCS := $(wildcard ublk-server/cli/*.c ublk-server/serve/*.c \
 UBLKFLASH_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(UBLKFLASH_SRCS))
 EXTRA_CFLAGS_ublk-server = $(call pc_cflags,fuse3 liburing devmapper blkid smartcols) \
                             -Iublk-server/dm
-UBLKFLASH_LIBS  = $(call pc_libs,fuse3 liburing devmapper blkid smartcols) -lm
+# the engine's NBD backing (nand/nand_backing_nbd.c) links libnbd
+ENGINE_LIBS     = $(call pc_libs,libnbd)
+EXTRA_CFLAGS_ublk-server += $(call pc_cflags,libnbd nbdkit)
+UBLKFLASH_LIBS  = $(call pc_libs,fuse3 liburing devmapper blkid smartcols) $(ENGINE_LIBS) -lm
 
 all: $(BUILD)/libengine.a $(BUILD)/ublk-flash
 
@@ -25,3 +28,23 @@ all: $(BUILD)/dmstack-tool
 $(BUILD)/dmstack-tool: $(BUILD)/obj/tests/vm/dmstack-tool.o \
                        $(BUILD)/obj/ublk-server/dm/dm-stack.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pc_libs,devmapper)
+
+# nbdkit-octant-plugin.so: the engine served over NBD by nbdkit
+# (nbdkit octant IMG, or nbdkit build/nbdkit-octant-plugin.so IMG).
+# Only plugin_init is exported (ublk-server/nbdkit/plugin.map); nbdkit_*
+# symbols come from the nbdkit executable at load time (so no -z defs).
+NBDKIT_PLUGIN_OBJS = $(BUILD)/obj/ublk-server/nbdkit/octant-plugin.o \
+                     $(BUILD)/obj/ublk-server/frontend/byteio.o
+all: $(BUILD)/nbdkit-octant-plugin.so
+$(BUILD)/nbdkit-octant-plugin.so: $(NBDKIT_PLUGIN_OBJS) $(BUILD)/libengine.a \
+                                  $(BUILD)/libalign.a ublk-server/nbdkit/plugin.map
+	$(CC) -shared -Wl,--version-script=ublk-server/nbdkit/plugin.map \
+		$(LDFLAGS) -o $@ $(NBDKIT_PLUGIN_OBJS) $(BUILD)/libengine.a \
+		$(BUILD)/libalign.a $(ENGINE_LIBS) $(LIBALIGN_LIBS) -lm
+
+# ublk-probe: the frontend's control-path decisions (opcode encoding, features) on the
+# running kernel, for tests/vm/guest/ublk-opcodes.sh.
+all: $(BUILD)/ublk-probe
+$(BUILD)/ublk-probe: $(BUILD)/obj/tests/vm/ublk-probe.o \
+                     $(BUILD)/obj/ublk-server/frontend/ublk-ctrl.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(call pc_libs,liburing)

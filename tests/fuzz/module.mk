@@ -15,7 +15,7 @@ FUZZ_IMG_OBJ := $(BUILD)/obj/tests/fuzz/fuzz-img.o
 FUZZ_AP_OBJS  = $(filter-out $(BUILD)/obj/partition-tool/main.o,$(ALIGNPART_OBJS)) \
                 $(BUILD)/obj/ublk-server/dm/dm-stack.o
 FUZZ_DEPS     = $(FUZZ_IMG_OBJ) $(FUZZ_AP_OBJS) $(BUILD)/libengine.a $(BUILD)/libalign.a
-FUZZ_LIBS     = $(ALIGNPART_LIBS) $(LIBALIGN_LIBS) -lm
+FUZZ_LIBS     = $(ALIGNPART_LIBS) $(ENGINE_LIBS) $(LIBALIGN_LIBS) -lm
 
 $(BUILD)/obj/tests/fuzz/%.o: CFLAGS += -Itests/fuzz -Itests/unit -Ipartition-tool \
                                        $(call pc_cflags,fdisk)

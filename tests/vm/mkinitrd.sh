@@ -21,7 +21,8 @@ static_key() {
 	local p f
 	{
 		cat "$VM_DIR/vm-lib.sh" "$VM_DIR/mkinitrd.sh" "$VM_DIR/init"
-		sha256sum "$VM_UBLK_KO" /bin/busybox
+		[ "$VM_UBLK_INTREE" -eq 1 ] || sha256sum "$VM_UBLK_KO"
+		sha256sum /bin/busybox
 		for p in "${VM_PROGS[@]}"; do
 			f=$(host_prog "$p"); [ -n "$f" ] && stat -L -c '%n %s %Y' "$f"
 		done
@@ -29,11 +30,12 @@ static_key() {
 	} 2>/dev/null | sha256sum | cut -d' ' -f1
 }
 
-# mod_index: "name path" for every module of the image (names with '-' and '_' folded to '_').
+# mod_index: "name path" for every module of the image (names with '-' and '_' folded to '_';
+# 6.12's are xz-compressed, .ko.xz), and the out-of-tree ublk_drv on 6.1.
 mod_index() {
-	(cd "$VM_KROOT/lib/modules/$VM_KVER" && find kernel -name '*.ko' |
-	 awk '{ n = $0; sub(/.*\//, "", n); sub(/\.ko$/, "", n); gsub(/-/, "_", n); print n, $0 }')
-	echo "ublk_drv @ublk"
+	(cd "$VM_KROOT/lib/modules/$VM_KVER" && find kernel -name '*.ko' -o -name '*.ko.xz' |
+	 awk '{ n = $0; sub(/.*\//, "", n); sub(/\.ko(\.xz)?$/, "", n); gsub(/-/, "_", n); print n, $0 }')
+	[ "$VM_UBLK_INTREE" -eq 1 ] || echo "ublk_drv @ublk"
 }
 
 build_static() {
@@ -89,13 +91,20 @@ build_static() {
 			cp "$VM_UBLK_KO" "$moddir/extra/ublk_drv.ko"; f=$VM_UBLK_KO
 		else
 			mkdir -p "$moddir/$(dirname "$rel")"
-			cp "$VM_KROOT/lib/modules/$VM_KVER/$rel" "$moddir/$rel"
 			f=$VM_KROOT/lib/modules/$VM_KVER/$rel
+			# decompressed once here: loading is faster than xz under TCG
+			case "$rel" in
+			*.xz) xz -dc "$f" >"$moddir/${rel%.xz}" ;;
+			*)    cp "$f" "$moddir/$rel" ;;
+			esac
 		fi
 		deps=$(modinfo -F depends "$f" 2>/dev/null || true)
 		for p in ${deps//,/ }; do want+=("${p//-/_}"); done
 	done
-	cp "$VM_KROOT/lib/modules/$VM_KVER"/modules.{order,builtin,builtin.modinfo} "$moddir/"
+	for f in modules.order modules.builtin; do
+		sed 's/\.ko\.xz$/.ko/' "$VM_KROOT/lib/modules/$VM_KVER/$f" >"$moddir/$f"
+	done
+	cp "$VM_KROOT/lib/modules/$VM_KVER/modules.builtin.modinfo" "$moddir/"
 	depmod -b "$STAGE" "$VM_KVER"
 
 	install -m 0755 "$VM_DIR/init" "$STAGE/init"

@@ -8,10 +8,22 @@ VM_DIR=$VM_TOP/tests/vm
 OCTANT_VM_CACHE=${OCTANT_VM_CACHE:-/var/cache/octant/vm}
 VM_DEBS=$OCTANT_VM_CACHE/debs
 
+# The guest kernels the vm tier boots, one guest each (tests are named with the kernel):
+#   6.1   Debian's linux-image-amd64 (6.1.0-NN), ublk_drv.ko built out of tree from
+#         linux-source-6.1; the server speaks the legacy opcodes.
+#   6.12  linux-image-$OCTANT_VM_612_ABI-amd64-unsigned from bookworm-security, with the
+#         distribution's in-tree ublk_drv (CONFIG_BLK_DEV_UBLK=m); ioctl-encoded opcodes.
+# A full ABI name (6.1.0-57, 6.12.107+deb12) is accepted too.
+OCTANT_VM_KERNELS=${OCTANT_VM_KERNELS:-"6.1 6.12"}
+OCTANT_VM_612_ABI=${OCTANT_VM_612_ABI:-6.12.107+deb12}
+
 # Kernel modules put into the guest (their dependencies are added from each module's depends=).
 # crc32c is requested through the crypto API at run time, so it is listed explicitly.
+# dm-log-writes, nandsim, ubi, jffs2, ubifs, nbd (and the compressors ubifs/jffs2 ask the
+# crypto API for) are for the crash-replay and mount-time studies (issue 15).
 VM_MODULES=(ublk_drv dm-mod dm-flakey dm-delay loop ext4 btrfs scsi_debug sd_mod null_blk brd
-            virtio_pci virtio_blk crc32c_generic crc32c-intel fuse 9p 9pnet_virtio)
+            virtio_pci virtio_blk crc32c_generic crc32c-intel fuse 9p 9pnet_virtio
+            dm-log-writes nandsim ubi jffs2 ubifs nbd lzo lzo-rle deflate zstd)
 # Modules the guest init loads before running a script (others: `modprobe NAME` in the script).
 VM_BOOT_MODULES=${OCTANT_VM_BOOT_MODULES:-"crc32c_generic crc32c-intel loop dm-mod ublk_drv ext4 btrfs sd_mod fuse virtio_pci virtio_blk"}
 
@@ -20,7 +32,8 @@ VM_BOOT_MODULES=${OCTANT_VM_BOOT_MODULES:-"crc32c_generic crc32c-intel loop dm-m
 VM_PROGS=(bash kmod mke2fs mkfs.ext4 e2fsck fsck.ext4 tune2fs dumpe2fs debugfs resize2fs
           mkfs.btrfs btrfs btrfstune dmsetup blkid lsblk fdisk sfdisk parted partprobe losetup
           mount umount findmnt wipefs blockdev partx blkdiscard fallocate fio sgdisk gdisk
-          dd stat sync pkill pgrep timeout jq cmp sha256sum truncate flock fusermount3 strace)
+          dd stat sync pkill pgrep timeout jq cmp sha256sum truncate flock fusermount3 strace
+          nbdkit nbd-client)
 
 vm_log() { echo "vm: $*" >&2; }
 vm_die() { echo "vm: $*" >&2; exit 1; }
@@ -30,28 +43,37 @@ vm_now() { date +%s.%1N; }
 # vm_since T0: elapsed seconds since T0, one decimal.
 vm_since() { awk -v a="$1" -v b="$(vm_now)" 'BEGIN { printf "%.1f", b - a }'; }
 
-# vm_kernel_abi: prints the ABI name (e.g. 6.1.0-57) of the kernel to use.  It follows
-# linux-image-amd64 in the apt lists (refreshing them when missing), and falls back to the
-# newest kernel already in the cache when apt cannot say.
+# vm_kernel_abi [KERNEL]: prints the ABI name (6.1.0-57, 6.12.107+deb12) of KERNEL (a name
+# of OCTANT_VM_KERNELS or an ABI; default 6.1).  For 6.1 it follows linux-image-amd64 in the
+# apt lists (refreshing them when missing), and falls back to the newest 6.1 kernel already
+# in the cache when apt cannot say.
 vm_kernel_abi() {
-	local abi
+	local k=${1:-6.1} abi
+	case "$k" in
+	6.12) echo "$OCTANT_VM_612_ABI"; return 0 ;;
+	6.1) ;;
+	[0-9]*.*[0-9]-[0-9]*|[0-9]*+deb*) echo "$k"; return 0 ;;
+	*) return 1 ;;
+	esac
 	abi=$(apt-cache depends linux-image-amd64 2>/dev/null |
-	      sed -n 's/.*Depends: linux-image-\([0-9.]*-[0-9]*\)-amd64.*/\1/p' | head -n1)
+	      sed -n 's/.*Depends: linux-image-\(6\.1\.[0-9]*-[0-9]*\)-amd64.*/\1/p' | head -n1)
 	if [ -z "$abi" ] && [ "$(id -u)" -eq 0 ]; then
 		apt-get update -qq >/dev/null 2>&1 || true
 		abi=$(apt-cache depends linux-image-amd64 2>/dev/null |
-		      sed -n 's/.*Depends: linux-image-\([0-9.]*-[0-9]*\)-amd64.*/\1/p' | head -n1)
+		      sed -n 's/.*Depends: linux-image-\(6\.1\.[0-9]*-[0-9]*\)-amd64.*/\1/p' | head -n1)
 	fi
 	if [ -z "$abi" ]; then
-		abi=$(ls -1d "$OCTANT_VM_CACHE"/k-*/ 2>/dev/null | sed 's|.*/k-\(.*\)/$|\1|' |
+		abi=$(ls -1d "$OCTANT_VM_CACHE"/k-6.1.*/ 2>/dev/null | sed 's|.*/k-\(.*\)/$|\1|' |
 		      sort -V | tail -n1)
 	fi
 	[ -n "$abi" ] && echo "$abi"
 }
 
-# vm_set_paths ABI: sets the per-kernel cache paths.
+# vm_set_paths ABI: sets the per-kernel cache paths, VM_KSERIES (6.1, 6.12) and
+# VM_UBLK_INTREE (1: the image ships ublk_drv; 0: it is built out of tree, 6.1).
 vm_set_paths() {
 	VM_KVER=$1-amd64
+	VM_KSERIES=$(cut -d. -f1,2 <<<"$1")
 	VM_KDIR=$OCTANT_VM_CACHE/k-$1
 	VM_KROOT=$VM_KDIR/root
 	VM_VMLINUZ=$VM_KROOT/boot/vmlinuz-$VM_KVER
@@ -59,6 +81,7 @@ vm_set_paths() {
 	VM_UBLK_DIR=$VM_KDIR/ublk
 	VM_UBLK_KO=$VM_UBLK_DIR/ublk_drv.ko
 	VM_STATIC_CPIO=$VM_KDIR/static.cpio
+	if [ "$VM_KSERIES" = 6.1 ]; then VM_UBLK_INTREE=0; else VM_UBLK_INTREE=1; fi
 }
 
 # vm_copy_path STAGE PATH: copies PATH (file or symlink, following symlink chains) into STAGE

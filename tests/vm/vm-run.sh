@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Boot the octant qemu guest (TCG) and run one script in it as root.
-# usage: tests/vm/vm-run.sh [--timeout SECS] [--mem MB] [--smp N] [--disk SIZE | --scratch SIZE]
-#                           [--out DIR] [--build DIR] [--kernel-log] SCRIPT [ARGS...]
+# usage: tests/vm/vm-run.sh [--kernel K] [--timeout SECS] [--mem MB] [--smp N]
+#                           [--disk SIZE | --scratch SIZE] [--out DIR] [--build DIR]
+#                           [--kernel-log] SCRIPT [ARGS...]
+#   --kernel K      guest kernel: 6.1 (default, or $OCTANT_VM_KERNEL; out-of-tree ublk_drv),
+#                   6.12 (bookworm-security's 6.12.107, in-tree ublk_drv), or an ABI name
 #   --timeout SECS  kill qemu after SECS (default 600) and exit 124
 #   --mem MB        guest memory (default 2048); /tmp in the guest is a tmpfs in it
 #   --disk SIZE     a sparse scratch file of SIZE (e.g. 4G) as virtio disk /dev/vda
@@ -18,10 +21,11 @@
 set -euo pipefail
 . "$(dirname "$0")/vm-lib.sh"
 
-timeout=600 mem=2048 smp=2 disk='' scratch=0 klog=0 out=''
+timeout=600 mem=2048 smp=2 disk='' scratch=0 klog=0 out='' kernel=${OCTANT_VM_KERNEL:-6.1}
 build=${BUILD:-build}
 while [ $# -gt 0 ]; do
 	case "$1" in
+	--kernel)  kernel=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--mem)     mem=$2; shift 2 ;;
 	--smp)     smp=$2; shift 2 ;;
@@ -42,7 +46,7 @@ case "$build" in /*) ;; *) build=$VM_TOP/$build ;; esac
 
 command -v qemu-system-x86_64 >/dev/null || { echo "SKIP: qemu-system-x86_64 not installed (mk/deps.sh vm)" >&2; exit 77; }
 rc=0
-abi=$("$VM_DIR/prepare.sh" -q) || rc=$?
+abi=$("$VM_DIR/prepare.sh" -q "$kernel") || rc=$?
 [ $rc -eq 0 ] || exit $rc
 vm_set_paths "$abi"
 

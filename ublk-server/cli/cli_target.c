@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "nand.h"
 #include "serve.h"
 
 /* The whole disk of partition @rdev as /dev/NAME into @out: 0, or
@@ -58,6 +59,8 @@ int cli_find(const char *arg, struct serve_entry *e, bool *blk)
 	int err;
 
 	*blk = false;
+	if (nand_backing_is_uri(arg))   /* an image on an NBD export */
+		return serve_entry_find(arg, e);
 	if (stat(arg, &st) < 0) {
 		err = -errno;
 		/* a --dm NAME given bare */

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "nand.h"
 #include "ftl.h"
 #include "serve.h"
 
@@ -52,6 +53,11 @@ int cmd_fsck(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	/* something else entirely (ext4, empty): nothing to check or repair */
+	if (nand_backing_is_uri(argv[optind])) {
+		fprintf(stderr, "ublk-flash: fsck: %s: fsck needs a local image "
+			"(copy it first: nbdcopy URI FILE)\n", argv[optind]);
+		return EXIT_USAGE;
+	}
 	if (cli_image_foreign("fsck", argv[optind]))
 		return EXIT_CORRUPT;
 	if (repair) {

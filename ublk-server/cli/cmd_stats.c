@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "commands.h"
+#include "nand.h"
 #include "serve.h"
 
 int cmd_stats(int argc, char **argv)
@@ -66,7 +67,7 @@ int cmd_stats(int argc, char **argv)
 	}
 	if (err == 0 && blk) {
 		arg = e.image;        /* its server died: read its image */
-	} else {
+	} else if (!nand_backing_is_uri(arg)) {   /* a URI: an NBD medium */
 		if (stat(arg, &sb) < 0)
 			return cli_fail(what, -errno);
 		if (S_ISBLK(sb.st_mode) &&

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "byteio.h"
 #include "fuse-io.h"
 
 #ifndef PR_SET_IO_FLUSHER
@@ -282,33 +283,12 @@ static void fe_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(heap);
 }
 
-/* Write [o, o+size) when it is not sector-aligned: read the covering
- * sectors, patch, write back, all under rmw_lock. */
+/* Write [o, o+size) when it is not sector-aligned (byteio.h). */
 static int fe_write_unaligned(struct fe_fuse_io *io, const char *data,
 			      uint64_t o, size_t size, unsigned flags)
 {
-	uint64_t a0 = o & ~(uint64_t)(FTL_SECTOR - 1);
-	uint64_t a1 = (o + size + FTL_SECTOR - 1) & ~(uint64_t)(FTL_SECTOR - 1);
-	void *buf = fe_buf(io), *heap = NULL;
-	int err;
-
-	if (!buf || a1 - a0 > FE_FUSE_BUF) {
-		if (posix_memalign(&heap, 4096, (size_t)(a1 - a0)))
-			return -ENOMEM;
-		buf = heap;
-	}
-	pthread_mutex_lock(&io->rmw_lock);
-	err = ftl_read(io->ftl, buf, a0, (size_t)(a1 - a0));
-	if (!err) {
-		if (data)
-			memcpy((char *)buf + (o - a0), data, size);
-		else
-			memset((char *)buf + (o - a0), 0, size);
-		err = ftl_write(io->ftl, buf, a0, (size_t)(a1 - a0), flags);
-	}
-	pthread_mutex_unlock(&io->rmw_lock);
-	free(heap);
-	return err;
+	return fe_byteio_rmw(io->ftl, &io->rmw_lock, fe_buf(io), FE_FUSE_BUF,
+			     data, o, size, flags);
 }
 
 static void fe_write(fuse_req_t req, fuse_ino_t ino, const char *data,
@@ -369,26 +349,12 @@ static void fe_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	fe_flush(req, ino, fi);
 }
 
-/* Zero (discard when @punch) [o, o+len): whole sectors go to the engine
- * as one DISCARD / WRITE ZEROES, partial edge sectors are zeroed by RMW. */
+/* Zero (discard when @punch) [o, o+len) (byteio.h). */
 static int fe_zero_range(struct fe_fuse_io *io, uint64_t o, uint64_t len,
 			 bool punch)
 {
-	uint64_t end = o + len;
-	uint64_t a0 = (o + FTL_SECTOR - 1) & ~(uint64_t)(FTL_SECTOR - 1);
-	uint64_t a1 = end & ~(uint64_t)(FTL_SECTOR - 1);
-	int err = 0;
-
-	if (a0 >= a1)   /* inside one sector */
-		return fe_write_unaligned(io, NULL, o, (size_t)len, 0);
-	if (o < a0)
-		err = fe_write_unaligned(io, NULL, o, (size_t)(a0 - o), 0);
-	if (!err)
-		err = punch ? ftl_discard(io->ftl, a0, a1 - a0)
-			    : ftl_write_zeroes(io->ftl, a0, a1 - a0);
-	if (!err && a1 < end)
-		err = fe_write_unaligned(io, NULL, a1, (size_t)(end - a1), 0);
-	return err;
+	return fe_byteio_zero(io->ftl, &io->rmw_lock, fe_buf(io), FE_FUSE_BUF,
+			      o, len, punch, 0);
 }
 
 static void fe_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,

@@ -133,6 +133,9 @@ int ftl_fd_size(int fd, uint64_t *size, bool *blkdev);
  * the I/O; ftl_sb_load's verdict goes to *load (bad-copy mask to *bad). */
 int ftl_sb_read_fd(int fd, uint64_t *size, bool *blkdev, struct oct_sb *sb,
 		   struct ftl_geom *g, int *bad, int *load);
+/* The same for an image on the NBD export @uri (read-only connection). */
+int ftl_sb_read_uri(const char *uri, uint64_t *size, struct oct_sb *sb,
+		    struct ftl_geom *g, int *bad, int *load);
 void ftl_topo_fill(const struct ftl_geom *g, struct align_topology *t);
 void ftl_counters_snapshot(struct ftl *f, struct ftl_ckpt_counters *c);
 int ftl_create_opts_geom(const struct ftl_create_opts *o, struct ftl_geom *g);

@@ -128,6 +128,50 @@ static int has_signature(int fd, const char *path)
 	return r == 0 || r == -2;       /* found, or ambiguous */
 }
 
+/* Zero what must read as zeroes on a reused medium (a block device or an
+ * NBD export): superblocks, checkpoint area, OOB. */
+static int zero_meta(struct nand_backing *b, const struct ftl_geom *g)
+{
+	int r = b->ops->punch(b, 0, g->flash_off + (uint64_t)g->ckpt_blocks *
+			      g->ppb * g->ps);
+
+	return r ? r : b->ops->punch(b, g->oob_off, g->image_size - g->oob_off);
+}
+
+/* Create on the NBD export @uri: like a block device (at least the image
+ * size); anything but zeroes in its first bytes counts as a signature,
+ * since libblkid cannot probe a remote export. */
+static int create_on_uri(const char *uri, const struct ftl_create_opts *o,
+			 const struct ftl_geom *g)
+{
+	uint8_t area[OCT_SB_AREA];
+	struct nand_backing *b;
+	uint64_t size;
+	int r;
+
+	r = nand_backing_nbd(uri, false, &b, &size);
+	if (r)
+		return r;
+	if (size < g->image_size) {
+		r = -ENOSPC;
+		goto out;
+	}
+	r = b->ops->pread(b, area, sizeof(area), 0);
+	if (r)
+		goto out;
+	for (size_t i = 0; i < sizeof(area) && !o->force; i++)
+		if (area[i]) {
+			r = -EEXIST;
+			goto out;
+		}
+	r = zero_meta(b, g);
+	if (!r)
+		r = ftl_create_backing(b, o);
+out:
+	b->ops->destroy(b);
+	return r;
+}
+
 /* Create a fresh image at @path (see ftl.h). */
 int ftl_create(const char *path, const struct ftl_create_opts *o)
 {
@@ -143,6 +187,8 @@ int ftl_create(const char *path, const struct ftl_create_opts *o)
 					 o->bad_block_seed);
 	if (r)
 		return r;
+	if (nand_backing_is_uri(path))
+		return create_on_uri(path, o, &g);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
@@ -171,11 +217,7 @@ int ftl_create(const char *path, const struct ftl_create_opts *o)
 	if (r)
 		goto out;
 	if (blkdev) {
-		/* zero what must read as zeroes: superblocks, ckpt area, OOB */
-		r = b->ops->punch(b, 0, g.flash_off + (uint64_t)g.ckpt_blocks *
-				  g.ppb * g.ps);
-		if (!r)
-			r = b->ops->punch(b, g.oob_off, g.image_size - g.oob_off);
+		r = zero_meta(b, &g);
 		if (r)
 			goto out;
 	}

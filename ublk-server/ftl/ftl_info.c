@@ -24,10 +24,16 @@ int ftl_info_read(const char *path, struct ftl_info *info)
 	int fd, r, bad, load;
 
 	memset(info, 0, sizeof(*info));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = ftl_sb_read_fd(fd, &size, &blkdev, &sb, &g, &bad, &load);
+	if (nand_backing_is_uri(path)) {
+		fd = -1;
+		blkdev = true;          /* sized like a device */
+		r = ftl_sb_read_uri(path, &size, &sb, &g, &bad, &load);
+	} else {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		r = ftl_sb_read_fd(fd, &size, &blkdev, &sb, &g, &bad, &load);
+	}
 	if (!r)
 		r = load;
 	if (r)
@@ -46,7 +52,8 @@ int ftl_info_read(const char *path, struct ftl_info *info)
 	if (size < g.image_size || (!blkdev && size != g.image_size))
 		r = -EINVAL;
 out:
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return r;
 }
 

@@ -48,6 +48,26 @@ int ftl_sb_read_fd(int fd, uint64_t *size, bool *blkdev, struct oct_sb *sb,
 	return 0;
 }
 
+int ftl_sb_read_uri(const char *uri, uint64_t *size, struct oct_sb *sb,
+		    struct ftl_geom *g, int *bad, int *load)
+{
+	uint8_t area[OCT_SB_AREA];
+	struct nand_backing *b;
+	size_t n;
+	int r;
+
+	r = nand_backing_nbd(uri, true, &b, size);
+	if (r)
+		return r;
+	memset(area, 0, sizeof(area));
+	n = *size < sizeof(area) ? (size_t)*size : sizeof(area);
+	r = b->ops->pread(b, area, n, 0);
+	b->ops->destroy(b);
+	if (!r)
+		*load = ftl_sb_load(area, n, sb, g, bad);
+	return r;
+}
+
 /* Build an engine over backing @b (which it owns on success), sized @bsize. */
 static int open_on(struct nand_backing *b, uint64_t bsize, bool blkdev,
 		   const struct ftl_open_opts *o, struct ftl **out)
@@ -119,6 +139,18 @@ int ftl_open(const char *path, const struct ftl_open_opts *o,
 
 	if (!o)
 		o = &dflt;
+	if (nand_backing_is_uri(path)) {
+		/* the medium on an NBD export: sized like a device (at least
+		 * the image), never flocked (the export's server decides who
+		 * else may write it; docs/network.md) */
+		r = nand_backing_nbd(path, o->readonly, &b, &size);
+		if (r)
+			return r;
+		r = open_on(b, size, true, o, out);
+		if (r)
+			b->ops->destroy(b);
+		return r;
+	}
 	fd = open(path, (o->readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;

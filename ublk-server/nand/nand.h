@@ -60,6 +60,19 @@ int nand_backing_fd(int fd, struct nand_backing **out);
  */
 int nand_backing_mem(uint64_t size, bool powercut, struct nand_backing **out);
 
+/*
+ * A backing on the NBD export named by @uri (nbd://, nbds://, nbd+unix://,
+ * ...; libnbd), its size in @size.  -EROFS a read-only export opened for
+ * writing, -EOPNOTSUPP an export that cannot flush (durability impossible),
+ * else the connection's errno.  nand_backing_nbd_error(): libnbd's last
+ * message in this thread, for a one-line report.
+ */
+int nand_backing_nbd(const char *uri, bool readonly,
+		     struct nand_backing **out, uint64_t *size);
+const char *nand_backing_nbd_error(void);
+/* True when @path is an NBD URI rather than a file or device path. */
+bool nand_backing_is_uri(const char *path);
+
 /* The memory backing's current bytes (for tests). */
 uint8_t *nand_mem_bytes(struct nand_backing *b, uint64_t *size);
 

@@ -16,6 +16,8 @@
 
 #include "loop.h"
 #include "oct-proc.h"
+#include "crc32c.h"
+#include "nand.h"
 #include "serve.h"
 
 static const char *const serve_files[] = { "pid", "image", "dev", "frontend",
@@ -31,6 +33,16 @@ int serve_entry_dir(const char *image, char *dir, size_t len)
 {
 	struct stat st;
 
+	if (nand_backing_is_uri(image)) {
+		/* an NBD export has no inode: the URI (two CRCs of it) names it */
+		size_t n = strlen(image);
+		uint32_t a = oct_crc32c(0, image, n), b = oct_crc32c(a, image, n);
+
+		if ((size_t)snprintf(dir, len, "%s/img-nbd-%08x%08x", serve_base(),
+				     a, b) >= len)
+			return -ENAMETOOLONG;
+		return 0;
+	}
 	if (stat(image, &st) < 0)
 		return -errno;
 	if ((size_t)snprintf(dir, len, "%s/img-%llx-%llu", serve_base(),
@@ -337,9 +349,10 @@ int serve_entry_find(const char *arg, struct serve_entry *e)
 	bool named = false;
 	int err;
 
-	if (stat(arg, &st) < 0)
-		return -errno;
-	if (!S_ISBLK(st.st_mode)) {
+	if (nand_backing_is_uri(arg) || stat(arg, &st) < 0 ||
+	    !S_ISBLK(st.st_mode)) {
+		if (!nand_backing_is_uri(arg) && stat(arg, &st) < 0)
+			return -errno;
 		err = serve_entry_dir(arg, dir, sizeof(dir));
 		return err ? err : serve_entry_load(dir, e);
 	}

@@ -25,6 +25,7 @@
 #include "align.h"
 #include "dm-stack.h"
 #include "loop.h"
+#include "nand.h"
 #include "serve.h"
 #include "notify.h"
 #include "log.h"
@@ -376,7 +377,10 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	int lock_fd = -1, pipefd[2], err, code;
 	pid_t child;
 
-	if (!realpath(o->image, image)) {
+	if (nand_backing_is_uri(o->image)) {
+		/* the medium on an NBD export: the URI names it */
+		snprintf(image, sizeof(image), "%s", o->image);
+	} else if (!realpath(o->image, image)) {
 		char what[PATH_MAX + 16];
 		snprintf(what, sizeof(what), "serve: %s", o->image);
 		return cli_fail(what, -errno);
