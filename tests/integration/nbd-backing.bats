@@ -68,6 +68,10 @@ files_make() { # DIR: 40 files of random sizes, their sums in $SCRATCH/sums
 	run "$UBLK_FLASH" stats "$URI"
 	echo "$output"
 	[ "$status" -eq 0 ]
+	# list names the server by its URI, and its device
+	run "$UBLK_FLASH" list -n -r -o IMAGE,DEVICE,STATE
+	echo "$output"
+	[ "$output" = "$URI $DEV running" ]
 	run "$UBLK_FLASH" stop "$URI"
 	[ "$status" -eq 0 ]
 	fuse_serve "$URI"
