@@ -57,12 +57,16 @@ static int prog_ckpt_page(struct ftl *f, uint64_t gen, uint32_t idx,
 {
 	uint8_t oob[1024];
 	uint64_t ppn = ftl_ckpt_slot_page(f, gen, idx);
+	int r;
 
 	memset(oob, 0, f->g.oob);
 	ftl_oob_fill((struct ftl_oob *)oob, kind, 2, idx, gen,
 		     nand_block_ec(f->nand, (uint32_t)(ppn / f->g.ppb)), data,
 		     f->g.ps);
-	return nand_program(f->nand, ppn, data, oob);
+	r = nand_program(f->nand, ppn, data, oob);
+	if (!r)
+		CADD(f, m.ckpt_bytes, f->g.ps);
+	return r;
 }
 
 /*
