@@ -165,6 +165,7 @@ int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 		  int *bad, FILE *report);
 int ftl_ckpt_mount_marker(struct ftl *f, bool *present, bool write);
 uint64_t ftl_ckpt_slot_page(const struct ftl *f, uint64_t gen, uint32_t idx);
+void ftl_ckpt_blank_page(const struct ftl_geom *g, uint32_t i, uint8_t *buf);
 
 /* ftl_recover.c */
 int ftl_roll_forward(struct ftl *f, bool full_scan);
