@@ -6,9 +6,14 @@
  *   2. write amplification vs Desnoyers' greedy model at 7/12.5/28 % OP
  *      (uniform) and 90/10 hot/cold (reference.md);
  *   3. clean / roll-forward / full-scan open time of 1, 4, 16, 64 GiB
- *      sparse images; map bytes per page and RSS.
- * usage: bench-engine [DIR]   (DIR for images: $TMPDIR or /var/tmp)
- * BENCH_QUICK=1 runs smaller sizes.
+ *      sparse images; checkpoint bytes per logical page and RSS growth per
+ *      logical page (both measured: the ckpt_bytes counter, /proc RSS);
+ *   4. scale: 1 GiB written (1 MiB writes) to a fresh 1 GiB and a sparse
+ *      256 GiB image: write time ratio, checkpoint bytes per host GiB.
+ * usage: bench-engine [DIR] [SECTION...]  (DIR for images: $TMPDIR or
+ * /var/tmp; SECTION: throughput, wa, open, scale; default all)
+ * e.g. the scale measurement alone: tests/bench/bench-engine /dev/shm scale
+ * BENCH_QUICK=1 runs smaller sizes (scale: 1 GiB vs 16 GiB, 256 MiB written).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -236,14 +241,18 @@ static void open_times(const char *dir)
 	snprintf(img, sizeof(img), "%s/bench-engine-open.img", dir);
 	printf("\n3. open time (ms) of sparse images: 64 MiB written at random, "
 	       "then for roll-forward 16 MiB more + flush + crash\n");
+	printf("(ckpt B/pg: bytes one checkpoint writes per logical page, from "
+	       "the ckpt_bytes counter;\n RAM B/pg: RSS growth of a clean open "
+	       "per logical page, /proc/self/status)\n");
 	printf("%8s %10s %14s %10s %10s %12s %10s\n", "size", "clean",
-	       "roll-forward", "scan", "map B/pg", "RAM B/pg", "RSS MiB");
+	       "roll-forward", "scan", "ckpt B/pg", "RAM B/pg", "RSS MiB");
 	for (unsigned i = 0; i < (quick ? 2u : 4u); i++) {
 		uint64_t size = (uint64_t)gib[i] << 30;
 		struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M,
 			.force = true };
-		double tc, tr, tsc;
+		double tc, tr, tsc, ckpb;
 		long rss0 = rss_kib(), rss1;
+		struct ftl_stats st;
 		struct ftl *f;
 		int r;
 
@@ -256,6 +265,15 @@ static void open_times(const char *dir)
 		ftl_close(f);
 		tc = open_ms(img, false, &f);
 		rss1 = rss_kib();
+		/* one checkpoint, measured: what a clean close writes */
+		ftl_stats_get(f, &st);
+		ckpb = (double)st.ckpt_bytes;
+		pthread_mutex_lock(&f->lock);
+		if ((r = ftl_ckpt_write(f, false)))
+			die("checkpoint", r);
+		pthread_mutex_unlock(&f->lock);
+		ftl_stats_get(f, &st);
+		ckpb = ((double)st.ckpt_bytes - ckpb) / f->g.nlpn;
 		for (int k = 0; k < 16; k++)
 			ftl_write(f, mb, (rnd() % (size >> 20)) << 20, sizeof(mb), 0);
 		ftl_flush(f);
@@ -264,12 +282,122 @@ static void open_times(const char *dir)
 		ftl_close(f);
 		tsc = open_ms(img, true, &f);
 		printf("%5u GiB %10.1f %14.1f %10.1f %10.1f %12.2f %10.1f\n", gib[i],
-		       tc, tr, tsc, 4.0,
-		       (double)((size_t)f->g.nlpn * 4 + (size_t)f->g.nblocks * 46) /
-		       f->g.nlpn, (rss1 - rss0) / 1024.0);
+		       tc, tr, tsc, ckpb,
+		       (double)(rss1 - rss0) * 1024 / f->g.nlpn,
+		       (rss1 - rss0) / 1024.0);
 		ftl_close(f);
 		unlink(img);
 	}
+}
+
+/* ---- 4. scale -------------------------------------------------------- */
+
+struct scale_res {
+	double write_s, close_s;
+	uint64_t ckpt_write, ckpt_close;  /* bytes */
+};
+
+/* Write @host bytes (1 MiB writes, sequential) to a fresh sparse image of
+ * @size bytes, flush; then the clean close's checkpoint. */
+static void scale_run(const char *img, uint64_t size, uint64_t host,
+		      struct scale_res *res)
+{
+	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M,
+		.force = true };
+	static uint8_t mb[1 << 20];
+	struct ftl_stats a, b;
+	struct ftl *f;
+	double t0;
+	int r;
+
+	unlink(img);
+	if ((r = ftl_create(img, &c)) || (r = ftl_open(img, NULL, &f)))
+		die("create/open", r);
+	ftl_stats_get(f, &a);
+	t0 = now();
+	for (uint64_t o = 0; o < host; o += sizeof(mb)) {
+		mb[0] = (uint8_t)(o >> 20);
+		if ((r = ftl_write(f, mb, o, sizeof(mb), 0)))
+			die("ftl_write", r);
+	}
+	if ((r = ftl_flush(f)))
+		die("flush", r);
+	res->write_s = now() - t0;
+	ftl_stats_get(f, &b);
+	res->ckpt_write = b.ckpt_bytes - a.ckpt_bytes;
+	/* ftl_close() is this checkpoint and a free: measured apart */
+	t0 = now();
+	pthread_mutex_lock(&f->lock);
+	r = ftl_ckpt_write(f, true);
+	pthread_mutex_unlock(&f->lock);
+	if (r)
+		die("close checkpoint", r);
+	res->close_s = now() - t0;
+	ftl_stats_get(f, &a);
+	res->ckpt_close = a.ckpt_bytes - b.ckpt_bytes;
+	ftl_abandon(f);
+	unlink(img);
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Median of three rounds, interleaved (small, big, small, big, ...). */
+static void scale(const char *dir)
+{
+	uint64_t small = 1ull << 30, big = quick ? 16ull << 30 : 256ull << 30;
+	uint64_t host = quick ? 256ull << 20 : 1ull << 30;
+	double gib = (double)host / (1 << 30), ws[3], wl[3], cs[3], cl[3];
+	struct scale_res s, l;
+	char img[512];
+	int rounds = quick ? 1 : 3;
+
+	snprintf(img, sizeof(img), "%s/bench-engine-scale.img", dir);
+	for (int i = 0; i < rounds; i++) {
+		scale_run(img, small, host, &s);
+		scale_run(img, big, host, &l);
+		ws[i] = s.write_s;
+		wl[i] = l.write_s;
+		cs[i] = s.close_s;
+		cl[i] = l.close_s;
+	}
+	qsort(ws, (size_t)rounds, sizeof(double), cmp_dbl);
+	qsort(wl, (size_t)rounds, sizeof(double), cmp_dbl);
+	qsort(cs, (size_t)rounds, sizeof(double), cmp_dbl);
+	qsort(cl, (size_t)rounds, sizeof(double), cmp_dbl);
+	printf("\n4. scale: %llu MiB written (1 MiB writes, then a flush) to "
+	       "fresh sparse images, files in %s;\n   median of %d rounds; "
+	       "checkpoint bytes from the ckpt_bytes counter\n",
+	       (unsigned long long)(host >> 20), dir, rounds);
+	printf("%10s %10s %10s %20s %20s\n", "image", "write s", "close s",
+	       "ckpt MiB/host GiB", "incl. close ckpt");
+	printf("%6llu GiB %10.2f %10.2f %20.2f %20.2f\n",
+	       (unsigned long long)(small >> 30), ws[rounds / 2], cs[rounds / 2],
+	       s.ckpt_write / gib / 1048576.0,
+	       (s.ckpt_write + s.ckpt_close) / gib / 1048576.0);
+	printf("%6llu GiB %10.2f %10.2f %20.2f %20.2f\n",
+	       (unsigned long long)(big >> 30), wl[rounds / 2], cl[rounds / 2],
+	       l.ckpt_write / gib / 1048576.0,
+	       (l.ckpt_write + l.ckpt_close) / gib / 1048576.0);
+	printf("write time %llu GiB / %llu GiB: %.2fx (target <= 1.2x)\n",
+	       (unsigned long long)(big >> 30),
+	       (unsigned long long)(small >> 30), wl[rounds / 2] / ws[rounds / 2]);
+}
+
+static bool want(int argc, char **argv, const char *name)
+{
+	bool any = false;
+
+	for (int i = 2; i < argc; i++) {
+		any = true;
+		if (!strcmp(argv[i], name))
+			return true;
+	}
+	return !any;
 }
 
 int main(int argc, char **argv)
@@ -279,8 +407,13 @@ int main(int argc, char **argv)
 
 	quick = getenv("BENCH_QUICK") && *getenv("BENCH_QUICK") == '1';
 	printf("bench-engine (%s)\n", quick ? "quick" : "full");
-	throughput(dir);
-	write_amp();
-	open_times(dir);
+	if (want(argc, argv, "throughput"))
+		throughput(dir);
+	if (want(argc, argv, "wa"))
+		write_amp();
+	if (want(argc, argv, "open"))
+		open_times(dir);
+	if (want(argc, argv, "scale"))
+		scale(dir);
 	return 0;
 }

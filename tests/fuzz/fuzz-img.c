@@ -234,9 +234,22 @@ void fz_fixup(uint8_t *img, uint64_t size, const struct ftl_geom *g,
 			if (!memcmp(h->magic, FTL_CKPT_MAGIC, 8)) {
 				np = h->payload_pages < spp - 1 ?
 				     h->payload_pages : (uint32_t)(spp - 1);
-				for (uint32_t i = 1; i <= np; i++)
-					crc = oct_crc32c(crc, page_data(img, g, p0 + i),
-							 g->ps);
+				for (uint32_t i = 1; i <= np; i++) {
+					const uint8_t *d = page_data(img, g, p0 + i);
+					uint8_t blank[FTL_MAX_PAGE];
+					const uint8_t *o = (const uint8_t *)
+						page_oob(img, g, p0 + i);
+					bool erased = h->version >= 3;
+
+					/* v3: a blank OOB = the blank payload page */
+					for (uint32_t k = 0; k < g->oob && erased; k++)
+						erased = !o[k];
+					if (erased) {
+						ftl_ckpt_blank_page(g, i - 1, blank);
+						d = blank;
+					}
+					crc = oct_crc32c(crc, d, g->ps);
+				}
 				h->payload_crc = crc;
 				h->crc = 0;
 				h->crc = oct_crc32c(0, h, sizeof(*h));

@@ -14,7 +14,9 @@
  * (the fault model, nand-fault.h), reads retried after an uncorrectable
  * result, pages rewritten by scrub, pages moved off retired blocks, host
  * page reads failed because the page did not match its OOB record (lpn,
- * data CRC: an erased page, another page's data, bits the ECC missed).
+ * data CRC: an erased page, another page's data, bits the ECC missed),
+ * bytes of pages programmed by checkpoints (header, payload and mount
+ * marker: what checkpoints cost the medium).
  */
 #ifndef OCTANT_FTL_COUNTERS_H
 #define OCTANT_FTL_COUNTERS_H
@@ -43,6 +45,7 @@
 	X(read_retries,         ENG)   \
 	X(scrubbed_pages,       ENG)   \
 	X(bad_relocations,      ENG)   \
-	X(read_crc_errors,      ENG)
+	X(read_crc_errors,      ENG)   \
+	X(ckpt_bytes,           ENG)
 
 #endif

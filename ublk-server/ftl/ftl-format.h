@@ -78,10 +78,18 @@ struct ftl_trim {
  * then the payload (map: one uint32 per logical page; then one
  * struct ftl_ckpt_blk per erase block), then one spare page for the mount
  * marker.  Slots are used in turn (generation modulo FTL_CKPT_SLOTS).
+ * From version 3 a payload page that equals the payload of an empty engine
+ * (map bytes 0xff, block-table and tail bytes 0: ftl_ckpt_blank_page) is
+ * not programmed; its OOB stays blank (all zero, as erased) and a reader
+ * takes it as that content.  payload_crc still covers every page's
+ * content, so a checkpoint torn before a page that was not blank fails it.
+ * A checkpoint then costs the pages the data written needs, not the
+ * device size, on sparse devices.
  */
 #define FTL_CKPT_MAGIC "OCTCKPT1"
-#define FTL_CKPT_VERSION 2u       /* 2: the map may hold FTL_DAMAGED;
-                                     version 1 (no FTL_DAMAGED) is read too */
+#define FTL_CKPT_VERSION 3u       /* 3: blank payload pages (see below) are
+                                     not programmed; 2: the map may hold
+                                     FTL_DAMAGED; 1 and 2 are read too */
 #define FTL_CKPT_SLOTS 4u
 #define FTL_CKPT_CLEAN 0x1u       /* written by a clean close */
 #define FTL_NSTREAMS   2u         /* open blocks: host writes, GC/WL copies */

@@ -36,6 +36,15 @@ struct ftl_stream {
 	uint32_t blk, wp;            /* FTL_NONE: no open block */
 };
 
+/* A binary heap of block numbers ordered by (key[b], b), min first (max
+ * first with @max); pos[b] is b's index, FTL_NONE when absent. */
+struct ftl_heap {
+	uint32_t *a, n, cap;
+	uint32_t *pos;
+	const uint64_t *key;         /* NULL: block number only */
+	bool max;
+};
+
 struct ftl {
 	pthread_mutex_t lock;        /* map updates, blocks, streams, nand */
 	pthread_rwlock_t io_rw;      /* shared: data reads; exclusive: erases */
@@ -55,8 +64,15 @@ struct ftl {
 	uint64_t *trim_seq;          /* per block: newest trim record in it */
 	uint8_t  *fdirty;            /* per block: free but maybe not erased
 	                                (after a crash); checked before use */
-	uint32_t *freel;             /* free blocks (unordered) */
-	uint32_t nfree;
+	uint32_t nfree;              /* free blocks (in fh, ftl_blkidx.c) */
+	struct ftl_heap fh[2];       /* free blocks: fewest / most erases */
+	uint64_t *fkey;              /* per free block: its erase count */
+	struct ftl_heap *vh;         /* FULL data blocks by valid count
+	                                (ppb + 1 buckets) */
+	uint64_t *vkey;              /* per block: bucket order (mtime under
+	                                cost-benefit, else 0) */
+	uint32_t *vbk, *vpos;        /* per block: bucket, index; FTL_NONE */
+	bool idx_lost;               /* a bucket could not grow: rebuild */
 	uint32_t *pend;              /* PENDING blocks awaiting erase */
 	uint64_t *pend_gen;          /* sync generation when they became so */
 	uint32_t npend;
@@ -152,6 +168,7 @@ int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 		  int *bad, FILE *report);
 int ftl_ckpt_mount_marker(struct ftl *f, bool *present, bool write);
 uint64_t ftl_ckpt_slot_page(const struct ftl *f, uint64_t gen, uint32_t idx);
+void ftl_ckpt_blank_page(const struct ftl_geom *g, uint32_t i, uint8_t *buf);
 
 /* ftl_recover.c */
 int ftl_roll_forward(struct ftl *f, bool full_scan);
@@ -167,6 +184,23 @@ int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		  uint8_t kind, uint64_t *seq_out);
 void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn);
 void ftl_map_unset(struct ftl *f, uint32_t lpn);
+
+/* ftl_blkidx.c: free blocks by erase count, FULL blocks by valid count
+ * (f->lock held).  Runtime state and valid-count changes of data blocks
+ * go through ftl_set_state / ftl_valid_inc / ftl_valid_dec. */
+int ftl_idx_init(struct ftl *f);
+void ftl_idx_fini(struct ftl *f);
+void ftl_idx_rebuild(struct ftl *f);
+void ftl_free_put(struct ftl *f, uint32_t b);
+uint32_t ftl_free_take(struct ftl *f, bool most_worn);
+void ftl_free_drop(struct ftl *f, uint32_t b);
+bool ftl_free_has(const struct ftl *f, uint32_t b);
+void ftl_set_state(struct ftl *f, uint32_t b, uint8_t s);
+void ftl_valid_inc(struct ftl *f, uint32_t b);
+void ftl_valid_dec(struct ftl *f, uint32_t b);
+uint32_t ftl_victim(struct ftl *f, uint32_t max_valid);
+uint32_t ftl_victim_scan(const struct ftl *f, uint32_t max_valid);
+long ftl_idx_check(const struct ftl *f);
 
 /* ftl_balance.c: before each host page, checkpoint / GC / retire /
  * scrub as needed */

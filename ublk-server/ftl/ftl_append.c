@@ -32,8 +32,8 @@ void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn)
 	if (old == FTL_UNMAPPED)
 		f->mapped++;
 	else if (old != FTL_DAMAGED)
-		f->valid[old / f->g.ppb]--;
-	f->valid[ppn / f->g.ppb]++;
+		ftl_valid_dec(f, old / f->g.ppb);
+	ftl_valid_inc(f, ppn / f->g.ppb);
 	__atomic_store_n(&f->map[lpn], ppn, __ATOMIC_RELEASE);
 }
 
@@ -45,30 +45,9 @@ void ftl_map_unset(struct ftl *f, uint32_t lpn)
 	if (old == FTL_UNMAPPED)
 		return;
 	if (old != FTL_DAMAGED)
-		f->valid[old / f->g.ppb]--;
+		ftl_valid_dec(f, old / f->g.ppb);
 	f->mapped--;
 	__atomic_store_n(&f->map[lpn], FTL_UNMAPPED, __ATOMIC_RELEASE);
-}
-
-/*
- * Dynamic wear levelling: host writes (hot) get the free block with the
- * fewest erases, GC and WL copies (cold: they survived) the one with the
- * most, so worn blocks rest under cold data.
- */
-static uint32_t take_free(struct ftl *f, bool most_worn)
-{
-	uint32_t best = 0, bec = most_worn ? 0 : UINT32_MAX, b;
-
-	for (uint32_t i = 0; i < f->nfree; i++) {
-		uint32_t ec = nand_block_ec(f->nand, f->freel[i]);
-		if (most_worn ? ec > bec : ec < bec) {
-			bec = ec;
-			best = i;
-		}
-	}
-	b = f->freel[best];
-	f->freel[best] = f->freel[--f->nfree];
-	return b;
 }
 
 /* Can @n more pages be programmed before a checkpoint is needed (sequence
@@ -121,7 +100,7 @@ int ftl_streams_check(struct ftl *f)
 			return r;
 		if (!any)
 			continue;
-		f->state[st->blk] = FTL_BLK_FULL;
+		ftl_set_state(f, st->blk, FTL_BLK_FULL);
 		nand_set_block(f->nand, st->blk, f->g.ppb,
 			       nand_block_ec(f->nand, st->blk));
 		st->blk = FTL_NONE;
@@ -144,7 +123,8 @@ static int open_block(struct ftl *f, int s, bool dip)
 		if (s == STREAM_HOST && !dip ? f->nfree <= f->gc_reserve
 					     : !f->nfree)
 			return -ENOSPC;
-		b = take_free(f, s != STREAM_HOST);
+		/* dynamic wear levelling (ftl_free_take) */
+		b = ftl_free_take(f, s != STREAM_HOST);
 		/* erase it if anything is left in it */
 		bool dirty = false;
 		r = holds_past(f, b, 0, &dirty);
@@ -157,13 +137,13 @@ static int open_block(struct ftl *f, int s, bool dip)
 			continue;
 		}
 		if (r) {
-			f->freel[f->nfree++] = b;
+			ftl_free_put(f, b);
 			return r;
 		}
 		f->fdirty[b] = 0;
 		break;
 	}
-	f->state[b] = FTL_BLK_OPEN;
+	ftl_set_state(f, b, FTL_BLK_OPEN);
 	f->st[s].blk = b;
 	f->st[s].wp = 0;
 	if (++f->allocs_since_ckpt >= f->ckpt_interval)
@@ -178,7 +158,7 @@ static int alloc_page(struct ftl *f, int s, uint64_t *ppn, bool dip)
 	int r;
 
 	if (st->blk != FTL_NONE && st->wp >= f->g.ppb) {
-		f->state[st->blk] = FTL_BLK_FULL;
+		ftl_set_state(f, st->blk, FTL_BLK_FULL);
 		st->blk = FTL_NONE;
 	}
 	if (st->blk == FTL_NONE) {

@@ -269,13 +269,11 @@ int ftl_bb_grown(struct ftl *f, uint32_t blk, const char *why)
 
 	if (blk < f->g.ckpt_blocks || blk >= f->g.nblocks)
 		return -EIO;
-	for (uint32_t i = 0; i < f->nfree; i++)
-		if (f->freel[i] == blk)
-			f->freel[i--] = f->freel[--f->nfree];
+	ftl_free_drop(f, blk);
 	for (unsigned s = 0; s < FTL_NSTREAMS; s++)
 		if (f->st[s].blk == blk)
 			f->st[s].blk = FTL_NONE;
-	f->state[blk] = FTL_BLK_BAD;
+	ftl_set_state(f, blk, FTL_BLK_BAD);
 	f->fdirty[blk] = 0;
 	f->bb_done[blk] = 0;
 	nand_mark_bad(f->nand, blk, true);

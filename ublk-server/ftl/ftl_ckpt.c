@@ -47,6 +47,42 @@ static void payload_page(struct ftl *f, uint32_t i, uint8_t *buf)
 	}
 }
 
+/*
+ * Payload page @i of an empty engine's checkpoint: map bytes 0xff
+ * (FTL_UNMAPPED), block-table and tail bytes 0.  Version 3 leaves payload
+ * pages equal to it unprogrammed (blank OOB); a reader takes a payload
+ * page with a blank OOB as this, and the payload crc in the header (over
+ * every page's content, as before) rejects a checkpoint torn before a page
+ * that was not blank.
+ */
+void ftl_ckpt_blank_page(const struct ftl_geom *g, uint32_t i, uint8_t *buf)
+{
+	uint64_t ps = g->ps, lo = (uint64_t)i * ps, m = (uint64_t)g->nlpn * 4;
+
+	memset(buf, 0, ps);
+	if (lo < m)
+		memset(buf, 0xff, m - lo < ps ? m - lo : ps);
+}
+
+static bool all_byte(const uint8_t *p, uint64_t n, uint8_t v)
+{
+	return !n || (p[0] == v && !memcmp(p, p + 1, n - 1));
+}
+
+/* Is @buf (payload page @i) what ftl_ckpt_blank_page() gives? */
+static bool page_blank(const struct ftl_geom *g, uint32_t i, const uint8_t *buf)
+{
+	uint64_t ps = g->ps, lo = (uint64_t)i * ps, m = (uint64_t)g->nlpn * 4;
+	uint64_t nm = lo < m ? (m - lo < ps ? m - lo : ps) : 0;
+
+	return all_byte(buf, nm, 0xff) && all_byte(buf + nm, ps - nm, 0);
+}
+
+static bool oob_blank(const uint8_t *oob, uint32_t n)
+{
+	return all_byte(oob, n, 0);
+}
+
 static uint8_t *pagebuf(struct ftl *f)
 {
 	return f->ckbuf + tab_bytes(f);
@@ -57,12 +93,16 @@ static int prog_ckpt_page(struct ftl *f, uint64_t gen, uint32_t idx,
 {
 	uint8_t oob[1024];
 	uint64_t ppn = ftl_ckpt_slot_page(f, gen, idx);
+	int r;
 
 	memset(oob, 0, f->g.oob);
 	ftl_oob_fill((struct ftl_oob *)oob, kind, 2, idx, gen,
 		     nand_block_ec(f->nand, (uint32_t)(ppn / f->g.ppb)), data,
 		     f->g.ps);
-	return nand_program(f->nand, ppn, data, oob);
+	r = nand_program(f->nand, ppn, data, oob);
+	if (!r)
+		CADD(f, m.ckpt_bytes, f->g.ps);
+	return r;
 }
 
 /*
@@ -129,7 +169,8 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 	r = prog_ckpt_page(f, gen, 0, FTL_OOB_CKPT, pb);
 	for (uint32_t i = 0; !r && i < g->payload_pages; i++) {
 		payload_page(f, i, pb);
-		r = prog_ckpt_page(f, gen, i + 1, FTL_OOB_CKPT, pb);
+		if (!page_blank(g, i, pb))      /* else left erased (v3) */
+			r = prog_ckpt_page(f, gen, i + 1, FTL_OOB_CKPT, pb);
 	}
 	if (!r)
 		r = ftl_sync(f);
@@ -238,14 +279,19 @@ static int load_payload(struct ftl *f, const struct ftl_ckpt_hdr *h)
 		uint64_t lo = (uint64_t)i * g->ps, hi = lo + g->ps;
 
 		r = nand_read_oob(f->nand, ppn, oob);
-		if (!r)
-			r = nand_read(f->nand, ppn, 0, pb, g->ps);
 		if (r)
 			return r;
-		if (!ftl_oob_ok(o) || o->kind != FTL_OOB_CKPT ||
-		    o->seq != h->gen || o->lpn != i + 1 ||
-		    oct_crc32c(0, pb, g->ps) != o->data_crc)
-			return -EBADMSG;
+		if (h->version >= 3 && oob_blank(oob, g->oob)) {
+			ftl_ckpt_blank_page(g, i, pb);  /* not programmed */
+		} else {
+			r = nand_read(f->nand, ppn, 0, pb, g->ps);
+			if (r)
+				return r;
+			if (!ftl_oob_ok(o) || o->kind != FTL_OOB_CKPT ||
+			    o->seq != h->gen || o->lpn != i + 1 ||
+			    oct_crc32c(0, pb, g->ps) != o->data_crc)
+				return -EBADMSG;
+		}
 		crc = oct_crc32c(crc, pb, g->ps);
 		for (uint64_t p = lo; p < hi && p < end;) {
 			uint64_t n;

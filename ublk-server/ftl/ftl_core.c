@@ -25,7 +25,6 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 	f->mtime = calloc(nb, sizeof(*f->mtime));
 	f->trim_seq = calloc(nb, sizeof(*f->trim_seq));
 	f->fdirty = calloc(nb, 1);
-	f->freel = calloc(nb, sizeof(*f->freel));
 	f->pend = calloc(nb, sizeof(*f->pend));
 	f->pend_gen = calloc(nb, sizeof(*f->pend_gen));
 	f->gcbuf = aligned_alloc(4096, g->ps);
@@ -36,7 +35,7 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 	f->bbt = calloc(FTL_BBT_MAX, sizeof(*f->bbt));
 	f->bb_done = calloc(nb, 1);
 	if (!f->map || !f->valid || !f->state || !f->mtime || !f->trim_seq ||
-	    !f->fdirty || !f->freel || !f->pend || !f->pend_gen || !f->gcbuf || !f->zero ||
+	    !f->fdirty || ftl_idx_init(f) || !f->pend || !f->pend_gen || !f->gcbuf || !f->zero ||
 	    !f->oobbuf || !f->oobbuf2 || !f->ckbuf || !f->bbt ||
 	    !f->bb_done) {
 		ftl_free(f);
@@ -94,7 +93,7 @@ void ftl_free(struct ftl *f)
 	free(f->mtime);
 	free(f->trim_seq);
 	free(f->fdirty);
-	free(f->freel);
+	ftl_idx_fini(f);
 	free(f->pend);
 	free(f->pend_gen);
 	free(f->gcbuf);
@@ -112,7 +111,8 @@ void ftl_free(struct ftl *f)
 	free(f);
 }
 
-/* Recompute valid counts, the free and pending lists from map and states. */
+/* Recompute valid counts, the free and pending lists and the block
+ * indexes from map and states. */
 void ftl_rebuild_lists(struct ftl *f)
 {
 	const struct ftl_geom *g = &f->g;
@@ -127,11 +127,10 @@ void ftl_rebuild_lists(struct ftl *f)
 			f->valid[p / g->ppb]++;
 		f->mapped++;
 	}
-	f->nfree = f->npend = 0;
+	f->npend = 0;
+	ftl_idx_rebuild(f);
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
-		if (f->state[b] == FTL_BLK_FREE)
-			f->freel[f->nfree++] = b;
-		else if (f->state[b] == FTL_BLK_PENDING) {
+		if (f->state[b] == FTL_BLK_PENDING) {
 			f->pend_gen[f->npend] = 0;  /* durable: no sync needed */
 			f->pend[f->npend++] = b;
 		}

@@ -12,34 +12,16 @@
 #include "ftl-int.h"
 
 #define WL_EVERY   4u    /* erases between static-WL checks (rate limit) */
+#define WL_SCAN    256u  /* at most this many blocks scanned per erase */
 
-static uint32_t pick_victim(struct ftl *f)
+/* Greedy or cost-benefit, from the valid-count buckets (ftl_blkidx.c),
+ * among the blocks GC has room to empty (with what is pending erased):
+ * cost-benefit's favourite may hold more valid pages than that, and
+ * stopping there failed host writes with ENOSPC on a device not full. */
+static uint32_t pick_victim(struct ftl *f, uint64_t room)
 {
-	const struct ftl_geom *g = &f->g;
-	uint32_t best = FTL_NONE, bv = UINT32_MAX;
-	double bscore = -1;
-
-	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
-		uint32_t v = f->valid[b];
-
-		if (f->state[b] != FTL_BLK_FULL || v >= g->ppb)
-			continue;
-		if (f->o.gc == FTL_GC_COST_BENEFIT) {
-			double u = (double)v / g->ppb;
-			double age = (double)(f->seq - f->mtime[b]) + 1;
-			double score = (1 - u) * age / (1 + u);
-			if (score > bscore) {
-				bscore = score;
-				best = b;
-			}
-		} else if (v < bv) {
-			bv = v;
-			best = b;
-			if (!v)
-				break;
-		}
-	}
-	return best;
+	room += (uint64_t)f->npend * f->g.ppb;
+	return ftl_victim(f, room < f->g.ppb ? (uint32_t)room : f->g.ppb);
 }
 
 /* GC's stream may take the reserve; when even that is gone, erase what
@@ -138,22 +120,24 @@ static int relocate(struct ftl *f, uint32_t v, uint64_t *counter)
 		return r;
 	if (f->valid[v])
 		return -EIO;            /* map and OOB disagree: a bug */
-	f->state[v] = FTL_BLK_PENDING;
+	ftl_set_state(f, v, FTL_BLK_PENDING);
 	f->pend_gen[f->npend] = f->sync_gen;
 	f->pend[f->npend++] = v;
 	return 0;
 }
 
-/* Static wear levelling, rate-limited (one check per WL_EVERY erases):
- * when max - min erase count nears the threshold, move the data of the
- * least-erased full block (cold data) to a worn block. */
+/* Static wear levelling, rate-limited (one check per WL_EVERY erases, or
+ * per data_blocks / WL_SCAN on large devices, so the scan of every block
+ * costs at most WL_SCAN blocks per erase): when max - min erase count
+ * nears the threshold, move the data of the least-erased full block (cold
+ * data) to a worn block. */
 static int static_wl(struct ftl *f)
 {
 	const struct ftl_geom *g = &f->g;
 	uint32_t mn = UINT32_MAX, mx = 0, cold = FTL_NONE, cec = UINT32_MAX;
 	int r;
 
-	if (f->wl_erases < WL_EVERY)
+	if (f->wl_erases < WL_EVERY || f->wl_erases < g->data_blocks / WL_SCAN)
 		return 0;
 	f->wl_erases = 0;
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
@@ -229,10 +213,10 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 		if (r)
 			break;
 		f->npend--;
-		f->state[b] = FTL_BLK_FREE;
+		ftl_set_state(f, b, FTL_BLK_FREE);
 		f->trim_seq[b] = 0;
 		f->valid[b] = 0;
-		f->freel[f->nfree++] = b;
+		ftl_free_put(f, b);
 		f->wl_erases++;
 	}
 	pthread_rwlock_unlock(&f->io_rw);
@@ -248,7 +232,7 @@ int ftl_gc_free_space(struct ftl *f)
 
 	for (int pass = 0; pass < 2; pass++) {
 		while (f->nfree + f->npend < target) {
-			uint32_t v = pick_victim(f);
+			uint32_t v = pick_victim(f, gc_room(f));
 			if (v == FTL_NONE)
 				break;
 			/* start a victim with room to finish it and a block

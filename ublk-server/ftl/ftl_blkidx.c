@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Block indexes, so that a free block and a GC victim are found in
+ * O(log n) instead of by a scan of every block (f->lock held):
+ *  - the free blocks, in two binary heaps: fewest erases first (host
+ *    writes) and most erases first (GC and WL copies), each ordered by
+ *    (erase count, block number);
+ *  - the FULL data blocks, bucketed by valid-page count (ppb + 1 buckets),
+ *    each bucket a binary heap ordered by (last program, block number)
+ *    under cost-benefit, by block number under greedy.  Greedy takes the
+ *    lowest non-empty bucket's first block; cost-benefit the best of the
+ *    buckets' first blocks (within a bucket the oldest scores best).  Both
+ *    pick exactly the block the scan of every block (ftl_victim_scan)
+ *    picks: ties go to the lower block number.
+ * The indexes are rebuilt from the block states at every mount
+ * (ftl_rebuild_lists) and kept up to date by ftl_set_state(),
+ * ftl_valid_inc/dec() and the free-set calls.  A bucket grows by realloc;
+ * when that fails the victim choice scans until a rebuild succeeds.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftl-int.h"
+
+/* ---- an indexed binary heap of block numbers ---------------------------- */
+
+static bool h_less(const struct ftl_heap *h, uint32_t x, uint32_t y)
+{
+	if (h->key && h->key[x] != h->key[y])
+		return h->max ? h->key[x] > h->key[y] : h->key[x] < h->key[y];
+	return x < y;
+}
+
+static void h_set(struct ftl_heap *h, uint32_t i, uint32_t b)
+{
+	h->a[i] = b;
+	h->pos[b] = i;
+}
+
+static void h_up(struct ftl_heap *h, uint32_t i)
+{
+	uint32_t b = h->a[i];
+
+	while (i) {
+		uint32_t p = (i - 1) / 2;
+
+		if (!h_less(h, b, h->a[p]))
+			break;
+		h_set(h, i, h->a[p]);
+		i = p;
+	}
+	h_set(h, i, b);
+}
+
+static void h_down(struct ftl_heap *h, uint32_t i)
+{
+	uint32_t b = h->a[i];
+
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+
+		if (c >= h->n)
+			break;
+		if (c + 1 < h->n && h_less(h, h->a[c + 1], h->a[c]))
+			c++;
+		if (!h_less(h, h->a[c], b))
+			break;
+		h_set(h, i, h->a[c]);
+		i = c;
+	}
+	h_set(h, i, b);
+}
+
+static int h_push(struct ftl_heap *h, uint32_t b)
+{
+	if (h->n == h->cap) {
+		uint32_t c = h->cap ? h->cap * 2 : 16;
+		uint32_t *a = realloc(h->a, (size_t)c * sizeof(*a));
+
+		if (!a)
+			return -ENOMEM;
+		h->a = a;
+		h->cap = c;
+	}
+	h->a[h->n] = b;
+	h->pos[b] = h->n;
+	h_up(h, h->n++);
+	return 0;
+}
+
+static void h_del(struct ftl_heap *h, uint32_t b)
+{
+	uint32_t i = h->pos[b], last = h->a[--h->n];
+
+	h->pos[b] = FTL_NONE;
+	if (i == h->n)
+		return;
+	h_set(h, i, last);
+	h_up(h, i);
+	h_down(h, h->pos[last]);
+}
+
+/* ---- setup -------------------------------------------------------------- */
+
+int ftl_idx_init(struct ftl *f)
+{
+	size_t nb = f->g.nblocks;
+
+	f->fkey = calloc(nb, sizeof(*f->fkey));
+	f->vkey = calloc(nb, sizeof(*f->vkey));
+	f->vbk = malloc(nb * sizeof(*f->vbk));
+	f->vpos = malloc(nb * sizeof(*f->vpos));
+	f->vh = calloc((size_t)f->g.ppb + 1, sizeof(*f->vh));
+	if (!f->fkey || !f->vkey || !f->vbk || !f->vpos || !f->vh)
+		return -ENOMEM;
+	memset(f->vbk, 0xff, nb * sizeof(*f->vbk));
+	memset(f->vpos, 0xff, nb * sizeof(*f->vpos));
+	for (int i = 0; i < 2; i++) {
+		struct ftl_heap *h = &f->fh[i];
+
+		h->a = malloc(nb * sizeof(*h->a));
+		h->pos = malloc(nb * sizeof(*h->pos));
+		if (!h->a || !h->pos)
+			return -ENOMEM;
+		memset(h->pos, 0xff, nb * sizeof(*h->pos));
+		h->cap = (uint32_t)nb;          /* never grows */
+		h->key = f->fkey;
+		h->max = i == 1;
+	}
+	for (uint32_t v = 0; v <= f->g.ppb; v++) {
+		f->vh[v].pos = f->vpos;
+		f->vh[v].key = f->vkey;
+	}
+	return 0;
+}
+
+void ftl_idx_fini(struct ftl *f)
+{
+	for (int i = 0; i < 2; i++) {
+		free(f->fh[i].a);
+		free(f->fh[i].pos);
+	}
+	if (f->vh)
+		for (uint32_t v = 0; v <= f->g.ppb; v++)
+			free(f->vh[v].a);
+	free(f->vh);
+	free(f->fkey);
+	free(f->vkey);
+	free(f->vbk);
+	free(f->vpos);
+}
+
+/* ---- free blocks -------------------------------------------------------- */
+
+/* @b joins the free set (its erase count now is its key). */
+void ftl_free_put(struct ftl *f, uint32_t b)
+{
+	f->fkey[b] = nand_block_ec(f->nand, b);
+	for (int i = 0; i < 2; i++)
+		(void)h_push(&f->fh[i], b);     /* preallocated: cannot fail */
+	f->nfree = f->fh[0].n;
+}
+
+/*
+ * Dynamic wear levelling: host writes (hot) get the free block with the
+ * fewest erases, GC and WL copies (cold: they survived) the one with the
+ * most, so worn blocks rest under cold data.  f->nfree > 0.
+ */
+uint32_t ftl_free_take(struct ftl *f, bool most_worn)
+{
+	uint32_t b = f->fh[most_worn ? 1 : 0].a[0];
+
+	ftl_free_drop(f, b);
+	return b;
+}
+
+/* @b leaves the free set if it is there. */
+void ftl_free_drop(struct ftl *f, uint32_t b)
+{
+	if (f->fh[0].pos[b] == FTL_NONE)
+		return;
+	for (int i = 0; i < 2; i++)
+		h_del(&f->fh[i], b);
+	f->nfree = f->fh[0].n;
+}
+
+bool ftl_free_has(const struct ftl *f, uint32_t b)
+{
+	return f->fh[0].pos[b] != FTL_NONE;
+}
+
+/* ---- full blocks by valid count ------------------------------------------ */
+
+static void full_add(struct ftl *f, uint32_t b)
+{
+	uint32_t v = f->valid[b] < f->g.ppb ? f->valid[b] : f->g.ppb;
+
+	f->vkey[b] = f->o.gc == FTL_GC_COST_BENEFIT ? f->mtime[b] : 0;
+	if (h_push(&f->vh[v], b))
+		f->idx_lost = true;             /* scan until rebuilt */
+	else
+		f->vbk[b] = v;
+}
+
+static void full_del(struct ftl *f, uint32_t b)
+{
+	if (f->vbk[b] == FTL_NONE)
+		return;
+	h_del(&f->vh[f->vbk[b]], b);
+	f->vbk[b] = FTL_NONE;
+}
+
+/* Set block @b's state, keeping the victim index. */
+void ftl_set_state(struct ftl *f, uint32_t b, uint8_t s)
+{
+	bool was = f->state[b] == FTL_BLK_FULL;
+
+	f->state[b] = s;
+	if (b < f->g.ckpt_blocks || was == (s == FTL_BLK_FULL))
+		return;
+	if (was)
+		full_del(f, b);
+	else
+		full_add(f, b);
+}
+
+static void refile(struct ftl *f, uint32_t b)
+{
+	if (f->vbk[b] == FTL_NONE)
+		return;
+	full_del(f, b);
+	full_add(f, b);
+}
+
+void ftl_valid_inc(struct ftl *f, uint32_t b)
+{
+	f->valid[b]++;
+	refile(f, b);
+}
+
+void ftl_valid_dec(struct ftl *f, uint32_t b)
+{
+	f->valid[b]--;
+	refile(f, b);
+}
+
+/* Rebuild both indexes from the block states and valid counts; the free
+ * set holds exactly the FREE data blocks. */
+void ftl_idx_rebuild(struct ftl *f)
+{
+	const struct ftl_geom *g = &f->g;
+
+	for (int i = 0; i < 2; i++) {
+		f->fh[i].n = 0;
+		memset(f->fh[i].pos, 0xff, (size_t)g->nblocks * sizeof(uint32_t));
+	}
+	for (uint32_t v = 0; v <= g->ppb; v++)
+		f->vh[v].n = 0;
+	memset(f->vpos, 0xff, (size_t)g->nblocks * sizeof(*f->vpos));
+	memset(f->vbk, 0xff, (size_t)g->nblocks * sizeof(*f->vbk));
+	f->idx_lost = false;
+	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
+		if (f->state[b] == FTL_BLK_FREE)
+			ftl_free_put(f, b);
+		else if (f->state[b] == FTL_BLK_FULL)
+			full_add(f, b);
+	}
+	f->nfree = f->fh[0].n;
+}
+
+/* The victim the scan of every block picks (the reference; used when a
+ * bucket could not grow). */
+uint32_t ftl_victim_scan(const struct ftl *f, uint32_t max_valid)
+{
+	const struct ftl_geom *g = &f->g;
+	uint32_t best = FTL_NONE, bv = UINT32_MAX;
+	double bscore = -1;
+
+	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
+		uint32_t v = f->valid[b];
+
+		if (f->state[b] != FTL_BLK_FULL || v >= g->ppb || v > max_valid)
+			continue;
+		if (f->o.gc == FTL_GC_COST_BENEFIT) {
+			double u = (double)v / g->ppb;
+			double age = (double)(f->seq - f->mtime[b]) + 1;
+			double score = (1 - u) * age / (1 + u);
+			if (score > bscore) {
+				bscore = score;
+				best = b;
+			}
+		} else if (v < bv) {
+			bv = v;
+			best = b;
+			if (!v)
+				break;
+		}
+	}
+	return best;
+}
+
+/*
+ * The GC victim: a FULL block with fewer valid pages than a block holds
+ * and at most @max_valid (what GC has room to copy); greedy: the fewest
+ * valid pages; cost-benefit: the highest (1-u)·age/(1+u).  FTL_NONE if
+ * there is none.  O(ppb + log n).
+ */
+uint32_t ftl_victim(struct ftl *f, uint32_t max_valid)
+{
+	const struct ftl_geom *g = &f->g;
+	uint32_t best = FTL_NONE;
+	double bscore = -1;
+
+	if (f->idx_lost) {
+		ftl_idx_rebuild(f);
+		if (f->idx_lost)
+			return ftl_victim_scan(f, max_valid);
+	}
+	for (uint32_t v = 0; v < g->ppb && v <= max_valid; v++) {
+		uint32_t b;
+		double u, age, score;
+
+		if (!f->vh[v].n)
+			continue;
+		b = f->vh[v].a[0];
+		if (f->o.gc != FTL_GC_COST_BENEFIT)
+			return b;
+		u = (double)v / g->ppb;
+		age = (double)(f->seq - f->mtime[b]) + 1;
+		score = (1 - u) * age / (1 + u);
+		if (score > bscore || (score == bscore && b < best)) {
+			bscore = score;
+			best = b;
+		}
+	}
+	return best;
+}
+
+/* ---- checks (tests) ------------------------------------------------------ */
+
+static int h_check(const struct ftl_heap *h)
+{
+	for (uint32_t i = 0; i < h->n; i++) {
+		if (h->pos[h->a[i]] != i)
+			return -1;
+		if (i && h_less(h, h->a[i], h->a[(i - 1) / 2]))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * Every invariant of the indexes: the free set is exactly the FREE data
+ * blocks, keyed by their erase count; every FULL data block sits in the
+ * bucket of its valid count, keyed by its last program (cost-benefit);
+ * nothing else is indexed; every heap is a heap.  0 or the first broken
+ * block + 1 (a negative number for a broken heap).
+ */
+long ftl_idx_check(const struct ftl *f)
+{
+	const struct ftl_geom *g = &f->g;
+	uint64_t nfull = 0, inb = 0;
+
+	for (int i = 0; i < 2; i++)
+		if (h_check(&f->fh[i]) || f->fh[i].n != f->nfree)
+			return -1;
+	for (uint32_t v = 0; v <= g->ppb; v++) {
+		if (h_check(&f->vh[v]))
+			return -2 - (long)v;
+		inb += f->vh[v].n;
+	}
+	for (uint32_t b = 0; b < g->nblocks; b++) {
+		bool data = b >= g->ckpt_blocks;
+		bool isfree = data && f->state[b] == FTL_BLK_FREE;
+		bool full = data && f->state[b] == FTL_BLK_FULL;
+		uint32_t v = f->valid[b] < g->ppb ? f->valid[b] : g->ppb;
+
+		if (isfree != ftl_free_has(f, b) ||
+		    (isfree != (f->fh[1].pos[b] != FTL_NONE)) ||
+		    (isfree && f->fkey[b] != nand_block_ec(f->nand, b)))
+			return (long)b + 1;
+		if (f->idx_lost)
+			continue;
+		nfull += full;
+		if (full != (f->vbk[b] != FTL_NONE) ||
+		    (full && (f->vbk[b] != v || f->vpos[b] >= f->vh[v].n ||
+			      f->vh[v].a[f->vpos[b]] != b ||
+			      f->vkey[b] != (f->o.gc == FTL_GC_COST_BENEFIT ?
+					     f->mtime[b] : 0))))
+			return (long)b + 1;
+	}
+	if (!f->idx_lost && nfull != inb)
+		return -1000;
+	return 0;
+}
