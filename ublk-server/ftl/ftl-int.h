@@ -10,7 +10,8 @@
 #include "nand.h"
 #include "oct-format.h"
 
-#define FTL_NSTRIPES     256u   /* per-page range locks (hashed) */
+#define FTL_NSTRIPES     256u   /* range locks: stripes of ... */
+#define FTL_STRIPE_PAGES 64u    /* ... this many consecutive pages */
 #define FTL_GC_RESERVE   3u     /* free blocks only GC may take */
 #define FTL_MIN_SPARE    4u     /* spare blocks beyond the logical size */
 #define FTL_MAX_PAGE     16384u
@@ -35,6 +36,13 @@ struct ftl_geom {
 struct ftl_stream {
 	uint32_t blk, wp;            /* FTL_NONE: no open block */
 };
+
+/* The range-lock stripe of logical page @lpn: runs of FTL_STRIPE_PAGES
+ * pages share one, so a 1 MiB write takes a few stripes, not all. */
+static inline unsigned ftl_stripe_of(uint64_t lpn)
+{
+	return (unsigned)(lpn / FTL_STRIPE_PAGES % FTL_NSTRIPES);
+}
 
 struct ftl {
 	pthread_mutex_t lock;        /* map updates, blocks, streams, nand */
