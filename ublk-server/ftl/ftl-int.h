@@ -31,7 +31,20 @@ struct ftl_geom {
 	uint32_t data_blocks, ckpt_blocks, nblocks, slot_blocks;
 	uint32_t payload_pages;      /* checkpoint payload */
 	uint64_t flash_off, oob_off, image_size;
+	bool oob_inline;             /* OCT_SB_F_OOB_INLINE layout */
 };
+
+/* Byte offsets of flash page @ppn's data and OOB in the image. */
+static inline uint64_t ftl_page_off(const struct ftl_geom *g, uint64_t ppn)
+{
+	return g->flash_off + ppn * (g->ps + (g->oob_inline ? g->oob : 0));
+}
+
+static inline uint64_t ftl_oob_off(const struct ftl_geom *g, uint64_t ppn)
+{
+	return g->oob_inline ? ftl_page_off(g, ppn) + g->ps
+			     : g->oob_off + ppn * g->oob;
+}
 
 struct ftl_stream {
 	uint32_t blk, wp;            /* FTL_NONE: no open block */
@@ -120,6 +133,9 @@ struct ftl {
 #define CADD(f, field, n) __atomic_fetch_add(&(f)->field, (n), __ATOMIC_RELAXED)
 
 /* ftl_geom.c */
+/* Switch @g to the inline (OCT_SB_F_OOB_INLINE) or the separate layout
+ * (same image size; ftl_geom_compute() gives the inline one). */
+void ftl_geom_layout(struct ftl_geom *g, bool oob_inline);
 int ftl_geom_compute(struct ftl_geom *g, uint64_t size, enum ftl_align_mode a,
 		     uint32_t ps, uint32_t ppb, uint32_t oob, uint32_t op);
 int ftl_sb_build(struct oct_sb *sb, const struct ftl_geom *g);

@@ -75,7 +75,7 @@ int ftl_create_backing(struct nand_backing *b, const struct ftl_create_opts *o)
 	memcpy(area + OCT_SB_COPY_OFFSET, &f->sb, OCT_SB_SIZE);
 	ng = (struct nand_geom){ .page_size = g.ps, .oob_size = g.oob,
 		.ppb = g.ppb, .nblocks = g.nblocks, .flash_off = g.flash_off,
-		.oob_off = g.oob_off };
+		.oob_off = g.oob_off, .oob_inline = g.oob_inline };
 	r = nand_create(b, &ng, &n);
 	if (r)
 		goto out;
@@ -171,10 +171,14 @@ int ftl_create(const char *path, const struct ftl_create_opts *o)
 	if (r)
 		goto out;
 	if (blkdev) {
-		/* zero what must read as zeroes: superblocks, ckpt area, OOB */
-		r = b->ops->punch(b, 0, g.flash_off + (uint64_t)g.ckpt_blocks *
-				  g.ppb * g.ps);
-		if (!r)
+		/* zero what must read as zeroes: superblocks, ckpt area, OOB
+		 * (spread over the whole flash in the inline layout) */
+		if (g.oob_inline)
+			r = b->ops->punch(b, 0, g.image_size);
+		else
+			r = b->ops->punch(b, 0, g.flash_off +
+					  (uint64_t)g.ckpt_blocks * g.ppb * g.ps);
+		if (!r && !g.oob_inline)
 			r = b->ops->punch(b, g.oob_off, g.image_size - g.oob_off);
 		if (r)
 			goto out;
