@@ -109,6 +109,38 @@ int main(void)
 		T_CHECK(!memcmp(buf, chk + 101 * 4096, MIB - 101 * 4096),
 			"data after the damaged page");
 	}
+
+	/* a full device, 4 KiB random writes: GC reads its victims in runs
+	 * (one backing read per victim on layout 1.1, not one per page) */
+	{
+		struct ftl_stats s0, s1;
+		uint64_t rel, hw = 6000;
+		double rpp, opw;
+
+		for (uint64_t off = 0; off < c.size; off += MIB) {
+			fill(buf, MIB, off);
+			T_CHECK(ftl_write(f, buf, off, MIB, 0) == 0, "fill");
+		}
+		ftl_stats_get(f, &s0);
+		nand_counters_get(f->nand, &n0);
+		for (uint64_t i = 0; i < hw; i++) {
+			uint64_t pg = t_xorshift(&rs) % (c.size / 4096);
+			fill(buf, 4096, pg);
+			T_CHECK(ftl_write(f, buf, pg * 4096, 4096, 0) == 0, "w");
+		}
+		ftl_stats_get(f, &s1);
+		nand_counters_get(f->nand, &n1);
+		rel = s1.gc_relocations - s0.gc_relocations;
+		rpp = rel ? (double)(n1.backing_reads - n0.backing_reads) / rel : 0;
+		opw = (double)(n1.backing_reads - n0.backing_reads +
+			       n1.backing_writes - n0.backing_writes) / hw;
+		fprintf(stderr, "4K random write, full device: WA %.2f, %.2f "
+			"backing calls per write, %.3f backing reads per GC "
+			"relocation\n", (double)(hw + rel) / hw, opw, rpp);
+		T_CHECK(rel > 0, "GC relocated pages");
+		T_CHECK(rpp <= 0.5, "%.3f backing reads per relocated page "
+			"(GC reads victims in runs: max 0.5)", rpp);
+	}
 	T_CHECK(ftl_close(f) == 0, "close");
 out:
 	unlink(path);

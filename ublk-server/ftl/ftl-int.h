@@ -102,6 +102,7 @@ struct ftl {
 	uint64_t wl_erases;          /* erases since the last static-WL move */
 	uint32_t gc_batch, gc_batch_max; /* victims per forced sync (adaptive) */
 	uint8_t *gcbuf, *oobbuf, *oobbuf2, *zero, *ckbuf;
+	uint8_t *gcblk;               /* a GC victim's data (ftl_gc.c, lazy) */
 
 	/* counters: persisted part (ckpt) + this mount's atomics */
 	struct ftl_ckpt_counters base;
