@@ -84,6 +84,21 @@ int main(void)
 		rpr);
 	T_CHECK(rpr <= 4, "%.2f backing reads per 1 MiB read (max 4)", rpr);
 
+	/* unaligned 4 KiB reads (two parts of pages): one run each */
+	nand_counters_get(f->nand, &n0);
+	fill(chk, MIB, 1000);
+	for (unsigned i = 0; i < 16; i++) {
+		uint64_t at = (uint64_t)i * 8192 + 512 * (1 + i % 7);
+		T_CHECK(ftl_read(f, buf, 32 * MIB + at, 4096) == 0 &&
+			!memcmp(buf, chk + at, 4096), "unaligned read %u", i);
+	}
+	nand_counters_get(f->nand, &n1);
+	rpr = (double)(n1.backing_reads - n0.backing_reads) / 16;
+	fprintf(stderr, "unaligned 4 KiB read: %.2f backing reads per read\n",
+		rpr);
+	T_CHECK(rpr <= 2, "%.2f backing reads per unaligned 4 KiB read (max 2)",
+		rpr);
+
 	/* a damaged page inside a run: that read fails with EIO, counted
 	 * once; the pages around it still read */
 	{
