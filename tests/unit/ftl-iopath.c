@@ -99,6 +99,19 @@ int main(void)
 	T_CHECK(rpr <= 2, "%.2f backing reads per unaligned 4 KiB read (max 2)",
 		rpr);
 
+	/* aligned 4 KiB reads: one backing read each */
+	nand_counters_get(f->nand, &n0);
+	for (unsigned i = 0; i < 16; i++) {
+		uint64_t at = (uint64_t)(i * 37 % 256) * 4096;
+		T_CHECK(ftl_read(f, buf, 32 * MIB + at, 4096) == 0 &&
+			!memcmp(buf, chk + at, 4096), "aligned read %u", i);
+	}
+	nand_counters_get(f->nand, &n1);
+	rpr = (double)(n1.backing_reads - n0.backing_reads) / 16;
+	fprintf(stderr, "aligned 4 KiB read: %.2f backing reads per read\n",
+		rpr);
+	T_CHECK(rpr <= 1, "%.2f backing reads per 4 KiB read (max 1)", rpr);
+
 	/* a damaged page inside a run: that read fails with EIO, counted
 	 * once; the pages around it still read */
 	{

@@ -20,10 +20,10 @@ static _Thread_local uint8_t runoob[FTL_RUN_OOB];
  * matches the whole page.  Anything else (an erased page, a page of
  * another logical page, bits the ECC did not catch) is -EILSEQ: never
  * served as good data (-EBADMSG: a codeword the ECC cannot correct).
- * A partial read reads the whole page with its OOB (one nand run); with
- * an ECC model it reads the part through the ECC and checks the page's
- * stored bytes (nand_read_raw): the model's errors and counts stay with
- * the sectors asked for.
+ * The page is read whole with its OOB (one nand run); with an ECC model
+ * only the part asked for goes through the ECC, and a part is checked
+ * against the page's stored bytes (nand_read_raw): the model's errors and
+ * counts stay with the sectors asked for.
  */
 static int read_checked(struct ftl *f, uint32_t lpn, uint32_t ppn,
 			uint32_t a, uint32_t b, uint8_t *dst)
@@ -34,23 +34,23 @@ static int read_checked(struct ftl *f, uint32_t lpn, uint32_t ppn,
 	const uint8_t *page = dst;
 	int r, res;
 
-	if (a || b != ps) {
-		/* a part: the whole page and its OOB in one nand run, when
-		 * no ECC model is in the way */
-		r = nand_read_run(f->nand, ppn, 1, rbuf, oob, &res);
-		if (r != -EOPNOTSUPP) {
-			if (!r)
-				r = res;
-			if (r)
-				return r;
-			if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA ||
-			    o->lpn != lpn ||
-			    oct_crc32c(0, rbuf, ps) != o->data_crc)
-				return -EILSEQ;
+	/* the whole page and its OOB in one nand run, when no ECC model
+	 * is in the way (a part: into rbuf, then copied) */
+	page = a || b != ps ? rbuf : dst;
+	r = nand_read_run(f->nand, ppn, 1, (void *)page, oob, &res);
+	if (r != -EOPNOTSUPP) {
+		if (!r)
+			r = res;
+		if (r)
+			return r;
+		if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA ||
+		    o->lpn != lpn || oct_crc32c(0, page, ps) != o->data_crc)
+			return -EILSEQ;
+		if (page != dst)
 			memcpy(dst, rbuf + a, b - a);
-			return 0;
-		}
+		return 0;
 	}
+	page = dst;
 	r = ftl_read_page(f, lpn, ppn, a, dst, b - a);
 	if (r)
 		return r;

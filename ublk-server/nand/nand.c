@@ -27,6 +27,7 @@ struct nand {
 	struct oob_slot slot[NAND_OOB_SLOTS];
 	uint64_t stamp;
 	uint64_t win_from, data_at, hole_at; /* nand_block_oob_hole's window */
+	bool slot_hole_stale;  /* inline: no window, or a write since */
 	bool no_seek;
 	nand_fault_fn fault;
 	void *fault_ctx;
@@ -120,6 +121,7 @@ int nand_create(struct nand_backing *b, const struct nand_geom *g,
 	for (uint32_t i2 = 0; i2 < g->nblocks; i2++)
 		n->wp[i2] = g->ppb;
 	n->stride = g->page_size + (g->oob_inline ? g->oob_size : 0);
+	n->slot_hole_stale = true;
 	if (g->oob_inline) {
 		n->pbuf = malloc((size_t)g->page_size + g->oob_size);
 		if (!n->pbuf)
@@ -462,7 +464,7 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
 			      data_at(n, ppn));
 		if (r)
 			return r;
-		n->hole_at = 0;         /* the hole window is stale now */
+		n->slot_hole_stale = true;      /* the hole window is stale */
 		__atomic_store_n(&n->wp[blk], pg + 1, __ATOMIC_RELEASE);
 		CNT_ADD(n, programs);
 		return 0;
@@ -540,6 +542,7 @@ int nand_erase(struct nand *n, uint32_t blk)
 	if (s)
 		s->blk = -1;            /* its buffered OOB is void now */
 	n->hole_at = 0;
+	n->slot_hole_stale = true;
 	/* Erased = OOB records gone: write zeroes over them (cheaper than
 	 * punching holes, which frees and reallocates the file's pages); the
 	 * data bytes stay but read back as 0xff (write pointer 0).  Inline,
@@ -595,6 +598,33 @@ uint32_t nand_block_ec(const struct nand *n, uint32_t blk)
 	return blk < n->g.nblocks ? n->ec[blk] : 0;
 }
 
+/* Inline layout: is [off, off+len) a hole?  One SEEK_DATA, no SEEK_HOLE
+ * (the flash is mostly data: a SEEK_HOLE would walk all of it); remembers
+ * where the next data is, so a forward walk over holes costs one lseek
+ * per data extent. */
+static bool slots_hole(struct nand *n, uint64_t off, uint64_t len)
+{
+	int64_t d;
+
+	if (n->no_seek || !n->b->ops->seek)
+		return false;
+	if (!n->slot_hole_stale && off >= n->win_from &&
+	    off + len <= n->data_at)
+		return true;            /* before the next data */
+	d = n->b->ops->seek(n->b, off, SEEK_DATA);
+	if (d < 0) {
+		if (errno != ENXIO) {   /* no SEEK_DATA here: can't tell */
+			n->no_seek = true;
+			return false;
+		}
+		d = INT64_MAX;          /* only holes follow */
+	}
+	n->win_from = off;
+	n->data_at = (uint64_t)d;
+	n->slot_hole_stale = false;
+	return off + len <= (uint64_t)d;
+}
+
 /* Is block @blk's OOB region a hole of the backing (see nand.h)?  Keeps
  * one [data, hole) window, so a forward walk costs two lseeks per extent. */
 bool nand_block_oob_hole(struct nand *n, uint32_t blk)
@@ -606,6 +636,7 @@ bool nand_block_oob_hole(struct nand *n, uint32_t blk)
 	if (n->g.oob_inline) {          /* the block's page slots */
 		len = (uint64_t)n->g.ppb * n->stride;
 		off = data_at(n, (uint64_t)blk * n->g.ppb);
+		return slots_hole(n, off, len);
 	}
 	if (n->no_seek || !n->b->ops->seek || slot_find(n, blk))
 		return false;
