@@ -87,6 +87,8 @@ static int bk_rw_vec(struct nand *n, bool wr, const struct iovec *iov,
 	return r;
 }
 
+static bool slots_hole(struct nand *n, uint64_t off, uint64_t len);
+
 /* Where the data / the OOB of page @ppn sit in the backing. */
 static uint64_t data_at(const struct nand *n, uint64_t ppn)
 {
@@ -547,9 +549,16 @@ int nand_erase(struct nand *n, uint32_t blk)
 	 * punching holes, which frees and reallocates the file's pages); the
 	 * data bytes stay but read back as 0xff (write pointer 0).  Inline,
 	 * the OOB bytes are spread over the block: zero the whole block. */
-	if (n->g.oob_inline)
-		r = nand_zero(n, data_at(n, (uint64_t)blk * n->g.ppb),
-			      (uint64_t)n->g.ppb * n->stride);
+	if (n->g.oob_inline) {
+		uint64_t at = data_at(n, (uint64_t)blk * n->g.ppb);
+		uint64_t len = (uint64_t)n->g.ppb * n->stride;
+
+		/* a hole (never written: a fresh sparse image) reads as
+		 * zeroes already: keep it sparse */
+		n->slot_hole_stale = true;
+		r = slots_hole(n, at, len) ? 0 : nand_zero(n, at, len);
+		n->slot_hole_stale = true;
+	}
 	else
 		r = nand_zero(n, n->g.oob_off + blk * oobb, oobb);
 	if (r)
