@@ -8,8 +8,8 @@
  * and its out-of-band (OOB) bytes at oob_off + p * oob_size; "inline"
  * (oob_inline) stores page p as one slot of page_size + oob_size bytes at
  * flash_off + p * (page_size + oob_size), its OOB right after its data
- * (oob_off unused), so a program is one backing write.  NAND rules are enforced: inside an erase block
- * pages are programmed in ascending order, each at most once between
+ * (oob_off unused), so a program is one backing write.  NAND rules are
+ * enforced: inside an erase block pages are programmed in ascending order, each at most once between
  * erases (a page below the block's write pointer cannot be programmed);
  * erase is per block; data reads of erased pages return 0xff.  A violation
  * is counted and fails with -EIO.
@@ -21,7 +21,8 @@
  * separate, a pwrite of the data and one of the OOB (OOB bytes are also
  * kept per block in a few buffers for nand_read_block_oob).
  *
- * Threads: nand_read() may run concurrently with anything except an erase
+ * Threads: nand_read() and nand_read_run() may run concurrently with
+ * anything except an erase
  * of the same block (the caller excludes that); every other call must be
  * serialized by the caller.
  */
