@@ -22,9 +22,8 @@
  * kept per block in a few buffers for nand_read_block_oob).
  *
  * Threads: nand_read() and nand_read_run() may run concurrently with
- * anything except an erase
- * of the same block (the caller excludes that); every other call must be
- * serialized by the caller.
+ * anything except an erase of the same block (the caller excludes that);
+ * every other call must be serialized by the caller.
  */
 #ifndef OCTANT_NAND_H
 #define OCTANT_NAND_H
