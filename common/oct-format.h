@@ -42,10 +42,17 @@ struct oct_sb {
 	uint32_t ckpt_blocks;       /* erase blocks reserved for checkpoints */
 	uint8_t  uuid[16];
 	uint64_t create_time;       /* unix seconds */
-	uint32_t flags;
+	uint32_t flags;             /* OCT_SB_F_* */
 	uint8_t  reserved[OCT_SB_SIZE - 108];
 } __attribute__((packed));
 
 _Static_assert(sizeof(struct oct_sb) == OCT_SB_SIZE, "superblock size");
+
+/* flags: the medium layout revision.  0 (format 1): the OOB of page p at
+ * oob_offset + p * oob_size.  OCT_SB_F_OOB_INLINE (format 1.1): each page
+ * is a slot of page_size + oob_size bytes from flash_offset, its OOB right
+ * after its data, oob_offset = flash_offset + page_size. */
+#define OCT_SB_F_OOB_INLINE 0x1u
+#define OCT_SB_F_KNOWN      OCT_SB_F_OOB_INLINE
 
 #endif /* OCTANT_OCT_FORMAT_H */

@@ -90,7 +90,7 @@ static void normalize(uint8_t *img, uint64_t size, const struct ftl_geom *g)
 	for (uint32_t slot = 0; slot < FTL_CKPT_SLOTS; slot++) {
 		uint64_t p = (uint64_t)slot * g->slot_blocks * g->ppb;
 		struct ftl_ckpt_hdr *h =
-			(struct ftl_ckpt_hdr *)(img + g->flash_off + p * g->ps);
+			(struct ftl_ckpt_hdr *)(img + ftl_page_off(g, p));
 
 		if (memcmp(h->magic, FTL_CKPT_MAGIC, 8))
 			continue;
@@ -197,13 +197,13 @@ int fz_base(unsigned i, const uint8_t **img, uint64_t *size,
 
 static uint8_t *page_data(uint8_t *img, const struct ftl_geom *g, uint64_t p)
 {
-	return img + g->flash_off + p * g->ps;
+	return img + ftl_page_off(g, p);
 }
 
 static struct ftl_oob *page_oob(uint8_t *img, const struct ftl_geom *g,
 				uint64_t p)
 {
-	return (struct ftl_oob *)(img + g->oob_off + p * g->oob);
+	return (struct ftl_oob *)(img + ftl_oob_off(g, p));
 }
 
 static void fix_oob(struct ftl_oob *o)
@@ -331,15 +331,15 @@ int fz_apply(const uint8_t *d, size_t n, struct fz_image *out)
 			break;
 		case FZ_R_CKPT:
 			p = (idx % FTL_CKPT_SLOTS) * spp + (idx / FTL_CKPT_SLOTS) % spp;
-			put(out->img, g->flash_off + p * g->ps, g->ps, off, src, len);
+			put(out->img, ftl_page_off(g, p), g->ps, off, src, len);
 			break;
 		case FZ_R_OOB:
 			p = idx % total;
-			put(out->img, g->oob_off + p * g->oob, g->oob, off, src, len);
+			put(out->img, ftl_oob_off(g, p), g->oob, off, src, len);
 			break;
 		case FZ_R_DATA:
 			p = idx % total;
-			put(out->img, g->flash_off + p * g->ps, g->ps, off, src, len);
+			put(out->img, ftl_page_off(g, p), g->ps, off, src, len);
 			break;
 		case FZ_R_RAW:
 			put(out->img, 0, out->size, idx << 16 | off, src, len);

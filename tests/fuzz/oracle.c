@@ -288,19 +288,19 @@ static void damage(uint8_t *img, const struct ftl_geom *g, char *what,
 		break;
 	case 1:
 		p = rnd() % ckpt_pages;
-		lo = g->flash_off + p * g->ps;
+		lo = ftl_page_off(g, p);
 		span = g->ps;
 		break;
 	case 2:
 		p = ckpt_pages + rnd() % (total - ckpt_pages);
 		if (rnd() % 4 == 0)
 			p = rnd() % ckpt_pages;
-		lo = g->oob_off + p * g->oob;
+		lo = ftl_oob_off(g, p);
 		span = sizeof(struct ftl_oob);
 		break;
 	default:
 		p = ckpt_pages + rnd() % (total - ckpt_pages);
-		lo = g->flash_off + p * g->ps;
+		lo = ftl_page_off(g, p);
 		span = g->ps;
 		break;
 	}
@@ -326,17 +326,19 @@ static void damage(uint8_t *img, const struct ftl_geom *g, char *what,
 	case 2:
 		q = region == 1 ? rnd() % ckpt_pages :
 		    ckpt_pages + rnd() % (total - ckpt_pages);
-		memcpy(img + g->flash_off + p * g->ps,
-		       img + g->flash_off + q * g->ps, g->ps);
-		memcpy(img + g->oob_off + p * g->oob,
-		       img + g->oob_off + q * g->oob, g->oob);
+		memcpy(img + ftl_page_off(g, p),
+		       img + ftl_page_off(g, q), g->ps);
+		memcpy(img + ftl_oob_off(g, p),
+		       img + ftl_oob_off(g, q), g->oob);
 		snprintf(what, len, "%s: page %llu programmed over page %llu",
 			 kinds[kind], (unsigned long long)q, (unsigned long long)p);
 		break;
 	default:
 		p -= p % g->ppb;
-		memset(img + g->flash_off + p * g->ps, 0xff, (size_t)g->ppb * g->ps);
-		memset(img + g->oob_off + p * g->oob, 0, (size_t)g->ppb * g->oob);
+		for (uint64_t k = p; k < p + g->ppb; k++) {
+			memset(img + ftl_page_off(g, k), 0xff, g->ps);
+			memset(img + ftl_oob_off(g, k), 0, g->oob);
+		}
 		snprintf(what, len, "%s: block %llu erased", kinds[kind],
 			 (unsigned long long)(p / g->ppb));
 		break;

@@ -50,7 +50,7 @@ static uint64_t image_flushed(const uint8_t *m, const struct ftl_geom *g)
 	uint64_t best = 0, pages = (uint64_t)g->nblocks * g->ppb;
 
 	for (uint64_t p = 0; p < pages; p++) {
-		const uint8_t *oob = m + g->oob_off + p * g->oob;
+		const uint8_t *oob = m + ftl_oob_off(g, p);
 		uint64_t fl;
 
 		if (!ftl_oob_ok((const struct ftl_oob *)oob))
@@ -125,20 +125,18 @@ static void trial(int n)
 		/* its OOB record: the page is lost, which logical page it held
 		 * is not known; recovery can tell when the records around it
 		 * (same erase cycle) bracket it inside the flushed range */
-		const struct ftl_oob *a = (const void *)(m + g.oob_off +
-					   (uint64_t)(ppn - 1) * g.oob);
-		const struct ftl_oob *z = (const void *)(m + g.oob_off +
-					   (uint64_t)(ppn + 1) * g.oob);
+		const struct ftl_oob *a = (const void *)(m + ftl_oob_off(&g, ppn - 1));
+		const struct ftl_oob *z = (const void *)(m + ftl_oob_off(&g, ppn + 1));
 
 		oob_known = flushed_damage && ppn % g.ppb &&
 			    ppn % g.ppb < g.ppb - 1 && ftl_oob_ok(a) &&
 			    ftl_oob_ok(z) && a->kind == FTL_OOB_DATA &&
 			    z->kind == FTL_OOB_DATA && a->ec == z->ec &&
 			    a->seq > ckpt_seq && z->seq <= fl;
-		m[g.oob_off + (uint64_t)ppn * g.oob + rnd() % 32] ^=
+		m[ftl_oob_off(&g, ppn) + rnd() % 32] ^=
 			(uint8_t)(1u << (rnd() % 8));
 	} else {
-		m[g.flash_off + (uint64_t)ppn * g.ps + rnd() % g.ps] ^=
+		m[ftl_page_off(&g, ppn) + rnd() % g.ps] ^=
 			(uint8_t)(1u << (rnd() % 8));
 	}
 	fd = open(img, O_CREAT | O_TRUNC | O_WRONLY, 0644);

@@ -132,8 +132,8 @@ static void ckpt_where(uint64_t gen, size_t *page, size_t *oob)
 {
 	uint64_t ppn = (gen % FTL_CKPT_SLOTS) * g.slot_blocks * g.ppb;
 
-	*page = (size_t)(g.flash_off + ppn * g.ps);
-	*oob = (size_t)(g.oob_off + ppn * g.oob);
+	*page = (size_t)ftl_page_off(&g, ppn);
+	*oob = (size_t)ftl_oob_off(&g, ppn);
 }
 
 static void fix_page(uint8_t *b, size_t page, size_t oob)
@@ -204,13 +204,13 @@ static void ckpt_fields(void)
 	}
 	/* payload: one map byte of the newest checkpoint */
 	memcpy(b, orig, isz);
-	b[p2 + g.ps + 3] ^= 1;
+	b[p2 + ftl_page_off(&g, 1) - ftl_page_off(&g, 0) + 3] ^= 1;
 	store(b, isz);
 	expect_bad("checkpoint payload", false, false);
 	/* both: nothing valid left */
 	memcpy(b, orig, isz);
-	b[p2 + g.ps + 3] ^= 1;
-	b[p1 + g.ps + 3] ^= 1;
+	b[p2 + ftl_page_off(&g, 1) - ftl_page_off(&g, 0) + 3] ^= 1;
+	b[p1 + ftl_page_off(&g, 1) - ftl_page_off(&g, 0) + 3] ^= 1;
 	store(b, isz);
 	expect_bad("checkpoint payloads", false, true);
 	free(b);
@@ -250,7 +250,7 @@ static void seq_wrap(void)
 	b = load(&n);
 	for (uint64_t p = (uint64_t)sg.ckpt_blocks * sg.ppb;
 	     p < (uint64_t)sg.nblocks * sg.ppb && !patched; p++) {
-		struct ftl_oob *o = (struct ftl_oob *)(b + sg.oob_off + p * sg.oob);
+		struct ftl_oob *o = (struct ftl_oob *)(b + ftl_oob_off(&sg, p));
 
 		if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA)
 			continue;
@@ -313,10 +313,10 @@ static void seq_log(void)
 	b = load(&n);
 	for (uint64_t p = (uint64_t)sg.ckpt_blocks * sg.ppb;
 	     p < (uint64_t)sg.nblocks * sg.ppb && !patched; p++) {
-		struct ftl_oob *o = (struct ftl_oob *)(b + sg.oob_off + p * sg.oob);
+		struct ftl_oob *o = (struct ftl_oob *)(b + ftl_oob_off(&sg, p));
 
 		if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA || o->lpn != 5 ||
-		    b[sg.flash_off + p * sg.ps] != 1)
+		    b[ftl_page_off(&sg, p)] != 1)
 			continue;
 		o->seq = 1ull << 40;    /* below FTL_SEQ_MAX, far past the log */
 		o->crc = 0;
@@ -347,7 +347,7 @@ static int64_t page_of(const uint8_t *b, const struct ftl_geom *sg, uint32_t lpn
 	for (uint64_t p = (uint64_t)sg->ckpt_blocks * sg->ppb;
 	     p < (uint64_t)sg->nblocks * sg->ppb; p++) {
 		const struct ftl_oob *o =
-			(const struct ftl_oob *)(b + sg->oob_off + p * sg->oob);
+			(const struct ftl_oob *)(b + ftl_oob_off(sg, p));
 		if (ftl_oob_ok(o) && o->kind == FTL_OOB_DATA && o->lpn == lpn &&
 		    o->seq > bs) {
 			bs = o->seq;
@@ -398,15 +398,15 @@ static void read_verify(void)
 		b = malloc(n);
 		memcpy(b, clean, n);
 		if (k == 0) {
-			b[sg.flash_off + (uint64_t)p1 * sg.ps + 1000] ^= 0x10;
+			b[ftl_page_off(&sg, p1) + 1000] ^= 0x10;
 		} else if (k == 1) {
-			memcpy(b + sg.flash_off + (uint64_t)p1 * sg.ps,
-			       b + sg.flash_off + (uint64_t)p2 * sg.ps, sg.ps);
-			memcpy(b + sg.oob_off + (uint64_t)p1 * sg.oob,
-			       b + sg.oob_off + (uint64_t)p2 * sg.oob, sg.oob);
+			memcpy(b + ftl_page_off(&sg, p1),
+			       b + ftl_page_off(&sg, p2), sg.ps);
+			memcpy(b + ftl_oob_off(&sg, p1),
+			       b + ftl_oob_off(&sg, p2), sg.oob);
 		} else {
-			memset(b + sg.flash_off + (uint64_t)p1 * sg.ps, 0xff, sg.ps);
-			memset(b + sg.oob_off + (uint64_t)p1 * sg.oob, 0xff, sg.oob);
+			memset(b + ftl_page_off(&sg, p1), 0xff, sg.ps);
+			memset(b + ftl_oob_off(&sg, p1), 0xff, sg.oob);
 		}
 		store(b, n);
 		free(b);

@@ -287,11 +287,11 @@ static void flushed_damage(void)
 	}
 	T_CHECK(ftl_flush(f) == 0, "flush");
 	T_EQ_U64(f->ckpt_gen, ckpt0, "no checkpoint since the writes");
-	ppn = f->map[3];
+	ppn = ftl_page_off(&f->g, f->map[3]);   /* its byte offset */
 	bytes = nand_mem_bytes(b, &bsz);
 	memcpy(copy, bytes, isz);
 	ftl_abandon(f);                 /* the crash */
-	copy[8192 + ppn * 4096 + 3343] ^= 0x20;   /* flash_off 8192 */
+	copy[ppn + 3343] ^= 0x20;
 	fd = open(img, O_CREAT | O_TRUNC | O_WRONLY, 0644);
 	T_CHECK(fd >= 0 && write(fd, copy, isz) == (ssize_t)isz, "store");
 	close(fd);
@@ -379,7 +379,7 @@ static void old_slot_damaged(void)
 	gen = f->ckpt_gen;
 	/* the slot of gen - 2: neither the newest nor the one a crash cuts */
 	slot_page = ftl_ckpt_slot_page(f, gen - 2, 0);
-	crash_to_file(f, b, isz, 8192 + slot_page * 4096 + 100);
+	crash_to_file(f, b, isz, ftl_page_off(&f->g, slot_page) + 100);
 	T_EQ_U64(fsck(false), 4, "damaged older slot after a crash: reported");
 	T_EQ_U64(fsck(true), 1, "repaired");
 	T_EQ_U64(fsck(false), 0, "clean after repair");

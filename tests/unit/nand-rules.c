@@ -24,6 +24,91 @@ static int fault(void *ctx, enum nand_op op, uint64_t page, void *buf,
 	return 0;
 }
 
+static int fail_read_of = -1;
+
+static int fail_read(void *ctx, enum nand_op op, uint64_t page, void *buf,
+		     size_t len)
+{
+	(void)ctx; (void)buf; (void)len;
+	return op == NAND_OP_READ && (int)page == fail_read_of ? -EIO : 0;
+}
+
+/* The inline layout: each page's OOB right after its data, a program is
+ * one backing write, runs read with one vectored call. */
+static void inline_layout(void)
+{
+	struct nand_geom g = { .page_size = 4096, .oob_size = 64, .ppb = 8,
+		.nblocks = 4, .flash_off = 8192, .oob_inline = true };
+	uint64_t slot = g.page_size + g.oob_size;
+	uint64_t size = g.flash_off + (uint64_t)g.nblocks * g.ppb * slot;
+	struct nand_backing *b;
+	struct nand_counters c0, c1;
+	struct nand *n;
+	uint8_t data[4096], oob[64], run[3 * 4096], roob[3 * 64];
+	uint8_t boob[8 * 64], *img, *crash;
+	int res[3];
+
+	T_CHECK(nand_backing_mem(size, true, &b) == 0, "mem");
+	nand_mem_hold(b);
+	T_CHECK(nand_create(b, &g, &n) == 0, "create");
+	for (uint32_t k = 0; k < g.nblocks; k++)
+		nand_set_block(n, k, 0, 0);
+	img = nand_mem_bytes(b, NULL);
+	nand_counters_get(n, &c0);
+	for (uint64_t p = 0; p < 3; p++) {
+		memset(data, (int)(0xa0 + p), sizeof(data));
+		memset(oob, (int)(0x10 + p), sizeof(oob));
+		T_CHECK(nand_program(n, p, data, oob) == 0, "program %u", (unsigned)p);
+	}
+	nand_counters_get(n, &c1);
+	T_EQ_U64(c1.backing_writes - c0.backing_writes, 3,
+		 "one backing write per program");
+	for (uint64_t p = 0; p < 3; p++) {
+		T_CHECK(img[g.flash_off + p * slot] == 0xa0 + p &&
+			img[g.flash_off + p * slot + 4095] == 0xa0 + p,
+			"data of page %u in its slot", (unsigned)p);
+		T_CHECK(img[g.flash_off + p * slot + 4096] == 0x10 + p &&
+			img[g.flash_off + p * slot + slot - 1] == 0x10 + p,
+			"OOB of page %u right after its data", (unsigned)p);
+	}
+	/* a run: one backing read, data and OOB of each page */
+	nand_counters_get(n, &c0);
+	T_CHECK(nand_read_run(n, 0, 3, run, roob, res) == 0, "run");
+	nand_counters_get(n, &c1);
+	T_EQ_U64(c1.backing_reads - c0.backing_reads, 1, "one read per run");
+	for (int p = 0; p < 3; p++)
+		T_CHECK(res[p] == 0 && run[p * 4096] == 0xa0 + p &&
+			run[p * 4096 + 4095] == 0xa0 + p &&
+			roob[p * 64] == 0x10 + p && roob[p * 64 + 63] == 0x10 + p,
+			"run page %d", p);
+	/* the fault seam fails one page of a run, not the others */
+	nand_set_fault(n, fail_read, NULL);
+	fail_read_of = 1;
+	T_CHECK(nand_read_run(n, 0, 3, run, roob, res) == 0, "run");
+	T_CHECK(res[0] == 0 && res[1] == -EIO && res[2] == 0, "page 1 failed");
+	nand_set_fault(n, NULL, NULL);
+	/* a block's OOB: programmed pages, zeroes past them */
+	T_CHECK(nand_read_block_oob(n, 0, boob) == 0, "block oob");
+	T_CHECK(boob[0] == 0x10 && boob[2 * 64 + 63] == 0x12 &&
+		boob[3 * 64] == 0 && boob[8 * 64 - 1] == 0, "block oob bytes");
+	/* a power cut after an unsynced program: one write, all or torn */
+	T_CHECK(nand_sync(n) == 0, "sync");
+	T_CHECK(nand_program(n, 3, data, oob) == 0, "unsynced program");
+	crash = malloc(size);
+	T_CHECK(crash && nand_mem_crash_image(b, 1, false, crash) == 1,
+		"one write pending");
+	free(crash);
+	/* erase: OOB zeroes, data reads 0xff */
+	T_CHECK(nand_erase(n, 0) == 0, "erase");
+	T_CHECK(nand_read_oob(n, 1, oob) == 0 && oob[0] == 0 && oob[63] == 0,
+		"erased OOB");
+	T_CHECK(nand_read(n, 1, 0, data, 4096) == 0 && data[0] == 0xff,
+		"erased data");
+	T_CHECK(img[g.flash_off + 7 * slot + 4096] == 0, "last OOB zeroed");
+	nand_destroy(n);
+	b->ops->destroy(b);
+}
+
 int main(void)
 {
 	struct nand_geom g = { .page_size = 4096, .oob_size = 64, .ppb = 8,
@@ -99,5 +184,6 @@ int main(void)
 	free(crash);
 	nand_destroy(n);
 	b->ops->destroy(b);
+	inline_layout();
 	return t_result();
 }

@@ -10,7 +10,8 @@
 #include "nand.h"
 #include "oct-format.h"
 
-#define FTL_NSTRIPES     256u   /* per-page range locks (hashed) */
+#define FTL_NSTRIPES     256u   /* range locks: stripes of ... */
+#define FTL_STRIPE_PAGES 64u    /* ... this many consecutive pages */
 #define FTL_GC_RESERVE   3u     /* free blocks only GC may take */
 #define FTL_MIN_SPARE    4u     /* spare blocks beyond the logical size */
 #define FTL_MAX_PAGE     16384u
@@ -30,7 +31,20 @@ struct ftl_geom {
 	uint32_t data_blocks, ckpt_blocks, nblocks, slot_blocks;
 	uint32_t payload_pages;      /* checkpoint payload */
 	uint64_t flash_off, oob_off, image_size;
+	bool oob_inline;             /* OCT_SB_F_OOB_INLINE layout */
 };
+
+/* Byte offsets of flash page @ppn's data and OOB in the image. */
+static inline uint64_t ftl_page_off(const struct ftl_geom *g, uint64_t ppn)
+{
+	return g->flash_off + ppn * (g->ps + (g->oob_inline ? g->oob : 0));
+}
+
+static inline uint64_t ftl_oob_off(const struct ftl_geom *g, uint64_t ppn)
+{
+	return g->oob_inline ? ftl_page_off(g, ppn) + g->ps
+			     : g->oob_off + ppn * g->oob;
+}
 
 struct ftl_stream {
 	uint32_t blk, wp;            /* FTL_NONE: no open block */
@@ -44,6 +58,13 @@ struct ftl_heap {
 	const uint64_t *key;         /* NULL: block number only */
 	bool max;
 };
+
+/* The range-lock stripe of logical page @lpn: runs of FTL_STRIPE_PAGES
+ * pages share one, so a 1 MiB write takes a few stripes, not all. */
+static inline unsigned ftl_stripe_of(uint64_t lpn)
+{
+	return (unsigned)(lpn / FTL_STRIPE_PAGES % FTL_NSTRIPES);
+}
 
 struct ftl {
 	pthread_mutex_t lock;        /* map updates, blocks, streams, nand */
@@ -97,6 +118,7 @@ struct ftl {
 	uint64_t wl_erases;          /* erases since the last static-WL move */
 	uint32_t gc_batch, gc_batch_max; /* victims per forced sync (adaptive) */
 	uint8_t *gcbuf, *oobbuf, *oobbuf2, *zero, *ckbuf;
+	uint8_t *gcblk;               /* a GC victim's data (ftl_gc.c, lazy) */
 
 	/* counters: persisted part (ckpt) + this mount's atomics */
 	struct ftl_ckpt_counters base;
@@ -128,6 +150,9 @@ struct ftl {
 #define CADD(f, field, n) __atomic_fetch_add(&(f)->field, (n), __ATOMIC_RELAXED)
 
 /* ftl_geom.c */
+/* Switch @g to the inline (OCT_SB_F_OOB_INLINE) or the separate layout
+ * (same image size; ftl_geom_compute() gives the inline one). */
+void ftl_geom_layout(struct ftl_geom *g, bool oob_inline);
 int ftl_geom_compute(struct ftl_geom *g, uint64_t size, enum ftl_align_mode a,
 		     uint32_t ps, uint32_t ppb, uint32_t oob, uint32_t op);
 int ftl_sb_build(struct oct_sb *sb, const struct ftl_geom *g);

@@ -75,7 +75,7 @@ int ftl_create_backing(struct nand_backing *b, const struct ftl_create_opts *o)
 	memcpy(area + OCT_SB_COPY_OFFSET, &f->sb, OCT_SB_SIZE);
 	ng = (struct nand_geom){ .page_size = g.ps, .oob_size = g.oob,
 		.ppb = g.ppb, .nblocks = g.nblocks, .flash_off = g.flash_off,
-		.oob_off = g.oob_off };
+		.oob_off = g.oob_off, .oob_inline = g.oob_inline };
 	r = nand_create(b, &ng, &n);
 	if (r)
 		goto out;
@@ -129,12 +129,16 @@ static int has_signature(int fd, const char *path)
 }
 
 /* Zero what must read as zeroes on a reused medium (a block device or an
- * NBD export): superblocks, checkpoint area, OOB. */
+ * NBD export): superblocks, checkpoint area, OOB (spread over the whole
+ * flash in the inline layout). */
 static int zero_meta(struct nand_backing *b, const struct ftl_geom *g)
 {
-	int r = b->ops->punch(b, 0, g->flash_off + (uint64_t)g->ckpt_blocks *
-			      g->ppb * g->ps);
+	int r;
 
+	if (g->oob_inline)      /* the OOB is spread over the whole flash */
+		return b->ops->punch(b, 0, g->image_size);
+	r = b->ops->punch(b, 0, g->flash_off + (uint64_t)g->ckpt_blocks *
+			  g->ppb * g->ps);
 	return r ? r : b->ops->punch(b, g->oob_off, g->image_size - g->oob_off);
 }
 

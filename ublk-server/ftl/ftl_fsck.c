@@ -237,7 +237,7 @@ static int check(const char *path, struct fsck *k)
 	}
 	ng = (struct nand_geom){ .page_size = g.ps, .oob_size = g.oob,
 		.ppb = g.ppb, .nblocks = g.nblocks, .flash_off = g.flash_off,
-		.oob_off = g.oob_off };
+		.oob_off = g.oob_off, .oob_inline = g.oob_inline };
 	r = nand_backing_fd(fd, &b);
 	if (!r)
 		r = ftl_alloc(&g, &f);

@@ -6,6 +6,7 @@
  * is decided in ftl_balance.c.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -66,6 +67,9 @@ int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data)
 	}
 }
 
+/* Victims up to this size are read whole, in one run. */
+#define GC_BLOCK_READ_MAX (4u << 20)
+
 /*
  * Copy the valid pages of block @v to the GC stream.  A page the ECC
  * cannot correct (after read retries) stays mapped where it is, so reads
@@ -73,34 +77,70 @@ int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data)
  * block is then retired (never erased).  -EAGAIN when a checkpoint must
  * come first (the block keeps what was not moved yet).
  */
+/*
+ * Read all of block @v, data into f->gcblk and OOB into f->oobbuf, with
+ * one nand run (one backing call on layout 1.1).  *whole = false when
+ * only the OOB was read (a fault model, a large block, no memory): then
+ * the pages are read one by one.  @res: per page results (ppb).
+ */
+static int victim_read(struct ftl *f, uint32_t v, int *res, bool *whole)
+{
+	const struct ftl_geom *g = &f->g;
+	size_t len = (size_t)g->ppb * g->ps;
+	int r;
+
+	*whole = false;
+	if (len <= GC_BLOCK_READ_MAX && !f->gcblk)
+		f->gcblk = malloc(len);
+	if (len <= GC_BLOCK_READ_MAX && f->gcblk) {
+		r = nand_read_run(f->nand, (uint64_t)v * g->ppb, g->ppb,
+				  f->gcblk, f->oobbuf, res);
+		if (r != -EOPNOTSUPP) {
+			*whole = !r;
+			return r;
+		}
+	}
+	return nand_read_block_oob(f->nand, v, f->oobbuf);
+}
+
 int ftl_gc_evacuate(struct ftl *f, uint32_t v, uint64_t *counter)
 {
 	const struct ftl_geom *g = &f->g;
 	uint32_t unreadable = 0;
+	int res[1024];                  /* ppb <= 1024 */
+	bool whole;
 	int r;
 
-	r = nand_read_block_oob(f->nand, v, f->oobbuf);
+	if (!f->valid[v])
+		return 0;               /* nothing to move, nothing to read */
+	r = victim_read(f, v, res, &whole);
 	if (r)
 		return r;
 	for (uint32_t pg = 0; pg < g->ppb && f->valid[v] > unreadable; pg++) {
 		const struct ftl_oob *o =
 			(const struct ftl_oob *)(f->oobbuf + (size_t)pg * g->oob);
 		uint64_t ppn = (uint64_t)v * g->ppb + pg;
+		const uint8_t *data;
 
 		if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA ||
 		    o->lpn >= g->nlpn || ftl_map_get(f, o->lpn) != ppn)
 			continue;
 		if (!ftl_seq_room(f, FTL_PROG_RETRIES + 1))
 			return -EAGAIN;         /* a checkpoint first */
-		r = ftl_read_page(f, FTL_UNMAPPED, (uint32_t)ppn, 0, f->gcbuf,
-				  g->ps);
-		if (r == -EBADMSG) {
-			unreadable++;
-			continue;
+		if (whole && !res[pg]) {
+			data = f->gcblk + (size_t)pg * g->ps;
+		} else {
+			r = ftl_read_page(f, FTL_UNMAPPED, (uint32_t)ppn, 0,
+					  f->gcbuf, g->ps);
+			if (r == -EBADMSG) {
+				unreadable++;
+				continue;
+			}
+			if (r)
+				return r;
+			data = f->gcbuf;
 		}
-		if (r)
-			return r;
-		r = ftl_gc_prog(f, o->lpn, f->gcbuf);
+		r = ftl_gc_prog(f, o->lpn, data);
 		if (r)
 			return r;
 		__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);

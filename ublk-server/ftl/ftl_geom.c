@@ -21,8 +21,10 @@ static bool pow2(uint64_t v)
 
 /*
  * Derive the whole layout from the create parameters.  -EINVAL when they
- * are out of range.  Layout: superblock area, flash (checkpoint slots first,
- * then data blocks), OOB area.
+ * are out of range.  Layout: superblock area, then the flash (checkpoint
+ * slots first, then data blocks) with each page's OOB right after its data
+ * (OCT_SB_F_OOB_INLINE; ftl_geom_layout() gives the older one: flash, then
+ * an OOB area).
  */
 int ftl_geom_compute(struct ftl_geom *g, uint64_t size, enum ftl_align_mode a,
 		     uint32_t ps, uint32_t ppb, uint32_t oob, uint32_t op)
@@ -71,9 +73,17 @@ int ftl_geom_compute(struct ftl_geom *g, uint64_t size, enum ftl_align_mode a,
 		return -EINVAL;
 	g->nblocks = g->data_blocks + g->ckpt_blocks;
 	g->flash_off = div_up(OCT_SB_AREA, ps) * ps;
-	g->oob_off = g->flash_off + (uint64_t)g->nblocks * ppb * ps;
-	g->image_size = g->oob_off + (uint64_t)g->nblocks * ppb * oob;
+	g->image_size = g->flash_off + (uint64_t)g->nblocks * ppb * (ps + oob);
+	ftl_geom_layout(g, true);
 	return 0;
+}
+
+/* Choose the layout (see ftl-int.h). */
+void ftl_geom_layout(struct ftl_geom *g, bool oob_inline)
+{
+	g->oob_inline = oob_inline;
+	g->oob_off = g->flash_off + (oob_inline ? g->ps :
+				     (uint64_t)g->nblocks * g->ppb * g->ps);
 }
 
 /* Fill a superblock for geometry @g (fresh uuid and time). */
@@ -108,6 +118,7 @@ int ftl_sb_build(struct oct_sb *sb, const struct ftl_geom *g)
 	sb->uuid[6] = (sb->uuid[6] & 0x0f) | 0x40;
 	sb->uuid[8] = (sb->uuid[8] & 0x3f) | 0x80;
 	sb->create_time = (uint64_t)time(NULL);
+	sb->flags = g->oob_inline ? OCT_SB_F_OOB_INLINE : 0;
 	sb->crc = 0;
 	sb->crc = oct_crc32c(0, sb, OCT_SB_SIZE);
 	return 0;
@@ -144,9 +155,11 @@ int ftl_sb_decode(const struct oct_sb *in, struct ftl_geom *g)
 	if (ftl_geom_compute(g, sb.logical_sectors * FTL_SECTOR, a, sb.page_size,
 			     sb.pages_per_block, sb.oob_size, sb.op_permille))
 		return -EBADMSG;
+	if (sb.flags & ~OCT_SB_F_KNOWN)
+		return -EBADMSG;
+	ftl_geom_layout(g, sb.flags & OCT_SB_F_OOB_INLINE);
 	if (g->nblocks != sb.nblocks || g->flash_off != sb.flash_offset ||
-	    g->oob_off != sb.oob_offset || g->ckpt_blocks != sb.ckpt_blocks ||
-	    sb.flags != 0)
+	    g->oob_off != sb.oob_offset || g->ckpt_blocks != sb.ckpt_blocks)
 		return -EBADMSG;
 	for (size_t i = 0; i < sizeof(sb.reserved); i++)
 		if (sb.reserved[i])

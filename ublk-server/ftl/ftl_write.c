@@ -13,28 +13,33 @@
 /* One page of scratch per thread for read-modify-write: no malloc per I/O. */
 static __thread uint8_t tls_page[FTL_MAX_PAGE] __attribute__((aligned(64)));
 
-/* Lock (or unlock) the stripes of logical pages [p0, p1], in index order. */
+static void stripe_op(struct ftl *f, unsigned i, bool lock)
+{
+	if (lock)
+		pthread_mutex_lock(&f->stripe[i]);
+	else
+		pthread_mutex_unlock(&f->stripe[i]);
+}
+
+/* Lock (or unlock) the distinct stripes of logical pages [p0, p1]
+ * (ftl_stripe_of), in ascending stripe order: no deadlock between writers. */
 static void range_lock(struct ftl *f, uint64_t p0, uint64_t p1, bool lock)
 {
-	unsigned a = (unsigned)(p0 % FTL_NSTRIPES), b = (unsigned)(p1 % FTL_NSTRIPES);
-	unsigned i;
+	unsigned a = ftl_stripe_of(p0), b = ftl_stripe_of(p1), i;
 
-	if (p1 - p0 + 1 >= FTL_NSTRIPES) {
+	if (p1 / FTL_STRIPE_PAGES - p0 / FTL_STRIPE_PAGES + 1 >= FTL_NSTRIPES) {
 		a = 0;
 		b = FTL_NSTRIPES - 1;
 	}
 	if (a <= b) {
 		for (i = a; i <= b; i++)
-			lock ? pthread_mutex_lock(&f->stripe[i])
-			     : pthread_mutex_unlock(&f->stripe[i]);
+			stripe_op(f, i, lock);
 		return;
 	}
-	for (i = 0; i <= b; i++)
-		lock ? pthread_mutex_lock(&f->stripe[i])
-		     : pthread_mutex_unlock(&f->stripe[i]);
+	for (i = 0; i <= b; i++)        /* the range wraps: both ends */
+		stripe_op(f, i, lock);
 	for (i = a; i < FTL_NSTRIPES; i++)
-		lock ? pthread_mutex_lock(&f->stripe[i])
-		     : pthread_mutex_unlock(&f->stripe[i]);
+		stripe_op(f, i, lock);
 }
 
 /* Read the whole current content of logical page @lpn into @buf. */

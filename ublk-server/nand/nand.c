@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Emulated NAND flash: rules, counters, buffered OOB (see nand.h). */
 #include <errno.h>
+#include <limits.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,16 +27,79 @@ struct nand {
 	struct oob_slot slot[NAND_OOB_SLOTS];
 	uint64_t stamp;
 	uint64_t win_from, data_at, hole_at; /* nand_block_oob_hole's window */
+	bool slot_hole_stale;  /* inline: no window, or a write since */
 	bool no_seek;
 	nand_fault_fn fault;
 	void *fault_ctx;
 	struct nand_fm *fm;   /* fault model, NULL: a perfect medium */
 	uint32_t fm_first;    /* first block the model applies to */
 	uint8_t *bad;         /* per block: marked bad */
+	uint8_t *pbuf;        /* inline: one page slot for a program */
+	uint64_t stride;      /* bytes from one page's data to the next */
 	struct nand_counters c;  /* updated with atomics */
 };
 
 #define CNT_ADD(n, f) __atomic_fetch_add(&(n)->c.f, 1, __ATOMIC_RELAXED)
+#define NAND_IOV_MAX 1024       /* iovecs per vectored call (IOV_MAX) */
+
+/* ---- backing calls, counted ------------------------------------------ */
+
+static int bk_pread(struct nand *n, void *buf, size_t len, uint64_t off)
+{
+	CNT_ADD(n, backing_reads);
+	return n->b->ops->pread(n->b, buf, len, off);
+}
+
+static int bk_pwrite(struct nand *n, const void *buf, size_t len,
+		     uint64_t off)
+{
+	CNT_ADD(n, backing_writes);
+	return n->b->ops->pwrite(n->b, buf, len, off);
+}
+
+/* Vectored: one call per NAND_IOV_MAX iovecs, or one per iovec. */
+static int bk_rw_vec(struct nand *n, bool wr, const struct iovec *iov,
+		     int cnt, uint64_t off)
+{
+	const struct nand_backing_ops *o = n->b->ops;
+	int r = 0;
+
+	while (cnt > 0 && !r) {
+		int c = cnt < NAND_IOV_MAX ? cnt : NAND_IOV_MAX;
+
+		if (wr ? !o->pwritev : !o->preadv)
+			c = 1;
+		if (c == 1)
+			r = wr ? bk_pwrite(n, iov->iov_base, iov->iov_len, off)
+			       : bk_pread(n, iov->iov_base, iov->iov_len, off);
+		else if (wr) {
+			CNT_ADD(n, backing_writes);
+			r = o->pwritev(n->b, iov, c, off);
+		} else {
+			CNT_ADD(n, backing_reads);
+			r = o->preadv(n->b, iov, c, off);
+		}
+		for (int i = 0; i < c; i++)
+			off += iov[i].iov_len;
+		iov += c;
+		cnt -= c;
+	}
+	return r;
+}
+
+static bool slots_hole(struct nand *n, uint64_t off, uint64_t len);
+
+/* Where the data / the OOB of page @ppn sit in the backing. */
+static uint64_t data_at(const struct nand *n, uint64_t ppn)
+{
+	return n->g.flash_off + ppn * n->stride;
+}
+
+static uint64_t oob_at(const struct nand *n, uint64_t ppn)
+{
+	return n->g.oob_inline ? data_at(n, ppn) + n->g.page_size
+			       : n->g.oob_off + ppn * n->g.oob_size;
+}
 
 /* Create a nand over @b with geometry @g (see nand.h). */
 int nand_create(struct nand_backing *b, const struct nand_geom *g,
@@ -57,6 +122,13 @@ int nand_create(struct nand_backing *b, const struct nand_geom *g,
 		goto err;
 	for (uint32_t i2 = 0; i2 < g->nblocks; i2++)
 		n->wp[i2] = g->ppb;
+	n->stride = g->page_size + (g->oob_inline ? g->oob_size : 0);
+	n->slot_hole_stale = true;
+	if (g->oob_inline) {
+		n->pbuf = malloc((size_t)g->page_size + g->oob_size);
+		if (!n->pbuf)
+			goto err;
+	}
 	for (i = 0; i < NAND_OOB_SLOTS; i++) {
 		n->slot[i].blk = -1;
 		n->slot[i].buf = malloc((size_t)g->ppb * g->oob_size);
@@ -81,6 +153,7 @@ void nand_destroy(struct nand *n)
 	free(n->wp);
 	free(n->ec);
 	free(n->bad);
+	free(n->pbuf);
 	nand_fm_destroy(n->fm);
 	if (n->b && n->b->ops->destroy)
 		n->b->ops->destroy(n->b);
@@ -140,8 +213,7 @@ int nand_read_raw(struct nand *n, uint64_t ppn, void *buf)
 		memset(buf, 0xff, n->g.page_size);
 		return 0;
 	}
-	return n->b->ops->pread(n->b, buf, n->g.page_size,
-				n->g.flash_off + ppn * n->g.page_size);
+	return bk_pread(n, buf, n->g.page_size, data_at(n, ppn));
 }
 
 /* Read part of a page through the ECC (see nand.h). */
@@ -162,8 +234,7 @@ int nand_read_ecc(struct nand *n, uint64_t ppn, uint32_t off, void *buf,
 		memset(buf, 0xff, len);
 		return 0;
 	}
-	r = n->b->ops->pread(n->b, buf, len,
-			     n->g.flash_off + ppn * n->g.page_size + off);
+	r = bk_pread(n, buf, len, data_at(n, ppn) + off);
 	if (r)
 		return r;
 	if (fault(n, NAND_OP_READ, ppn, buf, len) < 0)
@@ -179,6 +250,58 @@ int nand_read_ecc(struct nand *n, uint64_t ppn, uint32_t off, void *buf,
 				   (uint64_t)__builtin_popcountll(e->bad_cw),
 				   __ATOMIC_RELAXED);
 	return r;
+}
+
+/* Read a run of whole pages with their OOB (see nand.h). */
+int nand_read_run(struct nand *n, uint64_t ppn, uint32_t count, void *buf,
+		  void *oob, int *res)
+{
+	uint32_t ps = n->g.page_size, os = n->g.oob_size;
+	uint64_t end = ppn + count;
+	uint8_t *d = buf, *o = oob;
+	int r;
+
+	if (!count || end > (uint64_t)n->g.nblocks * n->g.ppb ||
+	    end < ppn)
+		return -EINVAL;
+	if (n->fm && (end - 1) / n->g.ppb >= n->fm_first)
+		return -EOPNOTSUPP;     /* pages go through the ECC model */
+	__atomic_fetch_add(&n->c.reads, count, __ATOMIC_RELAXED);
+	if (n->g.oob_inline) {
+		struct iovec iov[NAND_IOV_MAX];
+
+		r = 0;
+		for (uint32_t i = 0; i < count && !r;) {
+			uint32_t c = count - i < NAND_IOV_MAX / 2 ? count - i
+								   : NAND_IOV_MAX / 2;
+
+			for (uint32_t k = 0; k < c; k++) {
+				iov[2 * k].iov_base = d + (size_t)(i + k) * ps;
+				iov[2 * k].iov_len = ps;
+				iov[2 * k + 1].iov_base = o + (size_t)(i + k) * os;
+				iov[2 * k + 1].iov_len = os;
+			}
+			r = bk_rw_vec(n, false, iov, 2 * (int)c, data_at(n, ppn + i));
+			i += c;
+		}
+	} else {
+		r = bk_pread(n, d, (size_t)count * ps, data_at(n, ppn));
+		if (!r)
+			r = bk_pread(n, o, (size_t)count * os, oob_at(n, ppn));
+	}
+	if (r)
+		return r;
+	for (uint32_t i = 0; i < count; i++) {
+		uint64_t p = ppn + i;
+		uint32_t blk = (uint32_t)(p / n->g.ppb);
+
+		res[i] = 0;
+		if (p % n->g.ppb >= __atomic_load_n(&n->wp[blk], __ATOMIC_ACQUIRE))
+			memset(d + (size_t)i * ps, 0xff, ps);
+		else if (fault(n, NAND_OP_READ, p, d + (size_t)i * ps, ps) < 0)
+			res[i] = -EIO;
+	}
+	return 0;
 }
 
 static struct oob_slot *slot_find(struct nand *n, uint32_t blk)
@@ -198,9 +321,9 @@ static int slot_writeback(struct nand *n, struct oob_slot *s)
 		return 0;
 	n->hole_at = 0;                 /* the hole window is stale now */
 	first = (uint64_t)s->blk * n->g.ppb + s->lo;
-	r = n->b->ops->pwrite(n->b, s->buf + (size_t)s->lo * n->g.oob_size,
-			      (size_t)(s->hi - s->lo) * n->g.oob_size,
-			      n->g.oob_off + first * n->g.oob_size);
+	r = bk_pwrite(n, s->buf + (size_t)s->lo * n->g.oob_size,
+		      (size_t)(s->hi - s->lo) * n->g.oob_size,
+		      n->g.oob_off + first * n->g.oob_size);
 	if (!r)
 		s->lo = s->hi = 0;
 	return r;
@@ -220,8 +343,45 @@ int nand_read_oob(struct nand *n, uint64_t ppn, void *oob)
 		       n->g.oob_size);
 		return 0;
 	}
-	return n->b->ops->pread(n->b, oob, n->g.oob_size,
-				n->g.oob_off + ppn * n->g.oob_size);
+	return bk_pread(n, oob, n->g.oob_size, oob_at(n, ppn));
+}
+
+/* Inline layout: the OOB bytes of a block's pages, the data read past into
+ * one scratch page (one preadv per NAND_IOV_MAX / 2 pages). */
+static int block_oob_inline(struct nand *n, uint32_t blk, uint8_t *buf)
+{
+	uint32_t ps = n->g.page_size, os = n->g.oob_size, ppb = n->g.ppb;
+	uint64_t first = (uint64_t)blk * ppb;
+	struct iovec iov[NAND_IOV_MAX];
+	uint8_t *scratch;
+	int r = 0;
+
+	if (!n->b->ops->preadv) {       /* one pread per page's OOB */
+		for (uint32_t i = 0; i < ppb && !r; i++)
+			r = bk_pread(n, buf + (size_t)i * os, os,
+				     oob_at(n, first + i));
+		return r;
+	}
+	scratch = malloc(ps);
+	if (!scratch)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < ppb && !r;) {
+		uint32_t c = ppb - i < NAND_IOV_MAX / 2 ? ppb - i : NAND_IOV_MAX / 2;
+
+		for (uint32_t k = 0; k < c; k++) {
+			/* page i+k's OOB; the data before it (none for k=0) */
+			if (k) {
+				iov[2 * k - 1].iov_base = scratch;
+				iov[2 * k - 1].iov_len = ps;
+			}
+			iov[2 * k].iov_base = buf + (size_t)(i + k) * os;
+			iov[2 * k].iov_len = os;
+		}
+		r = bk_rw_vec(n, false, iov, 2 * (int)c - 1, oob_at(n, first + i));
+		i += c;
+	}
+	free(scratch);
+	return r;
 }
 
 /* Read the raw OOB of every page of block @blk into @buf (ppb * oob_size). */
@@ -232,13 +392,14 @@ int nand_read_block_oob(struct nand *n, uint32_t blk, void *buf)
 
 	if (blk >= n->g.nblocks)
 		return -EINVAL;
+	if (n->g.oob_inline)
+		return block_oob_inline(n, blk, buf);
 	s = slot_find(n, blk);
 	if (s) {
 		memcpy(buf, s->buf, len);
 		return 0;
 	}
-	return n->b->ops->pread(n->b, buf, len,
-				n->g.oob_off + (uint64_t)blk * len);
+	return bk_pread(n, buf, len, n->g.oob_off + (uint64_t)blk * len);
 }
 
 static struct oob_slot *slot_get(struct nand *n, uint32_t blk, int *err)
@@ -262,8 +423,7 @@ static struct oob_slot *slot_get(struct nand *n, uint32_t blk, int *err)
 	if (*err)
 		return NULL;
 	/* pages of this block programmed before are on the backing */
-	*err = n->b->ops->pread(n->b, lru->buf, len,
-				n->g.oob_off + (uint64_t)blk * len);
+	*err = bk_pread(n, lru->buf, len, n->g.oob_off + (uint64_t)blk * len);
 	if (*err)
 		return NULL;
 	lru->blk = blk;
@@ -296,11 +456,25 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
 		CNT_ADD(n, program_fails);
 		return -NAND_EFAIL;
 	}
+	if (n->g.oob_inline) {
+		/* data and OOB in one write: a killed server (whose page
+		 * cache survives) keeps both or, torn by a power cut, the
+		 * data CRC in the OOB tells */
+		memcpy(n->pbuf, data, n->g.page_size);
+		memcpy(n->pbuf + n->g.page_size, oob, n->g.oob_size);
+		r = bk_pwrite(n, n->pbuf, (size_t)n->g.page_size + n->g.oob_size,
+			      data_at(n, ppn));
+		if (r)
+			return r;
+		n->slot_hole_stale = true;      /* the hole window is stale */
+		__atomic_store_n(&n->wp[blk], pg + 1, __ATOMIC_RELEASE);
+		CNT_ADD(n, programs);
+		return 0;
+	}
 	s = slot_get(n, blk, &r);
 	if (!s)
 		return r;
-	r = n->b->ops->pwrite(n->b, data, n->g.page_size,
-			      n->g.flash_off + ppn * n->g.page_size);
+	r = bk_pwrite(n, data, n->g.page_size, data_at(n, ppn));
 	if (r)
 		return r;
 	memcpy(s->buf + (size_t)pg * n->g.oob_size, oob, n->g.oob_size);
@@ -321,16 +495,26 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
 	return 0;
 }
 
+/* Write zeroes over [off, off+len): one vectored write where possible. */
 static int nand_zero(struct nand *n, uint64_t off, uint64_t len)
 {
-	static const uint8_t zero[16384];
+	static uint8_t zero[65536];     /* never written */
+	struct iovec iov[64];
 	int r = 0;
 
 	while (len && !r) {
-		size_t c = len < sizeof(zero) ? (size_t)len : sizeof(zero);
-		r = n->b->ops->pwrite(n->b, zero, c, off);
-		off += c;
-		len -= c;
+		int c = 0;
+		uint64_t at = off;
+
+		for (; c < 64 && len; c++) {
+			size_t l = len < sizeof(zero) ? (size_t)len : sizeof(zero);
+
+			iov[c].iov_base = (void *)zero;
+			iov[c].iov_len = l;
+			off += l;
+			len -= l;
+		}
+		r = bk_rw_vec(n, true, iov, c, at);
 	}
 	return r;
 }
@@ -360,10 +544,23 @@ int nand_erase(struct nand *n, uint32_t blk)
 	if (s)
 		s->blk = -1;            /* its buffered OOB is void now */
 	n->hole_at = 0;
+	n->slot_hole_stale = true;
 	/* Erased = OOB records gone: write zeroes over them (cheaper than
 	 * punching holes, which frees and reallocates the file's pages); the
-	 * data bytes stay but read back as 0xff (write pointer 0). */
-	r = nand_zero(n, n->g.oob_off + blk * oobb, oobb);
+	 * data bytes stay but read back as 0xff (write pointer 0).  Inline,
+	 * the OOB bytes are spread over the block: zero the whole block. */
+	if (n->g.oob_inline) {
+		uint64_t at = data_at(n, (uint64_t)blk * n->g.ppb);
+		uint64_t len = (uint64_t)n->g.ppb * n->stride;
+
+		/* a hole (never written: a fresh sparse image) reads as
+		 * zeroes already: keep it sparse */
+		n->slot_hole_stale = true;
+		r = slots_hole(n, at, len) ? 0 : nand_zero(n, at, len);
+		n->slot_hole_stale = true;
+	}
+	else
+		r = nand_zero(n, n->g.oob_off + blk * oobb, oobb);
 	if (r)
 		return r;
 	(void)bytes;
@@ -384,6 +581,7 @@ int nand_sync(struct nand *n)
 			return r;
 	}
 	CNT_ADD(n, syncs);
+	CNT_ADD(n, backing_writes);
 	return n->b->ops->sync(n->b);
 }
 
@@ -409,6 +607,33 @@ uint32_t nand_block_ec(const struct nand *n, uint32_t blk)
 	return blk < n->g.nblocks ? n->ec[blk] : 0;
 }
 
+/* Inline layout: is [off, off+len) a hole?  One SEEK_DATA, no SEEK_HOLE
+ * (the flash is mostly data: a SEEK_HOLE would walk all of it); remembers
+ * where the next data is, so a forward walk over holes costs one lseek
+ * per data extent. */
+static bool slots_hole(struct nand *n, uint64_t off, uint64_t len)
+{
+	int64_t d;
+
+	if (n->no_seek || !n->b->ops->seek)
+		return false;
+	if (!n->slot_hole_stale && off >= n->win_from &&
+	    off + len <= n->data_at)
+		return true;            /* before the next data */
+	d = n->b->ops->seek(n->b, off, SEEK_DATA);
+	if (d < 0) {
+		if (errno != ENXIO) {   /* no SEEK_DATA here: can't tell */
+			n->no_seek = true;
+			return false;
+		}
+		d = INT64_MAX;          /* only holes follow */
+	}
+	n->win_from = off;
+	n->data_at = (uint64_t)d;
+	n->slot_hole_stale = false;
+	return off + len <= (uint64_t)d;
+}
+
 /* Is block @blk's OOB region a hole of the backing (see nand.h)?  Keeps
  * one [data, hole) window, so a forward walk costs two lseeks per extent. */
 bool nand_block_oob_hole(struct nand *n, uint32_t blk)
@@ -417,6 +642,11 @@ bool nand_block_oob_hole(struct nand *n, uint32_t blk)
 	uint64_t off = n->g.oob_off + (uint64_t)blk * len;
 	int64_t d, h;
 
+	if (n->g.oob_inline) {          /* the block's page slots */
+		len = (uint64_t)n->g.ppb * n->stride;
+		off = data_at(n, (uint64_t)blk * n->g.ppb);
+		return slots_hole(n, off, len);
+	}
 	if (n->no_seek || !n->b->ops->seek || slot_find(n, blk))
 		return false;
 	if (n->hole_at && off >= n->win_from) {
@@ -468,6 +698,9 @@ void nand_counters_get(const struct nand *n, struct nand_counters *c)
 						__ATOMIC_RELAXED);
 	c->ecc_uncorrectable = __atomic_load_n(&n->c.ecc_uncorrectable,
 					       __ATOMIC_RELAXED);
+	c->backing_reads = __atomic_load_n(&n->c.backing_reads, __ATOMIC_RELAXED);
+	c->backing_writes = __atomic_load_n(&n->c.backing_writes,
+					    __ATOMIC_RELAXED);
 }
 
 /* Install or remove the fault model (see nand.h). */

@@ -3,23 +3,27 @@
  * nand — emulated NAND flash on a byte-addressable backing (image file,
  * block device, or memory for tests).  Prefix nand_, 0 / -errno returns.
  *
- * Geometry: nblocks erase blocks of ppb pages of page_size bytes, the data
- * of page p at flash_off + p * page_size, its out-of-band (OOB) bytes at
- * oob_off + p * oob_size.  NAND rules are enforced: inside an erase block
- * pages are programmed in ascending order, each at most once between
+ * Geometry: nblocks erase blocks of ppb pages of page_size bytes.  Two
+ * layouts: "separate" puts the data of page p at flash_off + p * page_size
+ * and its out-of-band (OOB) bytes at oob_off + p * oob_size; "inline"
+ * (oob_inline) stores page p as one slot of page_size + oob_size bytes at
+ * flash_off + p * (page_size + oob_size), its OOB right after its data
+ * (oob_off unused), so a program is one backing write.  NAND rules are
+ * enforced: inside an erase block pages are programmed in ascending order, each at most once between
  * erases (a page below the block's write pointer cannot be programmed);
  * erase is per block; data reads of erased pages return 0xff.  A violation
  * is counted and fails with -EIO.
  *
  * Durability: programs and erases may sit in the host page cache (a
- * volatile write cache) until nand_sync().  OOB bytes of recently
- * programmed pages are buffered per block and written with one pwrite per
- * block (at sync, when the block fills, or on eviction), so programming a
- * page costs ~1 pwrite.
+ * volatile write cache) until nand_sync().  A program returns only when
+ * its data and OOB are both in the backing (a killed server whose page
+ * cache survives loses nothing): inline, one pwrite of data and OOB;
+ * separate, a pwrite of the data and one of the OOB (OOB bytes are also
+ * kept per block in a few buffers for nand_read_block_oob).
  *
- * Threads: nand_read() may run concurrently with anything except an erase
- * of the same block (the caller excludes that); every other call must be
- * serialized by the caller.
+ * Threads: nand_read() and nand_read_run() may run concurrently with
+ * anything except an erase of the same block (the caller excludes that);
+ * every other call must be serialized by the caller.
  */
 #ifndef OCTANT_NAND_H
 #define OCTANT_NAND_H
@@ -32,7 +36,11 @@
 
 struct nand_backing;
 
-/* Byte store under the flash.  pread/pwrite transfer everything or fail. */
+struct iovec;
+
+/* Byte store under the flash.  pread/pwrite transfer everything or fail.
+ * preadv/pwritev are optional (NULL: the nand issues one pread/pwrite per
+ * iovec instead); when present they transfer everything or fail. */
 struct nand_backing_ops {
 	int (*pread)(struct nand_backing *b, void *buf, size_t len, uint64_t off);
 	int (*pwrite)(struct nand_backing *b, const void *buf, size_t len,
@@ -44,6 +52,11 @@ struct nand_backing_ops {
 	void (*destroy)(struct nand_backing *b);
 	/* Optional: lseek SEEK_DATA / SEEK_HOLE; -1 when none. */
 	int64_t (*seek)(struct nand_backing *b, uint64_t off, int whence);
+	/* Optional: vectored transfers of consecutive bytes from @off. */
+	int (*preadv)(struct nand_backing *b, const struct iovec *iov, int cnt,
+		      uint64_t off);
+	int (*pwritev)(struct nand_backing *b, const struct iovec *iov, int cnt,
+		       uint64_t off);
 };
 
 struct nand_backing {
@@ -103,6 +116,7 @@ void nand_mem_power_off(struct nand_backing *b);
 struct nand_geom {
 	uint32_t page_size, oob_size, ppb, nblocks;
 	uint64_t flash_off, oob_off;
+	bool oob_inline;      /* the inline layout (above); false: separate */
 };
 
 /* Fault-injection seam: called before every operation; a negative return
@@ -118,6 +132,8 @@ struct nand_counters {
 	uint64_t program_fails, erase_fails;
 	uint64_t ecc_corrected_bits;     /* bits the ECC corrected */
 	uint64_t ecc_uncorrectable;      /* codewords beyond the ECC */
+	/* calls into the backing (each ~ one syscall on a file) */
+	uint64_t backing_reads, backing_writes;
 };
 
 struct nand;
@@ -139,6 +155,18 @@ int nand_read(struct nand *n, uint64_t ppn, uint32_t off, void *buf,
 /* The same, reporting what the ECC did in @e (may be NULL). */
 int nand_read_ecc(struct nand *n, uint64_t ppn, uint32_t off, void *buf,
 		  uint32_t len, struct nand_ecc *e);
+/*
+ * Read @count consecutive whole pages from @ppn (they may span blocks)
+ * with as few backing calls as possible (one per run on the inline layout
+ * with preadv, else one for the data and one for the OOB): data into @buf
+ * (count * page_size), raw OOB into @oob (count * oob_size), and each
+ * page's result into @res[i] (0, or -EIO when the fault hook failed it;
+ * pages past their block's write pointer read 0xff).  -EOPNOTSUPP when a
+ * fault model covers the range: read such pages one by one through
+ * nand_read_ecc.  Counts @count reads.
+ */
+int nand_read_run(struct nand *n, uint64_t ppn, uint32_t count, void *buf,
+		  void *oob, int *res);
 /* The bytes stored in a whole page (0xff past the write pointer), without
  * the fault model's read errors or injection: what a page's CRC was
  * computed over (the FTL checks partial reads against it). */
@@ -154,7 +182,7 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
 /* Erase a block: its pages read 0xff and may be programmed again.
  * -NAND_EFAIL: the erase failed (the block is as before; retire it). */
 int nand_erase(struct nand *n, uint32_t blk);
-/* Write buffered OOB bytes and flush the backing's write cache. */
+/* Flush the backing's write cache (separate layout: OOB buffers first). */
 int nand_sync(struct nand *n);
 
 /* Set a block's write pointer (pages programmed) and erase count, e.g.

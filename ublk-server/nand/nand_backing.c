@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "nand.h"
@@ -60,6 +61,52 @@ static int fd_pwrite(struct nand_backing *b, const void *buf, size_t len,
 	return 0;
 }
 
+/* preadv / pwritev of everything in @iov (@cnt <= IOV_MAX), resuming
+ * after short transfers. */
+static int fd_rw_vec(struct nand_backing *b, bool wr, const struct iovec *in,
+		     int cnt, uint64_t off)
+{
+	struct fd_backing *f = (struct fd_backing *)b;
+	struct iovec iov[1024];
+
+	if (cnt > 1024)
+		return -EINVAL;
+	memcpy(iov, in, (size_t)cnt * sizeof(*iov));
+	for (int i = 0; i < cnt;) {
+		ssize_t n = wr ? pwritev(f->fd, iov + i, cnt - i, (off_t)off)
+			       : preadv(f->fd, iov + i, cnt - i, (off_t)off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;    /* past the end: truncated image */
+		off += (uint64_t)n;
+		while (i < cnt && (size_t)n >= iov[i].iov_len) {
+			n -= (ssize_t)iov[i].iov_len;
+			i++;
+		}
+		if (i < cnt) {
+			iov[i].iov_base = (uint8_t *)iov[i].iov_base + n;
+			iov[i].iov_len -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+static int fd_preadv(struct nand_backing *b, const struct iovec *iov, int cnt,
+		     uint64_t off)
+{
+	return fd_rw_vec(b, false, iov, cnt, off);
+}
+
+static int fd_pwritev(struct nand_backing *b, const struct iovec *iov, int cnt,
+		      uint64_t off)
+{
+	return fd_rw_vec(b, true, iov, cnt, off);
+}
+
 static int fd_punch(struct nand_backing *b, uint64_t off, uint64_t len)
 {
 	static const uint8_t zero[65536];
@@ -112,6 +159,8 @@ static const struct nand_backing_ops fd_ops = {
 	.sync = fd_sync,
 	.destroy = fd_destroy,
 	.seek = fd_seek,
+	.preadv = fd_preadv,
+	.pwritev = fd_pwritev,
 };
 
 /* A backing over @fd (see nand.h). */
@@ -212,6 +261,42 @@ static int mem_pwrite(struct nand_backing *b, const void *buf, size_t len,
 	return r;
 }
 
+static int mem_preadv(struct nand_backing *b, const struct iovec *iov, int cnt,
+		      uint64_t off)
+{
+	int r = 0;
+
+	for (int i = 0; i < cnt && !r; i++) {
+		r = mem_pread(b, iov[i].iov_base, iov[i].iov_len, off);
+		off += iov[i].iov_len;
+	}
+	return r;
+}
+
+/* One logged write (it may tear like any other), however many iovecs. */
+static int mem_pwritev(struct nand_backing *b, const struct iovec *iov,
+		       int cnt, uint64_t off)
+{
+	struct mem_backing *m = (struct mem_backing *)b;
+	uint64_t len = 0, at = off;
+	int r;
+
+	for (int i = 0; i < cnt; i++)
+		len += iov[i].iov_len;
+	if (off > m->size || len > m->size - off)
+		return -EIO;
+	if (m->off)
+		return 0;
+	for (int i = 0; i < cnt; i++) {
+		memcpy(m->cur + at, iov[i].iov_base, iov[i].iov_len);
+		at += iov[i].iov_len;
+	}
+	r = mem_log(m, m->cur + off, len, off);
+	if (!r)
+		mem_count(m);
+	return r;
+}
+
 static int mem_punch(struct nand_backing *b, uint64_t off, uint64_t len)
 {
 	struct mem_backing *m = (struct mem_backing *)b;
@@ -272,6 +357,8 @@ static const struct nand_backing_ops mem_ops = {
 	.punch = mem_punch,
 	.sync = mem_sync,
 	.destroy = mem_destroy,
+	.preadv = mem_preadv,
+	.pwritev = mem_pwritev,
 };
 
 /* A backing in memory (see nand.h). */

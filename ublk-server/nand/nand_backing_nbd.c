@@ -23,6 +23,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include <libnbd.h>
 
@@ -92,6 +93,43 @@ static int nb_pwrite(struct nand_backing *b, const void *buf, size_t len,
 	return 0;
 }
 
+/* A vector is one NBD request through a bounce buffer: a page program
+ * (data + inline OOB) or a run read is one round trip, not one per piece. */
+static int nb_rw_vec(struct nand_backing *b, bool wr, const struct iovec *iov,
+		     int cnt, uint64_t off)
+{
+	size_t len = 0, at = 0;
+	uint8_t *bounce;
+	int r;
+
+	for (int i = 0; i < cnt; i++)
+		len += iov[i].iov_len;
+	bounce = malloc(len ? len : 1);
+	if (!bounce)
+		return -ENOMEM;
+	if (wr)
+		for (int i = 0; i < cnt; at += iov[i].iov_len, i++)
+			memcpy(bounce + at, iov[i].iov_base, iov[i].iov_len);
+	r = wr ? nb_pwrite(b, bounce, len, off) : nb_pread(b, bounce, len, off);
+	if (!r && !wr)
+		for (int i = 0; i < cnt; at += iov[i].iov_len, i++)
+			memcpy(iov[i].iov_base, bounce + at, iov[i].iov_len);
+	free(bounce);
+	return r;
+}
+
+static int nb_preadv(struct nand_backing *b, const struct iovec *iov, int cnt,
+		     uint64_t off)
+{
+	return nb_rw_vec(b, false, iov, cnt, off);
+}
+
+static int nb_pwritev(struct nand_backing *b, const struct iovec *iov, int cnt,
+		      uint64_t off)
+{
+	return nb_rw_vec(b, true, iov, cnt, off);
+}
+
 /* Reads as zeroes afterwards: NBD_CMD_WRITE_ZEROES (TRIM promises
  * nothing about the bytes), else plain zero writes. */
 static int nb_punch(struct nand_backing *b, uint64_t off, uint64_t len)
@@ -140,6 +178,8 @@ static void nb_destroy(struct nand_backing *b)
 static const struct nand_backing_ops nbd_ops = {
 	.pread = nb_pread,
 	.pwrite = nb_pwrite,
+	.preadv = nb_preadv,
+	.pwritev = nb_pwritev,
 	.punch = nb_punch,
 	.sync = nb_sync,
 	.destroy = nb_destroy,
