@@ -149,14 +149,14 @@ static void size_independent(void)
 		/* garbage in the data of every unprogrammed payload page */
 		img = nand_mem_bytes(bb, &n);
 		for (uint64_t p = 0; p < FTL_CKPT_SLOTS * spp; p++) {
-			const uint8_t *o = img + g.oob_off + p * g.oob;
+			const uint8_t *o = img + ftl_oob_off(&g, p);
 			bool blank = true;
 
 			for (uint32_t k = 0; k < g.oob && blank; k++)
 				blank = !o[k];
 			if (!blank || p % spp == 0 || p % spp > g.payload_pages)
 				continue;
-			memset(img + g.flash_off + p * g.ps, 0x5a, g.ps);
+			memset(img + ftl_page_off(&g, p), 0x5a, g.ps);
 			scribbled++;
 		}
 		T_CHECK(scribbled > 0, "no unprogrammed payload page");
@@ -286,8 +286,8 @@ static void torn_block(void)
 		"geometry: ppb %u, payload %u pages", geo.ppb, geo.payload_pages);
 	ftl_abandon(f);
 	img = nand_mem_bytes(b, &n);
-	memset(img + geo.oob_off + (slot0 + geo.ppb) * geo.oob, 0,
-	       (size_t)geo.ppb * geo.oob);
+	for (uint32_t k = 0; k < geo.ppb; k++)   /* the block's OOB, any layout */
+		memset(img + ftl_oob_off(&geo, slot0 + geo.ppb + k), 0, geo.oob);
 	nand_mem_hold(b);
 	r = ftl_open_backing(b, NULL, &g);
 	T_CHECK(r == 0, "torn block: open: %d", r);
