@@ -32,6 +32,32 @@ void ftl_counters_snapshot(struct ftl *f, struct ftl_ckpt_counters *c)
 #undef FTL_X_ADD
 }
 
+/* The erase-count histogram of the data blocks (erase_min/max known):
+ * FTL_ERASE_HIST buckets of equal width from erase_min. */
+static void erase_hist(struct ftl *f, struct ftl_stats *st)
+{
+	const struct ftl_geom *g = &f->g;
+	uint32_t span = st->erase_max - st->erase_min + 1;
+
+	st->erase_hist_base = st->erase_min;
+	st->erase_hist_width = (span + FTL_ERASE_HIST - 1) / FTL_ERASE_HIST;
+	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++)
+		st->erase_hist[(nand_block_ec(f->nand, b) - st->erase_min) /
+			       st->erase_hist_width]++;
+}
+
+/* Programs by origin (ftl.h): the GC stream's, the checkpoints', the rest. */
+static void programs_split(const struct ftl_geom *g, struct ftl_stats *st)
+{
+	uint64_t other;
+
+	st->programs_gc = st->gc_relocations + st->wl_relocations;
+	st->programs_ckpt = st->ckpt_writes * (1ull + g->payload_pages);
+	other = st->programs_gc + st->programs_ckpt;
+	st->programs_host = st->page_programs > other ?
+			    st->page_programs - other : 0;
+}
+
 /* Fill @st (see ftl.h); erase-count figures cover the data blocks. */
 void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 {
@@ -44,15 +70,23 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 	pthread_mutex_lock(&f->lock);
 	ftl_counters_snapshot(f, &c);
 	st->erase_min = UINT32_MAX;
+	st->wear_map_group = (g->data_blocks + FTL_WEAR_MAP - 1) / FTL_WEAR_MAP;
+	st->wear_map_len = (g->data_blocks + st->wear_map_group - 1) /
+			   st->wear_map_group;
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
 		uint32_t ec = nand_block_ec(f->nand, b);
+		uint32_t *cell = &st->wear_map[(b - g->ckpt_blocks) /
+					       st->wear_map_group];
 		if (ec < st->erase_min)
 			st->erase_min = ec;
 		if (ec > st->erase_max)
 			st->erase_max = ec;
+		if (ec > *cell)
+			*cell = ec;
 		sum += ec;
 		sq += (double)ec * ec;
 	}
+	erase_hist(f, st);
 	st->mapped_pages = f->mapped;
 	st->free_blocks = f->nfree;
 	ftl_bb_stats(f, st);
@@ -64,6 +98,7 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 #define FTL_X_MOUNT(name, src) st->name = SRC_##src(name);
 	FTL_MOUNT_COUNTERS(FTL_X_MOUNT)
 #undef FTL_X_MOUNT
+	programs_split(g, st);
 	st->erase_mean = sum / nb;
 	st->erase_stddev = sqrt(fmax(0, sq / nb - st->erase_mean * st->erase_mean));
 	if (f->readonly) {
@@ -87,6 +122,16 @@ static const char *mount_name(enum ftl_mount_kind k)
 	       k == FTL_MOUNT_ROLL_FORWARD ? "roll-forward" : "scan";
 }
 
+/* "KEY":[v0,v1,...], */
+static void print_array(FILE *out, const char *key, const uint32_t *v,
+			uint32_t n)
+{
+	fprintf(out, "\"%s\":[", key);
+	for (uint32_t i = 0; i < n; i++)
+		fprintf(out, "%s%u", i ? "," : "", v[i]);
+	fputs("],", out);
+}
+
 /* Print @st as one JSON object (keys = field names) or a table. */
 void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json)
 {
@@ -104,6 +149,12 @@ void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json)
 		{ "bad_blocks_factory", st->bad_blocks_factory },
 		{ "bad_blocks_grown", st->bad_blocks_grown },
 		{ "bad_block_limit", st->bad_block_limit },
+		{ "programs_host", st->programs_host },
+		{ "programs_gc", st->programs_gc },
+		{ "programs_ckpt", st->programs_ckpt },
+		{ "erase_hist_base", st->erase_hist_base },
+		{ "erase_hist_width", st->erase_hist_width },
+		{ "wear_map_group", st->wear_map_group },
 	};
 	const struct { const char *k; double v; } d[] = {
 		{ "erase_mean", st->erase_mean },
@@ -121,6 +172,8 @@ void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json)
 				(unsigned long long)u[i].v);
 		for (i = 0; i < sizeof(d) / sizeof(d[0]); i++)
 			fprintf(out, "\"%s\":%.6g,", d[i].k, d[i].v);
+		print_array(out, "erase_hist", st->erase_hist, FTL_ERASE_HIST);
+		print_array(out, "wear_map", st->wear_map, st->wear_map_len);
 		fprintf(out, "\"last_mount\":\"%s\",\"align\":\"%s\","
 			"\"read_only\":%s}\n", mount_name(st->last_mount), align,
 			st->read_only ? "true" : "false");
@@ -131,6 +184,10 @@ void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json)
 		fprintf(out, "%-22s %llu\n", u[i].k, (unsigned long long)u[i].v);
 	for (i = 0; i < sizeof(d) / sizeof(d[0]); i++)
 		fprintf(out, "%-22s %.3f\n", d[i].k, d[i].v);
+	fprintf(out, "%-22s", "erase_hist");
+	for (i = 0; i < FTL_ERASE_HIST; i++)
+		fprintf(out, " %u", st->erase_hist[i]);
+	fputc('\n', out);
 	fprintf(out, "%-22s %s\n", "last_mount", mount_name(st->last_mount));
 	fprintf(out, "%-22s %s\n", "read_only", st->read_only ?
 		"yes (spare blocks used up)" : "no");
