@@ -28,6 +28,7 @@ Options (lists are comma-separated):
   --op PERCENT       over-provisioning             [quick 4, long 7]
   --fill PERCENT     filesystem utilisation after the fill        [70]
   --tolerance PCT    steady: last 3 windows' WA within PCT of their mean [5]
+  --min-windows N    age at least N windows before steady counts [4]
   --max-windows N    aging windows at most         [quick 8, long 30]
   --wl-threshold N   static wear levelling "on" threshold (serve
                      --wl-threshold); "off" is 1000000   [quick 8, long 32]
@@ -69,13 +70,13 @@ aged_long_cells() {
 }
 
 aged_parse_args() {
-	local opt val preset=quick cells= size= op= maxw= wlt=
-	OPT_OUT= OPT_FRONTEND= OPT_PLOT=1 OPT_KEEP=0 AGED_FILL=70 AGED_TOL=5
+	local opt val preset=quick cells='' size='' op='' maxw='' wlt=''
+	OPT_OUT='' OPT_FRONTEND='' OPT_PLOT=1 OPT_KEEP=0 AGED_FILL=70 AGED_TOL=5 AGED_MINW=4
 	while [ $# -gt 0 ]; do
 		opt=$1 val=
 		case $opt in --*=*) val=${opt#*=}; opt=${opt%%=*} ;; esac
 		case $opt in
-		--preset|--cells|--size|--op|--fill|--tolerance|--max-windows|--wl-threshold|--out|--frontend)
+		--preset|--cells|--size|--op|--fill|--tolerance|--min-windows|--max-windows|--wl-threshold|--out|--frontend)
 			if [[ $1 != *=* ]]; then
 				[ $# -ge 2 ] || cmp_usage_err "$opt needs a value"
 				val=$2; shift
@@ -91,6 +92,7 @@ aged_parse_args() {
 		--op)           op=$val ;;
 		--fill)         AGED_FILL=$val ;;
 		--tolerance)    AGED_TOL=$val ;;
+		--min-windows)  AGED_MINW=$val ;;
 		--max-windows)  maxw=$val ;;
 		--wl-threshold) wlt=$val ;;
 		--out)          OPT_OUT=$val ;;
@@ -122,6 +124,8 @@ aged_parse_args() {
 		cmp_usage_err "--tolerance: '$AGED_TOL' is not a percentage 1..50"
 	[[ $AGED_MAXW =~ ^[0-9]+$ ]] && [ "$AGED_MAXW" -ge 3 ] ||
 		cmp_usage_err "--max-windows: '$AGED_MAXW' is not a number >= 3"
+	[[ $AGED_MINW =~ ^[0-9]+$ ]] && [ "$AGED_MINW" -ge 1 ] ||
+		cmp_usage_err "--min-windows: '$AGED_MINW' is not a number >= 1"
 	[[ $AGED_WLT =~ ^[0-9]+$ ]] && [ "$AGED_WLT" -ge 1 ] && [ "$AGED_WLT" -lt 1000000 ] ||
 		cmp_usage_err "--wl-threshold: '$AGED_WLT' is not a number 1..999999"
 	case $OPT_FRONTEND in ""|ublk|fuse) ;;
@@ -300,7 +304,7 @@ aged_cell() {
 			 ($a[0].gc_relocations - $b[0].gc_relocations), ($wa | tonumber | . * 1000 | round / 1000)] | @tsv' \
 			>>"$dir/windows.tsv"
 		# the first window still overwrites the fill's fresh layout
-		if [ "$w" -ge 4 ] && aged_steady "${was[@]:1}"; then steady=1 reached=$w; break; fi
+		if [ "$w" -ge "$AGED_MINW" ] && [ "$w" -ge 4 ] && aged_steady "${was[@]:1}"; then steady=1 reached=$w; break; fi
 	done
 	t_age=$((SECONDS - t_age))
 	cmp_progress "$CELL_LABEL: measuring"
@@ -451,7 +455,8 @@ aged_main() {
 	CMP_WORK=$OUT/images
 	mkdir -p "$CMP_WORK"
 	: >"$OUT/aged.jsonl"
-	local cells=($AGED_CELLS) c i=0 failed=0 t_start=$SECONDS
+	local cells=($AGED_CELLS) c i=0 failed=0 t_start=$SECONDS load0
+	load0=$(cut -d' ' -f1-3 /proc/loadavg)
 	cmp_say "make compare --aged: preset $AGED_PRESET, ${#cells[@]} cells, image $OPT_SIZE, OP $AGED_OP %, fill $AGED_FILL %, steady within $AGED_TOL % over 3 windows, at most $AGED_MAXW windows"
 	cmp_say "seed $AGED_SEED (replay: OCTANT_SEED=$AGED_SEED)"
 	cmp_say "output: $OUT"
@@ -481,12 +486,13 @@ aged_main() {
 		--arg kernel "$(uname -r)" --argjson nproc "$(nproc)" --arg fio "$(fio --version)" \
 		--arg ublk "$("$UBLK_FLASH" --version 2>/dev/null)" --arg preset "$AGED_PRESET" \
 		--arg size "$OPT_SIZE" --argjson op "$AGED_OP" --argjson fill "$AGED_FILL" \
-		--argjson tol "$AGED_TOL" --argjson maxw "$AGED_MAXW" --argjson seed "$AGED_SEED" \
+		--argjson tol "$AGED_TOL" --argjson maxw "$AGED_MAXW" --argjson minw "$AGED_MINW" --argjson seed "$AGED_SEED" \
 		--argjson wlt "$AGED_WLT" --argjson elapsed "$((SECONDS - t_start))" \
+		--arg load0 "$load0" --arg load1 "$(cut -d' ' -f1-3 /proc/loadavg)" \
 		'{command: $cmd, date: $date, kernel: $kernel, nproc: $nproc, fio: $fio, ublk_flash: $ublk,
 		  preset: $preset, image_size: $size, op_percent: $op, fill_percent: $fill,
-		  tolerance_pct: $tol, max_windows: $maxw, seed: $seed, wl_threshold_on: $wlt,
-		  elapsed_s: $elapsed}')
+		  tolerance_pct: $tol, min_windows: $minw, max_windows: $maxw, seed: $seed, wl_threshold_on: $wlt,
+		  elapsed_s: $elapsed, loadavg_start: $load0, loadavg_end: $load1}')
 	if [ -s "$OUT/aged.jsonl" ]; then
 		aged_finish "$meta"
 		cmp_say ""
