@@ -165,11 +165,18 @@ aged_snap() {
 	cell_stats "$1"
 }
 
-# aged_files DIR BYTES LOG [FIOJSON]: one generation of mixed files in DIR.
+# aged_files DIR BYTES LOG [FIOJSON]: one generation of mixed files in DIR: a
+# quarter of BYTES in small files (4-64 KiB, mean 34 KiB), the rest in at least 8
+# large ones (mean A = 4.5 MiB, less for small generations; sizes A/4 .. 7A/4),
+# so that the random sizes add up to about BYTES.
 aged_files() {
-	local small=$(( $2 / 4 )) large=$(( $2 * 3 / 4 ))
+	local small=$(( $2 / 4 )) large=$(( $2 * 3 / 4 )) a
+	a=$(( large / 8 ))
+	[ "$a" -le 4718592 ] || a=4718592
+	[ "$a" -ge 262144 ] || a=262144
 	mkdir -p "$1"
-	AGED_DIR=$1 AGED_NSMALL=$(( small / 34816 + 1 )) AGED_NLARGE=$(( large / 4718592 + 1 )) \
+	AGED_DIR=$1 AGED_NSMALL=$(( small / 34816 + 1 )) AGED_NLARGE=$(( large / a + 1 )) \
+	AGED_LMIN=$(( a / 4 >> 12 << 12 )) AGED_LMAX=$(( a * 7 / 4 >> 12 << 12 )) \
 	AGED_SEED=$(aged_rand) fio ${4:+--output-format=json --output="$4"} \
 		"$CMP_HERE/fio/aged-files.fio" >>"$3" 2>&1
 }
