@@ -10,16 +10,19 @@ aged_usage() {
 Usage: tests/compare/run --aged [OPTIONS]     (or: make compare ARGS="--aged ...")
 Filesystems on an aged flash device: per cell, the device is preconditioned
 (written once end to end, as a used SSD), partitioned, formatted, mounted, filled
-to --fill of the filesystem's room (used + available) with a realistic file set (a cold set written once,
-database-like files, generations of small 4-64 KiB and large 1-8 MiB files) and
+to --fill of the filesystem's room (used + available) with a realistic file set
+(database-like files, generations of small 4-64 KiB and large 1-8 MiB files, and
+a cold set written once, last, until df reports --fill) and
 aged window by window (4K random overwrites of the database files, the oldest
 generation deleted and a new one created, fstrim after each window in the fstrim
 discard mode) until the device's write amplification is steady: the last 3
 windows (from the 2nd on) within --tolerance of their mean (or --max-windows is
-reached: reported as not steady). A window overwrites a quarter of the image. One more window is then measured.
+reached: reported as not steady; at least --min-windows first). A window
+overwrites a quarter of the image. One more window is then measured.
 
 Options (lists are comma-separated):
-  --preset NAME      quick (default: about 10 minutes on 2 cores) or long
+  --preset NAME      quick (default: 10-13 minutes on 2 busy cores) or long
+                     (the full matrix, 48 cells on 1 GiB: hours)
   --cells LIST       explicit cells FS:MODE:START:DISCARD:WL, e.g.
                      ext4:odd:63:none:off,btrfs:1m:2048:online:on
                      FS ext4|btrfs|xfs, MODE odd|1m, START an LBA,
