@@ -46,16 +46,22 @@ static void erase_hist(struct ftl *f, struct ftl_stats *st)
 			       st->erase_hist_width]++;
 }
 
-/* Programs by origin (ftl.h): the GC stream's, the checkpoints', the rest. */
+/* Programs by origin (ftl.h): the GC stream's, the checkpoints', the rest.
+ * A checkpoint's counters are taken before its own pages are programmed,
+ * so page_programs lacks the pages of the checkpoint an open started from:
+ * the checkpoint figure is capped to what page_programs holds, and the
+ * three always add up to it. */
 static void programs_split(const struct ftl_geom *g, struct ftl_stats *st)
 {
-	uint64_t other;
+	uint64_t left;
 
 	st->programs_gc = st->gc_relocations + st->wl_relocations;
+	left = st->page_programs > st->programs_gc ?
+	       st->page_programs - st->programs_gc : 0;
 	st->programs_ckpt = st->ckpt_writes * (1ull + g->payload_pages);
-	other = st->programs_gc + st->programs_ckpt;
-	st->programs_host = st->page_programs > other ?
-			    st->page_programs - other : 0;
+	if (st->programs_ckpt > left)
+		st->programs_ckpt = left;
+	st->programs_host = left - st->programs_ckpt;
 }
 
 /* Fill @st (see ftl.h); erase-count figures cover the data blocks. */
