@@ -64,7 +64,7 @@ set title 'Wear map: erase count per flash block (block order, data blocks) afte
 set palette defined (0 '#ffffcc', 1 '#fd8d3c', 2 '#bd0026', 3 '#400010')
 set cblabel 'erase count'
 set xlabel 'data block'
-set yrange [-0.5:ncells-0.5] reverse
+set yrange [ncells-0.5:-0.5]
 set ytics ()
 do for [i=1:ncells] { set ytics add (label(i) i-1) }
 set lmargin 30
