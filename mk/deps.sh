@@ -20,7 +20,7 @@ vm_pkgs=(qemu-system-x86 busybox-static cpio xz-utils dmsetup kmod gcc make libe
          e2fsprogs btrfs-progs fio parted fdisk gdisk util-linux procps jq
          nbdkit nbd-client)
 bench_pkgs=(fio qemu-system-common nbdkit)
-compare_pkgs=(fio gnuplot-nox e2fsprogs btrfs-progs fuse3 jq util-linux mount procps)
+compare_pkgs=(fio gnuplot-nox e2fsprogs btrfs-progs xfsprogs fuse3 jq util-linux mount procps)
 # fuzz: make fuzz (clang's libFuzzer + ASan/UBSan runtimes); make check does not need it
 fuzz_pkgs=(clang libclang-rt-dev)
 

@@ -29,6 +29,8 @@ enum ftl_gc_policy  { FTL_GC_GREEDY = 0, FTL_GC_COST_BENEFIT = 1 };
 enum ftl_mount_kind { FTL_MOUNT_CLEAN = 0, FTL_MOUNT_ROLL_FORWARD, FTL_MOUNT_SCAN };
 
 #define FTL_FUA 0x1u   /* ftl_write flag: durable on return */
+#define FTL_ERASE_HIST 16u   /* ftl_stats: erase-count histogram buckets */
+#define FTL_WEAR_MAP 2048u   /* ftl_stats: wear-map cells at most */
 
 struct ftl;
 
@@ -87,6 +89,22 @@ struct ftl_stats {
 	uint64_t bad_blocks_factory, bad_blocks_grown;
 	uint64_t bad_block_limit;   /* bad blocks the spare area absorbs */
 	bool     read_only;         /* spares ran out: writes fail EROFS */
+	/* flash programs by origin (derived, since create): programs_gc =
+	 * gc_relocations + wl_relocations (the GC stream), programs_ckpt =
+	 * ckpt_bytes / page size (the checkpoint pages programmed), programs_host = the
+	 * rest (host stream: host data, RMW rewrites, scrub and bad-block
+	 * moves) */
+	uint64_t programs_host, programs_gc, programs_ckpt;
+	/* erase counts of the data blocks: a histogram of FTL_ERASE_HIST
+	 * buckets, bucket i counting the blocks with erase_hist_base +
+	 * i * erase_hist_width <= ec < ... + erase_hist_width; and a wear
+	 * map, block order, wear_map[i] = the highest erase count of data
+	 * blocks i * wear_map_group ... (i + 1) * wear_map_group - 1
+	 * (wear_map_len cells; group 1 up to FTL_WEAR_MAP data blocks) */
+	uint32_t erase_hist_base, erase_hist_width;
+	uint32_t erase_hist[FTL_ERASE_HIST];
+	uint32_t wear_map_group, wear_map_len;
+	uint32_t wear_map[FTL_WEAR_MAP];
 };
 
 /* Create a fresh image at @path (file created or a block device used).

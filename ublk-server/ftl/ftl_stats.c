@@ -35,6 +35,39 @@ void ftl_counters_snapshot(struct ftl *f, struct ftl_ckpt_counters *c)
 #undef FTL_X_ADD
 }
 
+/* The erase-count histogram of the data blocks (erase_min/max known):
+ * FTL_ERASE_HIST buckets of equal width from erase_min. */
+static void erase_hist(struct ftl *f, struct ftl_stats *st)
+{
+	const struct ftl_geom *g = &f->g;
+	uint32_t span = st->erase_max - st->erase_min + 1;
+
+	st->erase_hist_base = st->erase_min;
+	st->erase_hist_width = (span + FTL_ERASE_HIST - 1) / FTL_ERASE_HIST;
+	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++)
+		st->erase_hist[(nand_block_ec(f->nand, b) - st->erase_min) /
+			       st->erase_hist_width]++;
+}
+
+/* Programs by origin (ftl.h): the GC stream's, the checkpoints', the rest.
+ * A checkpoint's counters are taken before its own pages are programmed,
+ * so page_programs lacks the pages of the checkpoint an open started from:
+ * the checkpoint figure is capped to what page_programs holds, and the
+ * three always add up to it. */
+static void programs_split(const struct ftl_geom *g, struct ftl_stats *st)
+{
+	uint64_t left;
+
+	st->programs_gc = st->gc_relocations + st->wl_relocations;
+	left = st->page_programs > st->programs_gc ?
+	       st->page_programs - st->programs_gc : 0;
+	/* every checkpoint page programmed (empty payload pages are not) */
+	st->programs_ckpt = st->ckpt_bytes / g->ps;
+	if (st->programs_ckpt > left)
+		st->programs_ckpt = left;
+	st->programs_host = left - st->programs_ckpt;
+}
+
 /* Fill @st (see ftl.h); erase-count figures cover the data blocks. */
 void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 {
@@ -47,15 +80,23 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 	pthread_mutex_lock(&f->lock);
 	ftl_counters_snapshot(f, &c);
 	st->erase_min = UINT32_MAX;
+	st->wear_map_group = (g->data_blocks + FTL_WEAR_MAP - 1) / FTL_WEAR_MAP;
+	st->wear_map_len = (g->data_blocks + st->wear_map_group - 1) /
+			   st->wear_map_group;
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
 		uint32_t ec = nand_block_ec(f->nand, b);
+		uint32_t *cell = &st->wear_map[(b - g->ckpt_blocks) /
+					       st->wear_map_group];
 		if (ec < st->erase_min)
 			st->erase_min = ec;
 		if (ec > st->erase_max)
 			st->erase_max = ec;
+		if (ec > *cell)
+			*cell = ec;
 		sum += ec;
 		sq += (double)ec * ec;
 	}
+	erase_hist(f, st);
 	st->mapped_pages = f->mapped;
 	st->free_blocks = f->nfree;
 	ftl_bb_stats(f, st);
@@ -67,6 +108,7 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 #define FTL_X_MOUNT(name, src) st->name = SRC_##src(name);
 	FTL_MOUNT_COUNTERS(FTL_X_MOUNT)
 #undef FTL_X_MOUNT
+	programs_split(g, st);
 	st->erase_mean = sum / nb;
 	st->erase_stddev = sqrt(fmax(0, sq / nb - st->erase_mean * st->erase_mean));
 	if (f->readonly) {
@@ -133,6 +175,10 @@ static void stats_print_table(const struct ftl_stats *st, FILE *out,
 	stats_row(out, "flash programmed", "%s (%llu pages)",
 		  oct_fmt_size(st->page_programs * st->page_size, a, sizeof(a)),
 		  (unsigned long long)st->page_programs);
+	stats_row(out, "programs by origin", "%llu host, %llu GC and wear levelling, %llu checkpoint",
+		  (unsigned long long)st->programs_host,
+		  (unsigned long long)st->programs_gc,
+		  (unsigned long long)st->programs_ckpt);
 	stats_row(out, "flash read", "%s (%llu pages)",
 		  oct_fmt_size(st->page_reads * st->page_size, a, sizeof(a)),
 		  (unsigned long long)st->page_reads);
@@ -175,6 +221,16 @@ static void stats_print_table(const struct ftl_stats *st, FILE *out,
 		  "yes (spare blocks used up)" : "no");
 }
 
+/* "KEY":[v0,v1,...] */
+static void stats_json_array(struct oct_json *j, const char *key,
+			     const uint32_t *v, uint32_t n)
+{
+	oct_json_arr(j, key);
+	for (uint32_t i = 0; i < n; i++)
+		oct_json_u64(j, NULL, v[i]);
+	oct_json_end(j);
+}
+
 /* Print @st as one JSON object (keys = field names, raw numbers:
  * docs/serve.md) or a table for a person. */
 void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json)
@@ -193,6 +249,12 @@ void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json)
 		{ "bad_blocks_factory", st->bad_blocks_factory },
 		{ "bad_blocks_grown", st->bad_blocks_grown },
 		{ "bad_block_limit", st->bad_block_limit },
+		{ "programs_host", st->programs_host },
+		{ "programs_gc", st->programs_gc },
+		{ "programs_ckpt", st->programs_ckpt },
+		{ "erase_hist_base", st->erase_hist_base },
+		{ "erase_hist_width", st->erase_hist_width },
+		{ "wear_map_group", st->wear_map_group },
 	};
 	const struct { const char *k; double v; } d[] = {
 		{ "erase_mean", st->erase_mean },
@@ -214,6 +276,8 @@ void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json)
 		oct_json_u64(&j, u[i].k, u[i].v);
 	for (i = 0; i < sizeof(d) / sizeof(d[0]); i++)
 		oct_json_dbl(&j, d[i].k, d[i].v);
+	stats_json_array(&j, "erase_hist", st->erase_hist, FTL_ERASE_HIST);
+	stats_json_array(&j, "wear_map", st->wear_map, st->wear_map_len);
 	oct_json_str(&j, "last_mount", mount_name(st->last_mount));
 	oct_json_str(&j, "align", align);
 	oct_json_bool(&j, "read_only", st->read_only);

@@ -76,8 +76,9 @@ cell_sync() {
 cell_setup() {
 	local dir=$1 log=$1/setup.log spec
 	: >"$log"
+	# shellcheck disable=SC2086  # CELL_CREATE_ARGS / CELL_SERVE_ARGS: --aged's words
 	"$UBLK_FLASH" create "$CELL_IMG" --size "$OPT_SIZE" --align "$CELL_MODE" --force \
-		>>"$log" 2>&1 || { cell_fail "ublk-flash create" "$log"; return; }
+		${CELL_CREATE_ARGS:-} >>"$log" 2>&1 || { cell_fail "ublk-flash create" "$log"; return; }
 	"$UBLK_FLASH" info "$CELL_IMG" --json >"$dir/info.json" 2>>"$log" ||
 		{ cell_fail "ublk-flash info" "$log"; return; }
 	# The topology alignpart must judge against: what the engine reports to the
@@ -93,8 +94,9 @@ cell_setup() {
 
 	CELL_SERVED=1
 	# To a file, not a pipe: the daemon may keep its stdout open.
+	# shellcheck disable=SC2086
 	"$UBLK_FLASH" serve "$CELL_IMG" ${OPT_FRONTEND:+--frontend "$OPT_FRONTEND"} \
-		>"$dir/serve.out" 2>>"$log"
+		${CELL_SERVE_ARGS:-} >"$dir/serve.out" 2>>"$log"
 	CELL_DEV=$(grep -m1 '^/dev/' "$dir/serve.out")
 	[ -n "$CELL_DEV" ] && cell_wait_node "$CELL_DEV" ||
 		{ cell_fail "ublk-flash serve" "$log"; return; }

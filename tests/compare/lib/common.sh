@@ -30,6 +30,7 @@ Options (lists are comma-separated):
   --out DIR          output folder                                    [$BUILD/compare/<timestamp>]
   --no-plot          skip the gnuplot plots
   --keep             keep the flash images in DIR/images
+  --aged             the aged-device comparison instead (its own options: --aged --help)
   --help             this text
 
 Output in DIR: results.csv, results.json, table.md (Markdown), summary.txt, plot.png,
