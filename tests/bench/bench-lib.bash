@@ -57,10 +57,10 @@ bench_measure() {
 	if [ "$bs" = 4k ]; then perf=${iops%.*} io=4096; else perf=$(printf '%.0f' "$mibs") io=1048576; fi
 	bench_add "$PEER.$row.perf" "$perf"
 	if [ -n "$SPID" ] && [ "$dbytes" -gt 0 ]; then
-		bench_add "$PEER.$row.sysgib" "$(awk -v s=$dsys -v b=$dbytes 'BEGIN { printf "%.0f", s * 2^30 / b }')"
+		bench_add "$PEER.$row.sysgib" "$(awk -v s=$dsys -v b=$dbytes 'BEGIN { printf "%.0f", s * 1073741824 / b }')"
 		bench_add "$PEER.$row.sysio" "$(awk -v s=$dsys -v b=$dbytes -v io=$io 'BEGIN { printf "%.2f", s * io / b }')"
 		bench_add "$PEER.$row.cpugib" "$(awk -v c=$dcpu -v t="$BENCH_HZ" -v b=$dbytes \
-			'BEGIN { printf "%.2f", c / t * 2^30 / b }')"
+			'BEGIN { printf "%.2f", c / t * 1073741824 / b }')"
 	fi
 	[ "$dhw" -gt 0 ] && bench_add "$PEER.$row.wa" "$(awk -v p=$dprog -v h=$dhw 'BEGIN { printf "%.2f", p / h }')"
 	printf '  round %d %-5s %-9s %9s %s\n' "$ROUND" "$PEER" "$row" "$perf" \
