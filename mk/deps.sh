@@ -19,7 +19,7 @@ check_pkgs=(bats fuse3 util-linux e2fsprogs btrfs-progs fio parted gdisk fdisk
 vm_pkgs=(qemu-system-x86 busybox-static cpio xz-utils dmsetup kmod gcc make libelf1 libssl3
          e2fsprogs btrfs-progs fio parted fdisk gdisk util-linux procps jq
          nbdkit nbd-client)
-bench_pkgs=(fio qemu-system-common nbdkit)
+bench_pkgs=(fio jq qemu-system-common nbdkit)
 compare_pkgs=(fio gnuplot-nox e2fsprogs btrfs-progs xfsprogs fuse3 jq util-linux mount procps)
 # fuzz: make fuzz (clang's libFuzzer + ASan/UBSan runtimes); make check does not need it
 fuzz_pkgs=(clang libclang-rt-dev)

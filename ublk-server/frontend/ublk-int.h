@@ -86,6 +86,10 @@ struct ublk_dev;
 
 enum ublk_q_state { UBLK_Q_NEW = 0, UBLK_Q_READY, UBLK_Q_FAILED, UBLK_Q_DONE };
 
+/* Engine worker threads per queue.  One keeps a queue's requests in order
+ * of arrival on the engine and leaves the other CPUs to the other queues. */
+#define UBLK_Q_WORKERS 1
+
 struct ublk_queue {
 	struct ublk_dev *dev;
 	unsigned id, depth;
@@ -100,6 +104,23 @@ struct ublk_queue {
 	int err;                       /* why it failed / ended */
 	unsigned inflight;             /* fetch/commit commands queued */
 	uint64_t ios;                  /* requests served */
+	/* The engine runs in the queue's workers, never in the ring thread,
+	 * so a slow backing write does not stop the ring taking requests
+	 * and committing the answers of others (ublk-queue.c). */
+	unsigned busy;                 /* tags with the workers (ring thread) */
+	int efd;                       /* eventfd: "answers are ready" */
+	uint64_t efd_val;              /* its read buffer */
+	bool efd_armed;                /* a read of it is queued on the ring */
+	pthread_t workers[UBLK_Q_WORKERS];
+	unsigned nworkers;             /* started */
+	pthread_mutex_t wlock;         /* guards everything below */
+	pthread_cond_t wcond;          /* work queued, or stop */
+	bool wlock_ok, wstop;
+	unsigned *todo;                /* fetched tags, a ring of depth */
+	unsigned todo_head, todo_n;
+	struct ublk_answer { unsigned tag; int res; } *done, *done_spare;
+	unsigned done_n;               /* answers waiting for their commit */
+	bool kicked;                   /* efd written since the last harvest */
 };
 
 struct ublk_dev {

@@ -1,13 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ublk queues: one thread and one io_uring per hardware queue.  The thread
- * queues a FETCH_REQ for every tag (each with its own I/O buffer, no zero
- * copy), then loops: a completed fetch means the driver put request @tag in
- * the mmap'ed descriptor array; the thread runs it on the engine itself
+ * ublk queues: one ring thread, one io_uring and UBLK_Q_WORKERS engine
+ * workers per hardware queue.  The ring thread queues a FETCH_REQ for every
+ * tag (each with its own I/O buffer, no zero copy), then loops: a completed
+ * fetch means the driver put request @tag in the mmap'ed descriptor array;
+ * the ring thread hands the tag to the workers, which run it on the engine
  * (ftl_read / ftl_write / ftl_flush / ftl_discard / ftl_write_zeroes) and
- * answers with COMMIT_AND_FETCH_REQ carrying the result.  A fetch answered
+ * post the answer; the ring thread answers with COMMIT_AND_FETCH_REQ
+ * carrying the result.  Only the ring thread touches the ring (the driver
+ * binds the queue to the task that fetched); the workers wake it through an
+ * eventfd whose read is queued on the ring, so one wait covers both new
+ * requests and finished ones, and a slow backing write never keeps the ring
+ * from taking requests or committing the answers of others (as ublksrv's
+ * loop target submits its backing I/O through the ring).  A fetch answered
  * UBLK_IO_RES_ABORT retires its tag (the device was stopped); the thread
- * ends once every tag is retired.
+ * ends once every tag is retired and the workers hold none.
  *
  * The threads are IO flushers (PR_SET_IO_FLUSHER: their allocations never
  * recurse into block I/O, which could wait on this very device) and block
@@ -18,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -140,13 +148,180 @@ static int q_fetch_all(struct ublk_queue *q)
 	return 0;
 }
 
+/* user_data of the eventfd read; tags are below UBLK_MAX_QUEUE_DEPTH */
+#define Q_EVENT_DATA UINT64_MAX
+
+static void q_thread_setup(const char *fmt, unsigned id)
+{
+	sigset_t all;
+	char name[16];
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	(void)prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0);
+	snprintf(name, sizeof(name), fmt, id);
+	pthread_setname_np(pthread_self(), name);
+}
+
+/* A worker: take a tag, run it on the engine, post the answer; wake the
+ * ring thread unless an earlier answer already did since its last look. */
+static void *q_worker(void *arg)
+{
+	struct ublk_queue *q = arg;
+	uint64_t one = 1;
+
+	q_thread_setup("ublk-w%u", q->id);
+	pthread_mutex_lock(&q->wlock);
+	for (;;) {
+		unsigned tag;
+		bool kick;
+		int res;
+
+		while (!q->todo_n && !q->wstop)
+			pthread_cond_wait(&q->wcond, &q->wlock);
+		if (!q->todo_n)
+			break;
+		tag = q->todo[q->todo_head];
+		q->todo_head = (q->todo_head + 1) % q->depth;
+		q->todo_n--;
+		pthread_mutex_unlock(&q->wlock);
+
+		res = q_handle(q, tag);
+
+		pthread_mutex_lock(&q->wlock);
+		q->done[q->done_n].tag = tag;
+		q->done[q->done_n].res = res;
+		q->done_n++;
+		kick = !q->kicked;
+		q->kicked = true;
+		if (kick) {
+			pthread_mutex_unlock(&q->wlock);
+			if (write(q->efd, &one, sizeof(one)) < 0) {
+				/* cannot fail for a counter far from overflow */
+			}
+			pthread_mutex_lock(&q->wlock);
+		}
+	}
+	pthread_mutex_unlock(&q->wlock);
+	return NULL;
+}
+
+/* Stop and join the workers (they finish the tags they hold), free their
+ * queues and the eventfd. */
+static void q_workers_stop(struct ublk_queue *q)
+{
+	unsigned i;
+
+	if (q->wlock_ok) {
+		pthread_mutex_lock(&q->wlock);
+		q->wstop = true;
+		pthread_cond_broadcast(&q->wcond);
+		pthread_mutex_unlock(&q->wlock);
+	}
+	for (i = 0; i < q->nworkers; i++)
+		pthread_join(q->workers[i], NULL);
+	q->nworkers = 0;
+	if (q->wlock_ok) {
+		pthread_mutex_destroy(&q->wlock);
+		pthread_cond_destroy(&q->wcond);
+	}
+	q->wlock_ok = false;
+	if (q->efd >= 0)
+		close(q->efd);
+	q->efd = -1;
+	free(q->todo);
+	free(q->done);
+	free(q->done_spare);
+	q->todo = NULL;
+	q->done = q->done_spare = NULL;
+}
+
+static int q_workers_start(struct ublk_queue *q)
+{
+	unsigned i;
+	int ret;
+
+	q->efd = eventfd(0, EFD_CLOEXEC);
+	if (q->efd < 0)
+		return -errno;
+	q->todo = calloc(q->depth, sizeof(*q->todo));
+	q->done = calloc(q->depth, sizeof(*q->done));
+	q->done_spare = calloc(q->depth, sizeof(*q->done_spare));
+	if (!q->todo || !q->done || !q->done_spare)
+		return -ENOMEM;
+	ret = pthread_mutex_init(&q->wlock, NULL);
+	if (ret)
+		return -ret;
+	ret = pthread_cond_init(&q->wcond, NULL);
+	if (ret) {
+		pthread_mutex_destroy(&q->wlock);
+		return -ret;
+	}
+	q->wlock_ok = true;
+	for (i = 0; i < UBLK_Q_WORKERS; i++) {
+		ret = pthread_create(&q->workers[i], NULL, q_worker, q);
+		if (ret)
+			return -ret;
+		q->nworkers++;
+	}
+	return 0;
+}
+
+/* Queue the read of the eventfd that wakes the ring thread for answers. */
+static int q_arm_event(struct ublk_queue *q)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
+
+	if (!sqe) {
+		io_uring_submit(&q->ring);
+		sqe = io_uring_get_sqe(&q->ring);
+		if (!sqe)
+			return -EBUSY;
+	}
+	io_uring_prep_read(sqe, q->efd, &q->efd_val, sizeof(q->efd_val), 0);
+	sqe->user_data = Q_EVENT_DATA;
+	q->efd_armed = true;
+	return 0;
+}
+
+/* Commit every answer the workers posted. */
+static int q_harvest(struct ublk_queue *q)
+{
+	struct ublk_answer *a;
+	unsigned i, n;
+	int ret, err = 0;
+
+	pthread_mutex_lock(&q->wlock);
+	a = q->done;
+	n = q->done_n;
+	q->done = q->done_spare;
+	q->done_spare = a;
+	q->done_n = 0;
+	q->kicked = false;
+	pthread_mutex_unlock(&q->wlock);
+	for (i = 0; i < n; i++) {
+		q->busy--;
+		ret = q_prep(q, UBLK_IO_COMMIT_AND_FETCH_REQ, a[i].tag, a[i].res);
+		if (ret && !err)
+			err = ret;
+	}
+	return err;
+}
+
 static void q_loop(struct ublk_queue *q)
 {
 	struct io_uring_cqe *cqe;
-	unsigned head, n;
+	unsigned head, n, nnew;
 	int ret, err = 0;
 
-	while (q->inflight > 0) {
+	while (q->inflight > 0 || q->busy > 0) {
+		if (q->busy > 0 && !q->efd_armed) {
+			ret = q_arm_event(q);
+			if (ret) {
+				err = ret;
+				break;
+			}
+		}
 		ret = io_uring_submit_and_wait(&q->ring, 1);
 		if (ret == -EINTR)
 			continue;
@@ -154,44 +329,56 @@ static void q_loop(struct ublk_queue *q)
 			err = ret;
 			break;
 		}
-		n = 0;
+		n = nnew = 0;
+		pthread_mutex_lock(&q->wlock);
 		io_uring_for_each_cqe(&q->ring, head, cqe) {
 			unsigned tag = (unsigned)cqe->user_data;
 			int res = cqe->res;
 
 			n++;
+			if (cqe->user_data == Q_EVENT_DATA) {
+				q->efd_armed = false;
+				if (res < 0 && res != -EINTR && res != -EAGAIN &&
+				    !err)
+					err = res;
+				continue;
+			}
 			q->inflight--;
 			if (res == UBLK_IO_RES_OK && tag < q->depth) {
 				q->ios++;
-				ret = q_prep(q, UBLK_IO_COMMIT_AND_FETCH_REQ,
-					     tag, q_handle(q, tag));
-				if (ret && !err)
-					err = ret;
+				q->busy++;
+				q->todo[(q->todo_head + q->todo_n) % q->depth] = tag;
+				q->todo_n++;
+				nnew++;
 			} else if (res != UBLK_IO_RES_ABORT && !err) {
 				fprintf(stderr, "ublk-flash: ublk queue %u tag %u: "
 					"%s\n", q->id, tag, strerror(-res));
 				err = res < 0 ? res : -EIO;
 			}
 		}
+		if (nnew > 1)
+			pthread_cond_broadcast(&q->wcond);
+		else if (nnew)
+			pthread_cond_signal(&q->wcond);
+		pthread_mutex_unlock(&q->wlock);
 		io_uring_cq_advance(&q->ring, n);
+		ret = q_harvest(q);
+		if (ret && !err)
+			err = ret;
 		if (err)
 			break;
 	}
+	q_workers_stop(q);
 	q_set_state(q, err ? UBLK_Q_FAILED : UBLK_Q_DONE, err);
 }
 
 static void *q_thread(void *arg)
 {
 	struct ublk_queue *q = arg;
-	sigset_t all;
-	char name[16];
 	int ret;
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	(void)prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0);
-	snprintf(name, sizeof(name), "ublk-q%u", q->id);
-	pthread_setname_np(pthread_self(), name);
+	q_thread_setup("ublk-q%u", q->id);
+	q->efd = -1;
 
 	/* The ring belongs to this thread: the driver binds the queue to the
 	 * task that fetched, and completes commands in that task. */
@@ -203,6 +390,9 @@ static void *q_thread(void *arg)
 	if (ret < 0)
 		goto fail;
 	q->ring_ok = true;
+	ret = q_workers_start(q);
+	if (ret)
+		goto fail;
 	ret = q_fetch_all(q);
 	if (ret)
 		goto fail;
@@ -212,6 +402,7 @@ static void *q_thread(void *arg)
 	q->ring_ok = false;
 	return NULL;
 fail:
+	q_workers_stop(q);
 	if (q->ring_ok)
 		io_uring_queue_exit(&q->ring);
 	q->ring_ok = false;
