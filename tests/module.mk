@@ -55,3 +55,14 @@ compare:
 	@$(MAKE) --no-print-directory all
 	@if [ -x tests/compare/run ]; then BUILD=$(BUILD) tests/compare/run $(ARGS); \
 	 else echo "make compare: not ready yet (issue: make compare)"; fi
+
+# The crash-consistency replay tools of the vm tier (tests/vm/guest/crash-replay.sh):
+# a dm-log-writes replayer and a deterministic fsync workload (it sends dm marks).
+VM_TOOLS := $(BUILD)/tests/vm/logreplay $(BUILD)/tests/vm/fsync-workload
+all: $(VM_TOOLS)
+$(BUILD)/tests/vm/logreplay: $(BUILD)/obj/tests/vm/logreplay.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^
+$(BUILD)/tests/vm/fsync-workload: $(BUILD)/obj/tests/vm/fsync-workload.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call pc_libs,devmapper)
