@@ -11,7 +11,7 @@
  *   logreplay list LOG
  *       one line per entry: INDEX SECTOR NR_SECTORS FLAGS [MARK]
  *   logreplay replay LOG DEV [--check CMD] [--after-mark NAME]
- *                    [--every K] [--limit N] [--direct] [--verify]
+ *                    [--every K] [--limit N] [--drop I] [--direct] [--verify]
  *       writes every entry in order to DEV (discards as BLKDISCARD, or as
  *       zeroes where DEV is a file).  At every FLUSH or FUA entry (a
  *       "checkpoint": the points a power cut may leave behind) DEV is
@@ -23,6 +23,8 @@
  *                 its data, a FUA write a RWF_DSYNC write (REQ_FUA on a
  *                 device that has FUA) — the log's own durability requests
  *                 sent to DEV, for testing DEV's FLUSH/FUA contract.
+ *       --drop I  do not write entry I (a lost write, for showing that the
+ *                 checks catch one)
  *       --verify  after CMD (which may kill and re-serve DEV), reopen DEV and
  *                 compare every sector written so far (and not discarded
  *                 since) with what was written: a mismatch is a failure.
@@ -240,8 +242,8 @@ static int lr_run_check(const char *cmd, uint64_t index, const char *mark,
 
 struct lr_opts {
 	const char *check, *after;
-	uint64_t every, limit;
-	int direct, verify;
+	uint64_t every, limit, drop;
+	int direct, verify, dropping;
 };
 
 static int cmd_replay(const char *logp, const char *devp,
@@ -286,7 +288,10 @@ static int cmd_replay(const char *logp, const char *devp,
 		if ((e.flags & LW_FLUSH) && o->direct && fdatasync(d.fd))
 			return lr_err(3, "entry %" PRIu64 ": flush: %s",
 				      l.index, strerror(errno));
-		if (e.flags & LW_DISCARD) {
+		if (o->dropping && l.index == o->drop) {
+			fprintf(stderr, "logreplay: entry %" PRIu64 " dropped "
+				"(--drop)\n", l.index);
+		} else if (e.flags & LW_DISCARD) {
 			if ((ret = lr_discard(&d, off, e.nr * l.ss)))
 				return lr_err(3, "entry %" PRIu64 ": discard: "
 					      "%s", l.index, strerror(-ret));
@@ -369,7 +374,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: logreplay info LOG | list LOG | replay LOG DEV "
 		"[--check CMD] [--after-mark NAME] [--every K] [--limit N] "
-		"[--direct] [--verify]\n");
+		"[--drop I] [--direct] [--verify]\n");
 	return 2;
 }
 
@@ -396,6 +401,10 @@ int main(int argc, char **argv)
 			o.after = v; i++;
 		} else if (v && !strcmp(a, "--every")) {
 			if (num(v, &o.every)) return usage();
+			i++;
+		} else if (v && !strcmp(a, "--drop")) {
+			if (num(v, &o.drop)) return usage();
+			o.dropping = 1;
 			i++;
 		} else if (v && !strcmp(a, "--limit")) {
 			if (num(v, &o.limit)) return usage();

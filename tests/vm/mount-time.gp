@@ -1,6 +1,7 @@
 # Mount time against medium size (issue 15, docs/results.md).  Called by
 # tests/vm/mount-time-run.sh with -e "dir='OUT'; term='png|svg'".
-# Reads OUT/mount-time.dat: SIZE_MIB jffs2 ubi+ubifs ublk-roll-forward ublk-clean ublk-scan
+# Reads OUT/mount-time.dat: MiB, JFFS2, UBI+UBIFS, ublk-flash engine open (roll-forward, clean,
+# --scan), then `serve` wall times (roll-forward, clean, --scan); seconds.
 if (term eq 'png') {
 	set terminal pngcairo size 1000,640 font 'DejaVu Sans,11' noenhanced
 } else {
@@ -18,6 +19,7 @@ set yrange [0:*]
 f = dir.'/mount-time.dat'
 plot f using 1:2 with linespoints lw 2 pt 7 lc rgb '#c0392b' title 'JFFS2 mount (scans the medium)', \
      f using 1:3 with linespoints lw 2 pt 5 lc rgb '#2980b9' title 'UBI attach + UBIFS mount', \
-     f using 1:4 with linespoints lw 2 pt 9 lc rgb '#8e44ad' title 'ublk-flash serve after kill -9 (roll-forward)', \
-     f using 1:5 with linespoints lw 2 pt 13 lc rgb '#27ae60' title 'ublk-flash serve, clean checkpoint', \
-     f using 1:6 with linespoints lw 2 pt 11 lc rgb '#7f8c8d' title 'ublk-flash serve --scan (full OOB scan)'
+     f using 1:6 with linespoints lw 2 pt 11 lc rgb '#7f8c8d' title 'ublk-flash open --scan (reads every page OOB)', \
+     f using 1:4 with linespoints lw 2 pt 9 lc rgb '#8e44ad' title 'ublk-flash open after kill -9 (checkpoint + roll-forward)', \
+     f using 1:5 with linespoints lw 2 pt 13 lc rgb '#27ae60' title 'ublk-flash open, clean checkpoint', \
+     f using 1:8 with linespoints lw 1 dt 2 pt 13 lc rgb '#27ae60' title 'ublk-flash serve, clean (process + engine + ublk device)'
