@@ -3,12 +3,12 @@
 # several medium sizes (each timing the least of --reps runs), and writes OUT/mount-time.txt
 # (the "SIZE SYSTEM PHASE SECONDS" lines), OUT/mount-time.dat (one row per size) and
 # OUT/mount-time.png/.svg (gnuplot, tests/vm/mount-time.gp).
-# usage: tests/vm/mount-time-run.sh [--sizes "32 64 128 256"] [--reps 3] [--mem MB] OUT
+# usage: tests/vm/mount-time-run.sh [--sizes "32 64 128 512"] [--reps 3] [--mem MB] OUT
 #        tests/vm/mount-time-run.sh --plot-only OUT     (remake .dat and plots from OUT/*.txt)
 # Needs qemu (mk/deps.sh vm) and gnuplot (mk/deps.sh compare).  See docs/results.md.
 set -euo pipefail
 . "$(dirname "$0")/vm-lib.sh"
-sizes="32 64 128 256" mem=3072 reps=3 run=1
+sizes="32 64 128 512" mem=3072 reps=3 run=1
 while [ $# -gt 1 ]; do
 	case "$1" in
 	--sizes) sizes=$2; shift 2 ;;

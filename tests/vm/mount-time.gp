@@ -14,7 +14,7 @@ set ylabel 'seconds'
 set key left top
 set grid lc rgb '#cccccc'
 set logscale x 2
-set xtics (16, 32, 64, 128, 256, 512)
+set xtics (16, 32, 64, 128, 256, 512, 1024)
 set yrange [0:*]
 f = dir.'/mount-time.dat'
 plot f using 1:2 with linespoints lw 2 pt 7 lc rgb '#c0392b' title 'JFFS2 mount (scans the medium)', \

@@ -103,8 +103,14 @@ for mib in $sizes; do
 	head -c $((1 << 20)) /dev/urandom >$W/random
 	echo "# size ${mib} MiB: $((mib * 4)) erase blocks, $((bytes >> 20)) MiB of files"
 
+	# nandsim's address cycles: for a large-page chip above 128 MiB it expects 3 row-address
+	# bytes, where the NAND core sends 3 only above 65536 pages; at exactly 65536 pages
+	# (256 MiB of 4 KiB pages) they disagree and every erase fails with EIO.
+	if [ $((mib * 256)) -eq 65536 ]; then
+		t_skip "$mib MiB: jffs2 and ubifs on nandsim" \
+			"nandsim cannot simulate 65536 pages of 4 KiB (address cycles); take 128 or 512 MiB"
 	# JFFS2
-	if nand "$mib" && flash_erase -q -j /dev/mtd0 0 0 && mount -t jffs2 mtd0 $M &&
+	elif nand "$mib" && flash_erase -q -j /dev/mtd0 0 0 && mount -t jffs2 mtd0 $M &&
 	   { workload $M $bytes || { umount $M; false; }; }; then
 		umount $M
 		best=''
@@ -122,7 +128,9 @@ for mib in $sizes; do
 	fi
 
 	# UBI + UBIFS
-	if nand "$mib" && ubiformat -q -y /dev/mtd0 && ubiattach -m 0 >/dev/null &&
+	if [ $((mib * 256)) -eq 65536 ]; then
+		:   # skipped above
+	elif nand "$mib" && ubiformat -q -y /dev/mtd0 && ubiattach -m 0 >/dev/null &&
 	   wait_for /dev/ubi0 50 && ubimkvol /dev/ubi0 -m -N mt >/dev/null &&
 	   mount -t ubifs ubi0:mt $M && { workload $M $bytes || { umount $M; false; }; }; then
 		umount $M
