@@ -39,7 +39,9 @@ t2=$(up)
 if [ "$CR_FS" = ext4 ]; then
 	out=$(e2fsck -fn "$dev" 2>&1) || fail "e2fsck: $(tail -n 5 <<<"$out")"
 else
-	out=$(btrfs check --readonly "$dev" 2>&1) || fail "btrfs check: $(tail -n 5 <<<"$out")"
+	# --force: skip the mount check (the copy is unmounted; a stale FUSE mount elsewhere on the
+	# machine otherwise fails it with ENOTCONN)
+	out=$(btrfs check --readonly --force "$dev" 2>&1) || fail "btrfs check: $(tail -n 5 <<<"$out")"
 fi
 release
 [ -n "${CR_TRACE:-}" ] && awk -v p="$LR_POINT" -v e="$LR_INDEX" -v m="$LR_MARK" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$(up)" \
