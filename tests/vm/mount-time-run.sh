@@ -27,11 +27,12 @@ if [ $run -eq 1 ]; then
 fi
 # columns: MiB, JFFS2 mount, UBI attach + UBIFS mount, ublk-flash engine open after kill -9
 # (roll-forward), clean, --scan, then the wall time of `serve` for the same three
-awk '{ v[$1 " " $2 " " $3] = $4; s[$1] = 1 }
-     END { for (z in s) print z, v[z " jffs2 mount"], v[z " ubi+ubifs total"],
-                             v[z " ublk-flash roll-forward-engine"], v[z " ublk-flash clean-engine"],
-                             v[z " ublk-flash scan-engine"], v[z " ublk-flash roll-forward"],
-                             v[z " ublk-flash clean"], v[z " ublk-flash scan"] }' "$out/mount-time.txt" |
+awk 'function g(k) { return (k in v) ? v[k] : "?" }
+     { v[$1 " " $2 " " $3] = $4; s[$1] = 1 }
+     END { for (z in s) print z, g(z " jffs2 mount"), g(z " ubi+ubifs total"),
+                             g(z " ublk-flash roll-forward-engine"), g(z " ublk-flash clean-engine"),
+                             g(z " ublk-flash scan-engine"), g(z " ublk-flash roll-forward"),
+                             g(z " ublk-flash clean"), g(z " ublk-flash scan") }' "$out/mount-time.txt" |
 	sort -n >"$out/mount-time.dat"
 for t in png svg; do gnuplot -e "dir='$out'; term='$t'" "$VM_DIR/mount-time.gp"; done
 { echo "MiB jffs2 ubi+ubifs rf-engine clean-engine scan-engine rf-serve clean-serve scan-serve"

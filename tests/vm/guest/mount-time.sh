@@ -11,10 +11,9 @@
 # The workload writes incompressible files (64 KiB..1 MiB, in 8 folders) up to --fill % of the
 # medium (the tier: 10 %; mount-time-run.sh: 25 %), then syncs.  Prints "mt SIZE SYSTEM PHASE
 # SECONDS" lines and, with --out FILE, writes
-# them there.  With two or more sizes it checks the relation the seed claims, loosely (timings
-# under TCG on a shared machine are noisy): JFFS2's mount time at the largest size exceeds the one
-# at the smallest, and ublk-flash's clean open is faster than its full scan at
-# the largest size (it does not scan).
+# them there.  With two or more sizes it checks, loosely (timings under TCG on a shared machine
+# are noisy), that ublk-flash's full scan grows with the medium and that its clean open takes
+# less than half of the full scan at the largest size (it does not scan).
 # Each timing is the least of --reps runs (the machine is shared: the least is the cost), but
 # the roll-forward (one kill -9 per workload).  For ublk-flash both the wall time of `serve`
 # (process, engine open, ublk device) and the engine's own open time (stats last_mount_ms,
@@ -182,20 +181,24 @@ for mib in $sizes; do
 done
 [ -n "$outf" ] && printf '%s\n' "${res[@]}" >"$outf"
 
-# The relation, loosely (TCG timings move with the machine's load).
+# The relation, loosely (TCG timings move with the machine's load).  JFFS2 is reported, not
+# asserted: with CONFIG_JFFS2_SUMMARY=y (Debian) its mount reads one summary per erase block and
+# stays within the noise at these sizes (docs/results.md).
 get() { printf '%s\n' "${res[@]}" | awk -v s="$1" -v sys="$2" -v p="$3" '$1 == s && $2 == sys && $3 == p { print $4 }'; }
 set -- $sizes
 if [ $# -ge 2 ]; then
 	lo=$1; hi=${!#}
 	j0=$(get "$lo" jffs2 mount) j1=$(get "$hi" jffs2 mount)
-	c1=$(get "$hi" ublk-flash clean-engine) s1=$(get "$hi" ublk-flash scan-engine)
-	if awk -v a="$j0" -v b="$j1" 'BEGIN { exit !(a != "" && b != "" && b > a) }'; then
-		t_ok "JFFS2 mount time grows with the medium (${lo} MiB: ${j0}s, ${hi} MiB: ${j1}s)"
+	echo "# JFFS2 mount: ${lo} MiB ${j0}s, ${hi} MiB ${j1}s"
+	s0=$(get "$lo" ublk-flash scan-engine) s1=$(get "$hi" ublk-flash scan-engine)
+	c1=$(get "$hi" ublk-flash clean-engine)
+	if awk -v a="$s0" -v b="$s1" 'BEGIN { exit !(a != "" && b != "" && b > a) }'; then
+		t_ok "ublk-flash --scan grows with the medium (engine open: ${lo} MiB ${s0}s, ${hi} MiB ${s1}s)"
 	else
-		t_fail "JFFS2 mount time grows with the medium" "${lo} MiB: ${j0}s, ${hi} MiB: ${j1}s"
+		t_fail "ublk-flash --scan grows with the medium" "engine open: ${lo} MiB ${s0}s, ${hi} MiB ${s1}s"
 	fi
-	if awk -v c="$c1" -v s="$s1" 'BEGIN { exit !(c != "" && s != "" && c < s) }'; then
-		t_ok "ublk-flash clean open does not scan (${hi} MiB, engine open: clean ${c1}s < --scan ${s1}s)"
+	if awk -v c="$c1" -v s="$s1" 'BEGIN { exit !(c != "" && s != "" && c * 2 < s) }'; then
+		t_ok "ublk-flash clean open does not scan (${hi} MiB, engine open: clean ${c1}s < half of --scan ${s1}s)"
 	else
 		t_fail "ublk-flash clean open does not scan" "${hi} MiB, engine open: clean ${c1}s, --scan ${s1}s"
 	fi
