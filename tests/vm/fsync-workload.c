@@ -65,7 +65,6 @@ struct fw {
 	const char *dir, *mark;
 	uint64_t seed, rng;
 	struct fw_slot s[FW_SLOTS];
-	struct dm_task *dmt;
 };
 
 static uint64_t fw_mix(uint64_t x)
@@ -210,22 +209,23 @@ static int fw_write_all(int fd, const uint8_t *p, uint32_t len, uint32_t off)
 
 static int fw_mark(struct fw *w, const char *text)
 {
+	struct dm_task *dmt;
 	char msg[64];
 
 	if (!w->mark)
 		return 0;
 	snprintf(msg, sizeof(msg), "mark %s", text);
-	w->dmt = dm_task_create(DM_DEVICE_TARGET_MSG);
-	if (!w->dmt || !dm_task_set_name(w->dmt, w->mark) ||
-	    !dm_task_set_sector(w->dmt, 0) ||
-	    !dm_task_set_message(w->dmt, msg) || !dm_task_run(w->dmt)) {
-		if (w->dmt)
-			dm_task_destroy(w->dmt);
+	dmt = dm_task_create(DM_DEVICE_TARGET_MSG);
+	if (!dmt || !dm_task_set_name(dmt, w->mark) ||
+	    !dm_task_set_sector(dmt, 0) ||
+	    !dm_task_set_message(dmt, msg) || !dm_task_run(dmt)) {
+		if (dmt)
+			dm_task_destroy(dmt);
 		fprintf(stderr, "fsync-workload: dm message '%s' to %s failed\n",
 			msg, w->mark);
 		return -EIO;
 	}
-	dm_task_destroy(w->dmt);
+	dm_task_destroy(dmt);
 	return 0;
 }
 
@@ -256,7 +256,10 @@ static int fw_do(struct fw *w, const struct fw_op *op, uint64_t k)
 	case FW_REPLACE:
 		fd = open(op->kind == FW_CREATE ? p : t,
 			  O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (fd < 0 || (ret = fw_write_all(fd, sl->data, sl->size, 0)))
+		if (fd < 0) {
+			ret = -errno; break;
+		}
+		if ((ret = fw_write_all(fd, sl->data, sl->size, 0)))
 			break;
 		if (fsync(fd) || close(fd)) {
 			ret = -errno; break;
@@ -270,8 +273,11 @@ static int fw_do(struct fw *w, const struct fw_op *op, uint64_t k)
 	case FW_PWRITE:
 	case FW_APPEND:
 		fd = open(p, O_WRONLY);
-		if (fd < 0 || (ret = fw_write_all(fd, sl->data + op->off,
-						 op->len, op->off)))
+		if (fd < 0) {
+			ret = -errno; break;
+		}
+		if ((ret = fw_write_all(fd, sl->data + op->off, op->len,
+					op->off)))
 			break;
 		if (op->kind == FW_PWRITE ? fdatasync(fd) : fsync(fd))
 			ret = -errno;
@@ -288,9 +294,6 @@ static int fw_do(struct fw *w, const struct fw_op *op, uint64_t k)
 			ret = -errno;
 		break;
 	}
-	if (fd < 0 && !ret && (op->kind == FW_PWRITE || op->kind == FW_APPEND ||
-			       op->kind == FW_TRUNCATE))
-		ret = -errno;
 	if (fd >= 0)
 		close(fd);
 	if (ret) {
