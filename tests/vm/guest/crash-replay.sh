@@ -13,7 +13,7 @@
 #      size and mode) served plainly, the log's FLUSHes sent as fdatasync and FUA writes as
 #      RWF_DSYNC; at some FLUSH/FUA points the server is killed (kill -9) and re-served
 #      (--recover), and every sector written so far must read back as written.
-# usage (in the guest): crash-replay.sh [--ops N] [--pairs "ext4:odd:8 btrfs:1m:2"]
+# usage (in the guest): crash-replay.sh [--ops N] [--pairs "ext4:odd:6 btrfs:1m:2"]
 #                       [--fs "ext4 btrfs" --modes "odd 1m"  (every pair of the two)]
 #                       [--kills K] [--size 256M] [--seed S] [--keep DIR] [--fs-check 0|1]
 #                       [--trace N]
@@ -26,7 +26,7 @@
 . /octant/tests/vm/guest-lib.sh
 . /octant/tests/vm/guest/ublk-lib.bash
 
-ops=0 pairs=" ext4:odd:8 btrfs:1m:2" fss='' modes='' kills=1 size=256M keep='' fscheck=1
+ops=0 pairs=" ext4:odd:6 btrfs:1m:2" fss='' modes='' kills=1 size=256M keep='' fscheck=1
 seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 while [ $# -gt 0 ]; do
 	case "$1" in
