@@ -32,7 +32,8 @@ VM_BOOT_MODULES=${OCTANT_VM_BOOT_MODULES:-"crc32c_generic crc32c-intel loop dm-m
 VM_PROGS=(bash kmod mke2fs mkfs.ext4 e2fsck fsck.ext4 tune2fs dumpe2fs debugfs resize2fs
           mkfs.btrfs btrfs btrfstune dmsetup blkid lsblk fdisk sfdisk parted partprobe losetup
           mount umount findmnt wipefs blockdev partx blkdiscard fallocate fio sgdisk gdisk
-          dd stat sync pkill pgrep timeout jq cmp sha256sum truncate flock fusermount3 strace)
+          dd stat sync pkill pgrep timeout jq cmp sha256sum truncate flock fusermount3 strace
+          mountpoint find)
 
 vm_log() { echo "vm: $*" >&2; }
 vm_die() { echo "vm: $*" >&2; exit 1; }
