@@ -33,7 +33,7 @@ VM_PROGS=(bash kmod mke2fs mkfs.ext4 e2fsck fsck.ext4 tune2fs dumpe2fs debugfs r
           mkfs.btrfs btrfs btrfstune dmsetup blkid lsblk fdisk sfdisk parted partprobe losetup
           mount umount findmnt wipefs blockdev partx blkdiscard fallocate fio sgdisk gdisk
           dd stat sync pkill pgrep timeout jq cmp sha256sum truncate flock fusermount3 strace
-          ubiattach ubidetach ubimkvol ubiformat flash_erase nandwrite mtdinfo)
+          mountpoint find ubiattach ubidetach ubimkvol ubiformat flash_erase nandwrite mtdinfo)
 
 vm_log() { echo "vm: $*" >&2; }
 vm_die() { echo "vm: $*" >&2; exit 1; }
