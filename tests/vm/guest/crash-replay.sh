@@ -23,6 +23,7 @@
 #   --trace N      print the timing of the first N filesystem-level points
 # The vm tier runs it reduced (defaults below); the figures in docs/results.md come from the
 # long run documented there.  Runs on the 6.12 guest (needs dm-log-writes and dm-snapshot).
+# vm-timeout: 480
 . /octant/tests/vm/guest-lib.sh
 . /octant/tests/vm/guest/ublk-lib.bash
 
