@@ -17,7 +17,7 @@ check_pkgs=(bats fuse3 util-linux e2fsprogs btrfs-progs fio parted gdisk fdisk
 # vm: qemu + the guest's userland (copied from the host: busybox-static, kmod, e2fsprogs...)
 # + what building ublk_drv.ko out of tree needs (gcc, make; kbuild's tools link libelf1).
 vm_pkgs=(qemu-system-x86 busybox-static cpio xz-utils dmsetup kmod gcc make libelf1 libssl3
-         e2fsprogs btrfs-progs fio parted fdisk gdisk util-linux procps jq
+         e2fsprogs btrfs-progs fio parted fdisk gdisk util-linux procps jq mtd-utils
          nbdkit nbd-client)
 bench_pkgs=(fio jq qemu-system-common nbdkit)
 compare_pkgs=(fio gnuplot-nox e2fsprogs btrfs-progs xfsprogs fuse3 jq util-linux mount procps)

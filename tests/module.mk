@@ -61,3 +61,21 @@ compare:
 	@$(MAKE) --no-print-directory all
 	@if [ -x tests/compare/run ]; then BUILD=$(BUILD) tests/compare/run $(ARGS); \
 	 else echo "make compare: not ready yet (issue: make compare)"; fi
+
+# The crash-consistency replay tools of the vm tier (tests/vm/guest/crash-replay.sh):
+# a dm-log-writes replayer and a deterministic fsync workload (it sends dm marks).
+# logreplay-engine replays such a log into the engine on the host (power cut at every point).
+VM_TOOLS := $(BUILD)/tests/vm/logreplay $(BUILD)/tests/vm/fsync-workload \
+            $(BUILD)/tests/vm/logreplay-engine
+all: $(VM_TOOLS)
+$(BUILD)/tests/vm/logreplay: $(BUILD)/obj/tests/vm/logreplay.o $(BUILD)/obj/tests/vm/lw-log.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^
+$(BUILD)/tests/vm/logreplay-engine: $(BUILD)/obj/tests/vm/logreplay-engine.o \
+                                    $(BUILD)/obj/tests/vm/lw-log.o \
+                                    $(BUILD)/libengine.a $(BUILD)/libalign.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBALIGN_LIBS) -lm
+$(BUILD)/tests/vm/fsync-workload: $(BUILD)/obj/tests/vm/fsync-workload.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call pc_libs,devmapper)

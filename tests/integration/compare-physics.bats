@@ -104,6 +104,35 @@ check_physics() {
 	[ "$status" -ne 0 ]                         # nothing left mounted
 }
 
+# physics COMPARE_OUT: per cell, the counters a frontend must not change (one line each).
+physics() {
+	jq -r '.results[] | [.cell, .host_bytes, .page_programs, .page_reads, .block_erases,
+	       .rmw_subpage, .rmw_straddle, .straddle_per_page, .write_amplification,
+	       .gc_relocations] | map(tostring) | join(" ")' "$1/results.json"
+}
+
+@test "compare: direct-n is deterministic: the same seed gives the same counters in every cell" {
+	requires_compare
+	local seed=$(( RANDOM * 32768 + RANDOM + 1 )) a b
+	echo "# seed $seed"
+	for a in 1 2; do
+		run "$COMPARE" --fs raw,ext4 --modes odd,1m --starts 63,2048 --workloads direct-n \
+			--size 64M --fileset 4M --seed "$seed" --mount-opts lazytime,commit=600 \
+			--no-plot --out "$SCRATCH/out$a"
+		echo "$output"
+		[ "$status" -eq 0 ]
+	done
+	a=$(physics "$SCRATCH/out1") b=$(physics "$SCRATCH/out2")
+	diff <(echo "$a") <(echo "$b") | sed 's/^/# run 1 vs 2: /' || true
+	echo "$a"
+	[ "$(wc -l <<<"$a")" -eq 8 ]
+	[ "$a" = "$b" ]
+	[ "$(jq .meta.seed "$SCRATCH/out1/results.json")" -eq "$seed" ]
+	# every block of the 4 MiB fileset once: 1024 writes; raw cells: exactly the fileset
+	[ "$(jq '[.results[] | select(.fs == "raw") | .host_bytes] | unique' -c "$SCRATCH/out1/results.json")" = "[4194304]" ]
+	check_physics "$SCRATCH/out1/results.json"
+}
+
 @test "compare: a bad option is one line and exit 2" {
 	run "$COMPARE" --frobnicate
 	[ "$status" -eq 2 ]
@@ -115,6 +144,14 @@ check_physics() {
 	run "$COMPARE" --runtime abc
 	[ "$status" -eq 2 ]
 	[ "${#lines[@]}" -eq 1 ]
+	run "$COMPARE" --seed abc
+	[ "$status" -eq 2 ]
+	[[ $output == *"--seed: 'abc' is not a number"* ]]
+	run "$COMPARE" --dm --frontend fuse
+	[ "$status" -eq 2 ]
+	[[ $output == *"--dm needs --frontend ublk"* ]]
+	run "$COMPARE" --mount-opts 'a b'
+	[ "$status" -eq 2 ]
 }
 
 @test "compare: a missing tool names its Debian package, exit 3" {

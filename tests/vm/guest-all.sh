@@ -5,6 +5,7 @@
 #   its own "ok N desc" / "not ok N desc" lines  ->  "ok M NAME: desc" (renumbered)
 #   no TAP lines: exit 0 -> "ok M NAME", 77 -> "ok M NAME # skip REASON" (from "SKIP: REASON"),
 #   anything else -> "not ok M NAME (exit N)"; other output becomes "# " comments.
+# A script may ask for a longer timeout with a line "# vm-timeout: SECS" (never shorter).
 # Exit status: 1 if any case failed.
 shopt -s lastpipe nullglob
 T=${OCTANT_VM_TEST_TIMEOUT:-300}
@@ -35,7 +36,9 @@ for s in "${scripts[@]}"; do
 	start=$(cut -d' ' -f1 /proc/uptime)
 	before=$(user_pids | tr '\n' ' ')
 	if [ -x "$s" ]; then cmd=("$s"); else cmd=(bash "$s"); fi
-	{ cd /tmp && timeout -k 10 "$T" "${cmd[@]}" </dev/null 2>&1; echo "@@octant-rc $?"; } |
+	t=$(sed -n 's/^# vm-timeout: \([0-9][0-9]*\)$/\1/p' "$s" | head -n 1)
+	[ -n "$t" ] && [ "$t" -gt "$T" ] || t=$T
+	{ cd /tmp && timeout -k 10 "$t" "${cmd[@]}" </dev/null 2>&1; echo "@@octant-rc $?"; } |
 	while IFS= read -r line; do
 		case "$line" in
 		# stop at the status line: a process the script left behind may hold the pipe open
@@ -56,7 +59,7 @@ for s in "${scripts[@]}"; do
 	done
 	secs=$(awk -v a="$start" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }')
 	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-		n=$((n + 1)); failed=1; echo "not ok $n $name: timed out after ${T}s"
+		n=$((n + 1)); failed=1; echo "not ok $n $name: timed out after ${t}s"
 	elif [ $own -eq 0 ]; then
 		n=$((n + 1))
 		case "$rc" in

@@ -10,6 +10,8 @@
 # 780 s), OCTANT_VM_TEST_TIMEOUT (per guest script, default 300 s), OCTANT_VM_MEM (MB, default
 # 2048), OCTANT_VM_DISK_SIZE (the sparse virtio disk behind the guest's ext4 /scratch, default
 # 8G), OCTANT_VM_TESTS (name patterns when none are given), BUILD (default build).
+# Before the boots it makes the host FUSE reference for guest/compare-ublk.sh (seed drawn per
+# run, OCTANT_SEED replays) in $BUILD/vm-out, shared with the guests at /octant/out.
 # SKIPs loudly per kernel ("ok N 6.12: vm tier # skip kernel 6.12: cannot fetch ...") without
 # qemu or when a kernel's packages cannot be fetched; "not ok" when a guest crashes, times out
 # or a guest test fails.
@@ -24,6 +26,35 @@ tap() { # ok|not-ok DESC
 	if [ "$1" = ok ]; then echo "ok $n $2"; else nfail=$((nfail + 1)); echo "not ok $n $2"; fi
 }
 err=$(mktemp); trap 'rm -f "$err"' EXIT
+
+# The host half of guest/compare-ublk.sh: make compare's reduced deterministic matrix over
+# FUSE + loop here, once for every kernel; the guests read it from the shared --out folder
+# (/octant/out/compare-host) and write their own runs beside it (compare-<kernel>/).
+build=${BUILD:-build}
+case "$build" in /*) ;; *) build=$VM_TOP/$build ;; esac
+vmout=$build/vm-out
+rm -rf "$vmout"; mkdir -p "$vmout"
+. "$VM_DIR/guest/compare-args.bash"
+cmp_wanted=0
+for k in $OCTANT_VM_KERNELS; do [[ " $CMP_VM_KERNELS " == *" $k "* ]] && cmp_wanted=1; done
+[ $# -eq 0 ] || [[ " $* " == *" compare"* ]] || cmp_wanted=0
+if [ $cmp_wanted -eq 0 ]; then
+	:
+elif [ "$(id -u)" -eq 0 ] && [ -e /dev/fuse ] && [ -x "$build/ublk-flash" ]; then
+	seed=${OCTANT_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) % 1000000 + 1 ))}
+	echo "# vm: host FUSE reference for compare-ublk: seed $seed (replay: OCTANT_SEED=$seed)"
+	t0=$(vm_now)
+	if BUILD=$build "$VM_TOP/tests/compare/run" "${CMP_VM_ARGS[@]}" --frontend fuse --seed "$seed" \
+		--out "$vmout/compare-host" >"$vmout/compare-host.log" 2>&1; then
+		echo "# vm: host FUSE reference made in $(vm_since "$t0")s"
+	else
+		echo "# vm: the host FUSE reference failed (the guests make their own over FUSE):"
+		tail -n 5 "$vmout/compare-host.log" | sed 's/^/#   /'
+		rm -rf "$vmout/compare-host"
+	fi
+else
+	echo "# vm: no host FUSE reference for compare-ublk (needs root, /dev/fuse, $build/ublk-flash): the guests make their own"
+fi
 
 for k in $OCTANT_VM_KERNELS; do
 	if ! command -v qemu-system-x86_64 >/dev/null; then
@@ -41,7 +72,7 @@ for k in $OCTANT_VM_KERNELS; do
 
 	t1=$(vm_now) t_up='' kn=0 kfail=0 kskip=0 kver=''
 	timeout=${OCTANT_VM_TIMEOUT:-780}
-	"$VM_DIR/vm-run.sh" --kernel "$k" --timeout "$timeout" --mem "${OCTANT_VM_MEM:-2048}" \
+	"$VM_DIR/vm-run.sh" --kernel "$k" --timeout "$timeout" --mem "${OCTANT_VM_MEM:-2048}" --out "$vmout" \
 		--scratch "${OCTANT_VM_DISK_SIZE:-8G}" "$VM_DIR/guest-all.sh" "$@" 2>&1 |
 	while IFS= read -r line; do
 		case "$line" in

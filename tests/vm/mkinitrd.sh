@@ -5,7 +5,8 @@
 #       modules.dep, /init.  Rebuilt only when its inputs change (key in static.key).
 #   mkinitrd.sh run ABI OUT.cpio BUILD SCRIPT [ARGS...]
 #       the per-run part: BUILD's programs and libraries (+ the libraries they need that the
-#       static part lacks) at /octant/build, tests/vm at /octant/tests/vm, the script to run.
+#       static part lacks) at /octant/build, tests/vm and tests/compare at /octant/tests/, the
+#       script to run.
 set -euo pipefail
 . "$(dirname "$0")/vm-lib.sh"
 
@@ -146,6 +147,7 @@ build_run() {
 		fi
 	done
 	cp -a "$VM_DIR" "$run/octant/tests/vm"
+	cp -a "$VM_TOP/tests/compare" "$run/octant/tests/compare"    # guest/compare-ublk.sh
 	cp "$script" "$run/octant/run/script"
 	chmod 0755 "$run/octant/run/script"
 	{

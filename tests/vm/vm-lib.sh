@@ -23,7 +23,7 @@ OCTANT_VM_612_ABI=${OCTANT_VM_612_ABI:-6.12.107+deb12}
 # crypto API for) are for the crash-replay and mount-time studies (issue 15).
 VM_MODULES=(ublk_drv dm-mod dm-flakey dm-delay loop ext4 btrfs scsi_debug sd_mod null_blk brd
             virtio_pci virtio_blk crc32c_generic crc32c-intel fuse 9p 9pnet_virtio
-            dm-log-writes nandsim ubi jffs2 ubifs nbd lzo lzo-rle deflate zstd)
+            dm-log-writes nandsim ubi jffs2 ubifs nbd lzo lzo-rle deflate zstd dm-snapshot)
 # Modules the guest init loads before running a script (others: `modprobe NAME` in the script).
 VM_BOOT_MODULES=${OCTANT_VM_BOOT_MODULES:-"crc32c_generic crc32c-intel loop dm-mod ublk_drv ext4 btrfs sd_mod fuse virtio_pci virtio_blk"}
 
@@ -33,6 +33,7 @@ VM_PROGS=(bash kmod mke2fs mkfs.ext4 e2fsck fsck.ext4 tune2fs dumpe2fs debugfs r
           mkfs.btrfs btrfs btrfstune dmsetup blkid lsblk fdisk sfdisk parted partprobe losetup
           mount umount findmnt wipefs blockdev partx blkdiscard fallocate fio sgdisk gdisk
           dd stat sync pkill pgrep timeout jq cmp sha256sum truncate flock fusermount3 strace
+          mountpoint find ubiattach ubidetach ubimkvol ubiformat flash_erase nandwrite mtdinfo
           nbdkit nbd-client)
 
 vm_log() { echo "vm: $*" >&2; }

@@ -4,7 +4,7 @@
 #
 # State of the cell being run (for the cleanup trap): CELL_IMG CELL_DEV CELL_MNT.
 
-CELL_IMG= CELL_DEV= CELL_MNT= CELL_SERVED=0
+CELL_IMG= CELL_DEV= CELL_MNT= CELL_SERVED=0 CELL_MAPPED=0
 
 # cell_cleanup: undo whatever the current cell set up (safe to call twice).
 cell_cleanup() {
@@ -13,6 +13,8 @@ cell_cleanup() {
 			echo "compare: could not unmount $CELL_MNT" >&2
 	fi
 	[ -n "$CELL_MNT" ] && rmdir "$CELL_MNT" 2>/dev/null
+	[ "$CELL_MAPPED" = 1 ] && "$ALIGNPART" unmap "$CELL_DEV" >/dev/null 2>&1
+	CELL_MAPPED=0
 	if [ "$CELL_SERVED" = 1 ] && [ -z "$CELL_DEV" ]; then
 		"$UBLK_FLASH" stop "$CELL_IMG" >/dev/null 2>&1
 	elif [ "$CELL_SERVED" = 1 ]; then
@@ -60,15 +62,21 @@ cell_stats() {
 	"$UBLK_FLASH" stats "$CELL_DEV" --json >"$1" 2>"$1.err" && jq -e 'type == "object"' "$1" >/dev/null
 }
 
-# cell_sync TARGET: push everything written to TARGET down to the engine and flush
-# it: syncfs() for a mounted filesystem, fsync of the block device otherwise.  Never
-# a global sync(), which would wait for every other filesystem on the machine.
+# cell_sync TARGET [all]: push everything written to TARGET down to the engine and
+# flush it: syncfs() for a mounted filesystem, fsync of the block device otherwise.
+# Never a global sync(), which would wait for every other filesystem on the machine.
+# With "all" (the deterministic direct-n) a filesystem's partition is flushed too
+# (BLKFLSBUF): the metadata its journal committed but has not yet written home, which
+# the kernel's flusher would otherwise write some 30 s later, at a time that depends on
+# the machine's speed, inside or outside the measured window.
 cell_sync() {
 	if [ -d "$1" ]; then
 		sync -f "$1"
+		[ "${2:-}" = all ] && blockdev --flushbufs "$CELL_PART"
 	else
 		blockdev --flushbufs "$1"
 	fi
+	return 0
 }
 
 # cell_setup DIR: fresh image, served, partitioned, verdict; fills CELL_PART,
@@ -94,8 +102,10 @@ cell_setup() {
 
 	CELL_SERVED=1
 	# To a file, not a pipe: the daemon may keep its stdout open.
+	local dm=()
+	[ "$OPT_DM" = 1 ] && dm=(--dm "cmp-$$-$CELL_NAME")
 	# shellcheck disable=SC2086
-	"$UBLK_FLASH" serve "$CELL_IMG" ${OPT_FRONTEND:+--frontend "$OPT_FRONTEND"} \
+	"$UBLK_FLASH" serve "$CELL_IMG" ${OPT_FRONTEND:+--frontend "$OPT_FRONTEND"} "${dm[@]}" \
 		${CELL_SERVE_ARGS:-} >"$dir/serve.out" 2>>"$log"
 	CELL_DEV=$(grep -m1 '^/dev/' "$dir/serve.out")
 	[ -n "$CELL_DEV" ] && cell_wait_node "$CELL_DEV" ||
@@ -105,16 +115,24 @@ cell_setup() {
 	"$ALIGNPART" create "$CELL_DEV" --label dos --profile "$CELL_MODE" --topology "$CELL_TOPO" \
 		--start "$CELL_START" --part rest --force >>"$log" 2>&1 ||
 		{ cell_fail "alignpart create" "$log"; return; }
-	CELL_PART=$(cell_partname "$CELL_DEV")
-	# The kernel should re-read the table itself; kernels whose partition scan
-	# finds nothing (no msdos parser built in) still take BLKPG, so fall back to
-	# partx, and make sure the node is the partition just written.
-	if ! cell_wait_node "$CELL_PART" 20 || ! cell_part_starts_at "$CELL_PART" "$CELL_START"; then
-		echo "partition node missing or stale after alignpart create: partx -d/-a $CELL_DEV" >>"$log"
-		[ -b "$CELL_PART" ] && partx -d "$CELL_DEV" >>"$log" 2>&1
-		partx -a "$CELL_DEV" >>"$log" 2>&1
-		cell_wait_node "$CELL_PART" 100 && cell_part_starts_at "$CELL_PART" "$CELL_START" ||
-			{ cell_fail "partition node $CELL_PART at LBA $CELL_START never appeared" "$log"; return; }
+	if [ "$OPT_DM" = 1 ]; then
+		# a dm device has no partition scan: alignpart map makes NAME-part1
+		CELL_MAPPED=1
+		CELL_PART=$("$ALIGNPART" map "$CELL_DEV" 2>>"$log" | head -n 1)
+		[ -n "$CELL_PART" ] && cell_wait_node "$CELL_PART" ||
+			{ cell_fail "alignpart map $CELL_DEV" "$log"; return; }
+	else
+		CELL_PART=$(cell_partname "$CELL_DEV")
+		# The kernel should re-read the table itself; kernels whose partition scan
+		# finds nothing (no msdos parser built in) still take BLKPG, so fall back to
+		# partx, and make sure the node is the partition just written.
+		if ! cell_wait_node "$CELL_PART" 20 || ! cell_part_starts_at "$CELL_PART" "$CELL_START"; then
+			echo "partition node missing or stale after alignpart create: partx -d/-a $CELL_DEV" >>"$log"
+			[ -b "$CELL_PART" ] && partx -d "$CELL_DEV" >>"$log" 2>&1
+			partx -a "$CELL_DEV" >>"$log" 2>&1
+			cell_wait_node "$CELL_PART" 100 && cell_part_starts_at "$CELL_PART" "$CELL_START" ||
+				{ cell_fail "partition node $CELL_PART at LBA $CELL_START never appeared" "$log"; return; }
+		fi
 	fi
 	local rc=0
 	"$ALIGNPART" check "$CELL_DEV" --topology "$CELL_TOPO" --json >"$dir/check.json" 2>>"$log" || rc=$?
@@ -167,7 +185,7 @@ cell_mkfs() {
 	done
 	CELL_MNT=$CMP_WORK/mnt-$CELL_NAME
 	mkdir -p "$CELL_MNT"
-	mount -t "$CELL_FS" "$CELL_PART" "$CELL_MNT" >>"$log" 2>&1 ||
+	mount -t "$CELL_FS" ${OPT_MOUNT_OPTS:+-o "$OPT_MOUNT_OPTS"} "$CELL_PART" "$CELL_MNT" >>"$log" 2>&1 ||
 		{ cell_fail "mount" "$log"; return; }
 }
 
@@ -176,25 +194,27 @@ cell_mkfs() {
 cell_workload() {
 	local dir=$1 w=$2 job=$CMP_HERE/fio/$2.fio target
 	if [ "$CELL_FS" = raw ]; then
-		[ "$w" = direct ] || return 2
+		case $w in direct|direct-n) ;; *) return 2 ;; esac
 		target=$CELL_PART
 		export CMP_FILE=$CELL_PART CMP_DIR=/nonexistent
 	else
 		target=$CELL_MNT
 		export CMP_FILE=$CELL_MNT/direct.dat CMP_DIR=$CELL_MNT
 	fi
-	export CMP_RUNTIME=$OPT_RUNTIME CMP_FILESET=$FILESET_BYTES
+	export CMP_RUNTIME=$OPT_RUNTIME CMP_FILESET=$FILESET_BYTES CMP_SEED=$OPT_SEED
 	local log=$dir/$w.log
 	: >"$log"
 	# Lay files out first (not measured): the workload then overwrites them.
 	if [ "$CELL_FS" != raw ] && [ "$w" != smallfiles ]; then
 		fio --create_only=1 "$job" >>"$log" 2>&1 || { cell_fail "$w: fio layout" "$log"; return; }
 	fi
-	cell_sync "$target"
+	local how=''
+	[ "$w" = direct-n ] && how=all
+	cell_sync "$target" $how
 	cell_stats "$dir/$w.before.json" || { cell_fail "$w: ublk-flash stats" "$dir/$w.before.json.err"; return; }
 	fio --output-format=json --output="$dir/$w.fio.json" "$job" >>"$log" 2>&1 ||
 		{ cell_fail "$w: fio" "$log"; return; }
-	cell_sync "$target"
+	cell_sync "$target" $how
 	cell_stats "$dir/$w.after.json" || { cell_fail "$w: ublk-flash stats" "$dir/$w.after.json.err"; return; }
 	# Free the space for the next workload (not measured).
 	[ "$CELL_FS" != raw ] && find "$CELL_MNT" -mindepth 1 -maxdepth 1 -name "$w.*" -delete
@@ -208,6 +228,10 @@ cell_teardown() {
 		umount "$CELL_MNT" >>"$log" 2>&1 || ok=1
 		rmdir "$CELL_MNT" 2>/dev/null
 		CELL_MNT=
+	fi
+	if [ "$CELL_MAPPED" = 1 ]; then
+		"$ALIGNPART" unmap "$CELL_DEV" >>"$log" 2>&1 || ok=1
+		CELL_MAPPED=0
 	fi
 	if [ "$CELL_SERVED" = 1 ]; then
 		"$UBLK_FLASH" stop "$CELL_DEV" >>"$log" 2>&1 || ok=1

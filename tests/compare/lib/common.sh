@@ -3,7 +3,7 @@
 
 CMP_ALL_FS="ext4 btrfs raw"
 CMP_ALL_MODES="odd 1m"
-CMP_ALL_WORKLOADS="randwrite smallfiles seqwrite direct"
+CMP_ALL_WORKLOADS="randwrite smallfiles seqwrite direct direct-n"
 
 cmp_usage() {
 	cat <<'EOF'
@@ -22,11 +22,18 @@ Options (lists are comma-separated):
                      smallfiles fio: small files created, written, fsynced, deleted
                      seqwrite   fio sequential 1 MiB O_DIRECT writes, fsync every 16
                      direct     fio 4K-aligned O_DIRECT random writes (file or partition)
+                     direct-n   the same, but every 4K block of the fileset once, in the
+                                order of --seed, no time limit: deterministic counters
                                                                       [randwrite,smallfiles,seqwrite]
   --size SIZE        image (disk) size, e.g. 768M, 2G                 [1G]
   --fileset SIZE     bytes of files a workload writes over            [size/8]
   --runtime SECS     seconds per workload                             [12]
   --frontend NAME    ublk-flash serve frontend: ublk, fuse            [ublk-flash's choice]
+  --dm               serve with --dm (ublk + dm-linear carrying the odd shift); the
+                     partition is mapped with alignpart map          [no]
+  --seed N           fio's random seed for direct-n                   [1]
+  --mount-opts OPTS  mount options for the filesystem, e.g. lazytime,commit=600
+                     (with direct-n on ext4: no timestamp/commit-timer writes)  [none]
   --out DIR          output folder                                    [$BUILD/compare/<timestamp>]
   --no-plot          skip the gnuplot plots
   --keep             keep the flash images in DIR/images
@@ -77,7 +84,8 @@ cmp_list_check() {
 cmp_parse_args() {
 	OPT_FS=ext4,btrfs OPT_MODES=odd,1m OPT_STARTS=63,2048
 	OPT_WORKLOADS=randwrite,smallfiles,seqwrite OPT_SIZE=1G OPT_FILESET=
-	OPT_RUNTIME=12 OPT_OUT= OPT_FRONTEND= OPT_PLOT=1 OPT_KEEP=0
+	OPT_RUNTIME=12 OPT_OUT= OPT_FRONTEND= OPT_PLOT=1 OPT_KEEP=0 OPT_DM=0 OPT_SEED=1
+	OPT_MOUNT_OPTS=
 	local opt val
 	while [ $# -gt 0 ]; do
 		opt=$1 val=
@@ -85,12 +93,12 @@ cmp_parse_args() {
 		--*=*) val=${opt#*=}; opt=${opt%%=*} ;;
 		esac
 		case $opt in
-		--fs|--modes|--starts|--workloads|--size|--fileset|--runtime|--out|--frontend)
+		--fs|--modes|--starts|--workloads|--size|--fileset|--runtime|--out|--frontend|--seed|--mount-opts)
 			if [[ $1 != *=* ]]; then
 				[ $# -ge 2 ] || cmp_usage_err "$opt needs a value"
 				val=$2; shift
 			fi ;;
-		--help|-h|--no-plot|--keep)
+		--help|-h|--no-plot|--keep|--dm)
 			[[ $1 == *=* ]] && cmp_usage_err "$opt takes no value" ;;
 		*) cmp_usage_err "unknown option '$1'" ;;
 		esac
@@ -105,6 +113,9 @@ cmp_parse_args() {
 		--out)       OPT_OUT=$val ;;
 		--frontend)  OPT_FRONTEND=$val ;;
 		--no-plot)   OPT_PLOT=0 ;;
+		--dm)        OPT_DM=1 ;;
+		--seed)      OPT_SEED=$val ;;
+		--mount-opts) OPT_MOUNT_OPTS=$val ;;
 		--keep)      OPT_KEEP=1 ;;
 		--help|-h)   cmp_usage; exit 0 ;;
 		esac
@@ -135,6 +146,10 @@ cmp_parse_args() {
 	fi
 	[[ $OPT_RUNTIME =~ ^[0-9]+$ ]] && [ "$OPT_RUNTIME" -ge 1 ] ||
 		cmp_usage_err "--runtime: '$OPT_RUNTIME' is not a number of seconds >= 1"
+	[[ $OPT_SEED =~ ^[0-9]+$ ]] || cmp_usage_err "--seed: '$OPT_SEED' is not a number"
+	[[ $OPT_MOUNT_OPTS =~ ^[A-Za-z0-9_=,.-]*$ ]] ||
+		cmp_usage_err "--mount-opts: '$OPT_MOUNT_OPTS' is not a mount option list"
+	[ "$OPT_DM" = 0 ] || [ "$OPT_FRONTEND" = ublk ] || cmp_usage_err "--dm needs --frontend ublk"
 	case $OPT_FRONTEND in ""|ublk|fuse) ;;
 	*) cmp_usage_err "--frontend: unknown value '$OPT_FRONTEND' (one of: ublk fuse)" ;;
 	esac
