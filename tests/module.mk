@@ -75,7 +75,7 @@ $(BUILD)/tests/vm/logreplay-engine: $(BUILD)/obj/tests/vm/logreplay-engine.o \
                                     $(BUILD)/obj/tests/vm/lw-log.o \
                                     $(BUILD)/libengine.a $(BUILD)/libalign.a
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBALIGN_LIBS) -lm
+	$(CC) $(LDFLAGS) -o $@ $^ $(ENGINE_LIBS) $(LIBALIGN_LIBS) -lm
 $(BUILD)/tests/vm/fsync-workload: $(BUILD)/obj/tests/vm/fsync-workload.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pc_libs,devmapper)
