@@ -103,7 +103,7 @@ cell_setup() {
 	CELL_SERVED=1
 	# To a file, not a pipe: the daemon may keep its stdout open.
 	local dm=()
-	[ "$OPT_DM" = 1 ] && dm=(--dm "cmp-$$-$CELL_NAME")
+	[ "${OPT_DM:-0}" = 1 ] && dm=(--dm "cmp-$$-$CELL_NAME")
 	# shellcheck disable=SC2086
 	"$UBLK_FLASH" serve "$CELL_IMG" ${OPT_FRONTEND:+--frontend "$OPT_FRONTEND"} "${dm[@]}" \
 		${CELL_SERVE_ARGS:-} >"$dir/serve.out" 2>>"$log"
@@ -115,7 +115,7 @@ cell_setup() {
 	"$ALIGNPART" create "$CELL_DEV" --label dos --profile "$CELL_MODE" --topology "$CELL_TOPO" \
 		--start "$CELL_START" --part rest --force >>"$log" 2>&1 ||
 		{ cell_fail "alignpart create" "$log"; return; }
-	if [ "$OPT_DM" = 1 ]; then
+	if [ "${OPT_DM:-0}" = 1 ]; then
 		# a dm device has no partition scan: alignpart map makes NAME-part1
 		CELL_MAPPED=1
 		CELL_PART=$("$ALIGNPART" map "$CELL_DEV" 2>>"$log" | head -n 1)
