@@ -3,6 +3,7 @@
 # real NBD client (libnbd's nbdinfo, and tests/nbd/nbd-exercise, which
 # keeps a shadow copy).  Randomised: OCTANT_SEED replays a run.
 load ../helpers
+load ../nbd-lib
 
 PLUGIN=$BUILD/nbdkit-octant-plugin.so
 EXERCISE=$BUILD/tests/nbd-exercise
@@ -25,23 +26,9 @@ teardown() {
 	teardown_scratch
 }
 
-# nbd_up ARGS...: nbdkit with the plugin on $SOCK (pid in $SCRATCH/pid).
-nbd_up() {
-	rm -f "$SOCK"
-	nbdkit -U "$SOCK" -P "$SCRATCH/pid" "$PLUGIN" "$@" || return 1
-	for _ in $(seq 50); do [ -S "$SOCK" ] && return 0; sleep 0.1; done
-	return 1
-}
-
-# nbd_down [-9]: stop nbdkit (SIGTERM: a clean checkpoint) and wait.
-nbd_down() {
-	local pid
-	[ -f "${SCRATCH:-/nonexistent}/pid" ] || return 0
-	pid=$(cat "$SCRATCH/pid")
-	kill "${1:--TERM}" "$pid" 2>/dev/null || true
-	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	rm -f "$SCRATCH/pid"
-}
+# nbd_up ARGS...: nbdkit with the plugin on $SOCK.  nbd_down [SIGNAL].
+nbd_up() { nbd_start "$SOCK" "$SCRATCH/pid" "$PLUGIN" "$@"; }
+nbd_down() { [ -n "${SCRATCH:-}" ] && nbd_stop "$SCRATCH/pid" "${1:--TERM}"; }
 
 mkimg() { # MODE
 	"$UBLK_FLASH" create "$SCRATCH/f.img" --size 48M --align "$1" >/dev/null
@@ -71,12 +58,7 @@ PY
 @test "nbdkit octant: every write, zero and trim reads back, after a clean restart too" {
 	mkimg odd
 	nbd_up "$SCRATCH/f.img"
-	run "$EXERCISE" "$URI" write 600 "$SCRATCH/shadow"
-	echo "$output"
-	[ "$status" -eq 0 ]
-	run "$EXERCISE" "$URI" verify "$SCRATCH/shadow"
-	echo "$output"
-	[ "$status" -eq 0 ]
+	exercise_round "$URI" 600 "$SCRATCH/shadow"
 	nbd_down
 	run "$UBLK_FLASH" fsck "$SCRATCH/f.img"
 	echo "$output"
@@ -193,12 +175,7 @@ PY
 	# p < 1e-4), well under the 29 the spare area of 128M absorbs
 	"$UBLK_FLASH" create "$SCRATCH/f.img" --size 128M --align 1m >/dev/null
 	nbd_up "$SCRATCH/f.img" "faults=program=0.003,seed=$OCTANT_SEED"
-	run "$EXERCISE" "$URI" write 300 "$SCRATCH/shadow"
-	echo "$output"
-	[ "$status" -eq 0 ]
-	run "$EXERCISE" "$URI" verify "$SCRATCH/shadow"
-	echo "$output"
-	[ "$status" -eq 0 ]
+	exercise_round "$URI" 300 "$SCRATCH/shadow"
 	nbd_down
 	run "$UBLK_FLASH" stats "$SCRATCH/f.img" --json
 	echo "$output"
@@ -221,10 +198,7 @@ PY
 @test "nbdkit octant: shift=off serves an odd image unshifted (natural alignment over NBD)" {
 	mkimg odd
 	nbd_up "$SCRATCH/f.img" shift=off
-	run "$EXERCISE" "$URI" write 100 "$SCRATCH/shadow"
-	[ "$status" -eq 0 ]
-	run "$EXERCISE" "$URI" verify "$SCRATCH/shadow"
-	[ "$status" -eq 0 ]
+	exercise_round "$URI" 100 "$SCRATCH/shadow"
 	requires nbdcopy
 	nbdcopy "$URI" "$SCRATCH/unshifted.raw"
 	nbd_down

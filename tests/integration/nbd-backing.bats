@@ -4,6 +4,7 @@
 # or any NBD server alike), served over FUSE + loop with real ext4.
 load ../helpers
 load fuse-lib
+load ../nbd-lib
 
 setup() {
 	fuse_setup
@@ -24,21 +25,20 @@ teardown() {
 	fuse_teardown
 }
 
-# medium_up PLUGIN ARGS...: an nbdkit export on $SOCK (pid in $SCRATCH/mpid).
-medium_up() {
-	rm -f "$SOCK"
-	nbdkit -U "$SOCK" -P "$SCRATCH/mpid" "$@" || return 1
-	for _ in $(seq 50); do [ -S "$SOCK" ] && return 0; sleep 0.1; done
-	return 1
-}
+# medium_up PLUGIN ARGS...: an nbdkit export on $SOCK.  medium_down [SIGNAL].
+medium_up() { nbd_start "$SOCK" "$SCRATCH/mpid" "$@"; }
+medium_down() { [ -n "${SCRATCH:-}" ] && nbd_stop "$SCRATCH/mpid" "${1:--TERM}"; }
 
-medium_down() {
-	local pid
-	[ -f "${SCRATCH:-/nonexistent}/mpid" ] || return 0
-	pid=$(cat "$SCRATCH/mpid")
-	kill "${1:--TERM}" "$pid" 2>/dev/null || true
-	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	rm -f "$SCRATCH/mpid"
+# check_files: serve $URI again; ext4 clean and every file's sum matches.
+check_files() {
+	fuse_serve "$URI"
+	run fuse_fsck ext4 "$DEV"
+	echo "$output"
+	[ "$status" -eq 0 ] || return 1
+	mount -o ro "$DEV" "$SCRATCH/m"
+	(cd "$SCRATCH/m" && sha256sum -c --quiet "$SCRATCH/sums") || return 1
+	umount "$SCRATCH/m"
+	"$UBLK_FLASH" stop "$URI"
 }
 
 files_make() { # DIR: 40 files of random sizes, their sums in $SCRATCH/sums
@@ -74,14 +74,7 @@ files_make() { # DIR: 40 files of random sizes, their sums in $SCRATCH/sums
 	[ "$output" = "$URI $DEV running" ]
 	run "$UBLK_FLASH" stop "$URI"
 	[ "$status" -eq 0 ]
-	fuse_serve "$URI"
-	run fuse_fsck ext4 "$DEV"
-	echo "$output"
-	[ "$status" -eq 0 ]
-	mount -o ro "$DEV" "$SCRATCH/m"
-	(cd "$SCRATCH/m" && sha256sum -c --quiet "$SCRATCH/sums")
-	umount "$SCRATCH/m"
-	"$UBLK_FLASH" stop "$URI"
+	check_files
 }
 
 @test "nbd backing: kill -9 of ublk-flash: every fsynced file survives (medium on nbdkit file)" {
@@ -99,14 +92,7 @@ files_make() { # DIR: 40 files of random sizes, their sums in $SCRATCH/sums
 	for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 	umount -l "$SCRATCH/m" 2>/dev/null || true
 	"$UBLK_FLASH" stop "$URI" >/dev/null 2>&1 || true   # a dead server's leftovers
-	fuse_serve "$URI"                                 # rolls forward over NBD
-	run fuse_fsck ext4 "$DEV"
-	echo "$output"
-	[ "$status" -eq 0 ]
-	mount -o ro "$DEV" "$SCRATCH/m"
-	(cd "$SCRATCH/m" && sha256sum -c --quiet "$SCRATCH/sums")
-	umount "$SCRATCH/m"
-	"$UBLK_FLASH" stop "$URI"
+	check_files                                       # rolls forward over NBD
 	medium_down
 	run "$UBLK_FLASH" fsck "$SCRATCH/medium.img"
 	echo "$output"
