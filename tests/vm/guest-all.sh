@@ -81,7 +81,7 @@ for s in "${scripts[@]}"; do
 	sleep 0.2
 	tac /proc/mounts | while read -r _ mnt _; do
 		case "$mnt" in
-		/|/proc|/sys|/dev|/dev/pts|/dev/shm|/tmp|/run|/scratch|/sys/kernel/debug|/sys/kernel/config) ;;
+		/|/proc|/sys|/dev|/dev/pts|/dev/shm|/tmp|/run|/scratch|/octant/out|/sys/kernel/debug|/sys/kernel/config) ;;
 		*) umount "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null ;;
 		esac
 	done

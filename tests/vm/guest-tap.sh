@@ -7,7 +7,7 @@
 #   # phase times 6.12: prepare Xs, boot Ys, tests Zs
 # usage: tests/vm/guest-tap.sh [NAME-PATTERN...]     (e.g. smoke 'ublk-*'; default all)
 # Env: OCTANT_VM_KERNELS (kernels to boot, in turn), OCTANT_VM_TIMEOUT (one guest, default
-# 780 s), OCTANT_VM_TEST_TIMEOUT (per guest script, default 300 s), OCTANT_VM_MEM (MB, default
+# 1000 s), OCTANT_VM_TEST_TIMEOUT (per guest script, default 300 s), OCTANT_VM_MEM (MB, default
 # 2048), OCTANT_VM_DISK_SIZE (the sparse virtio disk behind the guest's ext4 /scratch, default
 # 8G), OCTANT_VM_TESTS (name patterns when none are given), BUILD (default build).
 # Before the boots it makes the host FUSE reference for guest/compare-ublk.sh (seed drawn per
@@ -71,7 +71,7 @@ for k in $OCTANT_VM_KERNELS; do
 	t_prep=$(vm_since "$t0")
 
 	t1=$(vm_now) t_up='' kn=0 kfail=0 kskip=0 kver=''
-	timeout=${OCTANT_VM_TIMEOUT:-780}
+	timeout=${OCTANT_VM_TIMEOUT:-1000}
 	"$VM_DIR/vm-run.sh" --kernel "$k" --timeout "$timeout" --mem "${OCTANT_VM_MEM:-2048}" --out "$vmout" \
 		--scratch "${OCTANT_VM_DISK_SIZE:-8G}" "$VM_DIR/guest-all.sh" "$@" 2>&1 |
 	while IFS= read -r line; do
