@@ -104,10 +104,13 @@ struct ublk_queue {
 	int err;                       /* why it failed / ended */
 	unsigned inflight;             /* fetch/commit commands queued */
 	uint64_t ios;                  /* requests served */
-	/* The engine runs in the queue's workers, never in the ring thread,
-	 * so a slow backing write does not stop the ring taking requests
-	 * and committing the answers of others (ublk-queue.c). */
+	/* Writes, flush, discard and write-zeroes run in the queue's
+	 * workers, never in the ring thread, so a slow backing write does
+	 * not stop the ring taking requests and committing the answers of
+	 * others; reads (lock-free on the engine) the ring thread serves
+	 * itself (ublk-queue.c). */
 	unsigned busy;                 /* tags with the workers (ring thread) */
+	unsigned *reads;               /* this batch's read tags (ring thread) */
 	int efd;                       /* eventfd: "answers are ready" */
 	uint64_t efd_val;              /* its read buffer */
 	bool efd_armed;                /* a read of it is queued on the ring */

@@ -3,16 +3,31 @@
  * ublk queues: one ring thread, one io_uring and UBLK_Q_WORKERS engine
  * workers per hardware queue.  The ring thread queues a FETCH_REQ for every
  * tag (each with its own I/O buffer, no zero copy), then loops: a completed
- * fetch means the driver put request @tag in the mmap'ed descriptor array;
- * the ring thread hands the tag to the workers, which run it on the engine
- * (ftl_read / ftl_write / ftl_flush / ftl_discard / ftl_write_zeroes) and
- * post the answer; the ring thread answers with COMMIT_AND_FETCH_REQ
- * carrying the result.  Only the ring thread touches the ring (the driver
- * binds the queue to the task that fetched); the workers wake it through an
- * eventfd whose read is queued on the ring, so one wait covers both new
- * requests and finished ones, and a slow backing write never keeps the ring
- * from taking requests or committing the answers of others (as ublksrv's
- * loop target submits its backing I/O through the ring).  A fetch answered
+ * fetch means the driver put request @tag in the mmap'ed descriptor array.
+ * A READ the ring thread serves itself (ftl_read is lock-free and costs one
+ * backing pread per run of pages: a hand-off would cost more than it
+ * saves); every other request (write, flush, discard, write-zeroes, which
+ * may wait for the engine's lock, GC or an fsync) it hands to the workers,
+ * which run it on the engine and post the answer.  Either way the ring
+ * thread answers with COMMIT_AND_FETCH_REQ carrying the result.  Only the
+ * ring thread touches the ring (the driver binds the queue to the task that
+ * fetched); the workers wake it through an eventfd whose read is queued on
+ * the ring, so one wait covers both new requests and finished ones, and a
+ * slow backing write never keeps the ring from taking requests or
+ * committing the answers of others (as ublksrv's loop target submits its
+ * backing I/O through the ring).
+ *
+ * Ordering: the workers take the non-read requests in order of arrival, so
+ * a FLUSH runs after every write this queue answered before the FLUSH was
+ * issued (the block layer only sends a FLUSH for writes it saw completed;
+ * those of other queues were answered, hence on the engine, before it).
+ * Serving reads inline cannot reorder anything the block layer relies on: a
+ * read changes nothing on the engine, so no FLUSH, FUA or later write
+ * depends on it, and the block layer never keeps a read and an overlapping
+ * write in flight together expecting an order between them (their result is
+ * undefined unless one completed before the other was issued, and a write
+ * answered before the read arrived is already on the engine's map, which
+ * ftl_read sees).  A fetch answered
  * UBLK_IO_RES_ABORT retires its tag (the device was stopped); the thread
  * ends once every tag is retired and the workers hold none.
  *
@@ -232,6 +247,8 @@ static void q_workers_stop(struct ublk_queue *q)
 	free(q->todo);
 	free(q->done);
 	free(q->done_spare);
+	free(q->reads);
+	q->reads = NULL;
 	q->todo = NULL;
 	q->done = q->done_spare = NULL;
 }
@@ -247,7 +264,8 @@ static int q_workers_start(struct ublk_queue *q)
 	q->todo = calloc(q->depth, sizeof(*q->todo));
 	q->done = calloc(q->depth, sizeof(*q->done));
 	q->done_spare = calloc(q->depth, sizeof(*q->done_spare));
-	if (!q->todo || !q->done || !q->done_spare)
+	q->reads = calloc(q->depth, sizeof(*q->reads));
+	if (!q->todo || !q->done || !q->done_spare || !q->reads)
 		return -ENOMEM;
 	ret = pthread_mutex_init(&q->wlock, NULL);
 	if (ret)
@@ -311,7 +329,7 @@ static int q_harvest(struct ublk_queue *q)
 static void q_loop(struct ublk_queue *q)
 {
 	struct io_uring_cqe *cqe;
-	unsigned head, n, nnew;
+	unsigned head, n, nnew, nread, i;
 	int ret, err = 0;
 
 	while (q->inflight > 0 || q->busy > 0) {
@@ -329,7 +347,7 @@ static void q_loop(struct ublk_queue *q)
 			err = ret;
 			break;
 		}
-		n = nnew = 0;
+		n = nnew = nread = 0;
 		pthread_mutex_lock(&q->wlock);
 		io_uring_for_each_cqe(&q->ring, head, cqe) {
 			unsigned tag = (unsigned)cqe->user_data;
@@ -346,6 +364,11 @@ static void q_loop(struct ublk_queue *q)
 			q->inflight--;
 			if (res == UBLK_IO_RES_OK && tag < q->depth) {
 				q->ios++;
+				if (ublksrv_get_op(&q->iods[tag]) ==
+				    UBLK_IO_OP_READ) {
+					q->reads[nread++] = tag;
+					continue;
+				}
 				q->busy++;
 				q->todo[(q->todo_head + q->todo_n) % q->depth] = tag;
 				q->todo_n++;
@@ -362,6 +385,16 @@ static void q_loop(struct ublk_queue *q)
 			pthread_cond_signal(&q->wcond);
 		pthread_mutex_unlock(&q->wlock);
 		io_uring_cq_advance(&q->ring, n);
+		/* Reads inline, while the workers run what was handed over;
+		 * their answers go out with this batch's commits. */
+		for (i = 0; i < nread; i++) {
+			unsigned tag = q->reads[i];
+
+			ret = q_prep(q, UBLK_IO_COMMIT_AND_FETCH_REQ, tag,
+				     q_handle(q, tag));
+			if (ret && !err)
+				err = ret;
+		}
 		ret = q_harvest(q);
 		if (ret && !err)
 			err = ret;
