@@ -54,3 +54,22 @@ assert_matches_file() {
 	fi
 	diff -u "$expected" <(printf '%s\n' "$actual")
 }
+
+# dgram_listen SOCK OUT: a unix datagram listener on SOCK writing one line per
+# datagram to OUT (what syslog or systemd's NOTIFY_SOCKET would receive);
+# its pid in $LISTENER.  Returns once SOCK exists.
+dgram_listen() {
+	: >"$2"
+	python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+with open(sys.argv[2], "a") as f:
+    while True:
+        f.write(s.recv(4096).decode() + "\n")
+        f.flush()
+' "$1" "$2" &
+	LISTENER=$!
+	for _ in $(seq 50); do [ -S "$1" ] && break; sleep 0.1; done
+	[ -S "$1" ]
+}

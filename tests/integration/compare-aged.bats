@@ -8,23 +8,8 @@
 #    twin (odd@63).
 # The run draws a fresh seed (printed); replay with OCTANT_SEED=N.
 load ../helpers
+load compare-lib
 
-COMPARE=$OCTANT_TOP/tests/compare/run
-
-setup() {
-	setup_scratch
-}
-
-teardown() {
-	local m d
-	for m in "$SCRATCH"/out/images/mnt-*; do
-		[ -d "$m" ] && mountpoint -q "$m" && umount -l "$m"
-	done
-	for d in "$SCRATCH"/out/cells/*/serve.out; do
-		[ -f "$d" ] && "$UBLK_FLASH" stop "$(head -n 1 "$d")" >/dev/null 2>&1
-	done
-	teardown_scratch
-}
 
 requires_aged() {
 	requires_root

@@ -5,25 +5,8 @@
 # one every 4K write straddles two pages.  Runs tests/compare/run itself on
 # small images (raw partition device, and files on ext4), then reads its JSON.
 load ../helpers
+load compare-lib
 
-COMPARE=$OCTANT_TOP/tests/compare/run
-
-setup() {
-	setup_scratch
-}
-
-teardown() {
-	# The script cleans up after itself (trap); make sure nothing is left if it
-	# was killed: unmount and stop what its output folder still names.
-	local m d
-	for m in "$SCRATCH"/out/images/mnt-*; do
-		[ -d "$m" ] && mountpoint -q "$m" && umount -l "$m"
-	done
-	for d in "$SCRATCH"/out/cells/*/serve.out; do
-		[ -f "$d" ] && "$UBLK_FLASH" stop "$(head -n 1 "$d")" >/dev/null 2>&1
-	done
-	teardown_scratch
-}
 
 # The physics, independent of alignpart and the engine: a partition starting at
 # LBA s on a medium where logical byte x sits at byte x + shift (512 in odd mode,

@@ -36,19 +36,7 @@ nothing_started() {
 syslog_listen() {
 	requires python3
 	SYSLOG_OUT=$SCRATCH/syslog.out
-	: >"$SYSLOG_OUT"
-	python3 -c '
-import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-with open(sys.argv[2], "a") as f:
-    while True:
-        f.write(s.recv(4096).decode() + "\n")
-        f.flush()
-' "$SCRATCH/log.sock" "$SYSLOG_OUT" &
-	LISTENER=$!
-	for _ in $(seq 50); do [ -S "$SCRATCH/log.sock" ] && break; sleep 0.1; done
-	[ -S "$SCRATCH/log.sock" ]
+	dgram_listen "$SCRATCH/log.sock" "$SYSLOG_OUT"
 	export UBLK_FLASH_SYSLOG_SOCKET=$SCRATCH/log.sock
 }
 

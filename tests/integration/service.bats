@@ -21,20 +21,8 @@ setup() {
 	UDEVNAME=$SCRATCH/usr/libexec/octant/octant-udev-name
 	UNIT=$SCRATCH/usr/lib/systemd/system/ublk-flash@.service
 	NOTIFY_OUT=$SCRATCH/notify.out
-	: >"$NOTIFY_OUT"
 	# systemd's side of NOTIFY_SOCKET: one line per datagram
-	python3 -c '
-import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-with open(sys.argv[2], "a") as f:
-    while True:
-        f.write(s.recv(4096).decode() + "\n")
-        f.flush()
-' "$SCRATCH/notify.sock" "$NOTIFY_OUT" &
-	LISTENER=$!
-	for _ in $(seq 50); do [ -S "$SCRATCH/notify.sock" ] && break; sleep 0.1; done
-	[ -S "$SCRATCH/notify.sock" ]
+	dgram_listen "$SCRATCH/notify.sock" "$NOTIFY_OUT"
 }
 
 teardown() {
