@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "oct-proc.h"
@@ -46,4 +47,21 @@ bool oct_any_holds_chr(dev_t rdev)
 	}
 	closedir(d);
 	return held;
+}
+
+char *oct_pid_comm(long pid, char *buf, size_t len)
+{
+	char p[64];
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(p, sizeof(p), "/proc/%ld/comm", pid);
+	f = fopen(p, "re");
+	if (!f)
+		return buf;
+	if (!fgets(buf, (int)len, f))
+		buf[0] = '\0';
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return buf;
 }

@@ -8,6 +8,7 @@
 #define OCTANT_OCT_PROC_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 /* Does process @pid hold the character device @rdev open?  false when it
@@ -16,5 +17,9 @@ bool oct_pid_holds_chr(long pid, dev_t rdev);
 
 /* Does any process hold the character device @rdev open? */
 bool oct_any_holds_chr(dev_t rdev);
+
+/* The command name of process @pid (/proc/PID/comm, no newline) into @buf
+ * (@len bytes); "" when it is gone or unreadable.  Returns @buf. */
+char *oct_pid_comm(long pid, char *buf, size_t len);
 
 #endif

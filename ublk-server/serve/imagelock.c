@@ -15,6 +15,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "oct-proc.h"
 #include "serve.h"
 
 int serve_image_lock(const char *path, int *fd)
@@ -89,7 +90,7 @@ void serve_image_holder(const char *path, char *buf, size_t len)
 {
 	struct serve_entry e;
 	struct stat st;
-	char comm[64] = "", p[64];
+	char comm[64] = "";
 	pid_t pid;
 
 	if (serve_entry_find(path, &e) == 0 && e.live && e.pid > 0) {
@@ -101,14 +102,7 @@ void serve_image_holder(const char *path, char *buf, size_t len)
 		return;
 	}
 	if (stat(path, &st) == 0 && (pid = serve_lock_holder(&st)) > 0) {
-		snprintf(p, sizeof(p), "/proc/%d/comm", (int)pid);
-		FILE *f = fopen(p, "re");
-		if (f) {
-			if (!fgets(comm, sizeof(comm), f))
-				comm[0] = '\0';
-			fclose(f);
-			comm[strcspn(comm, "\n")] = '\0';
-		}
+		oct_pid_comm(pid, comm, sizeof(comm));
 		snprintf(buf, len, "open for writing by pid %d%s%s%s", (int)pid,
 			 comm[0] ? " (" : "", comm, comm[0] ? ")" : "");
 		return;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "oct-parse.h"
+#include "oct-proc.h"
 #include "pidfile.h"
 
 /* The pid @path holds, 0 if none (missing, empty, not a number). */
@@ -37,7 +38,7 @@ static pid_t serve_pidfile_read(const char *path)
 int serve_pidfile_check(const char *path, char *abs, size_t len, pid_t *live,
 			char *why, size_t wlen)
 {
-	char dir[PATH_MAX], real[PATH_MAX], comm[64] = "", p[64];
+	char dir[PATH_MAX], real[PATH_MAX], comm[64] = "";
 	const char *base, *slash = strrchr(path, '/');
 	struct stat st;
 	pid_t pid;
@@ -69,14 +70,7 @@ int serve_pidfile_check(const char *path, char *abs, size_t len, pid_t *live,
 		return -EISDIR;
 	pid = serve_pidfile_read(abs);
 	if (pid > 0 && (kill(pid, 0) == 0 || errno == EPERM)) {
-		snprintf(p, sizeof(p), "/proc/%d/comm", (int)pid);
-		FILE *f = fopen(p, "re");
-		if (f) {
-			if (!fgets(comm, sizeof(comm), f))
-				comm[0] = '\0';
-			fclose(f);
-			comm[strcspn(comm, "\n")] = '\0';
-		}
+		oct_pid_comm(pid, comm, sizeof(comm));
 		*live = pid;
 		snprintf(why, wlen, "it names pid %d%s%s%s, which is running",
 			 (int)pid, comm[0] ? " (" : "", comm, comm[0] ? ")" : "");
