@@ -139,6 +139,9 @@ struct ftl {
 	bool worn_out;               /* spares used up: host writes EROFS */
 	bool bbt_dirty;              /* the mount added entries: write it */
 	bool retire_scan;            /* BAD blocks may still hold valid pages */
+	uint32_t retire_next;        /* ftl_bb_retire resumes here: no block
+	                                below holds pages left to move */
+	uint64_t retire_visits;      /* blocks ftl_bb_retire looked at (tests) */
 	uint8_t *bb_done;            /* per block: BAD, evacuated (what is
 	                                left could not be read) */
 	/* scrub queue (ftl_scrub.c): pages read with many corrected bits */

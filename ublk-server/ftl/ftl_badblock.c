@@ -255,6 +255,7 @@ void ftl_bb_apply(struct ftl *f)
 				f->st[s].blk = FTL_NONE;
 	}
 	f->retire_scan = f->nbbt > 0;
+	f->retire_next = f->g.ckpt_blocks;
 }
 
 /*
@@ -278,6 +279,8 @@ int ftl_bb_grown(struct ftl *f, uint32_t blk, const char *why)
 	f->bb_done[blk] = 0;
 	nand_mark_bad(f->nand, blk, true);
 	f->retire_scan = true;
+	if (blk < f->retire_next)
+		f->retire_next = blk;
 	if (ftl_bb_is(f, blk, NULL))
 		return 0;
 	fprintf(stderr, "ublk-flash: block %u retired (%s), %u of %u spare "
@@ -314,16 +317,21 @@ int ftl_bb_worn_out(struct ftl *f, const char *why)
 
 /* Move the valid pages off one retired block (from ftl_balance: one per
  * host page, so the work is spread).  Pages that cannot be read stay
- * (the block is then done: bb_done). */
+ * (the block is then done: bb_done).  The scan resumes at retire_next
+ * (a BAD block's valid count only falls, and a block retired below it
+ * moves it back), so all calls together look at each block about once
+ * per retirement, and a call with nothing to retire looks at none. */
 int ftl_bb_retire(struct ftl *f)
 {
 	if (!f->retire_scan)
 		return 0;
-	for (uint32_t b = f->g.ckpt_blocks; b < f->g.nblocks; b++) {
+	for (uint32_t b = f->retire_next; b < f->g.nblocks; b++) {
 		int r;
 
+		f->retire_visits++;
 		if (f->state[b] != FTL_BLK_BAD || !f->valid[b] || f->bb_done[b])
 			continue;
+		f->retire_next = b;
 		r = ftl_gc_evacuate(f, b, &f->m.bad_relocations);
 		if (!r)
 			f->bb_done[b] = 1;
@@ -331,6 +339,7 @@ int ftl_bb_retire(struct ftl *f)
 		 * checkpoint: -EAGAIN) later */
 		return r == -EAGAIN ? 0 : r;
 	}
+	f->retire_next = f->g.nblocks;
 	f->retire_scan = false;
 	return 0;
 }
