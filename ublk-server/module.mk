@@ -7,8 +7,9 @@ UBLKFLASH_SRCS := $(wildcard ublk-server/cli/*.c ublk-server/serve/*.c \
 UBLKFLASH_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(UBLKFLASH_SRCS))
 EXTRA_CFLAGS_ublk-server = $(call pc_cflags,fuse3 liburing devmapper blkid smartcols) \
                             -Iublk-server/dm
-# the engine's NBD backing (nand/nand_backing_nbd.c) links libnbd
-ENGINE_LIBS     = $(call pc_libs,libnbd)
+# the engine's NBD backing (nand/nand_backing_nbd.c) loads libnbd with
+# dlopen when an NBD medium is opened (libnbd.h for the types only)
+ENGINE_LIBS     = -ldl
 EXTRA_CFLAGS_ublk-server += $(call pc_cflags,libnbd nbdkit)
 UBLKFLASH_LIBS  = $(call pc_libs,fuse3 liburing devmapper blkid smartcols) $(ENGINE_LIBS) -lm
 

@@ -48,6 +48,25 @@ nothing_left() {
 	[ "$(fuse_stat_field "$SCRATCH/st.img" host_write_sectors)" -ge "$w" ]
 }
 
+# Budget: 8 serving threads' 1 MiB stacks and 1 MiB request buffers, the
+# 8 MiB read/RMW pool, the map, the libraries -- all locked by mlockall,
+# ~33 MiB.  libnbd (loaded only for an NBD medium) would add gnutls,
+# libxml2 and ICU's data: 44 MiB more.
+@test "memory: a server on a local image maps no libnbd nor what it pulls in; peak RSS under 48 MiB" {
+	fuse_create rss 256M 1m
+	fuse_serve "$SCRATCH/rss.img"
+	dd if=/dev/urandom of="$DEV" bs=1M count=64 oflag=direct status=none
+	dd if="$DEV" of=/dev/null bs=1M count=64 iflag=direct status=none
+	pid=$(fuse_pid "$SCRATCH/rss.img")
+	run grep -E 'libnbd|libgnutls|libxml2|libicu' "/proc/$pid/maps"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status")
+	echo "VmHWM $hwm KiB"
+	[ "$hwm" -lt $((48 * 1024)) ]
+	"$UBLK_FLASH" stop "$DEV"
+}
+
 @test "flush and discard reach the engine; unaligned file I/O is exact" {
 	requires python3
 	fuse_create fl 64M 1m

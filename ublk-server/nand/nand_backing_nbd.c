@@ -18,9 +18,17 @@
  * concurrent reads nand.h allows run in parallel.  Reads only ever ask
  * for bytes whose writes completed (the engine's map publishes a page
  * after its program returned), so a read on another connection sees them.
+ *
+ * libnbd is loaded (dlopen) by the first NBD backing, not linked: it pulls
+ * in gnutls and libxml2 (ICU's 30 MiB of data among them), which a server
+ * on a local image would otherwise map and, under its mlockall, keep
+ * resident (44 MiB of its 77 MiB RSS).
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -28,6 +36,38 @@
 #include <libnbd.h>
 
 #include "nand.h"
+
+#define NB_LIBNBD "libnbd.so.0"
+
+/* The libnbd calls used here, resolved from NB_LIBNBD (types checked
+ * against libnbd.h). */
+#define NB_FUNCS(X) X(can_flush) X(can_multi_conn) X(can_zero) X(close) \
+	X(connect_uri) X(create) X(flush) X(get_errno) X(get_error)     \
+	X(get_size) X(is_read_only) X(pread) X(pwrite) X(shutdown) X(zero)
+static struct {
+#define NB_PTR(name) __typeof__(nbd_##name) *name;
+	NB_FUNCS(NB_PTR)
+#undef NB_PTR
+	void *dl;
+	int err;                        /* 0 loaded, else -ELIBACC */
+} nbl;
+static pthread_once_t nbl_once = PTHREAD_ONCE_INIT;
+
+static void nbl_load(void)
+{
+	nbl.dl = dlopen(NB_LIBNBD, RTLD_NOW | RTLD_LOCAL);
+	if (!nbl.dl)
+		goto fail;
+#define NB_SYM(name) \
+	if (!(*(void **)&nbl.name = dlsym(nbl.dl, "nbd_" #name))) goto fail;
+	NB_FUNCS(NB_SYM)
+#undef NB_SYM
+	return;
+fail:
+	fprintf(stderr, "ublk-flash: an NBD medium needs libnbd (%s; package "
+		"libnbd0)\n", dlerror());
+	nbl.err = -ELIBACC;
+}
 
 #define NBD_CHUNK (4u << 20)    /* well under every server's request limit */
 #define NB_CONNS  4u
@@ -57,7 +97,7 @@ static struct nbd_handle *nb_wh(struct nbd_backing *n)
 
 static int nbd_err(void)
 {
-	int e = nbd_get_errno();
+	int e = nbl.get_errno();
 
 	return e > 0 ? -e : -EIO;
 }
@@ -68,7 +108,7 @@ static int nb_pread(struct nand_backing *b, void *buf, size_t len, uint64_t off)
 
 	while (len) {
 		size_t c = len < NBD_CHUNK ? len : NBD_CHUNK;
-		if (nbd_pread(nb_rh(n), buf, c, off, 0) < 0)
+		if (nbl.pread(nb_rh(n), buf, c, off, 0) < 0)
 			return nbd_err();
 		buf = (char *)buf + c;
 		off += c;
@@ -84,7 +124,7 @@ static int nb_pwrite(struct nand_backing *b, const void *buf, size_t len,
 
 	while (len) {
 		size_t c = len < NBD_CHUNK ? len : NBD_CHUNK;
-		if (nbd_pwrite(nb_wh(n), buf, c, off, 0) < 0)
+		if (nbl.pwrite(nb_wh(n), buf, c, off, 0) < 0)
 			return nbd_err();
 		buf = (const char *)buf + c;
 		off += c;
@@ -141,11 +181,11 @@ static int nb_punch(struct nand_backing *b, uint64_t off, uint64_t len)
 		uint64_t c;
 		if (n->can_zero) {
 			c = len < NBD_CHUNK ? len : NBD_CHUNK;
-			if (nbd_zero(nb_wh(n), c, off, 0) < 0)
+			if (nbl.zero(nb_wh(n), c, off, 0) < 0)
 				return nbd_err();
 		} else {
 			c = len < sizeof(zero) ? len : sizeof(zero);
-			if (nbd_pwrite(nb_wh(n), zero, (size_t)c, off, 0) < 0)
+			if (nbl.pwrite(nb_wh(n), zero, (size_t)c, off, 0) < 0)
 				return nbd_err();
 		}
 		off += c;
@@ -158,7 +198,7 @@ static int nb_sync(struct nand_backing *b)
 {
 	struct nbd_backing *n = (struct nbd_backing *)b;
 
-	return nbd_flush(nb_wh(n), 0) < 0 ? nbd_err() : 0;
+	return nbl.flush(nb_wh(n), 0) < 0 ? nbd_err() : 0;
 }
 
 static void nb_destroy(struct nand_backing *b)
@@ -169,8 +209,8 @@ static void nb_destroy(struct nand_backing *b)
 		return;
 	for (unsigned i = 0; i < NB_CONNS; i++)
 		if (n->hs[i]) {
-			nbd_shutdown(n->hs[i], 0);
-			nbd_close(n->hs[i]);
+			nbl.shutdown(n->hs[i], 0);
+			nbl.close(n->hs[i]);
 		}
 	free(n);
 }
@@ -195,7 +235,12 @@ bool nand_backing_is_uri(const char *path)
 
 const char *nand_backing_nbd_error(void)
 {
-	const char *e = nbd_get_error();
+	const char *e;
+
+	pthread_once(&nbl_once, nbl_load);
+	if (nbl.err)
+		return "libnbd (" NB_LIBNBD ") could not be loaded";
+	e = nbl.get_error();
 
 	return e ? e : "unknown NBD error";
 }
@@ -203,11 +248,15 @@ const char *nand_backing_nbd_error(void)
 int nand_backing_nbd(const char *uri, bool readonly,
 		     struct nand_backing **out, uint64_t *size)
 {
-	struct nbd_backing *n = calloc(1, sizeof(*n));
+	struct nbd_backing *n;
 	struct nbd_handle *h;
 	int64_t sz = 0;
 	int r;
 
+	pthread_once(&nbl_once, nbl_load);
+	if (nbl.err)
+		return nbl.err;
+	n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
 	n->b.ops = &nbd_ops;
@@ -217,38 +266,38 @@ int nand_backing_nbd(const char *uri, bool readonly,
 	if (want < 1 || want > NB_CONNS)
 		want = NB_CONNS;
 	for (unsigned i = 0; i < want; i++) {
-		h = n->hs[i] = nbd_create();
+		h = n->hs[i] = nbl.create();
 		if (!h) {
 			r = nbd_err();
 			goto err;
 		}
 		/* TLS when the URI says nbds (libnbd's default) */
-		if (nbd_connect_uri(h, uri) < 0) {
-			r = nbd_get_errno() > 0 ? -nbd_get_errno() : -ECONNREFUSED;
+		if (nbl.connect_uri(h, uri) < 0) {
+			r = nbl.get_errno() > 0 ? -nbl.get_errno() : -ECONNREFUSED;
 			if (i == 0)
 				goto err;
-			nbd_close(h);   /* the server takes fewer: use what we have */
+			nbl.close(h);   /* the server takes fewer: use what we have */
 			n->hs[i] = NULL;
 			break;
 		}
 		n->nh = i + 1;
 		if (i > 0)
 			continue;
-		sz = nbd_get_size(h);
+		sz = nbl.get_size(h);
 		if (sz < 0) {
 			r = nbd_err();
 			goto err;
 		}
-		if (!readonly && nbd_is_read_only(h) == 1) {
+		if (!readonly && nbl.is_read_only(h) == 1) {
 			r = -EROFS;
 			goto err;
 		}
-		if (!readonly && nbd_can_flush(h) != 1) {
+		if (!readonly && nbl.can_flush(h) != 1) {
 			r = -EOPNOTSUPP;        /* nothing could ever be durable */
 			goto err;
 		}
-		n->can_zero = nbd_can_zero(h) == 1;
-		if (nbd_can_multi_conn(h) != 1)
+		n->can_zero = nbl.can_zero(h) == 1;
+		if (nbl.can_multi_conn(h) != 1)
 			break;          /* a FLUSH would cover one connection only */
 	}
 	*size = (uint64_t)sz;
