@@ -117,7 +117,7 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 	struct ftl_ckpt_hdr *h;
 	uint8_t *pb = pagebuf(f);
 	uint64_t gen = f->ckpt_gen + 1;
-	uint32_t crc = 0, b0;
+	uint32_t crc = 0, b0, nprog = 1;        /* header + payload */
 	int r;
 
 	if (f->readonly)
@@ -137,6 +137,7 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 	for (uint32_t i = 0; i < g->payload_pages; i++) {
 		payload_page(f, i, pb);
 		crc = oct_crc32c(crc, pb, g->ps);
+		nprog += !page_blank(g, i, pb);
 	}
 	b0 = (uint32_t)(ftl_ckpt_slot_page(f, gen, 0) / g->ppb);
 	for (uint32_t b = b0; b < b0 + g->slot_blocks; b++) {
@@ -164,6 +165,9 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 	h->write_time = (uint64_t)time(NULL);
 	CADD(f, m.ckpt_writes, 1);
 	ftl_counters_snapshot(f, &h->cnt);
+	/* the pages programmed below: counted, else every open from this
+	 * checkpoint would lose them */
+	h->cnt.page_programs += nprog;
 	h->crc = 0;
 	h->crc = oct_crc32c(0, h, sizeof(*h));
 	r = prog_ckpt_page(f, gen, 0, FTL_OOB_CKPT, pb);

@@ -50,10 +50,10 @@ static void erase_hist(struct ftl *f, struct ftl_stats *st)
 }
 
 /* Programs by origin (ftl.h): the GC stream's, the checkpoints', the rest.
- * A checkpoint's counters are taken before its own pages are programmed,
- * so page_programs lacks the pages of the checkpoint an open started from:
- * the checkpoint figure is capped to what page_programs holds, and the
- * three always add up to it. */
+ * page_programs counts every page (a checkpoint adds its own pages to the
+ * counters it persists); ckpt_bytes is this mount's only, so the
+ * checkpoint figure is capped to what page_programs holds, and the three
+ * always add up to it. */
 static void programs_split(const struct ftl_geom *g, struct ftl_stats *st)
 {
 	uint64_t left;
