@@ -60,6 +60,11 @@ struct ftl_open_opts {
 	const struct nand_fault_spec *faults; /* NULL: a perfect medium;
 	                               else the fault model (nand-fault.h)
 	                               for the data blocks of this open */
+	bool bg_gc;                 /* read-write opens: collect garbage in a
+	                               background thread between two free-block
+	                               watermarks, writers only below the low
+	                               one; false: only inline, in the writer
+	                               (deterministic: unit tests) */
 };
 
 /* Counters; all monotonic since create unless noted. */

@@ -114,6 +114,8 @@ static int open_on(struct nand_backing *b, uint64_t bsize, bool blkdev,
 		if (!f->scrub_bits)
 			f->scrub_bits = 1;
 	}
+	if (!r && o->bg_gc && !o->readonly)
+		r = ftl_bggc_start(f);  /* last: nothing can fail after it */
 	if (r) {
 		nand_detach(n);         /* the caller still owns b */
 		ftl_free(f);
@@ -196,6 +198,7 @@ int ftl_close(struct ftl *f)
 
 	if (!f)
 		return 0;
+	ftl_bggc_stop(f);               /* no GC after the clean checkpoint */
 	if (!f->readonly) {
 		pthread_mutex_lock(&f->lock);
 		r = ftl_ckpt_write(f, true);
@@ -210,6 +213,7 @@ int ftl_close(struct ftl *f)
 /* Free without a checkpoint, as if the process died (tests). */
 void ftl_abandon(struct ftl *f)
 {
+	ftl_bggc_stop(f);               /* joined: no write after the "cut" */
 	if (f->fd >= 0)
 		close(f->fd);
 	ftl_free(f);
