@@ -36,9 +36,13 @@
  *     checkpoint or the teardown: nothing is written after either.
  */
 #include <errno.h>
-#include <sched.h>
+#include <signal.h>
+#include <time.h>
 
 #include "ftl-int.h"
+
+/* Pause between two steps, lock released (see bggc_main). */
+#define BGGC_PAUSE_NS 50000L
 
 /* Watermarks for this geometry (see above); gc_reserve is set. */
 void ftl_bggc_marks(struct ftl *f)
@@ -88,9 +92,10 @@ static void *bggc_main(void *arg)
 			f->gc_err = r;
 			CADD(f, m.gc_bg_errors, 1);
 		}
-		/* let writers waiting on the lock in */
+		/* let writers waiting on the lock in: a writer woken by the
+		 * unlock needs a moment to run, and a mutex is not fair */
 		pthread_mutex_unlock(&f->lock);
-		sched_yield();
+		nanosleep(&(struct timespec){ 0, BGGC_PAUSE_NS }, NULL);
 		pthread_mutex_lock(&f->lock);
 	}
 	f->gc_busy = false;
@@ -98,15 +103,20 @@ static void *bggc_main(void *arg)
 	return NULL;
 }
 
-/* Start the thread of a writable engine (before it is handed out). */
+/* Start the thread of a writable engine (before it is handed out), with
+ * every signal blocked: the process's signals go to its own threads. */
 int ftl_bggc_start(struct ftl *f)
 {
+	sigset_t all, old;
 	int r;
 
 	if (f->readonly || f->gc_running)
 		return 0;
 	f->gc_stop = false;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	r = pthread_create(&f->gc_thread, NULL, bggc_main, f);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r)
 		return -r;
 	f->gc_running = true;

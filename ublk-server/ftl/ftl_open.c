@@ -191,7 +191,9 @@ int ftl_open_backing(struct nand_backing *b, const struct ftl_open_opts *o,
 	return open_on(b, size, false, o ? o : &dflt, out);
 }
 
-/* Write a clean checkpoint (unless read-only) and free everything. */
+/* Stop background GC, write a clean checkpoint (unless read-only) and
+ * free everything; an error the GC thread hit and no write reported yet
+ * is returned too. */
 int ftl_close(struct ftl *f)
 {
 	int r = 0;
@@ -202,6 +204,8 @@ int ftl_close(struct ftl *f)
 	if (!f->readonly) {
 		pthread_mutex_lock(&f->lock);
 		r = ftl_ckpt_write(f, true);
+		if (!r)
+			r = f->gc_err;  /* the GC thread's, not yet reported */
 		pthread_mutex_unlock(&f->lock);
 	}
 	if (f->fd >= 0)
