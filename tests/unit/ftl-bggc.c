@@ -14,12 +14,21 @@
  * 3. Writers and the thread together: random overwrites, flushes, a
  *    crash after a flush, clean reopens, all with the thread on; every
  *    read matches a shadow copy.
+ * 4. An error of the thread is not lost: an idle engine on a file whose
+ *    descriptor is swapped for a read-only one (under the engine lock),
+ *    the watermark raised so the thread has work: its program fails; with
+ *    the writable descriptor back, the next host write returns that error
+ *    (and writes nothing), the one after succeeds, gc_bg_errors counts it,
+ *    and every flushed page still reads back after a clean reopen.
  * Seeded: OCTANT_SEED replays.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ftl-int.h"
 #include "test.h"
@@ -275,6 +284,88 @@ static void mixed(void)
 	b->ops->destroy(b);
 }
 
+/* ---- 4: an error of the thread reaches the next host write -------------- */
+
+static void thread_error(void)
+{
+	struct ftl_open_opts off = { 0 }, on = { .bg_gc = true };
+	char path[] = "/tmp/octant-ftl-bggc-XXXXXX";
+	int tfd = mkstemp(path), ro = -1, rw = -1, r;
+	struct ftl_stats st;
+	struct ftl *f = NULL;
+	uint8_t w[4096];
+	int waited;
+
+	if (tfd < 0 || ftl_create(path, &copts) || ftl_open(path, &off, &f)) {
+		T_CHECK(0, "error test: setup");
+		goto out;
+	}
+	memset(shadow, 0, SIZE);
+	overwrite(f, PAGES * 3);        /* enough garbage to collect */
+	T_CHECK(ftl_close(f) == 0, "close");
+	f = NULL;
+	T_CHECK(ftl_open(path, &on, &f) == 0, "open with the thread");
+	if (!f)
+		goto out;
+	for (waited = 0; waited < 30000 && nfree(f) < f->gc_hi; waited += 5)
+		nap_ms(5);              /* the thread idle at the watermark */
+	ro = open(path, O_RDONLY | O_CLOEXEC);
+	pthread_mutex_lock(&f->lock);
+	rw = dup(f->fd);
+	T_CHECK(ro >= 0 && rw >= 0 && dup2(ro, f->fd) == f->fd, "swap fd");
+	f->gc_hi += 4;                  /* work for the thread */
+	f->gc_retry_seq = 0;
+	pthread_cond_signal(&f->gc_cv);
+	pthread_mutex_unlock(&f->lock);
+	for (waited = 0; waited < 30000; waited += 5) {
+		ftl_stats_get(f, &st);
+		if (st.gc_bg_errors)
+			break;
+		nap_ms(5);
+	}
+	T_EQ_U64(st.gc_bg_errors, 1, "the thread's error counted");
+	pthread_mutex_lock(&f->lock);
+	T_CHECK(dup2(rw, f->fd) == f->fd, "fd back");
+	close(rw);                      /* its flock is f->fd's again */
+	rw = -1;
+	f->gc_hi -= 4;
+	pthread_mutex_unlock(&f->lock);
+	memset(w, 0xa5, sizeof(w));
+	ftl_stats_get(f, &st);
+	r = ftl_write(f, w, 0, sizeof(w), 0);
+	fprintf(stderr, "error test: the next host write returned %d\n", r);
+	T_CHECK(r == -EBADF, "the thread's error (-EBADF) reaches the next "
+		"host write: %d", r);
+	{
+		struct ftl_stats z;
+
+		ftl_stats_get(f, &z);
+		T_EQ_U64(z.host_write_sectors, st.host_write_sectors,
+			 "... which wrote nothing");
+	}
+	r = ftl_write(f, w, 0, sizeof(w), 0);
+	T_CHECK(r == 0, "the write after it: %d", r);
+	memcpy(shadow, w, sizeof(w));
+	T_CHECK(ftl_flush(f) == 0, "flush");
+	verify(f, "after the thread's error");
+	T_CHECK(ftl_close(f) == 0, "close");
+	T_CHECK(ftl_open(path, &off, &f) == 0, "reopen");
+	verify(f, "reopened after the thread's error");
+	T_CHECK(ftl_close(f) == 0, "close");
+	f = NULL;
+out:
+	if (f)
+		ftl_close(f);
+	if (ro >= 0)
+		close(ro);
+	if (rw >= 0)
+		close(rw);
+	if (tfd >= 0) {
+		close(tfd);
+		unlink(path);
+	}
+}
+
 int main(void)
 {
 	rs = t_seed() | 1;
@@ -287,6 +378,8 @@ int main(void)
 		cut_in_gc();
 	if (!t_failures)
 		mixed();
+	if (!t_failures)
+		thread_error();
 	free(shadow);
 	free(rbuf);
 	return t_result();
