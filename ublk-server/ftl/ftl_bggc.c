@@ -22,8 +22,11 @@
  *     on.  The thread, woken, takes f->lock for one step at a time (one
  *     victim's valid pages copied, or one erase round: a sync, then every
  *     pending block erased) and releases it between steps, so writers
- *     interleave, until nfree >= gc_hi.  Victims pile up as pending until
- *     free + pending reach gc_hi, so one sync serves several erases.
+ *     interleave, until nfree >= gc_hi.  Emptied victims wait for one
+ *     erase round until gc_batch of them (the victims per sync the inline
+ *     path learnt from what a sync costs: 1 on tmpfs, up to 16 on a disk)
+ *     or free + pending reach gc_hi: freed blocks come back promptly
+ *     where a sync is cheap, and one sync serves several where it is not.
  *   - when no victim gains anything the thread sleeps until a block's
  *     worth of pages (ppb) has been written since (gc_retry_seq).
  *   - a checkpoint a step needs first (sequence room, -EAGAIN) is written

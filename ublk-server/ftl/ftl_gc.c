@@ -310,9 +310,10 @@ int ftl_gc_free_space(struct ftl *f)
 /*
  * One bounded step of background GC toward @target free blocks (the GC
  * thread, ftl_bggc.c, holds f->lock for one step only): relocate one
- * victim while free + pending blocks are short of @target (erasing first
- * when GC's stream would have no room to finish it), else one durable
- * erase round (a sync, then every pending block) and the static-WL check.
+ * victim while free + pending blocks are short of @target and fewer than
+ * gc_batch victims wait for a sync (erasing first when GC's stream would
+ * have no room to finish it), else one durable erase round (a sync, then
+ * every pending block) and the static-WL check.
  * Victims always hold an invalid page (ftl_victim), so each one gains.
  */
 int ftl_gc_bg_step(struct ftl *f, uint32_t target)
@@ -321,7 +322,9 @@ int ftl_gc_bg_step(struct ftl *f, uint32_t target)
 
 	if (f->nfree >= target)
 		return 1;
-	if (f->nfree + f->npend < target) {
+	/* a batch of victims per sync (gc_batch, adapted to what a sync
+	 * costs), or what reaches @target: then erase them */
+	if (f->nfree + f->npend < target && f->npend < f->gc_batch) {
 		uint32_t v = pick_victim(f, gc_room(f));
 
 		if (v != FTL_NONE &&
