@@ -19,7 +19,8 @@
  *    the watermark raised so the thread has work: its program fails; with
  *    the writable descriptor back, the next host write returns that error
  *    (and writes nothing), the one after succeeds, gc_bg_errors counts it,
- *    and every flushed page still reads back after a clean reopen.
+ *    and every flushed page still reads back after a clean reopen.  A
+ *    read-only open with bg_gc starts no thread.
  * Seeded: OCTANT_SEED replays.
  */
 #include <errno.h>
@@ -352,6 +353,13 @@ static void thread_error(void)
 	T_CHECK(ftl_open(path, &off, &f) == 0, "reopen");
 	verify(f, "reopened after the thread's error");
 	T_CHECK(ftl_close(f) == 0, "close");
+	/* a read-only engine starts no thread, whatever the options say */
+	on.readonly = true;
+	f = NULL;
+	T_CHECK(ftl_open(path, &on, &f) == 0, "read-only open");
+	T_CHECK(f && !f->gc_running, "no GC thread on a read-only engine");
+	if (f)
+		T_CHECK(ftl_close(f) == 0, "close");
 	f = NULL;
 out:
 	if (f)
