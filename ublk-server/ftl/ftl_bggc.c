@@ -14,7 +14,7 @@
  *   - high watermark gc_hi = gc_reserve + spare / 16, at least 2 and at
  *     most 32 above it, and at most spare - FTL_NSTREAMS - 1 (spare = data
  *     blocks beyond the logical size; free blocks beyond that cannot be
- *     had on a full device): on a 1 GiB device with 7 % OP (286 spare
+ *     had on a full device): on a 1 GiB device with 7 % OP (287 spare
  *     blocks) gc_reserve + 17; on the unit tests' devices of 8-12 spare
  *     blocks gc_reserve + 2, where inline GC stops too.  Held free blocks
  *     are over-provisioning GC cannot use, hence the small share.
