@@ -46,6 +46,8 @@
 
 /* Pause between two steps, lock released (see bggc_main). */
 #define BGGC_PAUSE_NS 50000L
+/* The thread's stack: GC and checkpoint frames need a few KiB. */
+#define BGGC_STACK    (512u << 10)
 
 /* Watermarks for this geometry (see above); gc_reserve is set. */
 void ftl_bggc_marks(struct ftl *f)
@@ -110,16 +112,24 @@ static void *bggc_main(void *arg)
  * every signal blocked: the process's signals go to its own threads. */
 int ftl_bggc_start(struct ftl *f)
 {
+	pthread_attr_t attr;
 	sigset_t all, old;
 	int r;
 
 	if (f->readonly || f->gc_running)
 		return 0;
 	f->gc_stop = false;
+	r = pthread_attr_init(&attr);
+	if (r)
+		return -r;
+	/* serve locks every mapping (mlockall): not a default 8 MiB stack */
+	r = pthread_attr_setstacksize(&attr, BGGC_STACK);
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	r = pthread_create(&f->gc_thread, NULL, bggc_main, f);
+	if (!r)
+		r = pthread_create(&f->gc_thread, &attr, bggc_main, f);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
 	if (r)
 		return -r;
 	f->gc_running = true;
