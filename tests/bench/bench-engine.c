@@ -14,6 +14,8 @@
  * /var/tmp; SECTION: throughput, wa, open, scale; default all)
  * e.g. the scale measurement alone: tests/bench/bench-engine /dev/shm scale
  * BENCH_QUICK=1 runs smaller sizes (scale: 1 GiB vs 16 GiB, 256 MiB written).
+ * BENCH_GC_THREAD=1: the throughput engines run the background GC thread
+ * (ftl_open_opts.bg_gc, as serve does); default inline GC.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -91,13 +93,15 @@ static double ftl_run(const char *path, uint64_t size, uint64_t n, bool random,
 		      enum ftl_align_mode a, bool prefill)
 {
 	struct ftl_create_opts c = { .size = size, .align = a, .force = true };
+	struct ftl_open_opts oo = { .bg_gc = getenv("BENCH_GC_THREAD") &&
+				    *getenv("BENCH_GC_THREAD") == '1' };
 	static uint8_t page[4096];
 	struct ftl *f;
 	double t0;
 	int r;
 
 	unlink(path);
-	if ((r = ftl_create(path, &c)) || (r = ftl_open(path, NULL, &f)))
+	if ((r = ftl_create(path, &c)) || (r = ftl_open(path, &oo, &f)))
 		die("create/open", r);
 	if (prefill) {
 		static uint8_t mb[1 << 20];

@@ -266,6 +266,11 @@ serve_ok() {
 		"$UBLK_FLASH" serve x.img --wl-threshold 0
 }
 
+@test "serve --gc-thread maybe: validated, exit 2" {
+	bad 2 "serve: --gc-thread: 'maybe' is not on or off" \
+		"$UBLK_FLASH" serve x.img --gc-thread maybe
+}
+
 @test "serve with a ublk-only option where there is no ublk: refused, exit 2" {
 	[ ! -e /dev/ublk-control ] || skip "this kernel has /dev/ublk-control (ublk would serve)"
 	bad 2 "serve: --queues applies to the ublk frontend only, and there is no /dev/ublk-control here" \

@@ -5,6 +5,8 @@
  * another thread writes elsewhere to keep garbage collection busy and
  * readers check that they never see a torn or foreign sector.  No write
  * may be lost: at the end each sector holds its owner's last value.
+ * Twice: GC inline in the writers, then with the background GC thread
+ * (ftl_open_opts.bg_gc) collecting between them.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -104,20 +106,24 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-int main(void)
+static void run(bool bg)
 {
 	struct ftl_create_opts c = { .size = 8 << 20, .align = FTL_ALIGN_ODD,
 		.pages_per_block = 16, .op_permille = 100 };
+	struct ftl_open_opts o = { .bg_gc = bg };
 	pthread_t th[NT], ch, rd;
 	struct nand_backing *b;
 	struct ftl_stats st;
 	uint8_t buf[SECT * 512];
 	void *ret;
 
-	iters = t_long() ? 3000 : 400;
+	fprintf(stderr, "%s GC\n", bg ? "background" : "inline");
+	stop = 0;
+	read_fail = 0;
+	memset(last, 0, sizeof(last));
 	T_CHECK(nand_backing_mem(ftl_test_image_size(&c), false, &b) == 0, "mem");
 	T_CHECK(ftl_create_backing(b, &c) == 0, "create");
-	T_CHECK(ftl_open_backing(b, NULL, &f) == 0, "open");
+	T_CHECK(ftl_open_backing(b, &o, &f) == 0, "open");
 	/* Fill the disk first: the RMW threads' own programs (far more than
 	 * the spare area) then need GC whatever the threads' timing, so GC
 	 * certainly runs while they race (it was timing-dependent: ~7 %). */
@@ -152,6 +158,17 @@ int main(void)
 	ftl_stats_print(&st, stderr, true);
 	T_CHECK(st.gc_relocations > 0, "GC ran");
 	T_EQ_U64(st.nand_violations, 0, "violations");
+	T_EQ_U64(st.gc_bg_errors, 0, "background GC errors");
+	if (!bg)
+		T_EQ_U64(st.gc_bg_victims, 0, "no background GC when off");
 	T_CHECK(ftl_close(f) == 0, "close");
+}
+
+int main(void)
+{
+	iters = t_long() ? 3000 : 400;
+	run(false);
+	if (!t_failures)
+		run(true);
 	return t_result();
 }

@@ -8,6 +8,9 @@
  * open, and every sector must read as its newest flushed value or a newer
  * one: 0 flushed sectors lost.  The reopened engine runs on a failing
  * medium too.  Seeded (OCTANT_SEED); >= 2,000 cuts, 10,000 with OCTANT_LONG=1.
+ * The two seeded runs go again with the background GC thread on the
+ * workload engine (ftl_open_opts.bg_gc): cuts between operations hold the
+ * engine's lock, cuts inside operations stay on the test's thread.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -81,6 +84,8 @@ struct trig {
 static struct trig tc;
 static bool armed;
 static int inside, done;
+static bool bg;                 /* the workload engine runs the GC thread */
+static pthread_t main_tid;
 
 static void *fire_thread(void *ctx)
 {
@@ -96,6 +101,12 @@ static void fire(void *ctx)
 {
 	pthread_t th;
 
+	if (!pthread_equal(pthread_self(), main_tid)) {
+		/* the GC thread's write (f->lock held): the test thread may
+		 * be updating the history now; cut at a later write of its */
+		nand_mem_set_trigger(((struct trig *)ctx)->b, 1, fire, ctx);
+		return;
+	}
 	if (pthread_create(&th, NULL, fire_thread, ctx) == 0)
 		pthread_join(th, NULL);
 	done++;
@@ -108,7 +119,7 @@ static void run(double bad_rate, int cuts, uint64_t seed0)
 	struct ftl_create_opts c = { .size = SIZE, .pages_per_block = 8,
 		.op_permille = 500, .align = FTL_ALIGN_ODD,
 		.bad_block_rate = bad_rate, .bad_block_seed = seed0 };
-	struct ftl_open_opts oo = { .faults = &spec };
+	struct ftl_open_opts oo = { .faults = &spec, .bg_gc = bg };
 	uint8_t *w = malloc(65536);
 	struct nand_backing *b;
 	struct ftl_stats st;
@@ -158,6 +169,8 @@ static void run(double bad_rate, int cuts, uint64_t seed0)
 			for (uint32_t s = 0; s < NSECT; s++)
 				barrier(s);
 		}
+		if (bg)                 /* the GC thread between two steps */
+			pthread_mutex_lock(&f->lock);
 		if (rnd() % 2) {
 			cut(b, isz, seed0 * 1000003 + (uint64_t)done);
 			done++;
@@ -166,12 +179,19 @@ static void run(double bad_rate, int cuts, uint64_t seed0)
 			armed = true;
 			nand_mem_set_trigger(b, 1 + rnd() % 24, fire, &tc);
 		}
+		if (bg)
+			pthread_mutex_unlock(&f->lock);
 	}
+	if (bg)
+		pthread_mutex_lock(&f->lock);
 	nand_mem_set_trigger(b, 0, NULL, NULL);
+	if (bg)
+		pthread_mutex_unlock(&f->lock);
 	armed = false;
 	ftl_stats_get(f, &st);
-	fprintf(stderr, "bad-block rate %g: %d cuts (%d inside operations); ",
-		bad_rate, done, inside);
+	fprintf(stderr, "bad-block rate %g, GC %s: %d cuts (%d inside "
+		"operations); ", bad_rate, bg ? "in the background" : "inline",
+		done, inside);
 	ftl_stats_print(&st, stderr, true);
 	T_CHECK(st.program_fails + st.erase_fails > 0, "failures injected");
 	T_EQ_U64(st.nand_violations, 0, "violations");
@@ -190,6 +210,7 @@ int main(void)
 	char err[200];
 
 	rs = seed0 | 1;
+	main_tid = pthread_self();
 	T_CHECK(nand_fault_parse("program=1e-3,erase=5e-3", &spec, err,
 				 sizeof(err)) == 0, "%s", err);
 	/* seed 1 once left the recovered engine without a free block after a
@@ -200,6 +221,10 @@ int main(void)
 		run(1e-3, 300, 1);
 		rs = seed0 | 1;
 	}
+	run(1e-3, cuts, seed0);
+	run(2e-2, cuts, seed0 + 1);
+	bg = true;
+	rs = seed0 | 1;
 	run(1e-3, cuts, seed0);
 	run(2e-2, cuts, seed0 + 1);
 	for (uint32_t s = 0; s < NSECT; s++)

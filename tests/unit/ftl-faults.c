@@ -6,7 +6,9 @@
  * failing codeword return EIO (also after GC retires the block), until the
  * host rewrites them; program and erase failures retire blocks and lose
  * nothing; when the spares run out the device turns read-only with all
- * data readable; fsck and stats report it.  Seeded (OCTANT_SEED).
+ * data readable; fsck and stats report it.  Seeded (OCTANT_SEED).  The
+ * new seed's scenario runs twice: inline GC, then with the background GC
+ * thread (which meets the failures too and ends when the spares run out).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -31,10 +33,12 @@ static void fill(uint8_t *p, size_t n)
 	}
 }
 
+static bool bg;         /* engines run the background GC thread */
+
 static struct ftl *open_mem(struct nand_backing *b, const char *spec)
 {
 	static struct nand_fault_spec s;
-	struct ftl_open_opts o = { 0 };
+	struct ftl_open_opts o = { .bg_gc = bg };
 	struct ftl *f = NULL;
 	char err[200];
 	int r;
@@ -315,5 +319,11 @@ int main(void)
 		scenario(regress[i]);
 	}
 	scenario(seed);
+	/* the same again with the background GC thread: it meets program
+	 * and erase failures too, and ends when the medium wears out */
+	fprintf(stderr, "seed %u with the background GC thread\n", seed);
+	bg = true;
+	if (!t_failures)
+		scenario(seed);
 	return t_result();
 }

@@ -11,7 +11,12 @@
  * The recovered engine must then take writes (64 x 4 KiB).  >= 2,000 cut
  * points with a fresh seed normally; with OCTANT_LONG=1, >= 10,000 per seed
  * over the once-failing seeds and OCTANT_SEEDS fresh ones.  OCTANT_DUMP=FILE
- * saves the image of the first failing cut.
+ * saves the image of the first failing cut.  Every seed runs twice: GC
+ * inline in the writer, then with the background GC thread
+ * (ftl_open_opts.bg_gc) on the workload engine; cuts between operations
+ * then hold the engine's lock (the thread between two steps: its unsynced
+ * relocations and erases are in the crash image), cuts inside operations
+ * stay on the test's own thread (the oracle's history is not locked).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -27,6 +32,8 @@
 
 static uint8_t *crash_img, *rbuf;
 static bool dumped;
+static bool bg;                 /* the workload engine runs the GC thread */
+static pthread_t main_tid;
 
 /*
  * A crash after a crash: on the recovered engine @g (its backing @m logs
@@ -176,6 +183,13 @@ static void fire(void *ctx)
 	struct trig *t = ctx;
 	pthread_t th;
 
+	if (!pthread_equal(pthread_self(), main_tid)) {
+		/* the GC thread's write (f->lock held): the test thread may
+		 * be updating the history now; cut at a later write of its */
+		nand_mem_set_trigger(t->b, 1, fire, ctx);
+		return;
+	}
+
 	if (pthread_create(&th, NULL, fire_thread, t) == 0)
 		pthread_join(th, NULL);
 	(*t->done)++;
@@ -189,6 +203,7 @@ static void run(uint64_t seed0, int cuts)
 {
 	struct ftl_create_opts c = { .size = SIZE, .pages_per_block = 8,
 		.op_permille = 250 };
+	struct ftl_open_opts oo = { .bg_gc = bg };
 	int done = 0, pmax = 0;
 	uint8_t *w = malloc(65536);
 	struct nand_backing *b;
@@ -196,8 +211,10 @@ static void run(uint64_t seed0, int cuts)
 	struct ftl *f = NULL;
 	uint64_t isz;
 
-	fprintf(stderr, "seed %llu: %d cut points (replay: OCTANT_SEED=%llu)\n",
-		(unsigned long long)seed0, cuts, (unsigned long long)seed0);
+	fprintf(stderr, "seed %llu: %d cut points, GC %s (replay: "
+		"OCTANT_SEED=%llu)\n", (unsigned long long)seed0, cuts,
+		bg ? "in the background thread" : "inline",
+		(unsigned long long)seed0);
 	rs = seed0 | 1;
 	next_id = 1;
 	inside = 0;
@@ -213,7 +230,7 @@ static void run(uint64_t seed0, int cuts)
 		T_CHECK(nand_backing_mem(isz, true, &b) == 0, "mem");
 		T_CHECK(ftl_create_backing(b, &c) == 0, "create");
 		nand_mem_hold(b);
-		T_CHECK(ftl_open_backing(b, NULL, &f) == 0, "open");
+		T_CHECK(ftl_open_backing(b, &oo, &f) == 0, "open");
 		for (int op = 0; done < cuts * (round + 1) / 2 && !t_failures; op++) {
 			uint64_t k;
 			uint32_t len, off;
@@ -242,6 +259,8 @@ static void run(uint64_t seed0, int cuts)
 			/* cut points: after an operation, or (armed here) right
 			 * after one of the next few writes to the medium, i.e.
 			 * inside a page program, GC, erase or checkpoint */
+			if (bg)         /* the GC thread between two steps */
+				pthread_mutex_lock(&f->lock);
 			if (rnd() % 2) {
 				cut(b, isz, seed0 * 1000003 + (uint64_t)done, &pmax);
 				done++;
@@ -250,8 +269,14 @@ static void run(uint64_t seed0, int cuts)
 				armed = true;
 				nand_mem_set_trigger(b, 1 + rnd() % 24, fire, &tc);
 			}
+			if (bg)
+				pthread_mutex_unlock(&f->lock);
 		}
+		if (bg)
+			pthread_mutex_lock(&f->lock);
 		nand_mem_set_trigger(b, 0, NULL, NULL);
+		if (bg)
+			pthread_mutex_unlock(&f->lock);
 		armed = false;
 		fprintf(stderr, "%d cut points inside operations\n", inside);
 		ftl_stats_get(f, &st);
@@ -284,12 +309,16 @@ int main(void)
 	unsigned seed0 = t_seed();
 	int nseeds = ns && *ns ? atoi(ns) : 4;
 
-	run(seed0, cuts);
-	for (unsigned i = 0; t_long() && !replay &&
-	     i < sizeof(fixed) / sizeof(fixed[0]) && !t_failures; i++)
-		run(fixed[i], cuts);
-	for (int i = 1; t_long() && !replay && i < nseeds && !t_failures; i++) {
-		run(t_seed_fresh(), cuts);
+	main_tid = pthread_self();
+	for (int pass = 0; pass < 2 && !t_failures; pass++) {
+		bg = pass;
+		run(seed0, cuts);
+		for (unsigned i = 0; t_long() && !replay &&
+		     i < sizeof(fixed) / sizeof(fixed[0]) && !t_failures; i++)
+			run(fixed[i], cuts);
+		for (int i = 1; t_long() && !replay && i < nseeds && !t_failures;
+		     i++)
+			run(t_seed_fresh(), cuts);
 	}
 	for (uint32_t s = 0; s < NSECT; s++)
 		free(h[s].v);

@@ -30,6 +30,9 @@ static void serve_usage(FILE *out)
 		"                        (no checkpoint; a roll-forward stays in memory)\n"
 		"  --scan                ignore checkpoints, rebuild the map from OOB\n"
 		"  --gc greedy|cost-benefit   GC victim policy (default greedy)\n"
+		"  --gc-thread on|off    collect garbage in a background thread, writers\n"
+		"                        only when it falls behind (default on); off:\n"
+		"                        only inline, in the writing thread\n"
 		"  --wl-threshold N      static wear-levelling threshold, 1..1000000\n"
 		"                        (max - min erase count; default 128)\n"
 		"  --faults SPEC         a failing medium: program=P,erase=P,bitflip=RATE,\n"
@@ -56,7 +59,7 @@ static void serve_usage(FILE *out)
 int cmd_serve(int argc, char **argv)
 {
 	enum { O_FRONTEND = 256, O_RECOVER, O_DEVID, O_QUEUES, O_DEPTH, O_DM,
-	       O_SCAN, O_GC, O_WL, O_FAULTS, O_PIDFILE, O_LOG };
+	       O_SCAN, O_GC, O_GCTHREAD, O_WL, O_FAULTS, O_PIDFILE, O_LOG };
 	static const struct option lo[] = {
 		{ "frontend", required_argument, NULL, O_FRONTEND },
 		{ "foreground", no_argument, NULL, 'f' },
@@ -70,13 +73,14 @@ int cmd_serve(int argc, char **argv)
 		{ "dm", required_argument, NULL, O_DM },
 		{ "scan", no_argument, NULL, O_SCAN },
 		{ "gc", required_argument, NULL, O_GC },
+		{ "gc-thread", required_argument, NULL, O_GCTHREAD },
 		{ "wl-threshold", required_argument, NULL, O_WL },
 		{ "faults", required_argument, NULL, O_FAULTS },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	struct fe_serve_opts o = { .dev_id = -1 };
-	struct ftl_open_opts oo = { 0 };
+	struct ftl_open_opts oo = { .bg_gc = true };
 	const char *ublk_only = NULL;   /* a ublk option given */
 	static struct nand_fault_spec fs;
 	char err[256];
@@ -139,6 +143,14 @@ int cmd_serve(int argc, char **argv)
 					"not greedy or cost-benefit\n", optarg);
 				return EXIT_USAGE;
 			}
+			break;
+		case O_GCTHREAD:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				fprintf(stderr, "ublk-flash: serve: --gc-thread: "
+					"'%s' is not on or off\n", optarg);
+				return EXIT_USAGE;
+			}
+			oo.bg_gc = !strcmp(optarg, "on");
 			break;
 		case O_WL:
 			if (cli_unsigned("serve", "--wl-threshold", optarg, 1,

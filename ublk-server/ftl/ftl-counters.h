@@ -16,7 +16,10 @@
  * page reads failed because the page did not match its OOB record (lpn,
  * data CRC: an erased page, another page's data, bits the ECC missed),
  * bytes of pages programmed by checkpoints (header, payload and mount
- * marker: what checkpoints cost the medium).
+ * marker: what checkpoints cost the medium), garbage collection run by a
+ * host write in its own critical section (foreground: the writer waited),
+ * victims emptied and erase rounds done by the background GC thread, and
+ * errors that thread hit (each one also failed the next host write).
  */
 #ifndef OCTANT_FTL_COUNTERS_H
 #define OCTANT_FTL_COUNTERS_H
@@ -46,6 +49,10 @@
 	X(scrubbed_pages,       ENG)   \
 	X(bad_relocations,      ENG)   \
 	X(read_crc_errors,      ENG)   \
-	X(ckpt_bytes,           ENG)
+	X(ckpt_bytes,           ENG)   \
+	X(gc_fg_runs,           ENG)   \
+	X(gc_bg_victims,        ENG)   \
+	X(gc_bg_erase_rounds,   ENG)   \
+	X(gc_bg_errors,         ENG)
 
 #endif

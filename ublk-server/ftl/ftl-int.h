@@ -148,6 +148,26 @@ struct ftl {
 	pthread_mutex_t scrub_lock;
 	uint32_t scrub_lpn[FTL_SCRUB_Q], scrub_ppn[FTL_SCRUB_Q], nscrub;
 	uint32_t scrub_bits;         /* rewrite at this many corrected bits */
+
+	/* background GC (ftl_bggc.c); the policy is described there */
+	pthread_t gc_thread;         /* the GC thread, while gc_running */
+	bool gc_running;             /* thread started: written only by open
+	                                (before the engine is handed out) and
+	                                ftl_bggc_stop (after the last host
+	                                call); read by writers under f->lock */
+	pthread_cond_t gc_cv;        /* wakes the thread; waited on with
+	                                f->lock, signalled with f->lock held */
+	bool gc_stop;                /* f->lock: the thread must exit */
+	bool gc_busy;                /* f->lock: the thread is collecting (a
+	                                signal now would be wasted) */
+	int gc_err;                  /* f->lock: the thread's unreported error
+	                                (-errno): the next host write returns
+	                                it (ftl_balance) and clears it */
+	uint32_t gc_hi;              /* f->lock: the thread collects while
+	                                nfree < gc_hi (set at alloc) */
+	uint64_t gc_retry_seq;       /* f->lock: the thread found nothing to
+	                                gain; writers wake it again only once
+	                                f->seq reaches this */
 };
 
 #define CADD(f, field, n) __atomic_fetch_add(&(f)->field, (n), __ATOMIC_RELAXED)
@@ -259,6 +279,18 @@ int ftl_gc_evacuate(struct ftl *f, uint32_t blk, uint64_t *counter);
 int ftl_gc_stream_ready(struct ftl *f);
 int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data);
 int ftl_erase_pending(struct ftl *f, bool force_sync);
+/* One step of background GC toward @target free blocks (f->lock held):
+ * one victim relocated, or one erase round.  0 progress, 1 nothing (more)
+ * to gain, -EAGAIN a checkpoint first, else -errno. */
+int ftl_gc_bg_step(struct ftl *f, uint32_t target);
+
+/* ftl_bggc.c: the background GC thread of a writable engine */
+void ftl_bggc_marks(struct ftl *f);
+int ftl_bggc_start(struct ftl *f);
+void ftl_bggc_stop(struct ftl *f);
+/* Writers (f->lock held): wake the thread when free space is below the
+ * high watermark; returns the thread's unreported error (and clears it). */
+int ftl_bggc_poke(struct ftl *f);
 
 static inline uint32_t ftl_map_get(const struct ftl *f, uint32_t lpn)
 {

@@ -60,6 +60,11 @@ struct ftl_open_opts {
 	const struct nand_fault_spec *faults; /* NULL: a perfect medium;
 	                               else the fault model (nand-fault.h)
 	                               for the data blocks of this open */
+	bool bg_gc;                 /* read-write opens: collect garbage in a
+	                               background thread between two free-block
+	                               watermarks, writers only below the low
+	                               one; false: only inline, in the writer
+	                               (deterministic: unit tests) */
 };
 
 /* Counters; all monotonic since create unless noted. */
@@ -124,7 +129,9 @@ uint64_t ftl_create_max_size(const struct ftl_create_opts *o);
  * directory / neither a regular file nor a block device. */
 int ftl_open(const char *path, const struct ftl_open_opts *o, struct ftl **out);
 
-/* Write a clean checkpoint (unless read-only) and free everything. */
+/* Stop the background GC thread, write a clean checkpoint (unless
+ * read-only) and free everything.  Also returns an error the GC thread hit
+ * that no write has returned yet. */
 int ftl_close(struct ftl *f);
 
 uint64_t ftl_size(const struct ftl *f);                 /* bytes */

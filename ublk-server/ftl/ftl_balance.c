@@ -22,12 +22,17 @@ static bool seq_room_low(const struct ftl *f)
  * Make room for one host page (f->lock held): a checkpoint when one is
  * due, moving valid pages off retired blocks, scrub rewrites, garbage
  * collection while the host stream would have to open a block from GC's
- * reserve.  -EROFS once the spares are used up.
+ * reserve (the low watermark: with a background GC thread, ftl_bggc.c,
+ * only when it has not kept up; above it the thread is woken instead).
+ * -EROFS once the spares are used up; an error the GC thread hit since
+ * the last host write is returned once.
  */
 int ftl_balance(struct ftl *f)
 {
-	int r;
+	int r = ftl_bggc_poke(f);
 
+	if (r)
+		return r;
 	for (;;) {
 		if (f->ckpt_due || seq_room_low(f)) {
 			r = ftl_ckpt_write(f, false);
@@ -49,6 +54,7 @@ int ftl_balance(struct ftl *f)
 		if (!ftl_stream_needs_block(f, STREAM_HOST) ||
 		    f->nfree > f->gc_reserve)
 			return 0;
+		CADD(f, m.gc_fg_runs, 1);       /* the writer waits */
 		r = ftl_gc_free_space(f);
 		if (r == -ENOSPC && f->nbbt) {
 			/* bad blocks took the room GC needs: stop writing

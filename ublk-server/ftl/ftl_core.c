@@ -61,6 +61,7 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 				FTL_GC_RESERVE :
 				spare > FTL_NSTREAMS + 3 ? spare - FTL_NSTREAMS - 2 : 2;
 	}
+	ftl_bggc_marks(f);
 	f->gc_batch = 1;
 	f->gc_batch_max = (g->data_blocks - (g->nlpn + g->ppb - 1) / g->ppb) / 8;
 	if (f->gc_batch_max < 1)
@@ -69,6 +70,7 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 		f->gc_batch_max = 16;
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_init(&f->scrub_lock, NULL);
+	pthread_cond_init(&f->gc_cv, NULL);
 	pthread_rwlockattr_init(&ra);
 	pthread_rwlockattr_setkind_np(&ra,
 		PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
@@ -85,6 +87,7 @@ void ftl_free(struct ftl *f)
 {
 	if (!f)
 		return;
+	ftl_bggc_stop(f);               /* nothing may run on a freed engine */
 	if (f->nand)
 		nand_destroy(f->nand);
 	free(f->map);
@@ -106,6 +109,7 @@ void ftl_free(struct ftl *f)
 	free(f->bb_done);
 	pthread_mutex_destroy(&f->lock);
 	pthread_mutex_destroy(&f->scrub_lock);
+	pthread_cond_destroy(&f->gc_cv);
 	pthread_rwlock_destroy(&f->io_rw);
 	for (unsigned i = 0; i < FTL_NSTRIPES; i++)
 		pthread_mutex_destroy(&f->stripe[i]);

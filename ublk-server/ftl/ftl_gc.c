@@ -306,3 +306,43 @@ int ftl_gc_free_space(struct ftl *f)
 		r = static_wl(f);
 	return r;
 }
+
+/*
+ * One bounded step of background GC toward @target free blocks (the GC
+ * thread, ftl_bggc.c, holds f->lock for one step only): relocate one
+ * victim while free + pending blocks are short of @target and fewer than
+ * gc_batch victims wait for a sync (erasing first when GC's stream would
+ * have no room to finish it), else one durable erase round (a sync, then
+ * every pending block) and the static-WL check.
+ * Victims always hold an invalid page (ftl_victim), so each one gains.
+ */
+int ftl_gc_bg_step(struct ftl *f, uint32_t target)
+{
+	int r;
+
+	if (f->nfree >= target)
+		return 1;
+	/* a batch of victims per sync (gc_batch, adapted to what a sync
+	 * costs), or what reaches @target: then erase them */
+	if (f->nfree + f->npend < target && f->npend < f->gc_batch) {
+		uint32_t v = pick_victim(f, gc_room(f));
+
+		if (v != FTL_NONE &&
+		    gc_room(f) < (uint64_t)f->valid[v] + f->g.ppb && f->npend)
+			return ftl_erase_pending(f, true);
+		if (v != FTL_NONE && gc_room(f) >= f->valid[v]) {
+			r = relocate(f, v, &f->m.gc_relocations);
+			if (!r)
+				CADD(f, m.gc_bg_victims, 1);
+			return r;
+		}
+	}
+	if (!f->npend)
+		return 1;               /* nothing left to gain */
+	r = ftl_erase_pending(f, true);
+	if (!r) {
+		CADD(f, m.gc_bg_erase_rounds, 1);
+		r = static_wl(f);
+	}
+	return r;
+}

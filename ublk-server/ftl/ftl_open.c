@@ -114,6 +114,8 @@ static int open_on(struct nand_backing *b, uint64_t bsize, bool blkdev,
 		if (!f->scrub_bits)
 			f->scrub_bits = 1;
 	}
+	if (!r && o->bg_gc && !o->readonly)
+		r = ftl_bggc_start(f);  /* last: nothing can fail after it */
 	if (r) {
 		nand_detach(n);         /* the caller still owns b */
 		ftl_free(f);
@@ -189,16 +191,21 @@ int ftl_open_backing(struct nand_backing *b, const struct ftl_open_opts *o,
 	return open_on(b, size, false, o ? o : &dflt, out);
 }
 
-/* Write a clean checkpoint (unless read-only) and free everything. */
+/* Stop background GC, write a clean checkpoint (unless read-only) and
+ * free everything; an error the GC thread hit and no write reported yet
+ * is returned too. */
 int ftl_close(struct ftl *f)
 {
 	int r = 0;
 
 	if (!f)
 		return 0;
+	ftl_bggc_stop(f);               /* no GC after the clean checkpoint */
 	if (!f->readonly) {
 		pthread_mutex_lock(&f->lock);
 		r = ftl_ckpt_write(f, true);
+		if (!r)
+			r = f->gc_err;  /* the GC thread's, not yet reported */
 		pthread_mutex_unlock(&f->lock);
 	}
 	if (f->fd >= 0)
@@ -210,6 +217,7 @@ int ftl_close(struct ftl *f)
 /* Free without a checkpoint, as if the process died (tests). */
 void ftl_abandon(struct ftl *f)
 {
+	ftl_bggc_stop(f);               /* joined: no write after the "cut" */
 	if (f->fd >= 0)
 		close(f->fd);
 	ftl_free(f);

@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Background garbage collection (ftl_bggc.c, ftl_open_opts.bg_gc).
+ * 1. Refill: a device overwritten with inline GC only (free blocks left
+ *    below the high watermark), closed, reopened with the thread: with no
+ *    host I/O at all, free blocks reach the high watermark within a
+ *    generous timeout, the thread's counters moved, no writer collected,
+ *    and every page reads back.
+ * 2. Power cut inside the thread's GC: the k-th medium write the thread
+ *    makes (k seeded, 1..16: relocations and erase rounds) takes a crash
+ *    image (unsynced writes: a prefix or subset, one torn), the power goes
+ *    off and the engine is abandoned (the thread joined); the image must
+ *    open (roll-forward) with every flushed page intact.  12 rounds.
+ * 3. Writers and the thread together: random overwrites, flushes, a
+ *    crash after a flush, clean reopens, all with the thread on; every
+ *    read matches a shadow copy.
+ * 4. An error of the thread is not lost: an idle engine on a file whose
+ *    descriptor is swapped for a read-only one (under the engine lock),
+ *    the watermark raised so the thread has work: its program fails; with
+ *    the writable descriptor back, the next host write returns that error
+ *    (and writes nothing), the one after succeeds, gc_bg_errors counts it,
+ *    and every flushed page still reads back after a clean reopen.  A
+ *    read-only open with bg_gc starts no thread.
+ * Seeded: OCTANT_SEED replays.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ftl-int.h"
+#include "test.h"
+
+#define SIZE   (8u << 20)
+#define PAGES  (SIZE / 4096)
+
+static uint64_t rs;
+static uint8_t *shadow, *rbuf;
+
+static uint64_t rnd(void)
+{
+	return t_xorshift(&rs);
+}
+
+static const struct ftl_create_opts copts = { .size = SIZE,
+	.align = FTL_ALIGN_1M, .pages_per_block = 8, .op_permille = 250 };
+
+static struct ftl *open_on(struct nand_backing *b, bool bg)
+{
+	struct ftl_open_opts o = { .bg_gc = bg };
+	struct ftl *f = NULL;
+	int r;
+
+	nand_mem_hold(b);
+	r = ftl_open_backing(b, &o, &f);
+	T_CHECK(r == 0, "open (bg_gc %d): %d", bg, r);
+	if (r)
+		exit(t_result());
+	return f;
+}
+
+/* @n random 4 KiB overwrites (into the shadow too). */
+static void overwrite(struct ftl *f, unsigned n)
+{
+	uint8_t w[4096];
+
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t p = rnd() % PAGES;
+		for (size_t k = 0; k < sizeof(w); k += 8)
+			*(uint64_t *)(w + k) = rnd();
+		if (ftl_write(f, w, p * 4096, sizeof(w), 0)) {
+			T_CHECK(0, "write page %llu", (unsigned long long)p);
+			exit(t_result());
+		}
+		memcpy(shadow + p * 4096, w, sizeof(w));
+	}
+}
+
+static bool verify(struct ftl *f, const char *when)
+{
+	int r = ftl_read(f, rbuf, 0, SIZE);
+
+	T_CHECK(r == 0, "%s: read: %d", when, r);
+	for (uint32_t p = 0; !r && p < PAGES; p++)
+		if (memcmp(rbuf + (size_t)p * 4096, shadow + (size_t)p * 4096,
+			   4096)) {
+			T_CHECK(0, "%s: page %u differs", when, p);
+			return false;
+		}
+	return !r;
+}
+
+static uint32_t nfree(struct ftl *f)
+{
+	uint32_t n;
+
+	pthread_mutex_lock(&f->lock);
+	n = f->nfree;
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
+static void nap_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, ms % 1000 * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Write whole device, then overwrite with inline GC until free blocks are
+ * below the high watermark; flushed and closed clean. */
+static struct nand_backing *prepare(void)
+{
+	struct nand_backing *b;
+	struct ftl *f;
+
+	T_CHECK(nand_backing_mem(ftl_test_image_size(&copts), true, &b) == 0,
+		"mem");
+	T_CHECK(ftl_create_backing(b, &copts) == 0, "create");
+	f = open_on(b, false);
+	T_CHECK(ftl_write(f, shadow, 0, SIZE, 0) == 0, "fill");
+	overwrite(f, PAGES * 2);
+	fprintf(stderr, "inline GC only: %u free blocks, low watermark %u, "
+		"high %u\n", nfree(f), f->gc_reserve, f->gc_hi);
+	T_CHECK(f->gc_hi > f->gc_reserve + 1, "watermarks %u %u", f->gc_reserve,
+		f->gc_hi);
+	T_CHECK(nfree(f) < f->gc_hi, "precondition: %u free, below %u",
+		nfree(f), f->gc_hi);
+	T_CHECK(ftl_close(f) == 0, "close");
+	return b;
+}
+
+static void refill(void)
+{
+	struct nand_backing *b = prepare();
+	struct ftl_stats a, z;
+	struct ftl *f = open_on(b, true);
+	uint32_t n = 0;
+	int waited = 0;
+
+	ftl_stats_get(f, &a);
+	/* no host I/O: the thread alone must bring free blocks up */
+	for (; waited < 30000; waited += 5) {
+		n = nfree(f);
+		if (n >= f->gc_hi)
+			break;
+		nap_ms(5);
+	}
+	ftl_stats_get(f, &z);
+	fprintf(stderr, "refill: %u free blocks after %d ms (high watermark "
+		"%u); %llu victims, %llu erase rounds in the background\n", n,
+		waited, f->gc_hi, (unsigned long long)z.gc_bg_victims,
+		(unsigned long long)z.gc_bg_erase_rounds);
+	T_CHECK(n >= f->gc_hi, "free blocks %u reached the high watermark %u",
+		n, f->gc_hi);
+	T_CHECK(z.gc_bg_victims > 0, "background victims");
+	T_CHECK(z.gc_bg_erase_rounds > 0, "background erase rounds");
+	T_EQ_U64(z.gc_fg_runs, 0, "no writer collected");
+	T_EQ_U64(z.gc_bg_errors, 0, "background errors");
+	T_EQ_U64(z.host_write_sectors, a.host_write_sectors, "no host writes");
+	T_CHECK(z.gc_relocations > a.gc_relocations, "pages relocated");
+	verify(f, "after background GC");
+	T_CHECK(ftl_close(f) == 0, "close");
+	f = open_on(b, false);
+	verify(f, "reopened");
+	T_EQ_U64(z.nand_violations, 0, "nand violations");
+	T_CHECK(ftl_close(f) == 0, "close");
+	b->ops->destroy(b);
+}
+
+/* ---- 2: a power cut inside the thread's GC ------------------------------ */
+
+struct cut {
+	struct nand_backing *b;
+	pthread_t main;
+	uint64_t seed;
+	int left;               /* the thread's writes before the cut */
+	uint8_t *img;
+	int fired;              /* atomic */
+};
+
+static void fire(void *ctx)
+{
+	struct cut *c = ctx;
+
+	/* the mount's own writes (marker) come from the opening thread */
+	if (pthread_equal(pthread_self(), c->main) || --c->left > 0) {
+		nand_mem_set_trigger(c->b, 1, fire, c);
+		return;
+	}
+	nand_mem_crash_image(c->b, c->seed, true, c->img);
+	nand_mem_power_off(c->b);       /* nothing reaches the medium now */
+	__atomic_store_n(&c->fired, 1, __ATOMIC_RELEASE);
+}
+
+static void cut_in_gc(void)
+{
+	uint64_t isz = ftl_test_image_size(&copts);
+	struct nand_backing *b = prepare(), *m;
+	struct cut c = { .img = malloc(isz), .main = pthread_self() };
+	int fired = 0;
+
+	for (int round = 0; round < 12 && !t_failures; round++) {
+		struct ftl *f;
+		int waited;
+
+		c.b = b;
+		if (round) {    /* the image left by the last round */
+			f = open_on(b, false);
+			T_CHECK(nfree(f) < f->gc_hi, "round %d: %u free blocks, "
+				"below %u", round, nfree(f), f->gc_hi);
+			T_CHECK(ftl_close(f) == 0, "close");
+		}
+		c.seed = rnd();
+		c.left = 1 + (int)(rnd() % 16);
+		__atomic_store_n(&c.fired, 0, __ATOMIC_RELAXED);
+		nand_mem_set_trigger(b, 1, fire, &c);
+		f = open_on(b, true);
+		for (waited = 0; waited < 30000 &&
+		     !__atomic_load_n(&c.fired, __ATOMIC_ACQUIRE); waited += 2)
+			nap_ms(2);
+		fired = __atomic_load_n(&c.fired, __ATOMIC_ACQUIRE);
+		T_CHECK(fired, "round %d: the GC thread made %d medium writes",
+			round, c.left);
+		ftl_abandon(f);                 /* joins the thread */
+		nand_mem_set_trigger(b, 0, NULL, NULL);
+		b->ops->destroy(b);             /* the test's reference */
+		if (!fired)
+			break;
+		/* the image the cut left: every flushed page intact */
+		T_CHECK(nand_backing_mem(isz, true, &m) == 0, "mem");
+		nand_mem_load(m, c.img);
+		b = m;
+		f = open_on(b, false);
+		if (!verify(f, "after a power cut inside background GC"))
+			fprintf(stderr, "round %d: cut after the thread's write "
+				"%llu\n", round, (unsigned long long)c.seed);
+		/* more overwrites, inline: space low again for the next round */
+		overwrite(f, PAGES / 2);
+		T_CHECK(ftl_close(f) == 0, "close");
+	}
+	b->ops->destroy(b);
+	free(c.img);
+}
+
+/* ---- 3: writers and the thread together --------------------------------- */
+
+static void mixed(void)
+{
+	struct nand_backing *b;
+	struct ftl_stats st;
+	struct ftl *f;
+
+	T_CHECK(nand_backing_mem(ftl_test_image_size(&copts), false, &b) == 0,
+		"mem");
+	T_CHECK(ftl_create_backing(b, &copts) == 0, "create");
+	memset(shadow, 0, SIZE);
+	f = open_on(b, true);
+	for (int i = 0; i < 40 && !t_failures; i++) {
+		unsigned k = (unsigned)(rnd() % 10);
+
+		overwrite(f, (unsigned)(rnd() % PAGES));
+		if (k < 6) {
+			T_CHECK(ftl_flush(f) == 0, "flush");
+		} else if (k < 8) {
+			T_CHECK(ftl_close(f) == 0, "close");
+			f = open_on(b, true);
+			verify(f, "clean reopen");
+		} else {
+			T_CHECK(ftl_flush(f) == 0, "flush");
+			ftl_abandon(f);
+			f = open_on(b, true);
+			verify(f, "after a crash");
+		}
+	}
+	verify(f, "end");
+	ftl_stats_get(f, &st);
+	ftl_stats_print(&st, stderr, true);
+	T_EQ_U64(st.nand_violations, 0, "nand violations");
+	T_EQ_U64(st.gc_bg_errors, 0, "background errors");
+	T_CHECK(ftl_close(f) == 0, "close");
+	b->ops->destroy(b);
+}
+
+/* ---- 4: an error of the thread reaches the next host write -------------- */
+
+static void thread_error(void)
+{
+	struct ftl_open_opts off = { 0 }, on = { .bg_gc = true };
+	char path[] = "/tmp/octant-ftl-bggc-XXXXXX";
+	int tfd = mkstemp(path), ro = -1, rw = -1, r;
+	struct ftl_stats st;
+	struct ftl *f = NULL;
+	uint8_t w[4096];
+	int waited;
+
+	if (tfd < 0 || ftl_create(path, &copts) || ftl_open(path, &off, &f)) {
+		T_CHECK(0, "error test: setup");
+		goto out;
+	}
+	memset(shadow, 0, SIZE);
+	overwrite(f, PAGES * 3);        /* enough garbage to collect */
+	T_CHECK(ftl_close(f) == 0, "close");
+	f = NULL;
+	T_CHECK(ftl_open(path, &on, &f) == 0, "open with the thread");
+	if (!f)
+		goto out;
+	for (waited = 0; waited < 30000 && nfree(f) < f->gc_hi; waited += 5)
+		nap_ms(5);              /* the thread idle at the watermark */
+	ro = open(path, O_RDONLY | O_CLOEXEC);
+	pthread_mutex_lock(&f->lock);
+	rw = dup(f->fd);
+	T_CHECK(ro >= 0 && rw >= 0 && dup2(ro, f->fd) == f->fd, "swap fd");
+	f->gc_hi += 4;                  /* work for the thread */
+	f->gc_retry_seq = 0;
+	pthread_cond_signal(&f->gc_cv);
+	pthread_mutex_unlock(&f->lock);
+	for (waited = 0; waited < 30000; waited += 5) {
+		ftl_stats_get(f, &st);
+		if (st.gc_bg_errors)
+			break;
+		nap_ms(5);
+	}
+	T_EQ_U64(st.gc_bg_errors, 1, "the thread's error counted");
+	pthread_mutex_lock(&f->lock);
+	T_CHECK(dup2(rw, f->fd) == f->fd, "fd back");
+	close(rw);                      /* its flock is f->fd's again */
+	rw = -1;
+	f->gc_hi -= 4;
+	pthread_mutex_unlock(&f->lock);
+	memset(w, 0xa5, sizeof(w));
+	ftl_stats_get(f, &st);
+	r = ftl_write(f, w, 0, sizeof(w), 0);
+	fprintf(stderr, "error test: the next host write returned %d\n", r);
+	T_CHECK(r == -EBADF, "the thread's error (-EBADF) reaches the next "
+		"host write: %d", r);
+	{
+		struct ftl_stats z;
+
+		ftl_stats_get(f, &z);
+		T_EQ_U64(z.host_write_sectors, st.host_write_sectors,
+			 "... which wrote nothing");
+	}
+	r = ftl_write(f, w, 0, sizeof(w), 0);
+	T_CHECK(r == 0, "the write after it: %d", r);
+	memcpy(shadow, w, sizeof(w));
+	T_CHECK(ftl_flush(f) == 0, "flush");
+	verify(f, "after the thread's error");
+	T_CHECK(ftl_close(f) == 0, "close");
+	T_CHECK(ftl_open(path, &off, &f) == 0, "reopen");
+	verify(f, "reopened after the thread's error");
+	T_CHECK(ftl_close(f) == 0, "close");
+	/* a read-only engine starts no thread, whatever the options say */
+	on.readonly = true;
+	f = NULL;
+	T_CHECK(ftl_open(path, &on, &f) == 0, "read-only open");
+	T_CHECK(f && !f->gc_running, "no GC thread on a read-only engine");
+	if (f)
+		T_CHECK(ftl_close(f) == 0, "close");
+	f = NULL;
+out:
+	if (f)
+		ftl_close(f);
+	if (ro >= 0)
+		close(ro);
+	if (rw >= 0)
+		close(rw);
+	if (tfd >= 0) {
+		close(tfd);
+		unlink(path);
+	}
+}
+
+int main(void)
+{
+	rs = t_seed() | 1;
+	shadow = malloc(SIZE);
+	rbuf = malloc(SIZE);
+	for (size_t k = 0; k < SIZE; k += 8)
+		*(uint64_t *)(shadow + k) = rnd();
+	refill();
+	if (!t_failures)
+		cut_in_gc();
+	if (!t_failures)
+		mixed();
+	if (!t_failures)
+		thread_error();
+	free(shadow);
+	free(rbuf);
+	return t_result();
+}

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Background garbage collection: one thread per writable engine (opened
+ * with ftl_open_opts.bg_gc) that keeps free blocks ready so host writers
+ * do not relocate pages in their own critical section.
+ *
+ * Policy (free blocks, f->nfree, counted in erase blocks):
+ *   - low (critical) watermark = gc_reserve, the blocks only GC may take
+ *     (FTL_GC_RESERVE, less on tiny devices; ftl_alloc).  A host write
+ *     that needs a new block with nfree <= gc_reserve collects inline, as
+ *     an engine without the thread always does (ftl_balance; counted as
+ *     gc_fg_runs): the writer then waits, but is never refused space the
+ *     thread has not made yet.
+ *   - high watermark gc_hi = gc_reserve + spare / 16, at least 2 and at
+ *     most 32 above it, and at most spare - FTL_NSTREAMS - 1 (spare = data
+ *     blocks beyond the logical size; free blocks beyond that cannot be
+ *     had on a full device): on a 1 GiB device with 7 % OP (287 spare
+ *     blocks) gc_reserve + 17; on the unit tests' devices of 8-12 spare
+ *     blocks gc_reserve + 2, where inline GC stops too.  Held free blocks
+ *     are over-provisioning GC cannot use, hence the small share.
+ *   - a host write that finds nfree < gc_hi signals the thread and goes
+ *     on.  The thread, woken, takes f->lock for one step at a time (one
+ *     victim's valid pages copied, or one erase round: a sync, then every
+ *     pending block erased) and releases it between steps, so writers
+ *     interleave, until nfree >= gc_hi.  Emptied victims wait for one
+ *     erase round until gc_batch of them (the victims per sync the inline
+ *     path learnt from what a sync costs: 1 on tmpfs, up to 16 on a disk)
+ *     or free + pending reach gc_hi: freed blocks come back promptly
+ *     where a sync is cheap, and one sync serves several where it is not.
+ *   - when no victim gains anything the thread sleeps until a block's
+ *     worth of pages (ppb) has been written since (gc_retry_seq).
+ *   - a checkpoint a step needs first (sequence room, -EAGAIN) is written
+ *     by the thread.
+ *   - an error of the thread is remembered (gc_err), counted
+ *     (gc_bg_errors) and returned by the next host write; the thread does
+ *     nothing more until a writer took it.  A worn-out engine (EROFS) ends
+ *     the thread; writers collect inline from then on, as they must.
+ *   - ftl_close and ftl_abandon stop and join the thread before the final
+ *     checkpoint or the teardown: nothing is written after either.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <time.h>
+
+#include "ftl-int.h"
+
+/* Pause between two steps, lock released (see bggc_main). */
+#define BGGC_PAUSE_NS 50000L
+/* The thread's stack: GC and checkpoint frames need a few KiB. */
+#define BGGC_STACK    (512u << 10)
+
+/* Watermarks for this geometry (see above); gc_reserve is set. */
+void ftl_bggc_marks(struct ftl *f)
+{
+	const struct ftl_geom *g = &f->g;
+	uint32_t spare = g->data_blocks - (g->nlpn + g->ppb - 1) / g->ppb;
+	uint32_t extra = spare / 16, cap;
+
+	if (extra < 2)
+		extra = 2;
+	if (extra > 32)
+		extra = 32;
+	f->gc_hi = f->gc_reserve + extra;
+	cap = spare > FTL_NSTREAMS + 1 ? spare - FTL_NSTREAMS - 1 : 0;
+	if (f->gc_hi > cap)
+		f->gc_hi = cap;
+	if (f->gc_hi < f->gc_reserve + 1)
+		f->gc_hi = f->gc_reserve + 1;
+}
+
+static bool bggc_idle(const struct ftl *f)
+{
+	return f->gc_err || f->nfree >= f->gc_hi || f->seq < f->gc_retry_seq;
+}
+
+static void *bggc_main(void *arg)
+{
+	struct ftl *f = arg;
+
+	pthread_mutex_lock(&f->lock);
+	while (!f->gc_stop && !f->worn_out) {
+		int r;
+
+		if (bggc_idle(f)) {
+			f->gc_busy = false;
+			pthread_cond_wait(&f->gc_cv, &f->lock);
+			continue;
+		}
+		f->gc_busy = true;
+		r = ftl_gc_bg_step(f, f->gc_hi);
+		if (r == -EAGAIN)               /* sequence room: checkpoint */
+			r = ftl_ckpt_write(f, false);
+		if (r == 1 || r == -ENOSPC) {
+			/* nothing to gain now: wait for more overwrites */
+			f->gc_retry_seq = f->seq + f->g.ppb;
+		} else if (r) {
+			f->gc_err = r;
+			CADD(f, m.gc_bg_errors, 1);
+		}
+		/* let writers waiting on the lock in: a writer woken by the
+		 * unlock needs a moment to run, and a mutex is not fair */
+		pthread_mutex_unlock(&f->lock);
+		nanosleep(&(struct timespec){ 0, BGGC_PAUSE_NS }, NULL);
+		pthread_mutex_lock(&f->lock);
+	}
+	f->gc_busy = false;
+	pthread_mutex_unlock(&f->lock);
+	return NULL;
+}
+
+/* Start the thread of a writable engine (before it is handed out), with
+ * every signal blocked: the process's signals go to its own threads. */
+int ftl_bggc_start(struct ftl *f)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	int r;
+
+	if (f->readonly || f->gc_running)
+		return 0;
+	f->gc_stop = false;
+	r = pthread_attr_init(&attr);
+	if (r)
+		return -r;
+	/* serve locks every mapping (mlockall): not a default 8 MiB stack */
+	r = pthread_attr_setstacksize(&attr, BGGC_STACK);
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	if (!r)
+		r = pthread_create(&f->gc_thread, &attr, bggc_main, f);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (r)
+		return -r;
+	f->gc_running = true;
+	return 0;
+}
+
+/* Stop and join the thread (no host call may run): it finishes its step,
+ * then writes nothing more.  Idempotent. */
+void ftl_bggc_stop(struct ftl *f)
+{
+	if (!f->gc_running)
+		return;
+	pthread_mutex_lock(&f->lock);
+	f->gc_stop = true;
+	pthread_cond_signal(&f->gc_cv);
+	pthread_mutex_unlock(&f->lock);
+	pthread_join(f->gc_thread, NULL);
+	f->gc_running = false;
+}
+
+int ftl_bggc_poke(struct ftl *f)
+{
+	int r = f->gc_err;
+
+	if (r) {
+		f->gc_err = 0;
+		return r;
+	}
+	if (f->gc_running && !f->gc_busy && !bggc_idle(f))
+		pthread_cond_signal(&f->gc_cv);
+	return 0;
+}
