@@ -119,6 +119,8 @@ struct ftl {
 	uint32_t gc_batch, gc_batch_max; /* victims per forced sync (adaptive) */
 	uint8_t *gcbuf, *oobbuf, *oobbuf2, *zero, *ckbuf;
 	uint8_t *gcblk;               /* a GC victim's data (ftl_gc.c, lazy) */
+	uint8_t *runoob;              /* OOB of a program run (ftl_append.c,
+	                                 lazy: ppb * oob) */
 
 	/* counters: persisted part (ckpt) + this mount's atomics */
 	struct ftl_ckpt_counters base;
@@ -207,6 +209,8 @@ bool ftl_seq_room(const struct ftl *f, uint64_t n);
 int ftl_alloc_page(struct ftl *f, int stream, uint64_t *ppn);
 int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		  uint8_t kind, uint64_t *seq_out);
+int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
+		 uint32_t n, uint32_t *done);
 void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn);
 void ftl_map_unset(struct ftl *f, uint32_t lpn);
 

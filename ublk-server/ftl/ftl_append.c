@@ -8,6 +8,7 @@
  * sure its own stream has a block).  f->lock held throughout.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ftl-int.h"
@@ -224,4 +225,85 @@ int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 	if (seq_out)
 		*seq_out = seq;
 	return 0;
+}
+
+/*
+ * Program host data pages for logical pages @lpn, @lpn + 1, ... from
+ * @data (@n pages) as one run into stream @stream's open block (opening
+ * one when needed): at most the rest of that block, and fewer when
+ * sequence numbers run short (ftl_seq_room: FTL_PROG_RETRIES stay for
+ * retries).  Each page gets its own sequence number, data CRC and flush
+ * record in its OOB, so recovery takes a torn run page by page.  The map
+ * moves only for pages the nand reports programmed (*done counts them; the
+ * caller goes on with the rest).  A failed program retires its block, the
+ * pages the map does not point at yet go to the next block (up to
+ * FTL_PROG_RETRIES blocks, dipping into GC's reserve).  f->lock held.
+ */
+int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
+		 uint32_t n, uint32_t *done)
+{
+	const struct ftl_geom *g = &f->g;
+	const uint8_t *src = data;
+	struct ftl_stream *st = &f->st[stream];
+	int r;
+
+	*done = 0;
+	if (!f->runoob)
+		f->runoob = malloc((size_t)g->ppb * g->oob);
+	if (!f->runoob || n == 1) {     /* one page: the page path */
+		r = ftl_prog_page(f, stream, lpn, data, FTL_OOB_DATA, NULL);
+		*done = !r;
+		return r;
+	}
+	for (unsigned tries = 0;; tries++) {
+		uint64_t room = f->seq < f->ckpt_seq + f->seq_gap ?
+				f->ckpt_seq + f->seq_gap - f->seq : 0;
+		uint64_t ppn, seq = 0, c, cap;
+		uint32_t blk, pd;
+
+		if (!room)
+			return -EIO;
+		r = alloc_page(f, stream, &ppn, tries > 0);
+		if (r)
+			return r;
+		/* this block's pages from ppn on, within the sequence room */
+		cap = room > FTL_PROG_RETRIES + 1 ? room - FTL_PROG_RETRIES - 1
+						  : 1;
+		c = (uint64_t)g->ppb - st->wp + 1;
+		if (c > cap)
+			c = cap;
+		if (c > n - *done)
+			c = n - *done;
+		st->wp += (uint32_t)c - 1;
+		blk = (uint32_t)(ppn / g->ppb);
+		for (uint32_t i = 0; i < c; i++) {
+			uint8_t *oob = f->runoob + (size_t)i * g->oob;
+
+			seq = ++f->seq;
+			memset(oob, 0, g->oob);
+			ftl_oob_fill((struct ftl_oob *)oob, FTL_OOB_DATA,
+				     (uint16_t)stream, lpn + *done + i, seq,
+				     nand_block_ec(f->nand, blk),
+				     src + (size_t)(*done + i) * g->ps, g->ps);
+			ftl_oob_set_flushed(oob, g->oob, f->flushed_seq);
+		}
+		seq -= c;               /* the seq before the run's first */
+		r = nand_program_run(f->nand, ppn, (uint32_t)c,
+				     src + (size_t)*done * g->ps, f->runoob, &pd);
+		/* publish what is on the medium, nothing more */
+		for (uint32_t i = 0; i < pd; i++)
+			ftl_map_set(f, lpn + *done + i, (uint32_t)(ppn + i));
+		if (pd)
+			f->mtime[blk] = seq + pd;
+		*done += pd;
+		if (r != -NAND_EFAIL)
+			return r;
+		/* status FAIL: retire the block (its valid pages move at the
+		 * next balance); the rest of the run goes elsewhere */
+		r = ftl_bb_grown(f, blk, "program failed");
+		if (r)
+			return r;
+		if (tries + 1 >= FTL_PROG_RETRIES)
+			return -EIO;
+	}
 }

@@ -98,6 +98,7 @@ void ftl_free(struct ftl *f)
 	free(f->pend_gen);
 	free(f->gcbuf);
 	free(f->gcblk);
+	free(f->runoob);
 	free(f->zero);
 	free(f->oobbuf);
 	free(f->oobbuf2);

@@ -495,6 +495,61 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
 	return 0;
 }
 
+/* Program a run of pages of one block (see nand.h). */
+int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
+		     const void *data, const void *oob, uint32_t *done)
+{
+	uint32_t blk = (uint32_t)(ppn / n->g.ppb), pg = (uint32_t)(ppn % n->g.ppb);
+	uint32_t ps = n->g.page_size, os = n->g.oob_size;
+	const uint8_t *d = data, *o = oob;
+	struct iovec iov[NAND_IOV_MAX];
+	int r = 0;
+
+	*done = 0;
+	if (!count || blk >= n->g.nblocks || count > n->g.ppb - pg)
+		return -EINVAL;
+	if (pg < n->wp[blk]) {
+		CNT_ADD(n, violations);
+		return -EIO;
+	}
+	if (!n->g.oob_inline || !n->b->ops->pwritev || n->fault ||
+	    n->bad[blk] || (n->fm && blk >= n->fm_first) || count == 1) {
+		/* page by page: the fault seam and the fault model judge
+		 * each program, the separate layout writes data and OOB
+		 * apart; the first failure ends the run */
+		for (uint32_t i = 0; i < count && !r; i++) {
+			r = nand_program(n, ppn + i, d + (size_t)i * ps,
+					 o + (size_t)i * os);
+			if (!r)
+				*done = i + 1;
+		}
+		return r;
+	}
+	/* inline: data and OOB of every page in one vectored write (one per
+	 * NAND_IOV_MAX / 2 pages); a killed server keeps all of it, a power
+	 * cut may tear it, and each page's data CRC in its OOB tells */
+	for (uint32_t i = 0; i < count && !r;) {
+		uint32_t c = count - i < NAND_IOV_MAX / 2 ? count - i
+							   : NAND_IOV_MAX / 2;
+
+		for (uint32_t k = 0; k < c; k++) {
+			iov[2 * k].iov_base = (void *)(d + (size_t)(i + k) * ps);
+			iov[2 * k].iov_len = ps;
+			iov[2 * k + 1].iov_base = (void *)(o + (size_t)(i + k) * os);
+			iov[2 * k + 1].iov_len = os;
+		}
+		r = bk_rw_vec(n, true, iov, 2 * (int)c, data_at(n, ppn + i));
+		n->slot_hole_stale = true;      /* the hole window is stale */
+		if (r)
+			break;
+		i += c;
+		__atomic_store_n(&n->wp[blk], pg + i, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&n->c.programs, c, __ATOMIC_RELAXED);
+		*done = i;
+	}
+	return r;
+}
+
 /* Write zeroes over [off, off+len): one vectored write where possible. */
 static int nand_zero(struct nand *n, uint64_t off, uint64_t len)
 {
