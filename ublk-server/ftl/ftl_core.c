@@ -69,6 +69,8 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 		f->gc_batch_max = 16;
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_init(&f->scrub_lock, NULL);
+	pthread_mutex_init(&f->io_mx, NULL);
+	pthread_cond_init(&f->io_cv, NULL);
 	pthread_rwlockattr_init(&ra);
 	pthread_rwlockattr_setkind_np(&ra,
 		PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
@@ -107,6 +109,8 @@ void ftl_free(struct ftl *f)
 	free(f->bb_done);
 	pthread_mutex_destroy(&f->lock);
 	pthread_mutex_destroy(&f->scrub_lock);
+	pthread_mutex_destroy(&f->io_mx);
+	pthread_cond_destroy(&f->io_cv);
 	pthread_rwlock_destroy(&f->io_rw);
 	for (unsigned i = 0; i < FTL_NSTRIPES; i++)
 		pthread_mutex_destroy(&f->stripe[i]);

@@ -24,7 +24,10 @@
  *
  * Threads: nand_read() and nand_read_run() may run concurrently with
  * anything except an erase of the same block (the caller excludes that);
- * every other call must be serialized by the caller.
+ * so may nand_program_run() when nand_program_run_unlocked() says so,
+ * except with a program, erase or another run of the same block (the
+ * caller orders those); every other call must be serialized by the
+ * caller.
  */
 #ifndef OCTANT_NAND_H
 #define OCTANT_NAND_H
@@ -184,8 +187,9 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
  * Program @count consecutive pages of one block from @ppn (the run may not
  * cross a block): data from @data (count * page_size), OOB from @oob
  * (count * oob_size).  On the inline layout with a vectored backing, one
- * backing write per run (NAND_IOV_MAX / 2 pages); else (separate layout,
- * a fault hook or model, a bad block) page by page through nand_program,
+ * backing write per run (NAND_IOV_MAX / 2 pages), a single page too; else
+ * (separate layout, a fault hook or model, a bad block) page by page
+ * through nand_program,
  * each judged alone.  *done: pages programmed, from the first, whatever
  * the result; on an error the run stops there: -NAND_EFAIL as
  * nand_program (page *done is used up), -EIO a page below the write
@@ -194,6 +198,11 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
  */
 int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
 		     const void *data, const void *oob, uint32_t *done);
+/* True when nand_program_run() writes a run with one vectored backing
+ * call and may run outside the caller's lock (see Threads above): the
+ * inline layout, a backing with pwritev, no fault hook and no fault model
+ * (and the block not marked bad). */
+bool nand_program_run_unlocked(const struct nand *n);
 /* Erase a block: its pages read 0xff and may be programmed again.
  * -NAND_EFAIL: the erase failed (the block is as before; retire it). */
 int nand_erase(struct nand *n, uint32_t blk);
