@@ -109,6 +109,85 @@ static void inline_layout(void)
 	b->ops->destroy(b);
 }
 
+/* Program runs (nand_program_run): one backing write for the pages of a
+ * run on the inline layout, the rules of single programs, page by page
+ * with a fault seam (the first failure ends the run) or on the separate
+ * layout, a bad block failing at the run's first page. */
+static void program_runs(bool inl)
+{
+	struct nand_geom g = { .page_size = 4096, .oob_size = 64, .ppb = 8,
+		.nblocks = 4, .flash_off = 8192, .oob_inline = inl };
+	uint64_t slot = g.page_size + (inl ? g.oob_size : 0), size;
+	struct nand_backing *b;
+	struct nand_counters c0, c1;
+	struct nand *n;
+	uint8_t *data = malloc(8 * 4096), oob[8 * 64], rd[4096], rob[64];
+	uint8_t *crash;
+	uint32_t done;
+
+	g.oob_off = g.flash_off + (uint64_t)g.nblocks * g.ppb * slot;
+	size = g.oob_off + (inl ? 0 : (uint64_t)g.nblocks * g.ppb * g.oob_size);
+	T_CHECK(data && nand_backing_mem(size, true, &b) == 0, "mem");
+	nand_mem_hold(b);
+	T_CHECK(nand_create(b, &g, &n) == 0, "create");
+	for (uint32_t k = 0; k < g.nblocks; k++)
+		nand_set_block(n, k, 0, 0);
+	for (int p = 0; p < 8; p++) {
+		memset(data + p * 4096, 0xa0 + p, 4096);
+		memset(oob + p * 64, 0x10 + p, 64);
+	}
+	/* pages 1..5 of block 0 (page 0 skipped, as a stream may) */
+	nand_counters_get(n, &c0);
+	T_CHECK(nand_program_run(n, 1, 5, data, oob, &done) == 0 && done == 5,
+		"run of 5");
+	nand_counters_get(n, &c1);
+	if (inl)
+		T_EQ_U64(c1.backing_writes - c0.backing_writes, 1,
+			 "one backing write per run (inline)");
+	T_EQ_U64(c1.programs - c0.programs, 5, "5 programs counted");
+	T_EQ_U64(nand_block_wp(n, 0), 6, "write pointer after the run");
+	for (int p = 0; p < 5; p++) {
+		T_CHECK(nand_read(n, 1 + p, 0, rd, 4096) == 0 &&
+			rd[0] == 0xa0 + p && rd[4095] == 0xa0 + p,
+			"run page %d data", p);
+		T_CHECK(nand_read_oob(n, 1 + p, rob) == 0 && rob[0] == 0x10 + p &&
+			rob[63] == 0x10 + p, "run page %d OOB", p);
+	}
+	/* the rules: not below the write pointer, not past the block */
+	T_CHECK(nand_program_run(n, 5, 2, data, oob, &done) == -EIO &&
+		done == 0, "run over a programmed page");
+	T_CHECK(nand_program_run(n, 6, 3, data, oob, &done) == -EINVAL &&
+		done == 0, "run past its block");
+	T_EQ_U64(nand_block_wp(n, 0), 6, "write pointer unchanged");
+	/* a fault seam: page by page, the failure ends the run */
+	nand_set_fault(n, fault, NULL);
+	fail_program_of = 10;
+	T_CHECK(nand_program_run(n, 8, 4, data, oob, &done) == -EIO &&
+		done == 2, "run stops at the failed page");
+	T_CHECK(nand_read(n, 9, 0, rd, 16) == 0 && rd[0] == (0xa1 ^ 1),
+		"the pages before it were programmed");
+	nand_set_fault(n, NULL, NULL);
+	fail_program_of = -1;
+	/* a bad block: status FAIL on the run's first page, used up */
+	nand_mark_bad(n, 2, true);
+	T_CHECK(nand_program_run(n, 16, 3, data, oob, &done) == -NAND_EFAIL &&
+		done == 0, "bad block fails the run");
+	T_EQ_U64(nand_block_wp(n, 2), 1, "the failed page is used up");
+	nand_mark_bad(n, 2, false);
+	/* a power cut after an unsynced run: one pending write (inline) */
+	T_CHECK(nand_sync(n) == 0, "sync");
+	T_CHECK(nand_program_run(n, 24, 8, data, oob, &done) == 0 && done == 8,
+		"whole block in one run");
+	crash = malloc(size);
+	if (inl)
+		T_CHECK(crash && nand_mem_crash_image(b, 1, false, crash) == 1,
+			"a run is one pending write");
+	free(crash);
+	free(data);
+	nand_destroy(n);
+	b->ops->destroy(b);
+}
+
 int main(void)
 {
 	struct nand_geom g = { .page_size = 4096, .oob_size = 64, .ppb = 8,
@@ -185,5 +264,7 @@ int main(void)
 	nand_destroy(n);
 	b->ops->destroy(b);
 	inline_layout();
+	program_runs(true);
+	program_runs(false);
 	return t_result();
 }

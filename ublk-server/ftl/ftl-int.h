@@ -50,6 +50,20 @@ struct ftl_stream {
 	uint32_t blk, wp;            /* FTL_NONE: no open block */
 };
 
+/* A host program run reserved under f->lock and programmed outside it
+ * (ftl_append.c): on the owner's stack, linked in f->inflight until its
+ * owner takes it back. */
+struct ftl_inflight {
+	struct ftl_inflight *next;
+	uint64_t ppn, seq0;          /* first page and its sequence number */
+	uint64_t ticket;             /* programs go to the nand in this order */
+	uint32_t lpn, n;             /* logical pages lpn .. lpn + n - 1 */
+	uint32_t done;               /* pages the nand programmed */
+	int r;                       /* the program's result */
+	bool io_done;                /* under io_mx */
+	bool published;              /* the map points at it (f->lock) */
+};
+
 /* A binary heap of block numbers ordered by (key[b], b), min first (max
  * first with @max); pos[b] is b's index, FTL_NONE when absent. */
 struct ftl_heap {
@@ -70,6 +84,13 @@ struct ftl {
 	pthread_mutex_t lock;        /* map updates, blocks, streams, nand */
 	pthread_rwlock_t io_rw;      /* shared: data reads; exclusive: erases */
 	pthread_mutex_t stripe[FTL_NSTRIPES];
+	/* host program runs outside f->lock (ftl_append.c): tickets are
+	 * handed out under f->lock (io_next, also under io_mx) and complete in
+	 * order (io_done, under io_mx; io_cv signals each) */
+	pthread_mutex_t io_mx;
+	pthread_cond_t io_cv;
+	uint64_t io_next, io_done;
+	struct ftl_inflight *inflight; /* reserved, owner not back (f->lock) */
 	struct ftl_geom g;
 	struct oct_sb sb;
 	struct nand *nand;
@@ -119,6 +140,8 @@ struct ftl {
 	uint32_t gc_batch, gc_batch_max; /* victims per forced sync (adaptive) */
 	uint8_t *gcbuf, *oobbuf, *oobbuf2, *zero, *ckbuf;
 	uint8_t *gcblk;               /* a GC victim's data (ftl_gc.c, lazy) */
+	uint8_t *runoob;              /* OOB of a program run (ftl_append.c,
+	                                 lazy: ppb * oob) */
 
 	/* counters: persisted part (ckpt) + this mount's atomics */
 	struct ftl_ckpt_counters base;
@@ -230,6 +253,24 @@ bool ftl_seq_room(const struct ftl *f, uint64_t n);
 int ftl_alloc_page(struct ftl *f, int stream, uint64_t *ppn);
 int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		  uint8_t kind, uint64_t *seq_out);
+int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
+		 uint32_t n, uint32_t *done);
+/* Host runs outside f->lock: reserve (f->lock held; -EAGAIN when the nand
+ * cannot program outside it, or @n is 0: use ftl_prog_run), program (no
+ * lock, in ticket order), take
+ * back (f->lock held: publishes unless already done, returns the
+ * result).  @crc: the data CRC of each page, @oob: room for n OOB areas. */
+int ftl_run_reserve(struct ftl *f, uint32_t lpn, uint32_t n,
+		    const uint32_t *crc, uint8_t *oob, size_t oob_room,
+		    struct ftl_inflight *x);
+void ftl_run_program(struct ftl *f, struct ftl_inflight *x, const void *data,
+		     const uint8_t *oob);
+int ftl_run_finish(struct ftl *f, struct ftl_inflight *x);
+/* Wait until every reserved host run is on the medium, then point the map
+ * at them (f->lock held; it is not released).  Before a sync (flush
+ * records), GC copies (sequence order), checkpoints and programs into the
+ * host stream under the lock. */
+void ftl_inflight_drain(struct ftl *f);
 void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn);
 void ftl_map_unset(struct ftl *f, uint32_t lpn);
 

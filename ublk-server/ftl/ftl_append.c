@@ -8,14 +8,20 @@
  * sure its own stream has a block).  f->lock held throughout.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "crc32c.h"
 #include "ftl-int.h"
 
 /* Flush the write cache. */
 int ftl_sync(struct ftl *f)
 {
-	int r = nand_sync(f->nand);
+	int r;
+
+	/* the flush record must not cover a program still in flight */
+	ftl_inflight_drain(f);
+	r = nand_sync(f->nand);
 
 	if (!r) {
 		f->sync_gen++;
@@ -191,6 +197,8 @@ int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 	uint32_t blk;
 	int r;
 
+	if (stream == STREAM_HOST)
+		ftl_inflight_drain(f);  /* in order after the runs in flight */
 	for (unsigned tries = 0;; tries++) {
 		if (f->seq + 1 > f->ckpt_seq + f->seq_gap)
 			return -EIO;
@@ -224,4 +232,235 @@ int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 	if (seq_out)
 		*seq_out = seq;
 	return 0;
+}
+
+/*
+ * Program host data pages for logical pages @lpn, @lpn + 1, ... from
+ * @data (@n pages) as one run into stream @stream's open block (opening
+ * one when needed): at most the rest of that block, and fewer when
+ * sequence numbers run short (ftl_seq_room: FTL_PROG_RETRIES stay for
+ * retries).  Each page gets its own sequence number, data CRC and flush
+ * record in its OOB, so recovery takes a torn run page by page.  The map
+ * moves only for pages the nand reports programmed (*done counts them; the
+ * caller goes on with the rest).  A failed program retires its block, the
+ * pages the map does not point at yet go to the next block (up to
+ * FTL_PROG_RETRIES blocks, dipping into GC's reserve).  f->lock held.
+ */
+int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
+		 uint32_t n, uint32_t *done)
+{
+	const struct ftl_geom *g = &f->g;
+	const uint8_t *src = data;
+	struct ftl_stream *st = &f->st[stream];
+	int r;
+
+	*done = 0;
+	if (stream == STREAM_HOST)
+		ftl_inflight_drain(f);  /* in order after the runs in flight */
+	if (!f->runoob)
+		f->runoob = malloc((size_t)g->ppb * g->oob);
+	if (!f->runoob || n == 1) {     /* one page: the page path */
+		r = ftl_prog_page(f, stream, lpn, data, FTL_OOB_DATA, NULL);
+		*done = !r;
+		return r;
+	}
+	for (unsigned tries = 0;; tries++) {
+		uint64_t room = f->seq < f->ckpt_seq + f->seq_gap ?
+				f->ckpt_seq + f->seq_gap - f->seq : 0;
+		uint64_t ppn, seq = 0, c, cap;
+		uint32_t blk, pd;
+
+		if (!room)
+			return -EIO;
+		r = alloc_page(f, stream, &ppn, tries > 0);
+		if (r)
+			return r;
+		/* this block's pages from ppn on, within the sequence room */
+		cap = room > FTL_PROG_RETRIES + 1 ? room - FTL_PROG_RETRIES - 1
+						  : 1;
+		c = (uint64_t)g->ppb - st->wp + 1;
+		if (c > cap)
+			c = cap;
+		if (c > n - *done)
+			c = n - *done;
+		st->wp += (uint32_t)c - 1;
+		blk = (uint32_t)(ppn / g->ppb);
+		for (uint32_t i = 0; i < c; i++) {
+			uint8_t *oob = f->runoob + (size_t)i * g->oob;
+
+			seq = ++f->seq;
+			memset(oob, 0, g->oob);
+			ftl_oob_fill((struct ftl_oob *)oob, FTL_OOB_DATA,
+				     (uint16_t)stream, lpn + *done + i, seq,
+				     nand_block_ec(f->nand, blk),
+				     src + (size_t)(*done + i) * g->ps, g->ps);
+			ftl_oob_set_flushed(oob, g->oob, f->flushed_seq);
+		}
+		seq -= c;               /* the seq before the run's first */
+		r = nand_program_run(f->nand, ppn, (uint32_t)c,
+				     src + (size_t)*done * g->ps, f->runoob, &pd);
+		/* publish what is on the medium, nothing more */
+		for (uint32_t i = 0; i < pd; i++)
+			ftl_map_set(f, lpn + *done + i, (uint32_t)(ppn + i));
+		if (pd)
+			f->mtime[blk] = seq + pd;
+		*done += pd;
+		if (r != -NAND_EFAIL)
+			return r;
+		/* status FAIL: retire the block (its valid pages move at the
+		 * next balance); the rest of the run goes elsewhere */
+		r = ftl_bb_grown(f, blk, "program failed");
+		if (r)
+			return r;
+		if (tries + 1 >= FTL_PROG_RETRIES)
+			return -EIO;
+	}
+}
+
+/* ---- host runs outside f->lock ------------------------------------------
+ *
+ * A host write reserves a run under f->lock (pages of the host stream's
+ * open block, sequence numbers, OOB records, a ticket), programs it with
+ * the lock released, and takes f->lock again to point the map at it.
+ * The rules that keep this safe:
+ * - programs reach the nand in ticket order (in order inside a block);
+ * - the map moves only after the program (readers are lock-free);
+ * - ftl_inflight_drain() (wait for every ticket, then publish them all,
+ *   f->lock kept) comes first in ftl_sync (the flush record never covers
+ *   a program in flight), so in checkpoints; in GC (ftl_gc_evacuate: a
+ *   copy of a logical page must never get a newer sequence number than a
+ *   host program of it reserved before, and a block with programs in
+ *   flight is never emptied and erased); and before any program into the
+ *   host stream under the lock (in order).
+ * Writers of the same logical pages exclude each other (range locks), so
+ * two runs in flight never share one.
+ */
+
+/* Point the map at what run @x programmed (f->lock held), once. */
+static void run_publish(struct ftl *f, struct ftl_inflight *x)
+{
+	uint32_t blk = (uint32_t)(x->ppn / f->g.ppb);
+
+	if (x->published)
+		return;
+	x->published = true;
+	for (uint32_t i = 0; i < x->done; i++)
+		ftl_map_set(f, x->lpn + i, (uint32_t)(x->ppn + i));
+	if (x->done && f->mtime[blk] < x->seq0 + x->done - 1)
+		f->mtime[blk] = x->seq0 + x->done - 1;
+}
+
+void ftl_inflight_drain(struct ftl *f)
+{
+	if (!f->inflight)
+		return;
+	pthread_mutex_lock(&f->io_mx);
+	while (f->io_done != f->io_next)
+		pthread_cond_wait(&f->io_cv, &f->io_mx);
+	pthread_mutex_unlock(&f->io_mx);
+	for (struct ftl_inflight *x = f->inflight; x; x = x->next)
+		run_publish(f, x);
+}
+
+/* One page's OOB: data record with the data CRC computed before the lock
+ * was taken, and the flush record. */
+static void oob_fill_crc(struct ftl *f, uint8_t *oob, uint32_t lpn,
+			 uint64_t seq, uint32_t ec, uint32_t crc)
+{
+	struct ftl_oob *o = (struct ftl_oob *)oob;
+
+	memset(oob, 0, f->g.oob);
+	ftl_oob_fill(o, FTL_OOB_DATA, STREAM_HOST, lpn, seq, ec, NULL,
+		     f->g.ps);
+	o->data_crc = crc;
+	o->crc = 0;
+	o->crc = oct_crc32c(0, o, sizeof(*o));
+	ftl_oob_set_flushed(oob, f->g.oob, f->flushed_seq);
+}
+
+int ftl_run_reserve(struct ftl *f, uint32_t lpn, uint32_t n,
+		    const uint32_t *crc, uint8_t *oob, size_t oob_room,
+		    struct ftl_inflight *x)
+{
+	const struct ftl_geom *g = &f->g;
+	struct ftl_stream *st = &f->st[STREAM_HOST];
+	uint64_t room = f->seq < f->ckpt_seq + f->seq_gap ?
+			f->ckpt_seq + f->seq_gap - f->seq : 0;
+	uint64_t ppn, c, cap;
+	uint32_t blk, ec;
+	int r;
+
+	if (!nand_program_run_unlocked(f->nand) || oob_room < g->oob || !n)
+		return -EAGAIN;         /* page by page, under the lock */
+	if (!room)
+		return -EIO;
+	r = alloc_page(f, STREAM_HOST, &ppn, false);
+	if (r)
+		return r;
+	blk = (uint32_t)(ppn / g->ppb);
+	cap = room > FTL_PROG_RETRIES + 1 ? room - FTL_PROG_RETRIES - 1 : 1;
+	c = (uint64_t)g->ppb - st->wp + 1;
+	if (c > cap)
+		c = cap;
+	if (c > n)
+		c = n;
+	if (c > oob_room / g->oob)
+		c = oob_room / g->oob;
+	st->wp += (uint32_t)c - 1;
+	ec = nand_block_ec(f->nand, blk);
+	x->ppn = ppn;
+	x->seq0 = f->seq + 1;
+	x->lpn = lpn;
+	x->n = (uint32_t)c;
+	x->done = 0;
+	x->r = 0;
+	x->io_done = false;
+	x->published = false;
+	for (uint32_t i = 0; i < c; i++)
+		oob_fill_crc(f, oob + (size_t)i * g->oob, lpn + i, ++f->seq,
+			     ec, crc[i]);
+	pthread_mutex_lock(&f->io_mx);
+	x->ticket = f->io_next++;
+	pthread_mutex_unlock(&f->io_mx);
+	x->next = f->inflight;
+	f->inflight = x;
+	return 0;
+}
+
+/* Program run @x (no lock held), after every run reserved before it. */
+void ftl_run_program(struct ftl *f, struct ftl_inflight *x, const void *data,
+		     const uint8_t *oob)
+{
+	uint32_t pd = 0;
+	int r;
+
+	pthread_mutex_lock(&f->io_mx);
+	while (f->io_done != x->ticket)
+		pthread_cond_wait(&f->io_cv, &f->io_mx);
+	pthread_mutex_unlock(&f->io_mx);
+	r = nand_program_run(f->nand, x->ppn, x->n, data, oob, &pd);
+	pthread_mutex_lock(&f->io_mx);
+	x->r = r;
+	x->done = pd;
+	x->io_done = true;
+	f->io_done++;
+	pthread_cond_broadcast(&f->io_cv);
+	pthread_mutex_unlock(&f->io_mx);
+}
+
+int ftl_run_finish(struct ftl *f, struct ftl_inflight *x)
+{
+	struct ftl_inflight **p = &f->inflight;
+
+	run_publish(f, x);
+	while (*p && *p != x)
+		p = &(*p)->next;
+	if (*p)
+		*p = x->next;
+	if (x->r == -NAND_EFAIL) {      /* not on this path; if ever: */
+		int r = ftl_bb_grown(f, (uint32_t)(x->ppn / f->g.ppb),
+				     "program failed");
+		return r ? r : -EIO;
+	}
+	return x->r;
 }

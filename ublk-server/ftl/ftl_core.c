@@ -71,6 +71,8 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_init(&f->scrub_lock, NULL);
 	pthread_cond_init(&f->gc_cv, NULL);
+	pthread_mutex_init(&f->io_mx, NULL);
+	pthread_cond_init(&f->io_cv, NULL);
 	pthread_rwlockattr_init(&ra);
 	pthread_rwlockattr_setkind_np(&ra,
 		PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
@@ -101,6 +103,7 @@ void ftl_free(struct ftl *f)
 	free(f->pend_gen);
 	free(f->gcbuf);
 	free(f->gcblk);
+	free(f->runoob);
 	free(f->zero);
 	free(f->oobbuf);
 	free(f->oobbuf2);
@@ -110,6 +113,8 @@ void ftl_free(struct ftl *f)
 	pthread_mutex_destroy(&f->lock);
 	pthread_mutex_destroy(&f->scrub_lock);
 	pthread_cond_destroy(&f->gc_cv);
+	pthread_mutex_destroy(&f->io_mx);
+	pthread_cond_destroy(&f->io_cv);
 	pthread_rwlock_destroy(&f->io_rw);
 	for (unsigned i = 0; i < FTL_NSTRIPES; i++)
 		pthread_mutex_destroy(&f->stripe[i]);

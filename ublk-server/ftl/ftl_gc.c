@@ -111,6 +111,14 @@ int ftl_gc_evacuate(struct ftl *f, uint32_t v, uint64_t *counter)
 	bool whole;
 	int r;
 
+	/* Host runs programmed outside f->lock (ftl_append.c) first: on the
+	 * medium and in the map before the valid count and the map are read
+	 * here.  A copy of a logical page whose host program is in flight
+	 * would get a newer sequence number than that program and win at
+	 * roll-forward (old data back after a crash), and a block with
+	 * programs in flight must never be emptied and erased.  f->lock is
+	 * kept: no run is reserved meanwhile. */
+	ftl_inflight_drain(f);
 	if (!f->valid[v])
 		return 0;               /* nothing to move, nothing to read */
 	r = victim_read(f, v, res, &whole);

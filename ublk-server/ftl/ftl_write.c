@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The host write path: read-modify-write of partly written pages under
- * per-page range locks, FUA, flush, discard and write-zeroes (trim
- * records).  Each page goes through ftl_balance() (room first), then the
- * append layer (ftl_append.c).
+ * The host write path: whole pages in runs (one nand program run per open
+ * block's worth), read-modify-write of partly written pages, under
+ * per-page range locks; FUA, flush, discard and write-zeroes (trim
+ * records).  Each run or page goes through ftl_balance() (room first),
+ * then the append layer (ftl_append.c).
  */
 #include <errno.h>
 #include <string.h>
 
+#include "crc32c.h"
 #include "ftl-int.h"
 
 /* One page of scratch per thread for read-modify-write: no malloc per I/O. */
@@ -87,6 +89,72 @@ static int write_page(struct ftl *f, uint32_t lpn, const void *data)
 	return r;
 }
 
+#define RUN_MAX 1024u             /* pages per turn */
+
+/* Per thread: the data CRCs and OOB records of a run being written. */
+static __thread uint32_t tls_crc[RUN_MAX];
+static __thread uint8_t tls_oob[65536] __attribute__((aligned(64)));
+
+/*
+ * Program whole host pages @lpn.. (@n of them, data back to back) in runs.
+ * Each turn computes the data CRCs without any lock, balances once under
+ * f->lock (room for a run), reserves as much as the host stream's open
+ * block takes (ftl_run_reserve), programs it with f->lock released (one
+ * nand run) and takes the lock again to point the map at it.  With a
+ * fault model or hook, or on layout 1.0, the run is programmed under the
+ * lock (ftl_prog_run).  A failed turn keeps what the map already points
+ * at (on the medium) and reports the error.
+ */
+static int write_run(struct ftl *f, uint64_t lpn, uint64_t n,
+		     const uint8_t *data)
+{
+	uint32_t have = 0;              /* CRCs in tls_crc, from data on */
+	bool unlocked = nand_program_run_unlocked(f->nand);
+	int r = 0;
+
+	for (int i = 0; n;) {
+		uint32_t done = 0, c = n < RUN_MAX ? (uint32_t)n : RUN_MAX;
+		struct ftl_inflight x;
+
+		for (; unlocked && have < c; have++)
+			tls_crc[have] = oct_crc32c(0, data + (size_t)have * f->g.ps,
+						   f->g.ps);
+		pthread_mutex_lock(&f->lock);
+		r = ftl_balance(f);
+		if (!r)
+			r = ftl_run_reserve(f, (uint32_t)lpn, unlocked ? c : 0,
+					    tls_crc, tls_oob, sizeof(tls_oob),
+					    &x);
+		if (!r) {
+			pthread_mutex_unlock(&f->lock);
+			ftl_run_program(f, &x, data, tls_oob);
+			pthread_mutex_lock(&f->lock);
+			r = ftl_run_finish(f, &x);
+			done = x.done;
+		} else if (r == -EAGAIN) {
+			r = ftl_prog_run(f, STREAM_HOST, (uint32_t)lpn, data, c,
+					 &done);
+		}
+		/* a failed program may leave the retry without a free block:
+		 * balance again (GC) then, as host_prog */
+		if (r == -ENOSPC && i++ < 3 &&
+		    ftl_stream_needs_block(f, STREAM_HOST))
+			r = 0;
+		pthread_mutex_unlock(&f->lock);
+		if (r)
+			return r;
+		lpn += done;
+		n -= done;
+		data += (size_t)done * f->g.ps;
+		if (have) {
+			memmove(tls_crc, tls_crc + done,
+				(size_t)(have - done) * 4);
+			have -= done;
+		}
+	}
+	return 0;
+}
+
 static int check_io(struct ftl *f, uint64_t off, uint64_t len)
 {
 	if (off % FTL_SECTOR || len % FTL_SECTOR || off > f->g.size ||
@@ -122,18 +190,21 @@ int ftl_write(struct ftl *f, const void *buf, uint64_t off, size_t len,
 		uint64_t b = end < lo + ps ? end - lo : ps;
 		const uint8_t *data = src + (lo + a - mo);
 
-		if (a || b != ps) {
-			r = read_whole(f, (uint32_t)p, tls_page);
-			if (r)
-				break;
-			memcpy(tls_page + a, data, b - a);
-			data = tls_page;
-			if (p0 == p1)
-				CADD(f, m.rmw_subpage, 1);
-			else
-				CADD(f, m.rmw_straddle, 1);
+		if (!a && b == ps) {    /* whole pages [p, end / ps): runs */
+			r = write_run(f, p, end / ps - p, data);
+			p = end / ps - 1;
+			continue;
 		}
-		r = write_page(f, (uint32_t)p, data);
+		/* a page covered in part: read, modify, write */
+		r = read_whole(f, (uint32_t)p, tls_page);
+		if (r)
+			break;
+		memcpy(tls_page + a, data, b - a);
+		if (p0 == p1)
+			CADD(f, m.rmw_subpage, 1);
+		else
+			CADD(f, m.rmw_straddle, 1);
+		r = write_page(f, (uint32_t)p, tls_page);
 	}
 	if (!r && (flags & FTL_FUA)) {
 		pthread_mutex_lock(&f->lock);

@@ -27,7 +27,11 @@ struct nand {
 	struct oob_slot slot[NAND_OOB_SLOTS];
 	uint64_t stamp;
 	uint64_t win_from, data_at, hole_at; /* nand_block_oob_hole's window */
-	bool slot_hole_stale;  /* inline: no window, or a write since */
+	uint64_t wgen;        /* inline: writes to page slots (atomic; a
+	                         program run may add outside the caller's
+	                         lock) ... */
+	uint64_t win_gen;     /* ... when the window was taken: valid while
+	                         equal */
 	bool no_seek;
 	nand_fault_fn fault;
 	void *fault_ctx;
@@ -89,6 +93,14 @@ static int bk_rw_vec(struct nand *n, bool wr, const struct iovec *iov,
 
 static bool slots_hole(struct nand *n, uint64_t off, uint64_t len);
 
+/* Inline: page slots were written, the hole window is stale.  After the
+ * write: slots_hole() loads the generation before its lseek, so a write
+ * racing with it voids the window it takes. */
+static void hole_stale(struct nand *n)
+{
+	__atomic_fetch_add(&n->wgen, 1, __ATOMIC_RELEASE);
+}
+
 /* Where the data / the OOB of page @ppn sit in the backing. */
 static uint64_t data_at(const struct nand *n, uint64_t ppn)
 {
@@ -123,7 +135,7 @@ int nand_create(struct nand_backing *b, const struct nand_geom *g,
 	for (uint32_t i2 = 0; i2 < g->nblocks; i2++)
 		n->wp[i2] = g->ppb;
 	n->stride = g->page_size + (g->oob_inline ? g->oob_size : 0);
-	n->slot_hole_stale = true;
+	n->wgen = 1;                    /* no window yet */
 	if (g->oob_inline) {
 		n->pbuf = malloc((size_t)g->page_size + g->oob_size);
 		if (!n->pbuf)
@@ -466,7 +478,7 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
 			      data_at(n, ppn));
 		if (r)
 			return r;
-		n->slot_hole_stale = true;      /* the hole window is stale */
+		hole_stale(n);      /* the hole window is stale */
 		__atomic_store_n(&n->wp[blk], pg + 1, __ATOMIC_RELEASE);
 		CNT_ADD(n, programs);
 		return 0;
@@ -493,6 +505,66 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
 	if (pg + 1 == n->g.ppb)         /* block full: release its slot */
 		s->blk = -1;
 	return 0;
+}
+
+/* Does nand_program_run write runs with one vectored call (see nand.h)? */
+bool nand_program_run_unlocked(const struct nand *n)
+{
+	return n->g.oob_inline && n->b->ops->pwritev && !n->fault && !n->fm;
+}
+
+/* Program a run of pages of one block (see nand.h). */
+int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
+		     const void *data, const void *oob, uint32_t *done)
+{
+	uint32_t blk = (uint32_t)(ppn / n->g.ppb), pg = (uint32_t)(ppn % n->g.ppb);
+	uint32_t ps = n->g.page_size, os = n->g.oob_size;
+	const uint8_t *d = data, *o = oob;
+	struct iovec iov[NAND_IOV_MAX];
+	int r = 0;
+
+	*done = 0;
+	if (!count || blk >= n->g.nblocks || count > n->g.ppb - pg)
+		return -EINVAL;
+	if (pg < __atomic_load_n(&n->wp[blk], __ATOMIC_ACQUIRE)) {
+		CNT_ADD(n, violations);
+		return -EIO;
+	}
+	if (!nand_program_run_unlocked(n) || n->bad[blk]) {
+		/* page by page: the fault seam and the fault model judge
+		 * each program, the separate layout writes data and OOB
+		 * apart; the first failure ends the run */
+		for (uint32_t i = 0; i < count && !r; i++) {
+			r = nand_program(n, ppn + i, d + (size_t)i * ps,
+					 o + (size_t)i * os);
+			if (!r)
+				*done = i + 1;
+		}
+		return r;
+	}
+	/* inline: data and OOB of every page in one vectored write (one per
+	 * NAND_IOV_MAX / 2 pages); a killed server keeps all of it, a power
+	 * cut may tear it, and each page's data CRC in its OOB tells */
+	for (uint32_t i = 0; i < count && !r;) {
+		uint32_t c = count - i < NAND_IOV_MAX / 2 ? count - i
+							   : NAND_IOV_MAX / 2;
+
+		for (uint32_t k = 0; k < c; k++) {
+			iov[2 * k].iov_base = (void *)(d + (size_t)(i + k) * ps);
+			iov[2 * k].iov_len = ps;
+			iov[2 * k + 1].iov_base = (void *)(o + (size_t)(i + k) * os);
+			iov[2 * k + 1].iov_len = os;
+		}
+		r = bk_rw_vec(n, true, iov, 2 * (int)c, data_at(n, ppn + i));
+		hole_stale(n);      /* the hole window is stale */
+		if (r)
+			break;
+		i += c;
+		__atomic_store_n(&n->wp[blk], pg + i, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&n->c.programs, c, __ATOMIC_RELAXED);
+		*done = i;
+	}
+	return r;
 }
 
 /* Write zeroes over [off, off+len): one vectored write where possible. */
@@ -544,7 +616,7 @@ int nand_erase(struct nand *n, uint32_t blk)
 	if (s)
 		s->blk = -1;            /* its buffered OOB is void now */
 	n->hole_at = 0;
-	n->slot_hole_stale = true;
+	hole_stale(n);
 	/* Erased = OOB records gone: write zeroes over them (cheaper than
 	 * punching holes, which frees and reallocates the file's pages); the
 	 * data bytes stay but read back as 0xff (write pointer 0).  Inline,
@@ -555,9 +627,9 @@ int nand_erase(struct nand *n, uint32_t blk)
 
 		/* a hole (never written: a fresh sparse image) reads as
 		 * zeroes already: keep it sparse */
-		n->slot_hole_stale = true;
+		hole_stale(n);
 		r = slots_hole(n, at, len) ? 0 : nand_zero(n, at, len);
-		n->slot_hole_stale = true;
+		hole_stale(n);
 	}
 	else
 		r = nand_zero(n, n->g.oob_off + blk * oobb, oobb);
@@ -617,7 +689,9 @@ static bool slots_hole(struct nand *n, uint64_t off, uint64_t len)
 
 	if (n->no_seek || !n->b->ops->seek)
 		return false;
-	if (!n->slot_hole_stale && off >= n->win_from &&
+	uint64_t gen = __atomic_load_n(&n->wgen, __ATOMIC_ACQUIRE);
+
+	if (n->win_gen == gen && off >= n->win_from &&
 	    off + len <= n->data_at)
 		return true;            /* before the next data */
 	d = n->b->ops->seek(n->b, off, SEEK_DATA);
@@ -630,7 +704,7 @@ static bool slots_hole(struct nand *n, uint64_t off, uint64_t len)
 	}
 	n->win_from = off;
 	n->data_at = (uint64_t)d;
-	n->slot_hole_stale = false;
+	n->win_gen = gen;       /* a write since the load voids it */
 	return off + len <= (uint64_t)d;
 }
 

@@ -17,13 +17,17 @@
  * Durability: programs and erases may sit in the host page cache (a
  * volatile write cache) until nand_sync().  A program returns only when
  * its data and OOB are both in the backing (a killed server whose page
- * cache survives loses nothing): inline, one pwrite of data and OOB;
+ * cache survives loses nothing): inline, one pwrite of data and OOB (a
+ * run of pages of one block, nand_program_run: one pwritev for all);
  * separate, a pwrite of the data and one of the OOB (OOB bytes are also
  * kept per block in a few buffers for nand_read_block_oob).
  *
  * Threads: nand_read() and nand_read_run() may run concurrently with
  * anything except an erase of the same block (the caller excludes that);
- * every other call must be serialized by the caller.
+ * so may nand_program_run() when nand_program_run_unlocked() says so,
+ * except with a program, erase or another run of the same block (the
+ * caller orders those); every other call must be serialized by the
+ * caller.
  */
 #ifndef OCTANT_NAND_H
 #define OCTANT_NAND_H
@@ -179,6 +183,26 @@ int nand_read_block_oob(struct nand *n, uint32_t blk, void *buf);
  * garbage with an erased OOB; retire the block). */
 int nand_program(struct nand *n, uint64_t ppn, const void *data,
 		 const void *oob);
+/*
+ * Program @count consecutive pages of one block from @ppn (the run may not
+ * cross a block): data from @data (count * page_size), OOB from @oob
+ * (count * oob_size).  On the inline layout with a vectored backing, one
+ * backing write per run (NAND_IOV_MAX / 2 pages), a single page too; else
+ * (separate layout, a fault hook or model, a bad block) page by page
+ * through nand_program,
+ * each judged alone.  *done: pages programmed, from the first, whatever
+ * the result; on an error the run stops there: -NAND_EFAIL as
+ * nand_program (page *done is used up), -EIO a page below the write
+ * pointer (nothing programmed), -EINVAL a run past its block, else the
+ * backing's error (page *done and later are not programmed).
+ */
+int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
+		     const void *data, const void *oob, uint32_t *done);
+/* True when nand_program_run() writes a run with one vectored backing
+ * call and may run outside the caller's lock (see Threads above): the
+ * inline layout, a backing with pwritev, no fault hook and no fault model
+ * (and the block not marked bad). */
+bool nand_program_run_unlocked(const struct nand *n);
 /* Erase a block: its pages read 0xff and may be programmed again.
  * -NAND_EFAIL: the erase failed (the block is as before; retire it). */
 int nand_erase(struct nand *n, uint32_t blk);

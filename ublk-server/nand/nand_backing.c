@@ -3,6 +3,7 @@
  * power-cut simulator (see nand.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -185,6 +186,9 @@ struct mem_write {
 
 struct mem_backing {
 	struct nand_backing b;
+	pthread_mutex_t mx;     /* writes, the log, sync (recursive: a trigger
+	                           may build a crash image); reads take none,
+	                           the engine never reads what is being written */
 	uint64_t size;
 	uint8_t *cur;           /* what reads see */
 	uint8_t *dur;           /* what survives a power cut (powercut only) */
@@ -244,8 +248,8 @@ static int mem_pread(struct nand_backing *b, void *buf, size_t len, uint64_t off
 	return 0;
 }
 
-static int mem_pwrite(struct nand_backing *b, const void *buf, size_t len,
-		      uint64_t off)
+static int mem_pwrite_locked(struct nand_backing *b, const void *buf,
+			     size_t len, uint64_t off)
 {
 	struct mem_backing *m = (struct mem_backing *)b;
 	int r;
@@ -274,8 +278,8 @@ static int mem_preadv(struct nand_backing *b, const struct iovec *iov, int cnt,
 }
 
 /* One logged write (it may tear like any other), however many iovecs. */
-static int mem_pwritev(struct nand_backing *b, const struct iovec *iov,
-		       int cnt, uint64_t off)
+static int mem_pwritev_locked(struct nand_backing *b, const struct iovec *iov,
+			      int cnt, uint64_t off)
 {
 	struct mem_backing *m = (struct mem_backing *)b;
 	uint64_t len = 0, at = off;
@@ -297,7 +301,8 @@ static int mem_pwritev(struct nand_backing *b, const struct iovec *iov,
 	return r;
 }
 
-static int mem_punch(struct nand_backing *b, uint64_t off, uint64_t len)
+static int mem_punch_locked(struct nand_backing *b, uint64_t off,
+			    uint64_t len)
 {
 	struct mem_backing *m = (struct mem_backing *)b;
 	int r;
@@ -321,7 +326,7 @@ static void apply(uint8_t *img, const struct mem_write *w)
 		memset(img + w->off, 0, w->len);
 }
 
-static int mem_sync(struct nand_backing *b)
+static int mem_sync_locked(struct nand_backing *b)
 {
 	struct mem_backing *m = (struct mem_backing *)b;
 
@@ -333,6 +338,55 @@ static int mem_sync(struct nand_backing *b)
 	}
 	m->nlog = 0;
 	return 0;
+}
+
+
+/* The write side under the backing's mutex: programs may come from
+ * several threads (nand_program_run outside the engine's lock). */
+static int mem_pwrite(struct nand_backing *b, const void *buf, size_t len,
+		      uint64_t off)
+{
+	struct mem_backing *m = (struct mem_backing *)b;
+	int r;
+
+	pthread_mutex_lock(&m->mx);
+	r = mem_pwrite_locked(b, buf, len, off);
+	pthread_mutex_unlock(&m->mx);
+	return r;
+}
+
+static int mem_pwritev(struct nand_backing *b, const struct iovec *iov,
+		       int cnt, uint64_t off)
+{
+	struct mem_backing *m = (struct mem_backing *)b;
+	int r;
+
+	pthread_mutex_lock(&m->mx);
+	r = mem_pwritev_locked(b, iov, cnt, off);
+	pthread_mutex_unlock(&m->mx);
+	return r;
+}
+
+static int mem_punch(struct nand_backing *b, uint64_t off, uint64_t len)
+{
+	struct mem_backing *m = (struct mem_backing *)b;
+	int r;
+
+	pthread_mutex_lock(&m->mx);
+	r = mem_punch_locked(b, off, len);
+	pthread_mutex_unlock(&m->mx);
+	return r;
+}
+
+static int mem_sync(struct nand_backing *b)
+{
+	struct mem_backing *m = (struct mem_backing *)b;
+	int r;
+
+	pthread_mutex_lock(&m->mx);
+	r = mem_sync_locked(b);
+	pthread_mutex_unlock(&m->mx);
+	return r;
 }
 
 static void mem_destroy(struct nand_backing *b)
@@ -348,6 +402,7 @@ static void mem_destroy(struct nand_backing *b)
 	free(m->log);
 	free(m->cur);
 	free(m->dur);
+	pthread_mutex_destroy(&m->mx);
 	free(m);
 }
 
@@ -365,9 +420,14 @@ static const struct nand_backing_ops mem_ops = {
 int nand_backing_mem(uint64_t size, bool powercut, struct nand_backing **out)
 {
 	struct mem_backing *m = calloc(1, sizeof(*m));
+	pthread_mutexattr_t a;
 
 	if (!m)
 		return -ENOMEM;
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&m->mx, &a);
+	pthread_mutexattr_destroy(&a);
 	m->b.ops = &mem_ops;
 	m->size = size;
 	m->cur = calloc(1, size);
@@ -421,12 +481,14 @@ void nand_mem_load(struct nand_backing *b, const uint8_t *img)
 {
 	struct mem_backing *m = (struct mem_backing *)b;
 
+	pthread_mutex_lock(&m->mx);
 	for (size_t i = 0; i < m->nlog; i++)
 		free(m->log[i].data);
 	m->nlog = 0;
 	memcpy(m->cur, img, m->size);
 	if (m->dur)
 		memcpy(m->dur, img, m->size);
+	pthread_mutex_unlock(&m->mx);
 }
 
 /* Drop every later write (see nand.h). */
