@@ -14,7 +14,8 @@
  * 3. A damaged data page of a delta record followed by another record:
  *    fsck reports a damaged checkpoint (exit 4), the open falls back to
  *    the record before and rolls forward: every flushed sector reads back.
- *    The same for the newest record's header after a clean close.
+ *    The same for a record's header (then a clean close), and for the
+ *    newest slot's base header with records after it.
  * 4. A slot whose delta room is used up: the next checkpoint is a base in
  *    the next slot; a clean reopen reads everything.
  * Random: a new seed per run (crash images), printed; OCTANT_SEED replays.
@@ -325,6 +326,60 @@ static void damaged(bool clean)
 	b->ops->destroy(b);
 }
 
+/*
+ * The newest slot's base header damaged while delta records follow it
+ * (so the base was whole, not cut by a crash), the data written since its
+ * base reaching past the previous slot's seq + seq_gap: fsck reports a
+ * damaged checkpoint, the open rolls forward from the previous slot with
+ * no sequence limit and reads every flushed sector.  Before, the slot was
+ * taken for one a crash had cut, and the newest versions were ignored.
+ */
+static void damaged_base(void)
+{
+	struct nand_backing *b;
+	struct ftl *f = mk(&b, 32u << 20, 4, false), *g = NULL;
+	struct ftl_geom geo = f->g;
+	uint64_t gen, limit;
+	const char *what = "newest base damaged, deltas after it";
+	int r, round = 0;
+
+	memset(tags, 0, sizeof(tags));
+	write_range(f, 0, 64, 1);
+	pthread_mutex_lock(&f->lock);
+	ftl_ckpt_force_base(f);
+	r = ftl_ckpt_write(f, false);
+	pthread_mutex_unlock(&f->lock);
+	T_CHECK(r == 0, "%s: base: %d", what, r);
+	limit = f->ckpt_seq + f->seq_gap;       /* of the slot before */
+	pthread_mutex_lock(&f->lock);
+	ftl_ckpt_force_base(f);
+	r = ftl_ckpt_write(f, false);
+	pthread_mutex_unlock(&f->lock);
+	T_CHECK(r == 0, "%s: base: %d", what, r);
+	gen = f->ckpt_gen;
+	while (f->seq < limit + 256 && round < 2000 && !t_failures) {
+		write_range(f, 64, 64, (uint64_t)++round + 1);
+		if (round % 8 == 0)
+			(void)ckpt(f);
+	}
+	T_CHECK(f->ckpt_gen == gen && f->ck_didx >= 2,
+		"%s: chain gen %llu -> %llu, %u deltas", what,
+		(unsigned long long)gen, (unsigned long long)f->ckpt_gen,
+		f->ck_didx);
+	ftl_abandon(f);
+	flip(b, &geo, gen, 0);
+	r = fsck_img(b, what);
+	T_CHECK(r == 4, "%s: fsck %d (want 4: a damaged checkpoint)", what, r);
+	nand_mem_hold(b);
+	r = ftl_open_backing(b, NULL, &g);
+	T_CHECK(r == 0, "%s: open %d", what, r);
+	if (!r) {
+		verify(g, what);
+		ftl_close(g);
+	}
+	b->ops->destroy(b);
+}
+
 /* ---- 4. a full slot rotates to a new base ------------------------------ */
 
 static void rotate(void)
@@ -368,6 +423,7 @@ int main(void)
 	rotate();
 	damaged(false);
 	damaged(true);
+	damaged_base();
 	power_cuts();
 	scale();
 	return t_result();

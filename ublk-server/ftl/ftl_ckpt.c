@@ -695,7 +695,9 @@ static int load_chain(struct ftl *f, struct ftl_ckpt_hdr *h,
 			break;
 		}
 		if (!hdr) {
-			/* a record cut short is torn only if nothing follows */
+			/* the chain ends at a blank page, or a record cut
+			 * short (torn): either only if nothing follows (a
+			 * lost block of records, a damaged page) */
 			if (pos + 2 > spp && pos == start)
 				return 0;
 			r = blank_from(f, h->gen, pos + 1, &blank);
@@ -802,6 +804,17 @@ int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 			return ok[s];
 		if (!ok[s])
 			order[n++] = (int)s;
+		if (!used[s]) {
+			/* header page blank: used all the same if anything
+			 * else in the slot is programmed (its first block
+			 * lost: it may have held the newest checkpoint) */
+			bool blank;
+
+			r = blank_from(f, s, 1, &blank);
+			if (r)
+				return r;
+			used[s] = !blank;
+		}
 	}
 	/* newest first */
 	for (int i = 0; i < n; i++)
@@ -858,7 +871,19 @@ int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 	for (uint32_t s = 0; s < FTL_CKPT_SLOTS; s++) {
 		bool torn_next = torn_ok && s == (cgen + 1) % FTL_CKPT_SLOTS &&
 				 (ok[s] != 0 || h[s].gen == cgen + 1);
-		bool damaged = used[s] && ok[s] && !torn_next;
+		bool damaged;
+
+		if (torn_next && ok[s] && f->g.ckpt_delta) {
+			/* a mount marker or delta records after its payload:
+			 * that base was whole (then damaged), not cut */
+			bool blank;
+
+			r = blank_from(f, s, f->g.payload_pages + 1, &blank);
+			if (r)
+				return r;
+			torn_next = blank;
+		}
+		damaged = used[s] && ok[s] && !torn_next;
 
 		if (report)
 			fprintf(report, "checkpoint slot %u: %s%s gen %llu\n", s,
