@@ -18,6 +18,7 @@
  *    newest slot's base header with records after it.
  * 4. A slot whose delta room is used up: the next checkpoint is a base in
  *    the next slot; a clean reopen reads everything.
+ * Ranges and scattered pages (single map entries: pairs) are written.
  * Random: a new seed per run (crash images), printed; OCTANT_SEED replays.
  */
 #include <errno.h>
@@ -70,6 +71,21 @@ static void write_range(struct ftl *f, uint64_t lo, uint64_t n, uint64_t tag)
 	static uint8_t buf[4096];
 
 	for (uint64_t l = lo; l < lo + n; l++) {
+		stamp(buf, l, tag);
+		T_CHECK(ftl_write(f, buf, l * 4096, 4096, 0) == 0, "write %llu",
+			(unsigned long long)l);
+		tags[l] = tag;
+	}
+	T_CHECK(ftl_flush(f) == 0, "flush");
+}
+
+/* Every @stride-th page from @lo (single map entries in a delta: pairs). */
+static void write_scattered(struct ftl *f, uint64_t lo, uint64_t n,
+			    uint64_t stride, uint64_t tag)
+{
+	static uint8_t buf[4096];
+
+	for (uint64_t l = lo; l < lo + n * stride && l < SPAN; l += stride) {
 		stamp(buf, l, tag);
 		T_CHECK(ftl_write(f, buf, l * 4096, 4096, 0) == 0, "write %llu",
 			(unsigned long long)l);
@@ -229,9 +245,11 @@ static void power_cuts(void)
 		memset(tags, 0, sizeof(tags));
 		pb = b;
 		write_range(f, 0, 300, 1);
+		write_scattered(f, 1500, 40, 3, 1);
 		(void)ckpt(f);
 		write_range(f, 100, 1200, 2);  /* 2 map pages, many blocks */
 		write_range(f, 3000, 50, 2);
+		write_scattered(f, 1501, 40, 3, 2);
 		didx = f->ck_didx;
 		nand_mem_set_trigger(b, cut_at, at_cut, NULL);
 		(void)ckpt(f);
@@ -393,6 +411,8 @@ static void rotate(void)
 	for (int i = 0; i < 400 && f->ckpt_gen == gen0; i++) {
 		write_range(f, (uint64_t)(i * 37) % (SPAN - 64), 64,
 			    (uint64_t)i + 1);
+		write_scattered(f, (uint64_t)(i * 53) % (SPAN / 2), 16, 7,
+				(uint64_t)i + 1);
 		(void)ckpt(f);
 		if (f->ck_didx > maxd)
 			maxd = f->ck_didx;
@@ -403,14 +423,17 @@ static void rotate(void)
 		f->ck_didx);
 	T_CHECK(maxd >= 3, "only %u deltas fit in the slot", maxd);
 	write_range(f, 10, 20, 999);
+	write_scattered(f, 100, 30, 5, 999);
 	(void)ckpt(f);
 	T_CHECK(f->ck_didx == 1, "a delta after the new base: %u", f->ck_didx);
 	T_CHECK(ftl_close(f) == 0, "close");
 	nand_mem_hold(b);
 	T_CHECK(ftl_open_backing(b, NULL, &g) == 0, "reopen");
 	if (g) {
-		T_CHECK(g->mount_kind == FTL_MOUNT_CLEAN, "clean reopen: %d",
-			g->mount_kind);
+		/* the whole chain loaded: both records (runs and pairs) */
+		T_CHECK(g->mount_kind == FTL_MOUNT_CLEAN && g->ck_didx == 2 &&
+			!g->ckpt_fallback, "clean reopen: kind %d, %u records",
+			g->mount_kind, g->ck_didx);
 		verify(g, "after rotation");
 		ftl_close(g);
 	}

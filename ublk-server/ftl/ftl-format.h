@@ -162,9 +162,9 @@ struct ftl_ckpt_hdr {
  * its header page (stream FTL_CKPT_STREAM_DHDR), then one page left for
  * the mount marker; the next record starts after it.  A data page holds
  * runs (struct ftl_ckpt_run and its entries, never across pages) up to a
- * run of kind 0 or the end of the page: map entries (uint32) and
- * block-table entries (struct ftl_ckpt_blk) that changed since the record
- * before.  The header comes last, so a record torn by a crash has none and
+ * run of kind 0 or the end of the page: map entries (uint32; single ones
+ * as {lpn, entry} pairs) and block-table entries (struct ftl_ckpt_blk)
+ * that changed since the record before.  The header comes last, so a record torn by a crash has none and
  * is never used.  A record is applied only whole, in order; the chain ends
  * at the first page that does not check out.
  */
@@ -178,6 +178,8 @@ enum ftl_ckpt_run_kind {
 	FTL_RUN_END = 0,              /* rest of the page unused */
 	FTL_RUN_MAP = 1,              /* count uint32 map entries from start */
 	FTL_RUN_BLK = 2,              /* count struct ftl_ckpt_blk from start */
+	FTL_RUN_PAIRS = 3,            /* start 0; count {uint32 lpn, uint32
+	                                 map entry} pairs (single entries) */
 };
 struct ftl_ckpt_run {
 	uint32_t kind, start, count;

@@ -127,6 +127,8 @@ struct emit {
 		uint32_t map[1024];
 		struct ftl_ckpt_blk blk[256];
 	} run;
+	/* single map entries, as {lpn, entry} pairs (FTL_RUN_PAIRS) */
+	uint32_t pair[1024], npair;
 };
 
 /* Program the data page being filled (stream FTL_CKPT_STREAM_DATA). */
@@ -149,14 +151,15 @@ static int emit_page(struct emit *e)
 	return 0;
 }
 
-/* Put the pending run into data pages (split at page ends). */
-static int emit_flush(struct emit *e)
+/* Put @cnt entries of @esz bytes at @data into runs of @kind from @start
+ * (pairs: start 0), split at page ends. */
+static int emit_run(struct emit *e, uint32_t kind, uint32_t start,
+		    uint32_t esz, const void *data, uint32_t cnt)
 {
-	uint32_t ps = e->f->g.ps, esz = e->kind == FTL_RUN_MAP ? 4u :
-		      (uint32_t)sizeof(struct ftl_ckpt_blk), done = 0;
+	uint32_t ps = e->f->g.ps, done = 0;
 	int r;
 
-	while (done < e->cnt) {
+	while (done < cnt) {
 		struct ftl_ckpt_run h;
 		uint32_t k;
 
@@ -166,18 +169,46 @@ static int emit_flush(struct emit *e)
 				return r;
 		}
 		k = (uint32_t)((ps - e->off - sizeof(h)) / esz);
-		if (k > e->cnt - done)
-			k = e->cnt - done;
-		h = (struct ftl_ckpt_run){ e->kind, e->start + done, k };
+		if (k > cnt - done)
+			k = cnt - done;
+		h = (struct ftl_ckpt_run){ kind,
+			kind == FTL_RUN_PAIRS ? 0 : start + done, k };
 		memcpy(e->pb + e->off, &h, sizeof(h));
 		memcpy(e->pb + e->off + sizeof(h),
-		       (const uint8_t *)&e->run + (size_t)done * esz,
+		       (const uint8_t *)data + (size_t)done * esz,
 		       (size_t)k * esz);
 		e->off += (uint32_t)(sizeof(h) + (size_t)k * esz);
 		done += k;
 	}
-	e->cnt = 0;
 	return 0;
+}
+
+static int emit_pairs(struct emit *e)
+{
+	int r = emit_run(e, FTL_RUN_PAIRS, 0, 8, e->pair, e->npair / 2);
+
+	e->npair = 0;
+	return r;
+}
+
+/* Put the pending run into data pages: a single map entry goes with the
+ * pairs (8 bytes instead of a 12-byte run header and 4). */
+static int emit_flush(struct emit *e)
+{
+	int r = 0;
+
+	if (e->kind == FTL_RUN_MAP && e->cnt == 1) {
+		e->pair[e->npair++] = e->start;
+		e->pair[e->npair++] = e->run.map[0];
+		if (e->npair == sizeof(e->pair) / sizeof(e->pair[0]))
+			r = emit_pairs(e);
+	} else if (e->cnt) {
+		r = emit_run(e, e->kind, e->start, e->kind == FTL_RUN_MAP ? 4u :
+			     (uint32_t)sizeof(struct ftl_ckpt_blk), &e->run,
+			     e->cnt);
+	}
+	e->cnt = 0;
+	return r;
 }
 
 /* Add entry @i (map entry or block-table entry @ent) to the runs. */
@@ -259,6 +290,8 @@ static int write_delta(struct ftl *f, bool clean)
 	}
 	if (!r && e->cnt)
 		r = emit_flush(e);
+	if (!r && e->npair)
+		r = emit_pairs(e);
 	if (!r && e->off)
 		r = emit_page(e);
 	if (r)
@@ -572,15 +605,27 @@ static bool runs_ok(struct ftl *f, const uint8_t *pb, bool apply)
 		} else if (h.kind == FTL_RUN_BLK) {
 			esz = sizeof(struct ftl_ckpt_blk);
 			lim = g->nblocks;
+		} else if (h.kind == FTL_RUN_PAIRS && !h.start) {
+			esz = 8;
+			lim = UINT32_MAX;
 		} else {
 			return false;
 		}
 		if (!h.count || (uint64_t)h.start + h.count > lim ||
 		    off + esz * h.count > g->ps)
 			return false;
+		for (uint32_t k = 0; h.kind == FTL_RUN_PAIRS && k < h.count; k++) {
+			uint32_t pr[2];
+
+			memcpy(pr, pb + off + 8 * k, 8);
+			if (pr[0] >= g->nlpn)
+				return false;
+			if (apply)
+				f->map[pr[0]] = pr[1];
+		}
 		if (apply && h.kind == FTL_RUN_MAP)
 			memcpy(&f->map[h.start], pb + off, esz * h.count);
-		else if (apply)
+		else if (apply && h.kind == FTL_RUN_BLK)
 			memcpy(&tab[h.start], pb + off, esz * h.count);
 		off += (uint32_t)(esz * h.count);
 	}
