@@ -123,6 +123,7 @@ struct ftl {
 	                                newest record (atomic bits) */
 	uint64_t ck_ndirty;          /* bits set in ck_dirty (atomic) */
 	struct ftl_ckpt_blk *ck_tab; /* block table as of the newest record */
+	uint32_t *ck_chg;            /* scratch: blocks whose entry changed */
 	bool ck_bad_delta;           /* a damaged delta record ended the
 	                                chain (counted as a damaged slot) */
 	uint32_t ckpt_interval, allocs_since_ckpt;

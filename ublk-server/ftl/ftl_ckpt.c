@@ -245,16 +245,19 @@ static int write_delta(struct ftl *f, bool clean)
 	const struct ftl_geom *g = &f->g;
 	const struct ftl_ckpt_blk *tab = (const struct ftl_ckpt_blk *)f->ckbuf;
 	uint64_t ndirty = __atomic_load_n(&f->ck_ndirty, __ATOMIC_RELAXED);
-	uint64_t nblk = 0, bound;
+	uint32_t nblk = 0;
+	uint64_t bound;
 	struct ftl_ckpt_delta *d;
 	struct emit *e;
 	int r = 0;
 
 	for (uint32_t b = 0; b < g->nblocks; b++)
-		nblk += memcmp(&tab[b], &f->ck_tab[b], sizeof(tab[b])) != 0;
+		if (memcmp(&tab[b], &f->ck_tab[b], sizeof(tab[b])))
+			f->ck_chg[nblk++] = b;
 	/* at worst every entry is a run of its own */
 	bound = ndirty * (4 + sizeof(struct ftl_ckpt_run)) +
-		nblk * (sizeof(struct ftl_ckpt_blk) + sizeof(struct ftl_ckpt_run));
+		(uint64_t)nblk * (sizeof(struct ftl_ckpt_blk) +
+				  sizeof(struct ftl_ckpt_run));
 	bound = bound / (g->ps - 32) + 1;
 	if ((uint64_t)f->ck_pos + bound + 2 > slot_pages(f) ||
 	    bound > g->payload_pages)
@@ -282,9 +285,9 @@ static int write_delta(struct ftl *f, bool clean)
 			r = emit_add(e, FTL_RUN_MAP, l, &v);
 		}
 	}
-	for (uint32_t b = 0; !r && b < g->nblocks; b++) {
-		if (!memcmp(&tab[b], &f->ck_tab[b], sizeof(tab[b])))
-			continue;
+	for (uint32_t i = 0; !r && i < nblk; i++) {
+		uint32_t b = f->ck_chg[i];
+
 		f->ck_tab[b] = tab[b];
 		r = emit_add(e, FTL_RUN_BLK, b, &tab[b]);
 	}

@@ -35,13 +35,15 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 	if (g->ckpt_delta) {
 		f->ck_dirty = calloc((size_t)g->nlpn / 64 + 1, sizeof(uint64_t));
 		f->ck_tab = calloc(nb, sizeof(struct ftl_ckpt_blk));
+		f->ck_chg = calloc(nb, sizeof(uint32_t));
 	}
 	f->bbt = calloc(FTL_BBT_MAX, sizeof(*f->bbt));
 	f->bb_done = calloc(nb, 1);
 	if (!f->map || !f->valid || !f->state || !f->mtime || !f->trim_seq ||
 	    !f->fdirty || ftl_idx_init(f) || !f->pend || !f->pend_gen || !f->gcbuf || !f->zero ||
 	    !f->oobbuf || !f->oobbuf2 || !f->ckbuf || !f->bbt ||
-	    !f->bb_done || (g->ckpt_delta && (!f->ck_dirty || !f->ck_tab))) {
+	    !f->bb_done ||
+	    (g->ckpt_delta && (!f->ck_dirty || !f->ck_tab || !f->ck_chg))) {
 		ftl_free(f);
 		return -ENOMEM;
 	}
@@ -114,6 +116,7 @@ void ftl_free(struct ftl *f)
 	free(f->ckbuf);
 	free(f->ck_dirty);
 	free(f->ck_tab);
+	free(f->ck_chg);
 	free(f->bbt);
 	free(f->bb_done);
 	pthread_mutex_destroy(&f->lock);
