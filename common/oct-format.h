@@ -53,6 +53,9 @@ _Static_assert(sizeof(struct oct_sb) == OCT_SB_SIZE, "superblock size");
  * is a slot of page_size + oob_size bytes from flash_offset, its OOB right
  * after its data, oob_offset = flash_offset + page_size. */
 #define OCT_SB_F_OOB_INLINE 0x1u
-#define OCT_SB_F_KNOWN      OCT_SB_F_OOB_INLINE
+/* OCT_SB_F_CKPT_DELTA: checkpoint slots with room for delta records after
+ * their base (ublk-server/ftl/ftl-format.h, docs/image-format.md) */
+#define OCT_SB_F_CKPT_DELTA 0x2u
+#define OCT_SB_F_KNOWN      (OCT_SB_F_OOB_INLINE | OCT_SB_F_CKPT_DELTA)
 
 #endif /* OCTANT_OCT_FORMAT_H */

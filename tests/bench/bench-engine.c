@@ -245,7 +245,7 @@ static void open_times(const char *dir)
 	snprintf(img, sizeof(img), "%s/bench-engine-open.img", dir);
 	printf("\n3. open time (ms) of sparse images: 64 MiB written at random, "
 	       "then for roll-forward 16 MiB more + flush + crash\n");
-	printf("(ckpt B/pg: bytes one checkpoint writes per logical page, from "
+	printf("(ckpt B/pg: bytes one full (base) checkpoint writes per logical page, from "
 	       "the ckpt_bytes counter;\n RAM B/pg: RSS growth of a clean open "
 	       "per logical page, /proc/self/status)\n");
 	printf("%8s %10s %14s %10s %10s %12s %10s\n", "size", "clean",
@@ -273,6 +273,7 @@ static void open_times(const char *dir)
 		ftl_stats_get(f, &st);
 		ckpb = (double)st.ckpt_bytes;
 		pthread_mutex_lock(&f->lock);
+		ftl_ckpt_force_base(f);         /* a base, not a delta record */
 		if ((r = ftl_ckpt_write(f, false)))
 			die("checkpoint", r);
 		pthread_mutex_unlock(&f->lock);
@@ -299,6 +300,7 @@ static void open_times(const char *dir)
 struct scale_res {
 	double write_s, close_s;
 	uint64_t ckpt_write, ckpt_close;  /* bytes */
+	uint64_t max_rf;                  /* pages past the newest checkpoint */
 };
 
 /* Write @host bytes (1 MiB writes, sequential) to a fresh sparse image of
@@ -319,10 +321,13 @@ static void scale_run(const char *img, uint64_t size, uint64_t host,
 		die("create/open", r);
 	ftl_stats_get(f, &a);
 	t0 = now();
+	res->max_rf = 0;
 	for (uint64_t o = 0; o < host; o += sizeof(mb)) {
 		mb[0] = (uint8_t)(o >> 20);
 		if ((r = ftl_write(f, mb, o, sizeof(mb), 0)))
 			die("ftl_write", r);
+		if (f->seq - f->ckpt_seq > res->max_rf)
+			res->max_rf = f->seq - f->ckpt_seq;
 	}
 	if ((r = ftl_flush(f)))
 		die("flush", r);
@@ -377,16 +382,20 @@ static void scale(const char *dir)
 	       "fresh sparse images, files in %s;\n   median of %d rounds; "
 	       "checkpoint bytes from the ckpt_bytes counter\n",
 	       (unsigned long long)(host >> 20), dir, rounds);
-	printf("%10s %10s %10s %20s %20s\n", "image", "write s", "close s",
-	       "ckpt MiB/host GiB", "incl. close ckpt");
-	printf("%6llu GiB %10.2f %10.2f %20.2f %20.2f\n",
+	printf("(rf pages: most pages written past the newest checkpoint, what "
+	       "a crash would roll forward)\n");
+	printf("%10s %10s %10s %20s %20s %10s\n", "image", "write s", "close s",
+	       "ckpt MiB/host GiB", "incl. close ckpt", "rf pages");
+	printf("%6llu GiB %10.2f %10.2f %20.2f %20.2f %10llu\n",
 	       (unsigned long long)(small >> 30), ws[rounds / 2], cs[rounds / 2],
 	       s.ckpt_write / gib / 1048576.0,
-	       (s.ckpt_write + s.ckpt_close) / gib / 1048576.0);
-	printf("%6llu GiB %10.2f %10.2f %20.2f %20.2f\n",
+	       (s.ckpt_write + s.ckpt_close) / gib / 1048576.0,
+	       (unsigned long long)s.max_rf);
+	printf("%6llu GiB %10.2f %10.2f %20.2f %20.2f %10llu\n",
 	       (unsigned long long)(big >> 30), wl[rounds / 2], cl[rounds / 2],
 	       l.ckpt_write / gib / 1048576.0,
-	       (l.ckpt_write + l.ckpt_close) / gib / 1048576.0);
+	       (l.ckpt_write + l.ckpt_close) / gib / 1048576.0,
+	       (unsigned long long)l.max_rf);
 	printf("write time %llu GiB / %llu GiB: %.2fx (target <= 1.2x)\n",
 	       (unsigned long long)(big >> 30),
 	       (unsigned long long)(small >> 30), wl[rounds / 2] / ws[rounds / 2]);

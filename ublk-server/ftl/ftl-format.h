@@ -87,9 +87,12 @@ struct ftl_trim {
  * device size, on sparse devices.
  */
 #define FTL_CKPT_MAGIC "OCTCKPT1"
-#define FTL_CKPT_VERSION 3u       /* 3: blank payload pages (see below) are
+#define FTL_CKPT_VERSION 4u       /* 4: the base of a delta chain (images
+                                     with OCT_SB_F_CKPT_DELTA only);
+                                     3: blank payload pages (see below) are
                                      not programmed; 2: the map may hold
-                                     FTL_DAMAGED; 1 and 2 are read too */
+                                     FTL_DAMAGED; 1 to 3 are read too */
+#define FTL_CKPT_VERSION_FULL 3u  /* what images without deltas write */
 #define FTL_CKPT_SLOTS 4u
 #define FTL_CKPT_CLEAN 0x1u       /* written by a clean close */
 #define FTL_NSTREAMS   2u         /* open blocks: host writes, GC/WL copies */
@@ -143,6 +146,57 @@ struct ftl_ckpt_hdr {
 	uint32_t payload_pages;
 	uint32_t nlpn, nblocks;       /* must match the superblock */
 	uint32_t payload_crc;         /* crc32c of the payload bytes */
+	uint8_t  uuid[16];            /* the superblock's */
+	struct { uint32_t blk, wp; } open[FTL_NSTREAMS];
+	uint64_t write_time;          /* unix seconds */
+	struct ftl_ckpt_counters cnt;
+	uint32_t crc;                 /* crc32c of the header with crc = 0 */
+} __attribute__((packed));
+
+/* ---- checkpoint deltas (images with OCT_SB_F_CKPT_DELTA) -----------------
+ * A slot is sized for its base (header, payload, marker page) plus twice
+ * the payload again (FTL_CKPT_DELTA_K) for delta records.  The base (a
+ * version 4 checkpoint) is followed at slot page payload_pages + 2 by a
+ * chain of records, each: its data pages (OOB kind FTL_OOB_CKPT, stream
+ * FTL_CKPT_STREAM_DATA, lpn = slot page, seq = the base's generation), then
+ * its header page (stream FTL_CKPT_STREAM_DHDR), then one page left for
+ * the mount marker; the next record starts after it.  A data page holds
+ * runs (struct ftl_ckpt_run and its entries, never across pages) up to a
+ * run of kind 0 or the end of the page: map entries (uint32; single ones
+ * as {lpn, entry} pairs) and block-table entries (struct ftl_ckpt_blk)
+ * that changed since the record before.  The header comes last, so a record torn by a crash has none and
+ * is never used.  A record is applied only whole, in order; the chain ends
+ * at the first page that does not check out.
+ */
+#define FTL_CKPT_DELTA_MAGIC   "OCTCKDL1"
+#define FTL_CKPT_DELTA_VERSION 1u
+#define FTL_CKPT_DELTA_K       2u     /* delta room = K x payload pages */
+#define FTL_CKPT_STREAM_BASE   2u     /* OOB stream of base pages */
+#define FTL_CKPT_STREAM_DATA   3u     /* ... of a delta's data pages */
+#define FTL_CKPT_STREAM_DHDR   4u     /* ... of a delta's header page */
+enum ftl_ckpt_run_kind {
+	FTL_RUN_END = 0,              /* rest of the page unused */
+	FTL_RUN_MAP = 1,              /* count uint32 map entries from start */
+	FTL_RUN_BLK = 2,              /* count struct ftl_ckpt_blk from start */
+	FTL_RUN_PAIRS = 3,            /* start 0; count {uint32 lpn, uint32
+	                                 map entry} pairs (single entries) */
+};
+struct ftl_ckpt_run {
+	uint32_t kind, start, count;
+} __attribute__((packed));
+_Static_assert(sizeof(struct ftl_ckpt_run) == 12, "ckpt run size");
+
+struct ftl_ckpt_delta {
+	char     magic[8];            /* FTL_CKPT_DELTA_MAGIC */
+	uint32_t version;             /* FTL_CKPT_DELTA_VERSION */
+	uint32_t hdr_size;            /* sizeof(struct ftl_ckpt_delta) */
+	uint64_t gen;                 /* the base's generation */
+	uint32_t idx;                 /* 1 = the first record after the base */
+	uint32_t count;               /* data pages right before this one */
+	uint64_t seq;                 /* covers every page with seq <= this */
+	uint64_t prev_seq;            /* the record before's seq (<= seq) */
+	uint32_t flags;               /* FTL_CKPT_CLEAN */
+	uint32_t data_crc;            /* crc32c of the data pages, in order */
 	uint8_t  uuid[16];            /* the superblock's */
 	struct { uint32_t blk, wp; } open[FTL_NSTREAMS];
 	uint64_t write_time;          /* unix seconds */

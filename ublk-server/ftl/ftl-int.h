@@ -20,6 +20,8 @@
 #define FTL_SCRUB_Q      64u    /* pages waiting for a scrub rewrite */
 #define FTL_READ_RETRIES 3u     /* re-reads after an uncorrectable read */
 #define FTL_PROG_RETRIES 8u     /* blocks tried for one page */
+#define FTL_CKPT_DELTA_PAGES 16384u /* with delta checkpoints: one at least
+                                  every this many block pages allocated */
 
 /* Geometry derived from the create options or the superblock. */
 struct ftl_geom {
@@ -32,6 +34,7 @@ struct ftl_geom {
 	uint32_t payload_pages;      /* checkpoint payload */
 	uint64_t flash_off, oob_off, image_size;
 	bool oob_inline;             /* OCT_SB_F_OOB_INLINE layout */
+	bool ckpt_delta;             /* OCT_SB_F_CKPT_DELTA: delta records */
 };
 
 /* Byte offsets of flash page @ppn's data and OOB in the image. */
@@ -129,6 +132,21 @@ struct ftl {
 	uint64_t ckpt_gen, ckpt_seq; /* newest durable checkpoint */
 	bool ckpt_fallback;          /* a damaged slot may have held a newer
 	                                one: roll forward, never a clean mount */
+	bool ckpt_torn;              /* the chain ends in a torn record: roll
+	                                forward without a sequence limit */
+	/* delta checkpoints (ftl_ckpt.c; g.ckpt_delta) */
+	uint32_t ck_pos;             /* slot page of the next record; 0: the
+	                                next checkpoint is a base */
+	uint32_t ck_mark;            /* slot page of the newest record's mount
+	                                marker */
+	uint32_t ck_didx;            /* newest record: 0 base, else delta idx */
+	uint64_t *ck_dirty;          /* per logical page: changed since the
+	                                newest record (atomic bits) */
+	uint64_t ck_ndirty;          /* bits set in ck_dirty (atomic) */
+	struct ftl_ckpt_blk *ck_tab; /* block table as of the newest record */
+	uint32_t *ck_chg;            /* scratch: blocks whose entry changed */
+	bool ck_bad_delta;           /* a damaged delta record ended the
+	                                chain (counted as a damaged slot) */
 	uint32_t ckpt_interval, allocs_since_ckpt;
 	uint64_t seq_gap;            /* a checkpoint at least every seq_gap
 	                                programs; recovery skips this far */
@@ -199,6 +217,9 @@ struct ftl {
 /* Switch @g to the inline (OCT_SB_F_OOB_INLINE) or the separate layout
  * (same image size; ftl_geom_compute() gives the inline one). */
 void ftl_geom_layout(struct ftl_geom *g, bool oob_inline);
+/* Size the checkpoint slots with or without room for delta records
+ * (OCT_SB_F_CKPT_DELTA; ftl_geom_compute() gives with). */
+int ftl_geom_ckpt(struct ftl_geom *g, bool delta);
 int ftl_geom_compute(struct ftl_geom *g, uint64_t size, enum ftl_align_mode a,
 		     uint32_t ps, uint32_t ppb, uint32_t oob, uint32_t op);
 int ftl_sb_build(struct oct_sb *sb, const struct ftl_geom *g);
@@ -239,6 +260,19 @@ int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 		  int *bad, FILE *report);
 int ftl_ckpt_mount_marker(struct ftl *f, bool *present, bool write);
 uint64_t ftl_ckpt_slot_page(const struct ftl *f, uint64_t gen, uint32_t idx);
+/* The next checkpoint is a base in the next slot (fsck --repair). */
+void ftl_ckpt_force_base(struct ftl *f);
+/* Logical page @lpn's map entry changed (ftl_map_set/unset). */
+static inline void ftl_ckpt_dirty(struct ftl *f, uint32_t lpn)
+{
+	uint64_t bit = 1ull << (lpn % 64), old;
+
+	if (!f->ck_dirty)
+		return;
+	old = __atomic_fetch_or(&f->ck_dirty[lpn / 64], bit, __ATOMIC_RELAXED);
+	if (!(old & bit))
+		__atomic_fetch_add(&f->ck_ndirty, 1, __ATOMIC_RELAXED);
+}
 void ftl_ckpt_blank_page(const struct ftl_geom *g, uint32_t i, uint8_t *buf);
 
 /* ftl_recover.c */

@@ -41,6 +41,7 @@ void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn)
 		ftl_valid_dec(f, old / f->g.ppb);
 	ftl_valid_inc(f, ppn / f->g.ppb);
 	__atomic_store_n(&f->map[lpn], ppn, __ATOMIC_RELEASE);
+	ftl_ckpt_dirty(f, lpn);
 }
 
 /* Unmap @lpn. */
@@ -54,6 +55,7 @@ void ftl_map_unset(struct ftl *f, uint32_t lpn)
 		ftl_valid_dec(f, old / f->g.ppb);
 	f->mapped--;
 	__atomic_store_n(&f->map[lpn], FTL_UNMAPPED, __ATOMIC_RELEASE);
+	ftl_ckpt_dirty(f, lpn);
 }
 
 /* Can @n more pages be programmed before a checkpoint is needed (sequence

@@ -32,12 +32,18 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 	f->oobbuf = malloc((size_t)g->ppb * g->oob);
 	f->oobbuf2 = malloc((size_t)g->ppb * g->oob);
 	f->ckbuf = malloc(nb * sizeof(struct ftl_ckpt_blk) + g->ps);
+	if (g->ckpt_delta) {
+		f->ck_dirty = calloc((size_t)g->nlpn / 64 + 1, sizeof(uint64_t));
+		f->ck_tab = calloc(nb, sizeof(struct ftl_ckpt_blk));
+		f->ck_chg = calloc(nb, sizeof(uint32_t));
+	}
 	f->bbt = calloc(FTL_BBT_MAX, sizeof(*f->bbt));
 	f->bb_done = calloc(nb, 1);
 	if (!f->map || !f->valid || !f->state || !f->mtime || !f->trim_seq ||
 	    !f->fdirty || ftl_idx_init(f) || !f->pend || !f->pend_gen || !f->gcbuf || !f->zero ||
 	    !f->oobbuf || !f->oobbuf2 || !f->ckbuf || !f->bbt ||
-	    !f->bb_done) {
+	    !f->bb_done ||
+	    (g->ckpt_delta && (!f->ck_dirty || !f->ck_tab || !f->ck_chg))) {
 		ftl_free(f);
 		return -ENOMEM;
 	}
@@ -48,6 +54,12 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 	for (int s = 0; s < (int)FTL_NSTREAMS; s++)
 		f->st[s].blk = FTL_NONE;
 	f->ckpt_interval = g->data_blocks / 4 > 16 ? g->data_blocks / 4 : 16;
+	/* with delta records a checkpoint costs what changed, so it comes
+	 * after a fixed amount of writing: roll-forward stays bounded
+	 * (FTL_CKPT_DELTA_PAGES, not the device size) */
+	if (g->ckpt_delta && f->ckpt_interval > FTL_CKPT_DELTA_PAGES / g->ppb)
+		f->ckpt_interval = FTL_CKPT_DELTA_PAGES / g->ppb > 16 ?
+				   FTL_CKPT_DELTA_PAGES / g->ppb : 16;
 	f->seq_gap = 2ull * f->ckpt_interval * g->ppb;
 	/* GC's reserve: FTL_GC_RESERVE, less on devices whose spare blocks
 	 * cannot hold it, two open blocks and two of slack (with 3 on 4
@@ -108,6 +120,9 @@ void ftl_free(struct ftl *f)
 	free(f->oobbuf);
 	free(f->oobbuf2);
 	free(f->ckbuf);
+	free(f->ck_dirty);
+	free(f->ck_tab);
+	free(f->ck_chg);
 	free(f->bbt);
 	free(f->bb_done);
 	pthread_mutex_destroy(&f->lock);

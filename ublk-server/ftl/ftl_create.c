@@ -88,6 +88,7 @@ int ftl_create_backing(struct nand_backing *b, const struct ftl_create_opts *o)
 	ftl_bbt_encode(f, area);
 	ftl_rebuild_lists(f);
 	r = ftl_ckpt_write(f, true);
+	ftl_ckpt_force_base(f);         /* two bases: two copies */
 	if (!r)
 		r = ftl_ckpt_write(f, true);
 	/* superblock last: an interrupted create leaves no valid image */

@@ -364,8 +364,11 @@ static int repair(const char *path, struct fsck *k)
 		ftl_map_unset(f, k->bad_lpn[i]);
 	/* the close writes one more: then every slot holds a fresh one
 	 * (none left damaged; a clean open writes only a mount marker) */
-	for (int i = 0; !r && i < (int)FTL_CKPT_SLOTS - 1; i++)
+	for (int i = 0; !r && i < (int)FTL_CKPT_SLOTS - 1; i++) {
+		ftl_ckpt_force_base(f);         /* a base, not a delta */
 		r = ftl_ckpt_write(f, false);
+	}
+	ftl_ckpt_force_base(f);
 	pthread_mutex_unlock(&f->lock);
 	if (r) {
 		ftl_close(f);

@@ -29,7 +29,7 @@ static bool pow2(uint64_t v)
 int ftl_geom_compute(struct ftl_geom *g, uint64_t size, enum ftl_align_mode a,
 		     uint32_t ps, uint32_t ppb, uint32_t oob, uint32_t op)
 {
-	uint64_t t, payload, nblk;
+	uint64_t t, nblk;
 
 	memset(g, 0, sizeof(*g));
 	if (a != FTL_ALIGN_ODD && a != FTL_ALIGN_1M)
@@ -60,21 +60,41 @@ int ftl_geom_compute(struct ftl_geom *g, uint64_t size, enum ftl_align_mode a,
 	if (nblk < div_up(g->nlpn, ppb) + FTL_MIN_SPARE)
 		nblk = div_up(g->nlpn, ppb) + FTL_MIN_SPARE;
 	g->data_blocks = (uint32_t)nblk;
+	g->flash_off = div_up(OCT_SB_AREA, ps) * ps;
+	g->oob_inline = true;
+	return ftl_geom_ckpt(g, true);
+}
+
+/*
+ * Size the checkpoint slots: base (header, payload, marker page), plus
+ * FTL_CKPT_DELTA_K x the payload for delta records with @delta
+ * (OCT_SB_F_CKPT_DELTA).  Sets nblocks and image_size, keeps the layout.
+ */
+int ftl_geom_ckpt(struct ftl_geom *g, bool delta)
+{
+	uint64_t payload, slot;
+
+	g->ckpt_delta = delta;
+	g->ckpt_blocks = 0;
 	/* the block table covers the checkpoint blocks too: iterate */
 	for (int i = 0; i < 3; i++) {
 		payload = (uint64_t)g->nlpn * 4 +
 			  (uint64_t)(g->data_blocks + g->ckpt_blocks) *
 			  sizeof(struct ftl_ckpt_blk);
-		g->payload_pages = (uint32_t)div_up(payload, ps);
-		g->slot_blocks = (uint32_t)div_up(g->payload_pages + 2, ppb);
+		g->payload_pages = (uint32_t)div_up(payload, g->ps);
+		slot = g->payload_pages + 2ull +
+		       (delta ? (uint64_t)FTL_CKPT_DELTA_K * g->payload_pages : 0);
+		if (slot > UINT32_MAX / FTL_CKPT_SLOTS)
+			return -EINVAL;
+		g->slot_blocks = (uint32_t)div_up(slot, g->ppb);
 		g->ckpt_blocks = FTL_CKPT_SLOTS * g->slot_blocks;
 	}
-	if ((uint64_t)g->data_blocks + g->ckpt_blocks > UINT32_MAX / ppb)
+	if ((uint64_t)g->data_blocks + g->ckpt_blocks > UINT32_MAX / g->ppb)
 		return -EINVAL;
 	g->nblocks = g->data_blocks + g->ckpt_blocks;
-	g->flash_off = div_up(OCT_SB_AREA, ps) * ps;
-	g->image_size = g->flash_off + (uint64_t)g->nblocks * ppb * (ps + oob);
-	ftl_geom_layout(g, true);
+	g->image_size = g->flash_off +
+			(uint64_t)g->nblocks * g->ppb * (g->ps + g->oob);
+	ftl_geom_layout(g, g->oob_inline);
 	return 0;
 }
 
@@ -118,7 +138,8 @@ int ftl_sb_build(struct oct_sb *sb, const struct ftl_geom *g)
 	sb->uuid[6] = (sb->uuid[6] & 0x0f) | 0x40;
 	sb->uuid[8] = (sb->uuid[8] & 0x3f) | 0x80;
 	sb->create_time = (uint64_t)time(NULL);
-	sb->flags = g->oob_inline ? OCT_SB_F_OOB_INLINE : 0;
+	sb->flags = (g->oob_inline ? OCT_SB_F_OOB_INLINE : 0) |
+		    (g->ckpt_delta ? OCT_SB_F_CKPT_DELTA : 0);
 	sb->crc = 0;
 	sb->crc = oct_crc32c(0, sb, OCT_SB_SIZE);
 	return 0;
@@ -156,6 +177,8 @@ int ftl_sb_decode(const struct oct_sb *in, struct ftl_geom *g)
 			     sb.pages_per_block, sb.oob_size, sb.op_permille))
 		return -EBADMSG;
 	if (sb.flags & ~OCT_SB_F_KNOWN)
+		return -EBADMSG;
+	if (ftl_geom_ckpt(g, sb.flags & OCT_SB_F_CKPT_DELTA))
 		return -EBADMSG;
 	ftl_geom_layout(g, sb.flags & OCT_SB_F_OOB_INLINE);
 	if (g->nblocks != sb.nblocks || g->flash_off != sb.flash_offset ||

@@ -128,7 +128,7 @@ static int lost_records(struct ftl *f, uint32_t b, uint64_t after,
  */
 static uint64_t seq_limit(const struct ftl *f, bool full)
 {
-	if (full || f->ckpt_fallback)
+	if (full || f->ckpt_fallback || f->ckpt_torn)
 		return FTL_SEQ_MAX;
 	return f->ckpt_seq + f->seq_gap;
 }
@@ -347,6 +347,7 @@ int ftl_roll_forward(struct ftl *f, bool full)
 	int r = 0;
 
 	f->rf_lost = f->rf_lost_trims = f->rf_lost_unknown = 0;
+	f->ck_pos = 0;  /* the map changes here: the next checkpoint is a base */
 	scanned = calloc(g->nblocks, 1);
 	if (!scanned)
 		return -ENOMEM;
