@@ -319,6 +319,9 @@ static int write_delta(struct ftl *f, bool clean)
 	d->write_time = (uint64_t)time(NULL);
 	CADD(f, m.ckpt_writes, 1);
 	ftl_counters_snapshot(f, &d->cnt);
+	/* this header page, programmed below (the delta's pages before it
+	 * are counted already) */
+	d->cnt.page_programs += 1;
 	d->crc = 0;
 	d->crc = oct_crc32c(0, d, sizeof(*d));
 	r = prog_ckpt_page(f, f->ckpt_gen, e->pos, FTL_OOB_CKPT,
