@@ -38,6 +38,8 @@ struct nand {
 	struct nand_fm *fm;   /* fault model, NULL: a perfect medium */
 	uint32_t fm_first;    /* first block the model applies to */
 	uint8_t *bad;         /* per block: marked bad */
+	uint8_t *zeroed;      /* per block: erased by this nand (its OOB bytes
+	                         zeroed) and not written since (atomic) */
 	uint8_t *pbuf;        /* inline: one page slot for a program */
 	uint64_t stride;      /* bytes from one page's data to the next */
 	struct nand_counters c;  /* updated with atomics */
@@ -101,6 +103,13 @@ static void hole_stale(struct nand *n)
 	__atomic_fetch_add(&n->wgen, 1, __ATOMIC_RELEASE);
 }
 
+/* Block @blk is (about to be) written: nand_block_oob_hole can no longer
+ * answer from nand_erase's zeroes. */
+static void zeroed_clear(struct nand *n, uint32_t blk)
+{
+	__atomic_store_n(&n->zeroed[blk], 0, __ATOMIC_RELEASE);
+}
+
 /* Where the data / the OOB of page @ppn sit in the backing. */
 static uint64_t data_at(const struct nand *n, uint64_t ppn)
 {
@@ -130,7 +139,8 @@ int nand_create(struct nand_backing *b, const struct nand_geom *g,
 	n->wp = calloc(g->nblocks, sizeof(*n->wp));
 	n->ec = calloc(g->nblocks, sizeof(*n->ec));
 	n->bad = calloc(g->nblocks, 1);
-	if (!n->wp || !n->ec || !n->bad)
+	n->zeroed = calloc(g->nblocks, 1);
+	if (!n->wp || !n->ec || !n->bad || !n->zeroed)
 		goto err;
 	for (uint32_t i2 = 0; i2 < g->nblocks; i2++)
 		n->wp[i2] = g->ppb;
@@ -165,6 +175,7 @@ void nand_destroy(struct nand *n)
 	free(n->wp);
 	free(n->ec);
 	free(n->bad);
+	free(n->zeroed);
 	free(n->pbuf);
 	nand_fm_destroy(n->fm);
 	if (n->b && n->b->ops->destroy)
@@ -457,6 +468,7 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
 		CNT_ADD(n, violations);
 		return -EIO;
 	}
+	zeroed_clear(n, blk);
 	r = fault(n, NAND_OP_PROGRAM, ppn, (void *)data, n->g.page_size);
 	if (r < 0)
 		return r;
@@ -530,6 +542,7 @@ int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
 		CNT_ADD(n, violations);
 		return -EIO;
 	}
+	zeroed_clear(n, blk);
 	if (!nand_program_run_unlocked(n) || n->bad[blk]) {
 		/* page by page: the fault seam and the fault model judge
 		 * each program, the separate layout writes data and OOB
@@ -601,6 +614,7 @@ int nand_erase(struct nand *n, uint32_t blk)
 
 	if (blk >= n->g.nblocks)
 		return -EINVAL;
+	zeroed_clear(n, blk);
 	r = fault(n, NAND_OP_ERASE, blk, NULL, 0);
 	if (r < 0)
 		return r;
@@ -637,6 +651,7 @@ int nand_erase(struct nand *n, uint32_t blk)
 		return r;
 	(void)bytes;
 	__atomic_store_n(&n->wp[blk], 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&n->zeroed[blk], 1, __ATOMIC_RELEASE);
 	n->ec[blk]++;
 	CNT_ADD(n, erases);
 	return 0;
@@ -662,6 +677,7 @@ void nand_set_block(struct nand *n, uint32_t blk, uint32_t wp, uint32_t ec)
 {
 	if (blk >= n->g.nblocks)
 		return;
+	zeroed_clear(n, blk);
 	__atomic_store_n(&n->wp[blk], wp > n->g.ppb ? n->g.ppb : wp,
 			 __ATOMIC_RELEASE);
 	n->ec[blk] = ec;
@@ -716,6 +732,11 @@ bool nand_block_oob_hole(struct nand *n, uint32_t blk)
 	uint64_t off = n->g.oob_off + (uint64_t)blk * len;
 	int64_t d, h;
 
+	/* erased here and not written since: its OOB bytes are the zeroes
+	 * nand_erase wrote (no read, no lseek) */
+	if (blk < n->g.nblocks &&
+	    __atomic_load_n(&n->zeroed[blk], __ATOMIC_ACQUIRE))
+		return true;
 	if (n->g.oob_inline) {          /* the block's page slots */
 		len = (uint64_t)n->g.ppb * n->stride;
 		off = data_at(n, (uint64_t)blk * n->g.ppb);

@@ -215,8 +215,10 @@ void nand_set_block(struct nand *n, uint32_t blk, uint32_t wp, uint32_t ec);
 uint32_t nand_block_wp(const struct nand *n, uint32_t blk);
 uint32_t nand_block_ec(const struct nand *n, uint32_t blk);
 
-/* True when the OOB bytes of block @blk are certainly all zero because the
- * backing has a hole there (a sparse file): scans skip such blocks. */
+/* True when the OOB bytes of block @blk are certainly all zero: the backing
+ * has a hole there (a sparse file), or this nand erased the block and
+ * nothing was written into it since (no backing call then).  Scans skip
+ * such blocks. */
 bool nand_block_oob_hole(struct nand *n, uint32_t blk);
 
 void nand_set_fault(struct nand *n, nand_fault_fn fn, void *ctx);
