@@ -42,10 +42,14 @@ bench_precondition() { bench_fio write 1M >/dev/null; }
 
 declare -A BENCH_RES
 bench_add() { BENCH_RES[$1]+="$2 "; }
+# bench_want ROW: is ROW one of BENCH_ROWS (unset or empty: every row)?
+bench_want() { [ -z "${BENCH_ROWS:-}" ] || printf '%s\n' $BENCH_ROWS | grep -qx "$1"; }
 # bench_measure ROW RW BS [fio options]: run one job, record its figures under PEER.ROW.*
+# (a row BENCH_ROWS leaves out is not run)
 bench_measure() {
 	local row=$1 rw=$2 bs=$3 s0 s1 out iops mibs a z
 	shift 3
+	bench_want "$row" || return 0
 	s0=$(bench_snap)
 	out=$(bench_fio "$rw" "$bs" "$@")
 	s1=$(bench_snap)
@@ -101,6 +105,9 @@ bench_report() {
 	for p in $peers; do printf ' %9s' "$p"; done
 	for x in $ratios; do printf ' %9s' "$x"; done
 	echo
+	local want=
+	for r in $rows; do bench_want "$r" && want+=" $r"; done
+	rows=$want
 	for r in $rows; do
 		printf '%-36s' "${BENCH_TITLE[$r]}"
 		for p in $peers; do printf ' %9s' "$(bench_med "$(bench_key "$p" "$r").perf")"; done
