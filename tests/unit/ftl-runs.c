@@ -6,7 +6,8 @@
  * block and programs the rest elsewhere: nothing lost, also after a kill
  * (roll-forward) and a clean reopen.  A power cut that tears an unsynced
  * run leaves every page of it old or new (never garbage), and flushed
- * data before it intact.  Randomised (data, cut seeds): prints its seed,
+ * data before it intact; so does a power cut inside GC's copy runs (a
+ * victim's valid pages go to the GC stream as runs too).  Randomised (data, cut seeds): prints its seed,
  * replays with OCTANT_SEED.
  */
 #include <errno.h>
@@ -227,10 +228,114 @@ static void torn_run(void)
 	free(base);
 }
 
+/* ---- a power cut inside GC's copy runs ---------------------------------- */
+
+struct gcut {
+	struct nand_backing *b;
+	struct ftl *f;
+	uint8_t *img;
+	uint64_t seed, programs, gpos;
+	uint32_t k, n;          /* cut at GC's k-th write */
+	uint32_t run_pages;     /* pages of the write the cut came after */
+	bool cut;
+};
+
+/* After each medium write (f->lock held, by this thread): a write that
+ * moved the GC stream's write pointer programmed copies; at the k-th,
+ * take the image a power cut leaves. */
+static void gc_fire(void *ctx)
+{
+	struct gcut *c = ctx;
+	const struct ftl_stream *st = &c->f->st[STREAM_GC];
+	uint64_t gpos = (uint64_t)st->blk * c->f->g.ppb + st->wp;
+	struct nand_counters nc;
+
+	nand_counters_get(ftl_test_nand(c->f), &nc);
+	if (gpos != c->gpos && !c->cut && ++c->n == c->k) {
+		nand_mem_crash_image(c->b, c->seed, true, c->img);
+		c->run_pages = (uint32_t)(nc.programs - c->programs);
+		c->cut = true;
+	}
+	c->gpos = gpos;
+	c->programs = nc.programs;
+	nand_mem_set_trigger(c->b, 1, gc_fire, c);
+}
+
+/*
+ * Flushed 4 KiB overwrites on a full device (every write but GC's is
+ * synced), power cut right after a seeded one of GC's copy programs (the
+ * copies of a victim go as runs: one torn, or a subset of them kept):
+ * the image opens and every page reads as flushed.  At least one cut
+ * comes right after a run of several pages.
+ */
+static void gc_cut(void)
+{
+	struct ftl_create_opts c = { .size = SIZE, .align = FTL_ALIGN_1M,
+		.pages_per_block = 64, .op_permille = 125, .force = true };
+	uint64_t isz = ftl_test_image_size(&c);
+	struct gcut g = { .img = malloc(isz) };
+	uint32_t cuts = 0, multi = 0, maxrun = 0;
+	struct nand_backing *b;
+	uint8_t w[4096];
+
+	T_CHECK(g.img && nand_backing_mem(isz, true, &b) == 0, "mem");
+	T_CHECK(ftl_create_backing(b, &c) == 0, "create");
+	g.b = b;
+	g.f = open_mem(b);
+	if (!g.f || !g.img)
+		return;
+	fill(model, SIZE);
+	T_CHECK(ftl_write(g.f, model, 0, SIZE, 0) == 0 && ftl_flush(g.f) == 0,
+		"fill, flush");
+	g.k = 1 + (uint32_t)(t_xorshift(&rs) % 8);
+	nand_mem_set_trigger(b, 1, gc_fire, &g);
+	for (uint32_t i = 0; i < 40000 && cuts < 24 && !t_failures; i++) {
+		uint32_t p = (uint32_t)(t_xorshift(&rs) % (SIZE / 4096));
+
+		g.seed = t_xorshift(&rs);
+		fill(w, sizeof(w));
+		T_CHECK(ftl_write(g.f, w, (uint64_t)p * 4096, sizeof(w), 0) == 0,
+			"write %u", i);
+		if (g.cut) {
+			struct nand_backing *m;
+			struct ftl *h = NULL;
+
+			/* the cut came before this write's own program */
+			cuts++;
+			multi += g.run_pages > 1;
+			if (g.run_pages > maxrun)
+				maxrun = g.run_pages;
+			T_CHECK(nand_backing_mem(isz, false, &m) == 0, "mem");
+			nand_mem_load(m, g.img);
+			T_CHECK(ftl_open_backing(m, NULL, &h) == 0,
+				"open after a cut inside GC (seed %llu)",
+				(unsigned long long)g.seed);
+			if (h) {
+				check_all(h, "a power cut inside GC");
+				ftl_abandon(h);
+			}
+			g.cut = false;
+			g.k = g.n + 1 + (uint32_t)(t_xorshift(&rs) % 8);
+		}
+		memcpy(model + (size_t)p * 4096, w, sizeof(w));
+		T_CHECK(ftl_flush(g.f) == 0, "flush");
+	}
+	nand_mem_set_trigger(b, 0, NULL, NULL);
+	fprintf(stderr, "%u power cuts inside GC, %u right after a run of "
+		"several pages (longest %u)\n", cuts, multi, maxrun);
+	T_CHECK(cuts >= 24, "%u cuts inside GC", cuts);
+	T_CHECK(multi > 0, "a cut right after a GC run of several pages");
+	check_all(g.f, "the engine that went on");
+	ftl_abandon(g.f);
+	b->ops->destroy(b);
+	free(g.img);
+}
+
 int main(void)
 {
 	rs = t_seed() | 1;
 	failed_run();
 	torn_run();
+	gc_cut();
 	return t_result();
 }

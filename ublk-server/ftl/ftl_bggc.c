@@ -68,9 +68,12 @@ void ftl_bggc_marks(struct ftl *f)
 		f->gc_hi = f->gc_reserve + 1;
 }
 
+/* Nothing to do: an error not reported yet, or enough free blocks (or
+ * nothing gained lately) and no victim half evacuated. */
 static bool bggc_idle(const struct ftl *f)
 {
-	return f->gc_err || f->nfree >= f->gc_hi || f->seq < f->gc_retry_seq;
+	return f->gc_err || (f->gc_cur == FTL_NONE &&
+			     (f->nfree >= f->gc_hi || f->seq < f->gc_retry_seq));
 }
 
 static void *bggc_main(void *arg)
@@ -96,13 +99,17 @@ static void *bggc_main(void *arg)
 		} else if (r) {
 			f->gc_err = r;
 			CADD(f, m.gc_bg_errors, 1);
+			ftl_gc_bg_drop(f);
 		}
 		/* let writers waiting on the lock in: a writer woken by the
 		 * unlock needs a moment to run, and a mutex is not fair */
 		pthread_mutex_unlock(&f->lock);
+		if (f->gc_step_hook)            /* tests: lock released */
+			f->gc_step_hook(f, f->gc_step_ctx);
 		nanosleep(&(struct timespec){ 0, BGGC_PAUSE_NS }, NULL);
 		pthread_mutex_lock(&f->lock);
 	}
+	ftl_gc_bg_drop(f);              /* a victim left half evacuated */
 	f->gc_busy = false;
 	pthread_mutex_unlock(&f->lock);
 	return NULL;
