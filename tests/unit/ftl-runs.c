@@ -117,6 +117,72 @@ static void failed_run(void)
 	b->ops->destroy(b);
 }
 
+/* The fault seam: status FAIL for the 5th program inside an evacuation. */
+static struct ftl *gc_fail_f;
+static int gc_fail_n;
+static uint64_t gc_failed = UINT64_MAX;
+
+static int fail_gc(void *ctx, enum nand_op op, uint64_t page, void *buf,
+		   size_t len)
+{
+	(void)ctx; (void)buf; (void)len;
+	if (op != NAND_OP_PROGRAM || gc_fail_f->ev[0].v == FTL_NONE ||
+	    gc_failed != UINT64_MAX || ++gc_fail_n < 5)
+		return 0;
+	gc_failed = page;
+	return -NAND_EFAIL;
+}
+
+/* A program failing inside a GC copy run: the block is retired, the
+ * copies before it stay, the rest go to another block; nothing lost,
+ * also after a kill (roll-forward) and a clean reopen. */
+static void failed_gc_run(void)
+{
+	struct ftl_create_opts c = { .size = SIZE, .align = FTL_ALIGN_1M,
+		.pages_per_block = 64, .op_permille = 250, .force = true };
+	struct nand_backing *b;
+	struct ftl *f;
+	uint8_t w[4096];
+	uint64_t isz = ftl_test_image_size(&c);
+
+	T_CHECK(nand_backing_mem(isz, false, &b) == 0, "mem");
+	T_CHECK(ftl_create_backing(b, &c) == 0, "create");
+	f = open_mem(b);
+	if (!f)
+		return;
+	fill(model, SIZE);
+	T_CHECK(ftl_write(f, model, 0, SIZE, 0) == 0, "fill");
+	gc_fail_f = f;
+	nand_set_fault(ftl_test_nand(f), fail_gc, NULL);
+	for (uint32_t i = 0; i < 20000 && gc_failed == UINT64_MAX; i++) {
+		uint32_t p = (uint32_t)(t_xorshift(&rs) % (SIZE / 4096));
+
+		fill(w, sizeof(w));
+		T_CHECK(ftl_write(f, w, (uint64_t)p * 4096, sizeof(w), 0) == 0,
+			"write %u", i);
+		memcpy(model + (size_t)p * 4096, w, sizeof(w));
+	}
+	nand_set_fault(ftl_test_nand(f), NULL, NULL);
+	T_CHECK(gc_failed != UINT64_MAX, "a GC copy program failed");
+	if (gc_failed != UINT64_MAX)
+		T_EQ_U64(f->state[gc_failed / f->g.ppb], FTL_BLK_BAD,
+			 "the block of the failed copy is retired");
+	check_all(f, "after a failed GC copy");
+	T_CHECK(ftl_flush(f) == 0, "flush");
+	ftl_abandon(f);
+	f = open_mem(b);
+	if (!f)
+		return;
+	check_all(f, "roll-forward after a failed GC copy");
+	T_CHECK(ftl_close(f) == 0, "close");
+	f = open_mem(b);
+	if (f) {
+		check_all(f, "clean reopen");
+		T_CHECK(ftl_close(f) == 0, "close");
+	}
+	b->ops->destroy(b);
+}
+
 /* Open @img, check the run's pages: flushed pages intact, each page of
  * the run old or new; with @prefix, the new ones a prefix of the run.
  * Returns the number of new pages (-1 on a failure). */
@@ -336,6 +402,7 @@ int main(void)
 	rs = t_seed() | 1;
 	failed_run();
 	torn_run();
+	failed_gc_run();
 	gc_cut();
 	return t_result();
 }

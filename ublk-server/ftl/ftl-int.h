@@ -72,7 +72,7 @@ struct ftl_inflight {
  * thread (resumed across steps, f->lock released in between: its victim
  * is marked, f->gc_cur, so no other GC picks it).  Buffers lazy. */
 #define FTL_GC_RUN_PAGES 64u    /* copies programmed per run at most */
-#define FTL_GC_STEP_PAGES UINT32_MAX /* copies per step of the GC thread */
+#define FTL_GC_STEP_PAGES 32u   /* copies per step of the GC thread */
 struct ftl_evac {
 	uint32_t v;                  /* the victim, FTL_NONE: none */
 	uint32_t pg;                 /* next page of it to look at */

@@ -384,6 +384,14 @@ int ftl_gc_free_space(struct ftl *f)
 	for (int pass = 0; pass < 2; pass++) {
 		while (f->nfree + f->npend < target) {
 			uint32_t v = pick_victim(f, gc_room(f));
+
+			if (v == FTL_NONE && f->gc_cur != FTL_NONE) {
+				/* only the GC thread's victim is left: the
+				 * writer takes it over (the thread, between
+				 * two steps, starts another) */
+				ftl_gc_bg_drop(f);
+				v = pick_victim(f, gc_room(f));
+			}
 			if (v == FTL_NONE)
 				break;
 			/* start a victim with room to finish it and a block
