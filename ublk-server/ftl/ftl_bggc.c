@@ -19,10 +19,14 @@
  *     blocks gc_reserve + 2, where inline GC stops too.  Held free blocks
  *     are over-provisioning GC cannot use, hence the small share.
  *   - a host write that finds nfree < gc_hi signals the thread and goes
- *     on.  The thread, woken, takes f->lock for one step at a time (one
- *     victim's valid pages copied, or one erase round: a sync, then every
- *     pending block erased) and releases it between steps, so writers
- *     interleave, until nfree >= gc_hi.  Emptied victims wait for one
+ *     on.  The thread, woken, takes f->lock for one step at a time (at
+ *     most FTL_GC_STEP_PAGES of its victim's valid pages copied, one run;
+ *     or one erase round: a sync, then every pending block erased) and
+ *     releases it between steps, so writers interleave, also inside a
+ *     victim, until nfree >= gc_hi.  A victim half evacuated stays FULL
+ *     and marked (f->gc_cur: no other GC picks it, unless a writer's
+ *     inline GC finds nothing else) and is finished before the thread
+ *     sleeps; host writes in between may supersede more of its pages.  Emptied victims wait for one
  *     erase round until gc_batch of them (the victims per sync the inline
  *     path learnt from what a sync costs: 1 on tmpfs, up to 16 on a disk)
  *     or free + pending reach gc_hi: freed blocks come back promptly
