@@ -354,6 +354,14 @@ static void gc_cut(void)
 	T_CHECK(ftl_write(g.f, model, 0, SIZE, 0) == 0 && ftl_flush(g.f) == 0,
 		"fill, flush");
 	g.k = 1 + (uint32_t)(t_xorshift(&rs) % 8);
+	{
+		struct nand_counters nc;
+
+		nand_counters_get(ftl_test_nand(g.f), &nc);
+		g.programs = nc.programs;
+		g.gpos = (uint64_t)g.f->st[STREAM_GC].blk * g.f->g.ppb +
+			 g.f->st[STREAM_GC].wp;
+	}
 	nand_mem_set_trigger(b, 1, gc_fire, &g);
 	for (uint32_t i = 0; i < 40000 && cuts < 24 && !t_failures; i++) {
 		uint32_t p = (uint32_t)(t_xorshift(&rs) % (SIZE / 4096));
