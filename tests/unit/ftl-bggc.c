@@ -21,6 +21,9 @@
  *    (and writes nothing), the one after succeeds, gc_bg_errors counts it,
  *    and every flushed page still reads back after a clean reopen.  A
  *    read-only open with bg_gc starts no thread.
+ * 5. Short steps: with 64-page blocks, a host write of a page of the
+ *    thread's victim completes while that victim is half evacuated (a
+ *    test hook between steps, not timing); the thread then finishes it.
  * Seeded: OCTANT_SEED replays.
  */
 #include <errno.h>
@@ -374,6 +377,137 @@ out:
 	}
 }
 
+/* ---- 5: the thread releases f->lock inside a victim --------------------- */
+
+struct half {
+	pthread_mutex_t mx;
+	pthread_cond_t cv;
+	int state;              /* 0 wait, 1 a victim half evacuated, 2 the
+	                           host write is done, 3 over */
+	uint32_t v, lpn;
+};
+
+/* The GC thread, after a step (f->lock released): with its victim half
+ * evacuated, hand a logical page still in it to the test thread and wait
+ * until that thread's host write of it completed. */
+static void half_hook(struct ftl *f, void *ctx)
+{
+	struct half *h = ctx;
+	uint32_t v = f->gc_cur, lpn = FTL_NONE;
+
+	if (v == FTL_NONE)
+		return;
+	pthread_mutex_lock(&h->mx);
+	for (uint32_t l = 0; h->state == 0 && l < f->g.nlpn; l++) {
+		uint32_t ppn = ftl_map_get(f, l);
+
+		if (ppn != FTL_UNMAPPED && ppn / f->g.ppb == v &&
+		    ppn % f->g.ppb >= f->ev[1].pg) {
+			lpn = l;
+			break;
+		}
+	}
+	if (lpn != FTL_NONE) {
+		h->v = v;
+		h->lpn = lpn;
+		h->state = 1;
+		pthread_cond_broadcast(&h->cv);
+		while (h->state == 1)
+			pthread_cond_wait(&h->cv, &h->mx);
+	}
+	pthread_mutex_unlock(&h->mx);
+}
+
+/*
+ * Blocks of 64 pages, the thread on: its steps copy at most
+ * FTL_GC_STEP_PAGES pages of a victim and release f->lock in between.  A
+ * host write (from the test thread) of a page still in the thread's
+ * victim completes while the victim is half evacuated; the thread then
+ * finishes the victim (not copying that page) and reaches the watermark;
+ * every page reads back, also after a clean reopen.
+ */
+static void half_evacuated(void)
+{
+	const struct ftl_create_opts big = { .size = SIZE,
+		.align = FTL_ALIGN_1M, .pages_per_block = 64,
+		.op_permille = 250 };
+	struct half h = { .mx = PTHREAD_MUTEX_INITIALIZER,
+			  .cv = PTHREAD_COND_INITIALIZER };
+	struct nand_backing *b;
+	struct ftl_stats z;
+	struct ftl *f;
+	uint8_t w[4096];
+	int waited, st = 0;
+
+	T_CHECK(nand_backing_mem(ftl_test_image_size(&big), false, &b) == 0,
+		"mem");
+	T_CHECK(ftl_create_backing(b, &big) == 0, "create");
+	f = open_on(b, false);
+	T_CHECK(ftl_write(f, shadow, 0, SIZE, 0) == 0, "fill");
+	overwrite(f, PAGES);
+	T_CHECK(ftl_close(f) == 0, "close");
+	f = open_on(b, false);          /* the hook before the thread runs */
+	f->gc_step_hook = half_hook;
+	f->gc_step_ctx = &h;
+	T_CHECK(f->gc_hi > f->nfree, "work for the thread: %u free, high "
+		"watermark %u", f->nfree, f->gc_hi);
+	T_CHECK(ftl_bggc_start(f) == 0, "start the thread");
+	/* wait for a victim half evacuated, or the thread done without one */
+	pthread_mutex_lock(&h.mx);
+	for (waited = 0; waited < 30000 && h.state == 0; waited += 10) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 10000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&h.cv, &h.mx, &ts);
+		if (h.state == 0 && nfree(f) >= f->gc_hi)
+			break;          /* the thread is done */
+	}
+	st = h.state;
+	pthread_mutex_unlock(&h.mx);
+	T_CHECK(st == 1, "the GC thread released its lock with a victim half "
+		"evacuated (state %d)", st);
+	if (st == 1) {
+		uint32_t ppn;
+
+		for (size_t k = 0; k < sizeof(w); k += 8)
+			*(uint64_t *)(w + k) = rnd();
+		T_CHECK(ftl_write(f, w, (uint64_t)h.lpn * 4096, sizeof(w), 0) == 0,
+			"a host write of a page of the half evacuated victim");
+		memcpy(shadow + (size_t)h.lpn * 4096, w, sizeof(w));
+		pthread_mutex_lock(&f->lock);
+		ppn = ftl_map_get(f, h.lpn);
+		T_CHECK(f->gc_cur == h.v && f->state[h.v] == FTL_BLK_FULL,
+			"the victim %u still the thread's, FULL", h.v);
+		T_CHECK(ppn / f->g.ppb != h.v, "the page left the victim");
+		pthread_mutex_unlock(&f->lock);
+	}
+	pthread_mutex_lock(&h.mx);
+	h.state = 3;
+	pthread_cond_broadcast(&h.cv);
+	pthread_mutex_unlock(&h.mx);
+	for (waited = 0; waited < 30000 && nfree(f) < f->gc_hi; waited += 5)
+		nap_ms(5);
+	T_CHECK(nfree(f) >= f->gc_hi, "the thread reached the watermark");
+	pthread_mutex_lock(&f->lock);
+	f->gc_step_hook = NULL;
+	pthread_mutex_unlock(&f->lock);
+	ftl_stats_get(f, &z);
+	T_EQ_U64(z.gc_bg_errors, 0, "background errors");
+	T_EQ_U64(z.nand_violations, 0, "nand violations");
+	T_CHECK(ftl_idx_check(f) == 0, "block indexes");
+	verify(f, "after a host write inside a victim");
+	T_CHECK(ftl_close(f) == 0, "close");
+	f = open_on(b, false);
+	verify(f, "reopened");
+	T_CHECK(ftl_close(f) == 0, "close");
+	b->ops->destroy(b);
+}
+
 int main(void)
 {
 	rs = t_seed() | 1;
@@ -388,6 +522,8 @@ int main(void)
 		mixed();
 	if (!t_failures)
 		thread_error();
+	if (!t_failures)
+		half_evacuated();
 	free(shadow);
 	free(rbuf);
 	return t_result();

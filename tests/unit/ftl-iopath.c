@@ -6,7 +6,10 @@
  * amplification 1) costs at most 1.1 backing writes, a 1 MiB sequential
  * write at most 4 (program runs), a 1 MiB sequential read at most 4
  * backing reads, a 1 MiB sequential overwrite of a full device (GC erases
- * whole blocks) almost none.  Data read back must match, also after a
+ * whole blocks) almost none; on a full device GC reads each victim in one
+ * run and programs its copies in runs (at most 0.1 backing writes per
+ * copied page, erases, syncs and checkpoints included).  Data read back
+ * must match, also after a
  * killed server (no sync) reopens.  Randomised
  * (offsets): prints its seed, replays with OCTANT_SEED.
  */
@@ -154,7 +157,7 @@ int main(void)
 	{
 		struct ftl_stats s0, s1;
 		uint64_t rel, hw = 6000;
-		double rpp, opw;
+		double rpp, opw, wpp;
 
 		for (uint64_t off = 0; off < c.size; off += MIB) {
 			fill(buf, MIB, off);
@@ -179,6 +182,17 @@ int main(void)
 		T_CHECK(rel > 0, "GC relocated pages");
 		T_CHECK(rpp <= 0.5, "%.3f backing reads per relocated page "
 			"(GC reads victims in runs: max 0.5)", rpp);
+		/* and programs the copies in runs: every backing write beyond
+		 * the one per host write (copies, erases, syncs, checkpoints)
+		 * counted against the copies, at most 0.1 per copied page */
+		wpp = rel ? (double)(n1.backing_writes - n0.backing_writes -
+				     hw) / rel : 0;
+		fprintf(stderr, "4K random write, full device: %.3f backing "
+			"writes per GC relocation (beyond one per host "
+			"write)\n", wpp);
+		T_CHECK(n1.backing_writes - n0.backing_writes >= hw &&
+			wpp <= 0.1, "%.3f backing writes per relocated page "
+			"(GC programs copies in runs: max 0.1)", wpp);
 	}
 
 	/* a full device, 1 MiB sequential overwrites (WA ~1: GC finds whole

@@ -6,7 +6,8 @@
  * block and programs the rest elsewhere: nothing lost, also after a kill
  * (roll-forward) and a clean reopen.  A power cut that tears an unsynced
  * run leaves every page of it old or new (never garbage), and flushed
- * data before it intact.  Randomised (data, cut seeds): prints its seed,
+ * data before it intact; so does a power cut inside GC's copy runs (a
+ * victim's valid pages go to the GC stream as runs too).  Randomised (data, cut seeds): prints its seed,
  * replays with OCTANT_SEED.
  */
 #include <errno.h>
@@ -107,6 +108,72 @@ static void failed_run(void)
 	if (!f)
 		return;
 	check_all(f, "roll-forward after a failed program");
+	T_CHECK(ftl_close(f) == 0, "close");
+	f = open_mem(b);
+	if (f) {
+		check_all(f, "clean reopen");
+		T_CHECK(ftl_close(f) == 0, "close");
+	}
+	b->ops->destroy(b);
+}
+
+/* The fault seam: status FAIL for the 5th program inside an evacuation. */
+static struct ftl *gc_fail_f;
+static int gc_fail_n;
+static uint64_t gc_failed = UINT64_MAX;
+
+static int fail_gc(void *ctx, enum nand_op op, uint64_t page, void *buf,
+		   size_t len)
+{
+	(void)ctx; (void)buf; (void)len;
+	if (op != NAND_OP_PROGRAM || gc_fail_f->ev[0].v == FTL_NONE ||
+	    gc_failed != UINT64_MAX || ++gc_fail_n < 5)
+		return 0;
+	gc_failed = page;
+	return -NAND_EFAIL;
+}
+
+/* A program failing inside a GC copy run: the block is retired, the
+ * copies before it stay, the rest go to another block; nothing lost,
+ * also after a kill (roll-forward) and a clean reopen. */
+static void failed_gc_run(void)
+{
+	struct ftl_create_opts c = { .size = SIZE, .align = FTL_ALIGN_1M,
+		.pages_per_block = 64, .op_permille = 250, .force = true };
+	struct nand_backing *b;
+	struct ftl *f;
+	uint8_t w[4096];
+	uint64_t isz = ftl_test_image_size(&c);
+
+	T_CHECK(nand_backing_mem(isz, false, &b) == 0, "mem");
+	T_CHECK(ftl_create_backing(b, &c) == 0, "create");
+	f = open_mem(b);
+	if (!f)
+		return;
+	fill(model, SIZE);
+	T_CHECK(ftl_write(f, model, 0, SIZE, 0) == 0, "fill");
+	gc_fail_f = f;
+	nand_set_fault(ftl_test_nand(f), fail_gc, NULL);
+	for (uint32_t i = 0; i < 20000 && gc_failed == UINT64_MAX; i++) {
+		uint32_t p = (uint32_t)(t_xorshift(&rs) % (SIZE / 4096));
+
+		fill(w, sizeof(w));
+		T_CHECK(ftl_write(f, w, (uint64_t)p * 4096, sizeof(w), 0) == 0,
+			"write %u", i);
+		memcpy(model + (size_t)p * 4096, w, sizeof(w));
+	}
+	nand_set_fault(ftl_test_nand(f), NULL, NULL);
+	T_CHECK(gc_failed != UINT64_MAX, "a GC copy program failed");
+	if (gc_failed != UINT64_MAX)
+		T_EQ_U64(f->state[gc_failed / f->g.ppb], FTL_BLK_BAD,
+			 "the block of the failed copy is retired");
+	check_all(f, "after a failed GC copy");
+	T_CHECK(ftl_flush(f) == 0, "flush");
+	ftl_abandon(f);
+	f = open_mem(b);
+	if (!f)
+		return;
+	check_all(f, "roll-forward after a failed GC copy");
 	T_CHECK(ftl_close(f) == 0, "close");
 	f = open_mem(b);
 	if (f) {
@@ -227,10 +294,123 @@ static void torn_run(void)
 	free(base);
 }
 
+/* ---- a power cut inside GC's copy runs ---------------------------------- */
+
+struct gcut {
+	struct nand_backing *b;
+	struct ftl *f;
+	uint8_t *img;
+	uint64_t seed, programs, gpos;
+	uint32_t k, n;          /* cut at GC's k-th write */
+	uint32_t run_pages;     /* pages of the write the cut came after */
+	bool cut;
+};
+
+/* After each medium write (f->lock held, by this thread): a write that
+ * moved the GC stream's write pointer programmed copies; at the k-th,
+ * take the image a power cut leaves. */
+static void gc_fire(void *ctx)
+{
+	struct gcut *c = ctx;
+	const struct ftl_stream *st = &c->f->st[STREAM_GC];
+	uint64_t gpos = (uint64_t)st->blk * c->f->g.ppb + st->wp;
+	struct nand_counters nc;
+
+	nand_counters_get(ftl_test_nand(c->f), &nc);
+	if (gpos != c->gpos && !c->cut && ++c->n == c->k) {
+		nand_mem_crash_image(c->b, c->seed, true, c->img);
+		c->run_pages = (uint32_t)(nc.programs - c->programs);
+		c->cut = true;
+	}
+	c->gpos = gpos;
+	c->programs = nc.programs;
+	nand_mem_set_trigger(c->b, 1, gc_fire, c);
+}
+
+/*
+ * Flushed 4 KiB overwrites on a full device (every write but GC's is
+ * synced), power cut right after a seeded one of GC's copy programs (the
+ * copies of a victim go as runs: one torn, or a subset of them kept):
+ * the image opens and every page reads as flushed.  At least one cut
+ * comes right after a run of several pages.
+ */
+static void gc_cut(void)
+{
+	struct ftl_create_opts c = { .size = SIZE, .align = FTL_ALIGN_1M,
+		.pages_per_block = 64, .op_permille = 125, .force = true };
+	uint64_t isz = ftl_test_image_size(&c);
+	struct gcut g = { .img = malloc(isz) };
+	uint32_t cuts = 0, multi = 0, maxrun = 0;
+	struct nand_backing *b;
+	uint8_t w[4096];
+
+	T_CHECK(g.img && nand_backing_mem(isz, true, &b) == 0, "mem");
+	T_CHECK(ftl_create_backing(b, &c) == 0, "create");
+	g.b = b;
+	g.f = open_mem(b);
+	if (!g.f || !g.img)
+		return;
+	fill(model, SIZE);
+	T_CHECK(ftl_write(g.f, model, 0, SIZE, 0) == 0 && ftl_flush(g.f) == 0,
+		"fill, flush");
+	g.k = 1 + (uint32_t)(t_xorshift(&rs) % 8);
+	{
+		struct nand_counters nc;
+
+		nand_counters_get(ftl_test_nand(g.f), &nc);
+		g.programs = nc.programs;
+		g.gpos = (uint64_t)g.f->st[STREAM_GC].blk * g.f->g.ppb +
+			 g.f->st[STREAM_GC].wp;
+	}
+	nand_mem_set_trigger(b, 1, gc_fire, &g);
+	for (uint32_t i = 0; i < 40000 && cuts < 24 && !t_failures; i++) {
+		uint32_t p = (uint32_t)(t_xorshift(&rs) % (SIZE / 4096));
+
+		g.seed = t_xorshift(&rs);
+		fill(w, sizeof(w));
+		T_CHECK(ftl_write(g.f, w, (uint64_t)p * 4096, sizeof(w), 0) == 0,
+			"write %u", i);
+		if (g.cut) {
+			struct nand_backing *m;
+			struct ftl *h = NULL;
+
+			/* the cut came before this write's own program */
+			cuts++;
+			multi += g.run_pages > 1;
+			if (g.run_pages > maxrun)
+				maxrun = g.run_pages;
+			T_CHECK(nand_backing_mem(isz, false, &m) == 0, "mem");
+			nand_mem_load(m, g.img);
+			T_CHECK(ftl_open_backing(m, NULL, &h) == 0,
+				"open after a cut inside GC (seed %llu)",
+				(unsigned long long)g.seed);
+			if (h) {
+				check_all(h, "a power cut inside GC");
+				ftl_abandon(h);
+			}
+			g.cut = false;
+			g.k = g.n + 1 + (uint32_t)(t_xorshift(&rs) % 8);
+		}
+		memcpy(model + (size_t)p * 4096, w, sizeof(w));
+		T_CHECK(ftl_flush(g.f) == 0, "flush");
+	}
+	nand_mem_set_trigger(b, 0, NULL, NULL);
+	fprintf(stderr, "%u power cuts inside GC, %u right after a run of "
+		"several pages (longest %u)\n", cuts, multi, maxrun);
+	T_CHECK(cuts >= 24, "%u cuts inside GC", cuts);
+	T_CHECK(multi > 0, "a cut right after a GC run of several pages");
+	check_all(g.f, "the engine that went on");
+	ftl_abandon(g.f);
+	b->ops->destroy(b);
+	free(g.img);
+}
+
 int main(void)
 {
 	rs = t_seed() | 1;
 	failed_run();
 	torn_run();
+	failed_gc_run();
+	gc_cut();
 	return t_result();
 }

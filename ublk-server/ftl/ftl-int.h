@@ -67,6 +67,24 @@ struct ftl_inflight {
 	bool published;              /* the map points at it (f->lock) */
 };
 
+/* A victim being evacuated (ftl_gc.c): one for GC in a writer's critical
+ * section (whole victims, inside one hold of f->lock), one for the GC
+ * thread (resumed across steps, f->lock released in between: its victim
+ * is marked, f->gc_cur, so no other GC picks it).  Buffers lazy. */
+#define FTL_GC_RUN_PAGES 64u    /* copies programmed per run at most */
+#define FTL_GC_STEP_PAGES 32u   /* copies per step of the GC thread */
+struct ftl_evac {
+	uint32_t v;                  /* the victim, FTL_NONE: none */
+	uint32_t pg;                 /* next page of it to look at */
+	uint32_t unreadable;         /* pages the ECC could not correct */
+	bool whole;                  /* blk holds the victim's data */
+	uint8_t *blk;                /* ppb * ps: the victim's data */
+	uint8_t *oob;                /* ppb * oob: its OOB */
+	int *res;                    /* ppb: per page read results */
+	uint8_t *run;                /* FTL_GC_RUN_PAGES * ps: a run's data */
+	uint32_t lpn[FTL_GC_RUN_PAGES], from[FTL_GC_RUN_PAGES];
+};
+
 /* A binary heap of block numbers ordered by (key[b], b), min first (max
  * first with @max); pos[b] is b's index, FTL_NONE when absent. */
 struct ftl_heap {
@@ -157,7 +175,11 @@ struct ftl {
 	uint64_t wl_erases;          /* erases since the last static-WL move */
 	uint32_t gc_batch, gc_batch_max; /* victims per forced sync (adaptive) */
 	uint8_t *gcbuf, *oobbuf, *oobbuf2, *zero, *ckbuf;
-	uint8_t *gcblk;               /* a GC victim's data (ftl_gc.c, lazy) */
+	struct ftl_evac ev[2];        /* GC victims: [0] a writer's (whole),
+	                                 [1] the GC thread's (resumable) */
+	uint32_t gc_cur;              /* f->lock: the GC thread's victim,
+	                                 half evacuated (FTL_NONE: none);
+	                                 never a victim of other GC */
 	uint8_t *runoob;              /* OOB of a program run (ftl_append.c,
 	                                 lazy: ppb * oob) */
 
@@ -209,6 +231,9 @@ struct ftl {
 	uint64_t gc_retry_seq;       /* f->lock: the thread found nothing to
 	                                gain; writers wake it again only once
 	                                f->seq reaches this */
+	/* tests: called by the thread after each step, f->lock released */
+	void (*gc_step_hook)(struct ftl *f, void *ctx);
+	void *gc_step_ctx;
 };
 
 #define CADD(f, field, n) __atomic_fetch_add(&(f)->field, (n), __ATOMIC_RELAXED)
@@ -289,6 +314,13 @@ int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		  uint8_t kind, uint64_t *seq_out);
 int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		 uint32_t n, uint32_t *done);
+/* Program copies (GC): page i of @data for logical page @lpn[i], which
+ * the map points at @from[i], as runs like ftl_prog_run; a page's map
+ * moves (and *@counter counts it) only while it still points at
+ * @from[i].  -ENOMEM: no run buffer (nothing done; page by page). */
+int ftl_prog_copies(struct ftl *f, int stream, const uint32_t *lpn,
+		    const uint32_t *from, const void *data, uint32_t n,
+		    uint32_t *done, uint64_t *counter);
 /* Host runs outside f->lock: reserve (f->lock held; -EAGAIN when the nand
  * cannot program outside it, or @n is 0: use ftl_prog_run), program (no
  * lock, in ticket order), take
@@ -355,9 +387,12 @@ int ftl_gc_stream_ready(struct ftl *f);
 int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data);
 int ftl_erase_pending(struct ftl *f, bool force_sync);
 /* One step of background GC toward @target free blocks (f->lock held):
- * one victim relocated, or one erase round.  0 progress, 1 nothing (more)
- * to gain, -EAGAIN a checkpoint first, else -errno. */
+ * at most FTL_GC_STEP_PAGES copies of one victim, or one erase round.
+ * 0 progress, 1 nothing (more) to gain, -EAGAIN a checkpoint first, else
+ * -errno. */
 int ftl_gc_bg_step(struct ftl *f, uint32_t target);
+/* The thread's victim, half evacuated, is any GC's again (f->lock). */
+void ftl_gc_bg_drop(struct ftl *f);
 
 /* ftl_bggc.c: the background GC thread of a writable engine */
 void ftl_bggc_marks(struct ftl *f);

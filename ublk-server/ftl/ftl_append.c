@@ -237,19 +237,23 @@ int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 }
 
 /*
- * Program host data pages for logical pages @lpn, @lpn + 1, ... from
- * @data (@n pages) as one run into stream @stream's open block (opening
- * one when needed): at most the rest of that block, and fewer when
- * sequence numbers run short (ftl_seq_room: FTL_PROG_RETRIES stay for
- * retries).  Each page gets its own sequence number, data CRC and flush
- * record in its OOB, so recovery takes a torn run page by page.  The map
- * moves only for pages the nand reports programmed (*done counts them; the
- * caller goes on with the rest).  A failed program retires its block, the
- * pages the map does not point at yet go to the next block (up to
- * FTL_PROG_RETRIES blocks, dipping into GC's reserve).  f->lock held.
+ * The run core of ftl_prog_run and ftl_prog_copies: page i of @data
+ * (@n pages) for logical page @lpns[i] (@lpn + i when @lpns is NULL),
+ * into stream @stream's open block as one run, opening one when needed:
+ * at most the rest of that block, and fewer when sequence numbers run
+ * short (FTL_PROG_RETRIES stay for retries).  Each page gets its own
+ * sequence number, data CRC and flush record in its OOB, so recovery
+ * takes a torn run page by page.  The map moves only for pages the nand
+ * reports programmed (*done counts them; the caller goes on with the
+ * rest), and with @from only while the map still points at @from[i] (a
+ * copy).  A failed program retires its block, the pages the map does not
+ * point at yet go to the next block (up to FTL_PROG_RETRIES blocks,
+ * dipping into GC's reserve).  f->lock held.
  */
-int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
-		 uint32_t n, uint32_t *done)
+static int prog_run(struct ftl *f, int stream, uint32_t lpn,
+		    const uint32_t *lpns, const uint32_t *from,
+		    const void *data, uint32_t n, uint32_t *done,
+		    uint64_t *counter)
 {
 	const struct ftl_geom *g = &f->g;
 	const uint8_t *src = data;
@@ -257,15 +261,10 @@ int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
 	int r;
 
 	*done = 0;
-	if (stream == STREAM_HOST)
-		ftl_inflight_drain(f);  /* in order after the runs in flight */
 	if (!f->runoob)
 		f->runoob = malloc((size_t)g->ppb * g->oob);
-	if (!f->runoob || n == 1) {     /* one page: the page path */
-		r = ftl_prog_page(f, stream, lpn, data, FTL_OOB_DATA, NULL);
-		*done = !r;
-		return r;
-	}
+	if (!f->runoob)
+		return -ENOMEM;
 	for (unsigned tries = 0;; tries++) {
 		uint64_t room = f->seq < f->ckpt_seq + f->seq_gap ?
 				f->ckpt_seq + f->seq_gap - f->seq : 0;
@@ -289,21 +288,31 @@ int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		blk = (uint32_t)(ppn / g->ppb);
 		for (uint32_t i = 0; i < c; i++) {
 			uint8_t *oob = f->runoob + (size_t)i * g->oob;
+			uint32_t k = *done + i;
 
 			seq = ++f->seq;
 			memset(oob, 0, g->oob);
 			ftl_oob_fill((struct ftl_oob *)oob, FTL_OOB_DATA,
-				     (uint16_t)stream, lpn + *done + i, seq,
-				     nand_block_ec(f->nand, blk),
-				     src + (size_t)(*done + i) * g->ps, g->ps);
+				     (uint16_t)stream, lpns ? lpns[k] : lpn + k,
+				     seq, nand_block_ec(f->nand, blk),
+				     src + (size_t)k * g->ps, g->ps);
 			ftl_oob_set_flushed(oob, g->oob, f->flushed_seq);
 		}
 		seq -= c;               /* the seq before the run's first */
 		r = nand_program_run(f->nand, ppn, (uint32_t)c,
 				     src + (size_t)*done * g->ps, f->runoob, &pd);
 		/* publish what is on the medium, nothing more */
-		for (uint32_t i = 0; i < pd; i++)
-			ftl_map_set(f, lpn + *done + i, (uint32_t)(ppn + i));
+		for (uint32_t i = 0; i < pd; i++) {
+			uint32_t k = *done + i, l = lpns ? lpns[k] : lpn + k;
+
+			if (from && ftl_map_get(f, l) != from[k])
+				continue;       /* superseded (callers check
+						   before, under f->lock) */
+			ftl_map_set(f, l, (uint32_t)(ppn + i));
+			if (counter)
+				__atomic_fetch_add(counter, 1,
+						   __ATOMIC_RELAXED);
+		}
 		if (pd)
 			f->mtime[blk] = seq + pd;
 		*done += pd;
@@ -317,6 +326,36 @@ int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		if (tries + 1 >= FTL_PROG_RETRIES)
 			return -EIO;
 	}
+}
+
+/*
+ * Program host data pages for logical pages @lpn, @lpn + 1, ... from
+ * @data (@n pages) as one run (prog_run above; one page: ftl_prog_page).
+ */
+int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
+		 uint32_t n, uint32_t *done)
+{
+	int r;
+
+	*done = 0;
+	if (stream == STREAM_HOST)
+		ftl_inflight_drain(f);  /* in order after the runs in flight */
+	if (n > 1) {
+		r = prog_run(f, stream, lpn, NULL, NULL, data, n, done, NULL);
+		if (r != -ENOMEM || *done)
+			return r;
+	}
+	/* one page, or no memory for a run's OOB: the page path */
+	r = ftl_prog_page(f, stream, lpn, data, FTL_OOB_DATA, NULL);
+	*done = !r;
+	return r;
+}
+
+int ftl_prog_copies(struct ftl *f, int stream, const uint32_t *lpn,
+		    const uint32_t *from, const void *data, uint32_t n,
+		    uint32_t *done, uint64_t *counter)
+{
+	return prog_run(f, stream, 0, lpn, from, data, n, done, counter);
 }
 
 /* ---- host runs outside f->lock ------------------------------------------

@@ -19,10 +19,14 @@
  *     blocks gc_reserve + 2, where inline GC stops too.  Held free blocks
  *     are over-provisioning GC cannot use, hence the small share.
  *   - a host write that finds nfree < gc_hi signals the thread and goes
- *     on.  The thread, woken, takes f->lock for one step at a time (one
- *     victim's valid pages copied, or one erase round: a sync, then every
- *     pending block erased) and releases it between steps, so writers
- *     interleave, until nfree >= gc_hi.  Emptied victims wait for one
+ *     on.  The thread, woken, takes f->lock for one step at a time (at
+ *     most FTL_GC_STEP_PAGES of its victim's valid pages copied, one run;
+ *     or one erase round: a sync, then every pending block erased) and
+ *     releases it between steps, so writers interleave, also inside a
+ *     victim, until nfree >= gc_hi.  A victim half evacuated stays FULL
+ *     and marked (f->gc_cur: no other GC picks it, unless a writer's
+ *     inline GC finds nothing else) and is finished before the thread
+ *     sleeps; host writes in between may supersede more of its pages.  Emptied victims wait for one
  *     erase round until gc_batch of them (the victims per sync the inline
  *     path learnt from what a sync costs: 1 on tmpfs, up to 16 on a disk)
  *     or free + pending reach gc_hi: freed blocks come back promptly
@@ -68,9 +72,12 @@ void ftl_bggc_marks(struct ftl *f)
 		f->gc_hi = f->gc_reserve + 1;
 }
 
+/* Nothing to do: an error not reported yet, or enough free blocks (or
+ * nothing gained lately) and no victim half evacuated. */
 static bool bggc_idle(const struct ftl *f)
 {
-	return f->gc_err || f->nfree >= f->gc_hi || f->seq < f->gc_retry_seq;
+	return f->gc_err || (f->gc_cur == FTL_NONE &&
+			     (f->nfree >= f->gc_hi || f->seq < f->gc_retry_seq));
 }
 
 static void *bggc_main(void *arg)
@@ -96,13 +103,17 @@ static void *bggc_main(void *arg)
 		} else if (r) {
 			f->gc_err = r;
 			CADD(f, m.gc_bg_errors, 1);
+			ftl_gc_bg_drop(f);
 		}
 		/* let writers waiting on the lock in: a writer woken by the
 		 * unlock needs a moment to run, and a mutex is not fair */
 		pthread_mutex_unlock(&f->lock);
+		if (f->gc_step_hook)            /* tests: lock released */
+			f->gc_step_hook(f, f->gc_step_ctx);
 		nanosleep(&(struct timespec){ 0, BGGC_PAUSE_NS }, NULL);
 		pthread_mutex_lock(&f->lock);
 	}
+	ftl_gc_bg_drop(f);              /* a victim left half evacuated */
 	f->gc_busy = false;
 	pthread_mutex_unlock(&f->lock);
 	return NULL;

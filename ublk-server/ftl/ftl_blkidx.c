@@ -280,7 +280,8 @@ uint32_t ftl_victim_scan(const struct ftl *f, uint32_t max_valid)
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
 		uint32_t v = f->valid[b];
 
-		if (f->state[b] != FTL_BLK_FULL || v >= g->ppb || v > max_valid)
+		if (f->state[b] != FTL_BLK_FULL || v >= g->ppb || v > max_valid ||
+		    b == f->gc_cur)
 			continue;
 		if (f->o.gc == FTL_GC_COST_BENEFIT) {
 			double u = (double)v / g->ppb;
@@ -303,8 +304,8 @@ uint32_t ftl_victim_scan(const struct ftl *f, uint32_t max_valid)
 /*
  * The GC victim: a FULL block with fewer valid pages than a block holds
  * and at most @max_valid (what GC has room to copy); greedy: the fewest
- * valid pages; cost-benefit: the highest (1-u)·age/(1+u).  FTL_NONE if
- * there is none.  O(ppb + log n).
+ * valid pages; cost-benefit: the highest (1-u)·age/(1+u); never the GC
+ * thread's victim (f->gc_cur).  FTL_NONE if there is none.  O(ppb + log n).
  */
 uint32_t ftl_victim(struct ftl *f, uint32_t max_valid)
 {
@@ -324,6 +325,17 @@ uint32_t ftl_victim(struct ftl *f, uint32_t max_valid)
 		if (!f->vh[v].n)
 			continue;
 		b = f->vh[v].a[0];
+		if (b == f->gc_cur) {
+			/* the GC thread's victim, half evacuated: the next
+			 * of this bucket (a child of the root), if any */
+			const struct ftl_heap *h = &f->vh[v];
+
+			if (h->n < 2)
+				continue;
+			b = h->a[1];
+			if (h->n > 2 && h_less(h, h->a[2], b))
+				b = h->a[2];
+		}
 		if (f->o.gc != FTL_GC_COST_BENEFIT)
 			return b;
 		u = (double)v / g->ppb;

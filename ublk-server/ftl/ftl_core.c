@@ -39,10 +39,17 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 	}
 	f->bbt = calloc(FTL_BBT_MAX, sizeof(*f->bbt));
 	f->bb_done = calloc(nb, 1);
+	for (int i = 0; i < 2; i++) {
+		f->ev[i].v = FTL_NONE;
+		f->ev[i].oob = malloc((size_t)g->ppb * g->oob);
+		f->ev[i].res = calloc(g->ppb, sizeof(int));
+	}
+	f->gc_cur = FTL_NONE;
 	if (!f->map || !f->valid || !f->state || !f->mtime || !f->trim_seq ||
 	    !f->fdirty || ftl_idx_init(f) || !f->pend || !f->pend_gen || !f->gcbuf || !f->zero ||
 	    !f->oobbuf || !f->oobbuf2 || !f->ckbuf || !f->bbt ||
-	    !f->bb_done ||
+	    !f->bb_done || !f->ev[0].oob || !f->ev[0].res || !f->ev[1].oob ||
+	    !f->ev[1].res ||
 	    (g->ckpt_delta && (!f->ck_dirty || !f->ck_tab || !f->ck_chg))) {
 		ftl_free(f);
 		return -ENOMEM;
@@ -114,7 +121,12 @@ void ftl_free(struct ftl *f)
 	free(f->pend);
 	free(f->pend_gen);
 	free(f->gcbuf);
-	free(f->gcblk);
+	for (int i = 0; i < 2; i++) {
+		free(f->ev[i].blk);
+		free(f->ev[i].oob);
+		free(f->ev[i].res);
+		free(f->ev[i].run);
+	}
 	free(f->runoob);
 	free(f->zero);
 	free(f->oobbuf);

@@ -71,44 +71,92 @@ int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data)
 #define GC_BLOCK_READ_MAX (4u << 20)
 
 /*
- * Copy the valid pages of block @v to the GC stream.  A page the ECC
- * cannot correct (after read retries) stays mapped where it is, so reads
- * of exactly its sectors keep failing until the host rewrites them; its
- * block is then retired (never erased).  -EAGAIN when a checkpoint must
- * come first (the block keeps what was not moved yet).
+ * Start evacuating block @v with @e: read all of it, data into e->blk and
+ * OOB into e->oob, with one nand run (one backing call on layout 1.1).
+ * e->whole = false when only the OOB was read (a fault model, a large
+ * block, no memory): then the pages are read one by one.
  */
-/*
- * Read all of block @v, data into f->gcblk and OOB into f->oobbuf, with
- * one nand run (one backing call on layout 1.1).  *whole = false when
- * only the OOB was read (a fault model, a large block, no memory): then
- * the pages are read one by one.  @res: per page results (ppb).
- */
-static int victim_read(struct ftl *f, uint32_t v, int *res, bool *whole)
+static int evac_start(struct ftl *f, struct ftl_evac *e, uint32_t v)
 {
 	const struct ftl_geom *g = &f->g;
 	size_t len = (size_t)g->ppb * g->ps;
 	int r;
 
-	*whole = false;
-	if (len <= GC_BLOCK_READ_MAX && !f->gcblk)
-		f->gcblk = malloc(len);
-	if (len <= GC_BLOCK_READ_MAX && f->gcblk) {
+	e->v = v;
+	e->pg = 0;
+	e->unreadable = 0;
+	e->whole = false;
+	if (len <= GC_BLOCK_READ_MAX && !e->blk)
+		e->blk = malloc(len);
+	if (len <= GC_BLOCK_READ_MAX && e->blk) {
 		r = nand_read_run(f->nand, (uint64_t)v * g->ppb, g->ppb,
-				  f->gcblk, f->oobbuf, res);
+				  e->blk, e->oob, e->res);
 		if (r != -EOPNOTSUPP) {
-			*whole = !r;
+			e->whole = !r;
 			return r;
 		}
 	}
-	return nand_read_block_oob(f->nand, v, f->oobbuf);
+	return nand_read_block_oob(f->nand, v, e->oob);
 }
 
-int ftl_gc_evacuate(struct ftl *f, uint32_t v, uint64_t *counter)
+/* Program the @n copies gathered in @e (e->run, e->lpn, e->from) into the
+ * GC stream as runs; when a failed program used up the free blocks, erase
+ * what is pending and go on.  *done: copies programmed (fewer when
+ * sequence numbers run short: the caller then checkpoints first). */
+static int evac_prog(struct ftl *f, struct ftl_evac *e, uint32_t n,
+		     uint32_t *done, uint64_t *counter)
 {
 	const struct ftl_geom *g = &f->g;
-	uint32_t unreadable = 0;
-	int res[1024];                  /* ppb <= 1024 */
-	bool whole;
+	int r;
+
+	*done = 0;
+	for (;;) {
+		uint32_t d = 0;
+
+		r = ftl_gc_stream_ready(f);
+		if (!r)
+			r = ftl_prog_copies(f, STREAM_GC, e->lpn + *done,
+					    e->from + *done,
+					    e->run + (size_t)*done * g->ps,
+					    n - *done, &d, counter);
+		if (r == -ENOMEM && !d) {       /* no run buffer: one page */
+			r = ftl_gc_prog(f, e->lpn[*done],
+					e->run + (size_t)*done * g->ps);
+			if (!r)
+				__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+			d = !r;
+		}
+		*done += d;
+		if (!r && *done < n && d &&
+		    ftl_seq_room(f, FTL_PROG_RETRIES + 1))
+			continue;               /* the next block */
+		if (r != -ENOSPC || !f->npend)
+			return r;
+		r = ftl_erase_pending(f, true);
+		if (r)
+			return r;
+	}
+}
+
+/*
+ * Copy the valid pages of e->v from page e->pg on to the GC stream, at
+ * most @budget of them, gathered into runs of FTL_GC_RUN_PAGES (one
+ * backing write each on layout 1.1); pages the whole-block read could not
+ * give are read (with retries) and programmed one by one.  A page moves
+ * only while the map points at it, checked under f->lock after every
+ * host run in flight is published (ftl_inflight_drain): between two calls
+ * f->lock may be released, and host writes may supersede more pages.  A
+ * page the ECC cannot correct stays mapped where it is, so reads of
+ * exactly its sectors keep failing until the host rewrites them; its
+ * block is then retired (never erased).  0: done, 1: @budget used up
+ * (call again), -EAGAIN: a checkpoint first (e->pg stays at the first
+ * page not moved yet), else -errno.
+ */
+static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
+		    uint32_t budget)
+{
+	const struct ftl_geom *g = &f->g;
+	uint32_t v = e->v;
 	int r;
 
 	/* Host runs programmed outside f->lock (ftl_append.c) first: on the
@@ -119,42 +167,103 @@ int ftl_gc_evacuate(struct ftl *f, uint32_t v, uint64_t *counter)
 	 * programs in flight must never be emptied and erased.  f->lock is
 	 * kept: no run is reserved meanwhile. */
 	ftl_inflight_drain(f);
-	if (!f->valid[v])
-		return 0;               /* nothing to move, nothing to read */
-	r = victim_read(f, v, res, &whole);
-	if (r)
-		return r;
-	for (uint32_t pg = 0; pg < g->ppb && f->valid[v] > unreadable; pg++) {
-		const struct ftl_oob *o =
-			(const struct ftl_oob *)(f->oobbuf + (size_t)pg * g->oob);
-		uint64_t ppn = (uint64_t)v * g->ppb + pg;
-		const uint8_t *data;
+	while (e->pg < g->ppb && f->valid[v] > 0) {
+		uint32_t n = 0, done, max;
 
-		if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA ||
-		    o->lpn >= g->nlpn || ftl_map_get(f, o->lpn) != ppn)
-			continue;
+		if (!budget)
+			return 1;
 		if (!ftl_seq_room(f, FTL_PROG_RETRIES + 1))
 			return -EAGAIN;         /* a checkpoint first */
-		if (whole && !res[pg]) {
-			data = f->gcblk + (size_t)pg * g->ps;
-		} else {
+		max = budget < FTL_GC_RUN_PAGES ? budget : FTL_GC_RUN_PAGES;
+		if (e->whole && !e->run) {
+			e->run = malloc((size_t)FTL_GC_RUN_PAGES * g->ps);
+			if (!e->run)
+				max = 1;
+		}
+		for (; e->pg < g->ppb && n < max; e->pg++) {
+			const struct ftl_oob *o = (const struct ftl_oob *)
+				(e->oob + (size_t)e->pg * g->oob);
+			uint64_t ppn = (uint64_t)v * g->ppb + e->pg;
+
+			if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA ||
+			    o->lpn >= g->nlpn || ftl_map_get(f, o->lpn) != ppn)
+				continue;
+			if (!e->whole || e->res[e->pg] || !e->run)
+				break;          /* one by one, below */
+			memcpy(e->run + (size_t)n * g->ps,
+			       e->blk + (size_t)e->pg * g->ps, g->ps);
+			e->lpn[n] = o->lpn;
+			e->from[n++] = (uint32_t)ppn;
+		}
+		if (!n && e->pg < g->ppb) {
+			/* a page read on its own (its run read failed, or no
+			 * whole-block read) */
+			const struct ftl_oob *o = (const struct ftl_oob *)
+				(e->oob + (size_t)e->pg * g->oob);
+			uint64_t ppn = (uint64_t)v * g->ppb + e->pg;
+
 			r = ftl_read_page(f, FTL_UNMAPPED, (uint32_t)ppn, 0,
 					  f->gcbuf, g->ps);
 			if (r == -EBADMSG) {
-				unreadable++;
+				e->unreadable++;
+				e->pg++;
 				continue;
 			}
+			if (!r)
+				r = ftl_gc_prog(f, o->lpn, f->gcbuf);
 			if (r)
 				return r;
-			data = f->gcbuf;
+			__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+			e->pg++;
+			budget--;
+			continue;
 		}
-		r = ftl_gc_prog(f, o->lpn, data);
+		if (!n)
+			break;
+		r = evac_prog(f, e, n, &done, counter);
+		budget -= done;
+		if (done < n)           /* again from the first one not moved */
+			e->pg = e->from[done] % g->ppb;
 		if (r)
 			return r;
-		__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
 	}
-	if (unreadable && f->state[v] != FTL_BLK_BAD)
+	if (e->unreadable && f->state[v] != FTL_BLK_BAD)
 		return ftl_bb_grown(f, v, "uncorrectable read");
+	return 0;
+}
+
+/*
+ * Copy the valid pages of block @v to the GC stream, all of them (a
+ * writer's GC, static WL, retiring: f->lock held throughout).  -EAGAIN
+ * when a checkpoint must come first (the block keeps what was not moved
+ * yet).
+ */
+int ftl_gc_evacuate(struct ftl *f, uint32_t v, uint64_t *counter)
+{
+	struct ftl_evac *e = &f->ev[0];
+	int r;
+
+	ftl_inflight_drain(f);          /* see evac_run */
+	if (!f->valid[v])
+		return 0;               /* nothing to move, nothing to read */
+	r = evac_start(f, e, v);
+	if (!r)
+		r = evac_run(f, e, counter, UINT32_MAX);
+	e->v = FTL_NONE;
+	return r;
+}
+
+/* Victim @v was evacuated: it becomes PENDING (erase later), unless it
+ * was retired (some pages could not be read). */
+static int victim_done(struct ftl *f, uint32_t v)
+{
+	if (f->state[v] == FTL_BLK_BAD)
+		return 0;
+	if (f->valid[v])
+		return -EIO;            /* map and OOB disagree: a bug */
+	ftl_set_state(f, v, FTL_BLK_PENDING);
+	f->pend_gen[f->npend] = f->sync_gen;
+	f->pend[f->npend++] = v;
 	return 0;
 }
 
@@ -164,14 +273,7 @@ static int relocate(struct ftl *f, uint32_t v, uint64_t *counter)
 {
 	int r = ftl_gc_evacuate(f, v, counter);
 
-	if (r || f->state[v] == FTL_BLK_BAD)
-		return r;
-	if (f->valid[v])
-		return -EIO;            /* map and OOB disagree: a bug */
-	ftl_set_state(f, v, FTL_BLK_PENDING);
-	f->pend_gen[f->npend] = f->sync_gen;
-	f->pend[f->npend++] = v;
-	return 0;
+	return r ? r : victim_done(f, v);
 }
 
 /* Static wear levelling, rate-limited (one check per WL_EVERY erases, or
@@ -194,7 +296,8 @@ static int static_wl(struct ftl *f)
 			mn = ec;
 		if (ec > mx)
 			mx = ec;
-		if (f->state[b] == FTL_BLK_FULL && ec < cec) {
+		if (f->state[b] == FTL_BLK_FULL && b != f->gc_cur &&
+		    ec < cec) {
 			cec = ec;
 			cold = b;
 		}
@@ -281,6 +384,14 @@ int ftl_gc_free_space(struct ftl *f)
 	for (int pass = 0; pass < 2; pass++) {
 		while (f->nfree + f->npend < target) {
 			uint32_t v = pick_victim(f, gc_room(f));
+
+			if (v == FTL_NONE && f->gc_cur != FTL_NONE) {
+				/* only the GC thread's victim is left: the
+				 * writer takes it over (the thread, between
+				 * two steps, starts another) */
+				ftl_gc_bg_drop(f);
+				v = pick_victim(f, gc_room(f));
+			}
 			if (v == FTL_NONE)
 				break;
 			/* start a victim with room to finish it and a block
@@ -317,40 +428,72 @@ int ftl_gc_free_space(struct ftl *f)
 
 /*
  * One bounded step of background GC toward @target free blocks (the GC
- * thread, ftl_bggc.c, holds f->lock for one step only): relocate one
- * victim while free + pending blocks are short of @target and fewer than
- * gc_batch victims wait for a sync (erasing first when GC's stream would
- * have no room to finish it), else one durable erase round (a sync, then
- * every pending block) and the static-WL check.
+ * thread, ftl_bggc.c, holds f->lock for one step only): the next
+ * FTL_GC_STEP_PAGES copies of the victim it is evacuating (marked in
+ * f->gc_cur so no other GC takes it; f->lock is released between steps,
+ * host writes go on and may supersede more of its pages); or, while free
+ * + pending blocks are short of @target and fewer than gc_batch victims
+ * wait for a sync, a new victim (erasing first when GC's stream would
+ * have no room to finish it) and its first copies; else one durable
+ * erase round (a sync, then every pending block) and the static-WL check.
  * Victims always hold an invalid page (ftl_victim), so each one gains.
  */
 int ftl_gc_bg_step(struct ftl *f, uint32_t target)
 {
+	struct ftl_evac *e = &f->ev[1];
+	uint32_t v = f->gc_cur;
 	int r;
 
-	if (f->nfree >= target)
-		return 1;
-	/* a batch of victims per sync (gc_batch, adapted to what a sync
-	 * costs), or what reaches @target: then erase them */
-	if (f->nfree + f->npend < target && f->npend < f->gc_batch) {
-		uint32_t v = pick_victim(f, gc_room(f));
-
+	if (v == FTL_NONE) {
+		if (f->nfree >= target)
+			return 1;
+		/* a batch of victims per sync (gc_batch, adapted to what a
+		 * sync costs), or what reaches @target: then erase them */
+		if (f->nfree + f->npend < target && f->npend < f->gc_batch)
+			v = pick_victim(f, gc_room(f));
 		if (v != FTL_NONE &&
 		    gc_room(f) < (uint64_t)f->valid[v] + f->g.ppb && f->npend)
 			return ftl_erase_pending(f, true);
-		if (v != FTL_NONE && gc_room(f) >= f->valid[v]) {
-			r = relocate(f, v, &f->m.gc_relocations);
+		if (v != FTL_NONE && gc_room(f) < f->valid[v])
+			v = FTL_NONE;
+		if (v == FTL_NONE) {
+			if (!f->npend)
+				return 1;       /* nothing left to gain */
+			r = ftl_erase_pending(f, true);
+			if (!r) {
+				CADD(f, m.gc_bg_erase_rounds, 1);
+				r = static_wl(f);
+			}
+			return r;
+		}
+		ftl_inflight_drain(f);  /* see evac_run */
+		r = f->valid[v] ? evac_start(f, e, v) : 0;
+		if (r)
+			return r;
+		if (!f->valid[v]) {
+			r = victim_done(f, v);
 			if (!r)
 				CADD(f, m.gc_bg_victims, 1);
 			return r;
 		}
+		f->gc_cur = v;
 	}
-	if (!f->npend)
-		return 1;               /* nothing left to gain */
-	r = ftl_erase_pending(f, true);
+	r = evac_run(f, e, &f->m.gc_relocations, FTL_GC_STEP_PAGES);
+	if (r == 1 || r == -EAGAIN)
+		return r == 1 ? 0 : r;  /* the victim stays marked */
+	f->gc_cur = FTL_NONE;           /* done, or given up (an error) */
+	e->v = FTL_NONE;
 	if (!r) {
-		CADD(f, m.gc_bg_erase_rounds, 1);
-		r = static_wl(f);
+		r = victim_done(f, v);
+		if (!r)
+			CADD(f, m.gc_bg_victims, 1);
 	}
 	return r;
+}
+
+/* The GC thread stops: its victim, half evacuated, is any GC's again. */
+void ftl_gc_bg_drop(struct ftl *f)
+{
+	f->gc_cur = FTL_NONE;
+	f->ev[1].v = FTL_NONE;
 }
