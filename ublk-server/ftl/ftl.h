@@ -88,6 +88,11 @@ struct ftl_stats {
 	double   write_amplification; /* flash bytes programmed / host bytes written */
 	/* added by the engine (also JSON keys) */
 	uint64_t last_mount_time;   /* unix seconds of the last read-write open */
+	uint64_t ckpt_lost;         /* this open: 1 if it found a newer
+	                               checkpoint lost (its slot gone, pages
+	                               numbered past the one used) and rolled
+	                               forward over everything since; fsck
+	                               reports it; 0 otherwise */
 	enum ftl_align_mode align;  /* JSON: "odd" / "1m" */
 	uint32_t page_size;         /* flash page, bytes */
 	/* bad blocks (from the bad-block table) */

@@ -281,6 +281,13 @@ static int check(const char *path, struct fsck *k)
 		if (r)
 			goto out;
 	}
+	if (f->ckpt_lost)
+		finding(k, true, "a newer checkpoint than generation %llu was "
+			"lost (its slot reads as never used, pages are "
+			"numbered past what that one allows): the open rolls "
+			"forward over everything since, but data trimmed or "
+			"moved after it may read an older version",
+			(unsigned long long)k->gen);
 	if (f->rf_lost_unknown)
 		finding(k, true, "%llu page%s written before the last recorded "
 			"flush ha%s a damaged OOB record: %s logical page is "
