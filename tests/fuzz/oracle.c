@@ -493,9 +493,11 @@ static void check_image(const uint8_t *img, uint64_t size, uint64_t seed,
  * Image seeds (one_image) whose damage read written data as zeroes through
  * an engine bug since fixed; run before the seeded images, with history.
  * 4035, 23038, 31038: the newest checkpoint slot's block erased, pages
- * numbered past the previous slot's limit dropped (tests/unit/ftl-ckpt-lost).
+ * numbered past the previous slot's limit dropped; 33021: the slot of
+ * generation 2 erased on an image mounted once from it, generation 1 of
+ * create taken for a clean newest checkpoint (tests/unit/ftl-ckpt-lost).
  */
-static const uint64_t fixed_seeds[] = { 4035, 23038, 31038 };
+static const uint64_t fixed_seeds[] = { 4035, 23038, 31038, 33021 };
 
 static void one_image(uint64_t seed)
 {

@@ -136,6 +136,8 @@ struct ftl {
 	                                past the loaded checkpoint's limit:
 	                                a newer checkpoint was durable and
 	                                its slot is gone (fsck, stats) */
+	bool ck_marker_bad;          /* the mount marker page is programmed
+	                                but does not check out (fsck) */
 	bool ckpt_torn;              /* the chain ends in a torn record: roll
 	                                forward without a sequence limit */
 	/* delta checkpoints (ftl_ckpt.c; g.ckpt_delta) */

@@ -271,6 +271,10 @@ static int check(const char *path, struct fsck *k)
 		if (r)
 			goto out;
 	}
+	if (marker && f->ck_marker_bad)
+		finding(k, true, "the mount marker of checkpoint %llu is "
+			"damaged (taken as present: the open rolls forward)",
+			(unsigned long long)k->gen);
 	if (!(flags & FTL_CKPT_CLEAN) || marker || f->ckpt_fallback) {
 		k->dirty = true;
 		finding(k, false, "%s: the next open rolls forward from "
