@@ -60,6 +60,10 @@ struct ftl_open_opts {
 	const struct nand_fault_spec *faults; /* NULL: a perfect medium;
 	                               else the fault model (nand-fault.h)
 	                               for the data blocks of this open */
+	uint32_t gc_batch;          /* 0: GC victims per forced sync adapt to
+	                               the measured sync time (1, 4 or 16);
+	                               else fixed at this (up to the spare
+	                               area's limit): deterministic tests */
 	bool bg_gc;                 /* read-write opens: collect garbage in a
 	                               background thread between two free-block
 	                               watermarks, writers only below the low

@@ -240,7 +240,8 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 		clock_gettime(CLOCK_MONOTONIC, &b);
 		ms = (double)(b.tv_sec - a.tv_sec) * 1e3 +
 		     (double)(b.tv_nsec - a.tv_nsec) / 1e6;
-		f->gc_batch = ms < 0.5 ? 1 : ms < 5 ? 4 : 16;
+		f->gc_batch = f->o.gc_batch ? f->o.gc_batch :
+			      ms < 0.5 ? 1 : ms < 5 ? 4 : 16;
 		if (f->gc_batch > f->gc_batch_max)
 			f->gc_batch = f->gc_batch_max;
 	}
