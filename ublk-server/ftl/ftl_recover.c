@@ -126,8 +126,6 @@ static int lost_records(struct ftl *f, uint32_t b, uint64_t after,
  * its crc came out; taken as the newest it would win over the real newest
  * version.  A full scan has no log to check against: FTL_SEQ_MAX.
  */
-static bool is_candidate(struct ftl *f, uint32_t b, bool full);
-
 static uint64_t seq_limit(const struct ftl *f, bool full)
 {
 	if (full || f->ckpt_fallback || f->ckpt_torn)
@@ -149,10 +147,10 @@ static uint64_t seq_limit(const struct ftl *f, bool full)
  * run), or one whose flush record (the newest flush when it was
  * programmed, ftl_oob_flushed) is itself past the limit and not past the
  * page's own number: two fields that agree.  Only the blocks roll-forward
- * would scan are read (written since the checkpoint); the first proof
+ * scans (@cand: written since the checkpoint) are read; the first proof
  * ends the look.
  */
-static int newer_ckpt_lost(struct ftl *f, bool *lost)
+static int newer_ckpt_lost(struct ftl *f, const uint8_t *cand, bool *lost)
 {
 	const struct ftl_geom *g = &f->g;
 	uint64_t limit = f->ckpt_seq + f->seq_gap;
@@ -162,7 +160,7 @@ static int newer_ckpt_lost(struct ftl *f, bool *lost)
 		uint32_t wp, ec;
 		int r = 0;
 
-		if (!is_candidate(f, b, false))
+		if (!cand[b])
 			continue;
 		r = nand_read_block_oob(f->nand, b, f->oobbuf);
 		if (r)
@@ -410,19 +408,22 @@ int ftl_roll_forward(struct ftl *f, bool full)
 	f->rf_lost = f->rf_lost_trims = f->rf_lost_unknown = 0;
 	f->ckpt_lost = false;
 	f->ck_pos = 0;  /* the map changes here: the next checkpoint is a base */
+	scanned = calloc(g->nblocks, 1);
+	if (!scanned)
+		return -ENOMEM;
+	/* the blocks to scan (is_candidate reads a page's OOB: once each) */
+	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++)
+		scanned[b] = is_candidate(f, b, full);
 	if (!full && !f->ckpt_fallback && !f->ckpt_torn) {
 		bool lost;
 
-		r = newer_ckpt_lost(f, &lost);
+		r = newer_ckpt_lost(f, scanned, &lost);
 		if (r)
-			return r;
+			goto out;
 		/* roll forward from the older one over everything since,
 		 * as for a damaged slot: no sequence limit */
 		f->ckpt_lost = f->ckpt_fallback = lost;
 	}
-	scanned = calloc(g->nblocks, 1);
-	if (!scanned)
-		return -ENOMEM;
 	for (unsigned s = 0; s < FTL_NSTREAMS; s++)
 		best[s] = FTL_NONE;
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks && !r; b++) {
@@ -430,9 +431,8 @@ int ftl_roll_forward(struct ftl *f, bool full)
 		uint32_t ec = nand_block_ec(f->nand, b), used;
 		int bs;
 
-		if (!is_candidate(f, b, full))
+		if (!scanned[b])
 			continue;
-		scanned[b] = 1;
 		nand_set_block(f->nand, b, g->ppb, ec);  /* read everything */
 		r = scan_block(f, b, full ? 0 : f->ckpt_seq,
 			       seq_limit(f, full), &rs, &bmax, &ec, &used, &bs,
