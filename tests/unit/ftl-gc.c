@@ -7,7 +7,11 @@
  * 2. Cost-benefit victims beat greedy on a 90/10 hot/cold workload.
  * 3. Static wear levelling: with cold data pinned and a threshold of 16,
  *    max - min erase count stays under the threshold once the first
- *    moves happened; without static WL it grows far past it.
+ *    moves happened with 1 GC victim per sync, under 1.25 x the
+ *    threshold with 4 (batched erase rounds); without static WL it
+ *    grows far past it.  The victims per sync are pinned
+ *    (ftl_open_opts.gc_batch): deterministic for a seed, whatever a sync
+ *    costs on the machine.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,11 +27,12 @@ static uint64_t rnd(void)
 }
 
 static struct ftl *mk(uint64_t size, uint32_t op, uint32_t ppb,
-		      enum ftl_gc_policy gc, uint32_t wl)
+		      enum ftl_gc_policy gc, uint32_t wl, uint32_t batch)
 {
 	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M,
 		.pages_per_block = ppb, .op_permille = op };
-	struct ftl_open_opts o = { .gc = gc, .wl_threshold = wl };
+	struct ftl_open_opts o = { .gc = gc, .wl_threshold = wl,
+		.gc_batch = batch };
 	struct nand_backing *b;
 	struct ftl *f = NULL;
 
@@ -101,7 +106,7 @@ static void tiny(void)
 
 	for (size_t k = 0; k < sizeof(c) / sizeof(c[0]); k++) {
 		struct ftl *f = mk(c[k].size, c[k].op, c[k].ppb, FTL_GC_GREEDY,
-				   100000);
+				   100000, 0);
 		int r = 0, i;
 
 		for (i = 0; i < 3000 && !r; i++) {
@@ -136,7 +141,7 @@ int main(void)
 	tiny();
 
 	/* 1. greedy, uniform, 12.5 % OP, Np = 64 */
-	f = mk(size, 125, 64, FTL_GC_GREEDY, 100000);
+	f = mk(size, 125, 64, FTL_GC_GREEDY, 100000, 0);
 	w = wa(f, 4 * pages, 3 * pages, false, &tot);
 	fprintf(stderr, "greedy uniform 12.5%% OP: WA %.3f (with checkpoints %.3f), "
 		"model 4.38\n", w, tot);
@@ -147,10 +152,10 @@ int main(void)
 	ftl_close(f);
 
 	/* 2. hot/cold: cost-benefit vs greedy */
-	f = mk(size / 2, 125, 64, FTL_GC_GREEDY, 100000);
+	f = mk(size / 2, 125, 64, FTL_GC_GREEDY, 100000, 0);
 	wg = wa(f, 4 * pages / 2, 2 * pages / 2, true, &tot);
 	ftl_close(f);
-	f = mk(size / 2, 125, 64, FTL_GC_COST_BENEFIT, 100000);
+	f = mk(size / 2, 125, 64, FTL_GC_COST_BENEFIT, 100000, 0);
 	wcb = wa(f, 4 * pages / 2, 2 * pages / 2, true, &tot);
 	ftl_close(f);
 	fprintf(stderr, "hot/cold 90/10 12.5%% OP: greedy WA %.3f, cost-benefit "
@@ -159,11 +164,20 @@ int main(void)
 		"hot/cold", wcb, wg);
 
 	/* 3. static wear levelling: 80 % of the disk cold, writes to the rest */
-	for (int wl = 0; wl < 2; wl++) {
+	/* GC's victims per sync pinned: the engine adapts them to the
+	 * measured sync time, which made the spread depend on the machine
+	 * (17 against 16 once under ASan, seed 3086387616).  WL on with 1
+	 * (a fast backing): under the threshold.  With 4 (a disk file) an
+	 * erase round erases up to 5 blocks between two checks and the
+	 * spread overshoots a little (15 seeds: 14..17, seed 1848788558:
+	 * 17): within threshold + a quarter; before static WL caught up
+	 * with the erases of a round, 28 with seed 3086387616. */
+	for (int wl = 0; wl < 3; wl++) {
 		uint32_t thr = wl ? 16 : 1000000, worst = 0;
+		uint32_t batch = wl == 2 ? 4 : 1;
 		uint64_t sz = 16 << 20, pg = sz / 4096;
 
-		f = mk(sz, 125, 16, FTL_GC_GREEDY, thr);
+		f = mk(sz, 125, 16, FTL_GC_GREEDY, thr, batch);
 		fill(f);
 		for (int round = 0; round < 60; round++) {
 			static uint8_t page[4096];
@@ -175,13 +189,16 @@ int main(void)
 			if (round >= 10 && st.erase_max - st.erase_min > worst)
 				worst = st.erase_max - st.erase_min;
 		}
-		fprintf(stderr, "static WL %s: erase min %u max %u, worst spread "
-			"%u, wl_relocations %llu\n", wl ? "on (threshold 16)" : "off",
-			st.erase_min, st.erase_max, worst,
+		fprintf(stderr, "static WL %s, %u victims per sync: erase min "
+			"%u max %u, worst spread %u, wl_relocations %llu\n",
+			wl ? "on (threshold 16)" : "off", batch, st.erase_min,
+			st.erase_max, worst,
 			(unsigned long long)st.wl_relocations);
 		if (wl)
-			T_CHECK(worst <= thr && st.wl_relocations > 0,
-				"spread %u over threshold %u", worst, thr);
+			T_CHECK(worst <= (batch > 1 ? thr + thr / 4 : thr) &&
+				st.wl_relocations > 0,
+				"spread %u over threshold %u (%u victims per "
+				"sync)", worst, thr, batch);
 		else
 			T_CHECK(worst > 40, "without WL the spread should grow (%u)",
 				worst);

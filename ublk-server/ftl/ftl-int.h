@@ -150,6 +150,12 @@ struct ftl {
 	uint64_t ckpt_gen, ckpt_seq; /* newest durable checkpoint */
 	bool ckpt_fallback;          /* a damaged slot may have held a newer
 	                                one: roll forward, never a clean mount */
+	bool ckpt_lost;              /* roll-forward found pages numbered
+	                                past the loaded checkpoint's limit:
+	                                a newer checkpoint was durable and
+	                                its slot is gone (fsck, stats) */
+	bool ck_marker_bad;          /* the mount marker page is programmed
+	                                but does not check out (fsck) */
 	bool ckpt_torn;              /* the chain ends in a torn record: roll
 	                                forward without a sequence limit */
 	/* delta checkpoints (ftl_ckpt.c; g.ckpt_delta) */
@@ -414,6 +420,10 @@ static inline uint32_t ftl_map_get(const struct ftl *f, uint32_t lpn)
 int ftl_create_backing(struct nand_backing *b, const struct ftl_create_opts *o);
 /* Image size for create options (0 on bad options). */
 uint64_t ftl_test_image_size(const struct ftl_create_opts *o);
+/* The same two in the format before delta checkpoints (version 3 slots). */
+int ftl_test_create_backing_full(struct nand_backing *b,
+				 const struct ftl_create_opts *o);
+uint64_t ftl_test_image_size_full(const struct ftl_create_opts *o);
 /* Open an image on a backing; the engine owns @b afterwards. */
 int ftl_open_backing(struct nand_backing *b, const struct ftl_open_opts *o,
 		     struct ftl **out);

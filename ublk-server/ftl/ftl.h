@@ -60,6 +60,10 @@ struct ftl_open_opts {
 	const struct nand_fault_spec *faults; /* NULL: a perfect medium;
 	                               else the fault model (nand-fault.h)
 	                               for the data blocks of this open */
+	uint32_t gc_batch;          /* 0: GC victims per forced sync adapt to
+	                               the measured sync time (1, 4 or 16);
+	                               else fixed at this (up to the spare
+	                               area's limit): deterministic tests */
 	bool bg_gc;                 /* read-write opens: collect garbage in a
 	                               background thread between two free-block
 	                               watermarks, writers only below the low
@@ -88,6 +92,11 @@ struct ftl_stats {
 	double   write_amplification; /* flash bytes programmed / host bytes written */
 	/* added by the engine (also JSON keys) */
 	uint64_t last_mount_time;   /* unix seconds of the last read-write open */
+	uint64_t ckpt_lost;         /* this open: 1 if it found a newer
+	                               checkpoint lost (its slot gone, pages
+	                               numbered past the one used) and rolled
+	                               forward over everything since; fsck
+	                               reports it; 0 otherwise */
 	enum ftl_align_mode align;  /* JSON: "odd" / "1m" */
 	uint32_t page_size;         /* flash page, bytes */
 	/* bad blocks (from the bad-block table) */

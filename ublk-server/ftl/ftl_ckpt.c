@@ -851,7 +851,8 @@ int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 	enum chain_end end = CHAIN_CLEAN;
 	uint64_t cgen = 0;
 
-	f->ckpt_torn = f->ck_bad_delta = false;
+	f->ckpt_torn = f->ck_bad_delta = f->ck_marker_bad = false;
+	f->ckpt_lost = false;
 	f->ck_pos = 0;
 	for (uint32_t s = 0; s < FTL_CKPT_SLOTS; s++) {
 		ok[s] = read_hdr(f, s, &h[s], &used[s]);
@@ -939,6 +940,12 @@ int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 			torn_next = blank;
 		}
 		damaged = used[s] && ok[s] && !torn_next;
+		/* create writes generations 1 and 2 (before the superblock):
+		 * with 1 the newest valid one, 2 was lost, whatever its slot
+		 * looks like now (erased whole: as never used) */
+		if (chosen >= 0 && cgen == 1 && s == 2 % FTL_CKPT_SLOTS &&
+		    ok[s])
+			damaged = true;
 
 		if (report)
 			fprintf(report, "checkpoint slot %u: %s%s gen %llu\n", s,
@@ -972,15 +979,21 @@ int ftl_ckpt_mount_marker(struct ftl *f, bool *present, bool write)
 	uint32_t idx = f->ck_mark;
 	uint64_t ppn = ftl_ckpt_slot_page(f, f->ckpt_gen, idx);
 	uint8_t oob[1024];
-	struct ftl_oob *o = (struct ftl_oob *)oob;
 	int r;
 
 	if (!write) {
 		r = nand_read_oob(f->nand, ppn, oob);
 		if (r)
 			return r;
-		*present = ftl_oob_ok(o) && o->kind == FTL_OOB_MOUNT &&
-			   o->seq == f->ckpt_gen;
+		/* nothing but a marker is programmed there (the slot was
+		 * erased before this checkpoint): a page that does not
+		 * check out is a damaged marker, taken as one, so the open
+		 * rolls forward rather than miss the writes after it */
+		*present = !oob_blank(oob, f->g.oob);
+		f->ck_marker_bad = *present &&
+			(!ftl_oob_ok((struct ftl_oob *)oob) ||
+			 ((struct ftl_oob *)oob)->kind != FTL_OOB_MOUNT ||
+			 ((struct ftl_oob *)oob)->seq != f->ckpt_gen);
 		return 0;
 	}
 	r = prog_ckpt_page(f, f->ckpt_gen, idx, FTL_OOB_MOUNT,

@@ -200,6 +200,9 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 	if (!f->o.wl_threshold)
 		f->o.wl_threshold = 128;
 	f->readonly = o->readonly;
+	if (o->gc_batch)
+		f->gc_batch = o->gc_batch < f->gc_batch_max ? o->gc_batch :
+			      f->gc_batch_max;
 	r = ftl_ckpt_find(f, &gen, &flags, NULL, NULL);
 	if (r && (!o->scan || r != -EBADMSG))
 		return r;

@@ -54,7 +54,8 @@ uint64_t ftl_create_max_size(const struct ftl_create_opts *o)
  * checkpoint area): two superblock copies, then two checkpoints of the
  * empty state (so two valid copies exist from the start).  @b is not taken.
  */
-int ftl_create_backing(struct nand_backing *b, const struct ftl_create_opts *o)
+static int create_backing(struct nand_backing *b,
+			  const struct ftl_create_opts *o, bool delta)
 {
 	uint8_t area[OCT_SB_AREA];
 	struct nand_geom ng;
@@ -64,6 +65,8 @@ int ftl_create_backing(struct nand_backing *b, const struct ftl_create_opts *o)
 	int r;
 
 	r = ftl_create_opts_geom(o, &g);
+	if (!r && !delta)
+		r = ftl_geom_ckpt(&g, false);
 	if (r)
 		return r;
 	r = ftl_alloc(&g, &f);
@@ -101,6 +104,27 @@ out:
 		nand_detach(n);
 	ftl_free(f);
 	return r;
+}
+
+int ftl_create_backing(struct nand_backing *b, const struct ftl_create_opts *o)
+{
+	return create_backing(b, o, true);
+}
+
+/* The same in the older format: checkpoint slots without delta records
+ * (no OCT_SB_F_CKPT_DELTA; tests of images made before it). */
+int ftl_test_create_backing_full(struct nand_backing *b,
+				 const struct ftl_create_opts *o)
+{
+	return create_backing(b, o, false);
+}
+
+uint64_t ftl_test_image_size_full(const struct ftl_create_opts *o)
+{
+	struct ftl_geom g;
+
+	return ftl_create_opts_geom(o, &g) || ftl_geom_ckpt(&g, false) ? 0 :
+	       g.image_size;
 }
 
 /* Does @fd hold an octant image or a signature libblkid knows? */

@@ -271,6 +271,10 @@ static int check(const char *path, struct fsck *k)
 		if (r)
 			goto out;
 	}
+	if (marker && f->ck_marker_bad)
+		finding(k, true, "the mount marker of checkpoint %llu is "
+			"damaged (taken as present: the open rolls forward)",
+			(unsigned long long)k->gen);
 	if (!(flags & FTL_CKPT_CLEAN) || marker || f->ckpt_fallback) {
 		k->dirty = true;
 		finding(k, false, "%s: the next open rolls forward from "
@@ -281,6 +285,13 @@ static int check(const char *path, struct fsck *k)
 		if (r)
 			goto out;
 	}
+	if (f->ckpt_lost)
+		finding(k, true, "a newer checkpoint than generation %llu was "
+			"lost (its slot reads as never used, pages are "
+			"numbered past what that one allows): the open rolls "
+			"forward over everything since, but data trimmed or "
+			"moved after it may read an older version",
+			(unsigned long long)k->gen);
 	if (f->rf_lost_unknown)
 		finding(k, true, "%llu page%s written before the last recorded "
 			"flush ha%s a damaged OOB record: %s logical page is "

@@ -276,20 +276,16 @@ static int relocate(struct ftl *f, uint32_t v, uint64_t *counter)
 	return r ? r : victim_done(f, v);
 }
 
-/* Static wear levelling, rate-limited (one check per WL_EVERY erases, or
- * per data_blocks / WL_SCAN on large devices, so the scan of every block
- * costs at most WL_SCAN blocks per erase): when max - min erase count
- * nears the threshold, move the data of the least-erased full block (cold
- * data) to a worn block. */
-static int static_wl(struct ftl *f)
+/* One static-WL check: when max - min erase count nears the threshold,
+ * move the data of the least-erased full block (cold data) to a worn
+ * block.  1 when one was moved, 0 when none needs to be (or there is no
+ * room now), else a negative errno. */
+static int static_wl_one(struct ftl *f)
 {
 	const struct ftl_geom *g = &f->g;
 	uint32_t mn = UINT32_MAX, mx = 0, cold = FTL_NONE, cec = UINT32_MAX;
 	int r;
 
-	if (f->wl_erases < WL_EVERY || f->wl_erases < g->data_blocks / WL_SCAN)
-		return 0;
-	f->wl_erases = 0;
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
 		uint32_t ec = nand_block_ec(f->nand, b);
 		if (ec < mn)
@@ -307,7 +303,33 @@ static int static_wl(struct ftl *f)
 	    cold == FTL_NONE || cec > mn)
 		return 0;
 	r = relocate(f, cold, &f->m.wl_relocations);
-	return r == -EAGAIN ? 0 : r;
+	return r == -EAGAIN ? 0 : r ? r : 1;
+}
+
+/* Static wear levelling, rate-limited: one check per WL_EVERY erases, or
+ * per data_blocks / WL_SCAN on large devices, so the scan of every block
+ * costs at most WL_SCAN blocks per erase. */
+static int static_wl(struct ftl *f)
+{
+	const struct ftl_geom *g = &f->g;
+	uint32_t every = g->data_blocks / WL_SCAN > WL_EVERY ?
+			 g->data_blocks / WL_SCAN : WL_EVERY;
+
+	/* one check per @every erases, however many an erase round did (a
+	 * batch of victims per sync, gc_batch): one check per round let the
+	 * spread run to twice the threshold with batches of 4 */
+	while (f->wl_erases >= every) {
+		int r;
+
+		f->wl_erases -= every;
+		r = static_wl_one(f);
+		if (r <= 0) {
+			if (r == 0)
+				f->wl_erases = 0;   /* nothing to move */
+			return r < 0 ? r : 0;
+		}
+	}
+	return 0;
 }
 
 /*
@@ -343,7 +365,8 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 		clock_gettime(CLOCK_MONOTONIC, &b);
 		ms = (double)(b.tv_sec - a.tv_sec) * 1e3 +
 		     (double)(b.tv_nsec - a.tv_nsec) / 1e6;
-		f->gc_batch = ms < 0.5 ? 1 : ms < 5 ? 4 : 16;
+		f->gc_batch = f->o.gc_batch ? f->o.gc_batch :
+			      ms < 0.5 ? 1 : ms < 5 ? 4 : 16;
 		if (f->gc_batch > f->gc_batch_max)
 			f->gc_batch = f->gc_batch_max;
 	}

@@ -133,6 +133,65 @@ static uint64_t seq_limit(const struct ftl *f, bool full)
 	return f->ckpt_seq + f->seq_gap;
 }
 
+/*
+ * Was a checkpoint newer than the one loaded durable, and is it gone?  A
+ * slot lost whole (its blocks erased) reads as never used, so the slots
+ * cannot say; the log can: pages are numbered past ckpt_seq + seq_gap only
+ * once a newer checkpoint was written and synced (ftl_prog_page,
+ * ftl_ckpt_write).  So a page above that limit whose OOB record and data
+ * both check out proves one (a misdirected copy of a page carries a number
+ * the log really used, just as well) -- unless its record was damaged into
+ * a wild number whose crc still came out, the case the limit is for.  Such
+ * a record is not taken as proof: the proof is a page numbered at most one
+ * more seq_gap past the limit (as far as one lost checkpoint lets the log
+ * run), or one whose flush record (the newest flush when it was
+ * programmed, ftl_oob_flushed) is itself past the limit and not past the
+ * page's own number: two fields that agree.  Only the blocks roll-forward
+ * scans (@cand: written since the checkpoint) are read; the first proof
+ * ends the look.
+ */
+static int newer_ckpt_lost(struct ftl *f, const uint8_t *cand, bool *lost)
+{
+	const struct ftl_geom *g = &f->g;
+	uint64_t limit = f->ckpt_seq + f->seq_gap;
+
+	*lost = false;
+	for (uint32_t b = g->ckpt_blocks; b < g->nblocks && !*lost; b++) {
+		uint32_t wp, ec;
+		int r = 0;
+
+		if (!cand[b])
+			continue;
+		r = nand_read_block_oob(f->nand, b, f->oobbuf);
+		if (r)
+			return r;
+		wp = nand_block_wp(f->nand, b);
+		ec = nand_block_ec(f->nand, b);
+		nand_set_block(f->nand, b, g->ppb, ec);  /* read it all */
+		for (uint32_t pg = 0; pg < g->ppb && !r && !*lost; pg++) {
+			const struct ftl_oob *o = (const struct ftl_oob *)
+				(f->oobbuf + (size_t)pg * g->oob);
+
+			uint64_t fl = ftl_oob_flushed(o, g->oob);
+
+			if (!usable(o) || o->seq <= limit ||
+			    o->seq > FTL_SEQ_MAX ||
+			    (o->kind == FTL_OOB_DATA && o->lpn >= g->nlpn) ||
+			    (o->seq > limit + f->seq_gap &&
+			     (fl <= limit || fl > o->seq)))
+				continue;
+			r = nand_read(f->nand, (uint64_t)b * g->ppb + pg, 0,
+				      f->gcbuf, g->ps);
+			*lost = !r &&
+				oct_crc32c(0, f->gcbuf, g->ps) == o->data_crc;
+		}
+		nand_set_block(f->nand, b, wp, ec);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
 /* Collect the records of block @b newer than @after and at most @limit
  * (those whose data fails its crc flagged REC_BAD); raise *flushed to its
  * flush records. */
@@ -347,10 +406,24 @@ int ftl_roll_forward(struct ftl *f, bool full)
 	int r = 0;
 
 	f->rf_lost = f->rf_lost_trims = f->rf_lost_unknown = 0;
+	f->ckpt_lost = false;
 	f->ck_pos = 0;  /* the map changes here: the next checkpoint is a base */
 	scanned = calloc(g->nblocks, 1);
 	if (!scanned)
 		return -ENOMEM;
+	/* the blocks to scan (is_candidate reads a page's OOB: once each) */
+	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++)
+		scanned[b] = is_candidate(f, b, full);
+	if (!full && !f->ckpt_fallback && !f->ckpt_torn) {
+		bool lost;
+
+		r = newer_ckpt_lost(f, scanned, &lost);
+		if (r)
+			goto out;
+		/* roll forward from the older one over everything since,
+		 * as for a damaged slot: no sequence limit */
+		f->ckpt_lost = f->ckpt_fallback = lost;
+	}
 	for (unsigned s = 0; s < FTL_NSTREAMS; s++)
 		best[s] = FTL_NONE;
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks && !r; b++) {
@@ -358,9 +431,8 @@ int ftl_roll_forward(struct ftl *f, bool full)
 		uint32_t ec = nand_block_ec(f->nand, b), used;
 		int bs;
 
-		if (!is_candidate(f, b, full))
+		if (!scanned[b])
 			continue;
-		scanned[b] = 1;
 		nand_set_block(f->nand, b, g->ppb, ec);  /* read everything */
 		r = scan_block(f, b, full ? 0 : f->ckpt_seq,
 			       seq_limit(f, full), &rs, &bmax, &ec, &used, &bs,

@@ -119,6 +119,7 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 		st->last_mount_ms = f->mount_ms;
 	}
 	st->last_mount_time = c.last_mount_time;
+	st->ckpt_lost = f->ckpt_lost;
 	st->write_amplification = c.host_write_sectors ?
 		(double)c.page_programs * g->ps /
 		((double)c.host_write_sectors * FTL_SECTOR) : 0;
@@ -207,6 +208,10 @@ static void stats_print_table(const struct ftl_stats *st, FILE *out,
 		  st->last_mount_ms);
 	stats_row(out, "last read-write mount", "%s",
 		  oct_fmt_time(st->last_mount_time, b, sizeof(b)));
+	if (st->ckpt_lost)
+		stats_row(out, "checkpoint lost", "yes: a newer checkpoint's "
+			  "slot is gone, the open rolled forward over "
+			  "everything since the one before (fsck)");
 	stats_row(out, "faults (this mount)", "%llu program, %llu erase failures",
 		  (unsigned long long)st->program_fails,
 		  (unsigned long long)st->erase_fails);
@@ -245,6 +250,7 @@ void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json)
 		{ "mapped_pages", st->mapped_pages },
 		{ "free_blocks", st->free_blocks },
 		{ "last_mount_time", st->last_mount_time },
+		{ "ckpt_lost", st->ckpt_lost },
 		{ "page_size", st->page_size },
 		{ "bad_blocks_factory", st->bad_blocks_factory },
 		{ "bad_blocks_grown", st->bad_blocks_grown },
