@@ -29,55 +29,9 @@
 
 #include "ftl-int.h"
 #include "test.h"
+#include "ftl-tagged.h"
 
 static uint64_t seed0;
-
-static struct ftl *mk(struct nand_backing **bp, uint64_t size, uint32_t ppb,
-		      bool powercut)
-{
-	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M,
-		.pages_per_block = ppb };
-	struct nand_backing *b;
-	struct ftl *f = NULL;
-
-	if (nand_backing_mem(ftl_test_image_size(&c), powercut, &b) ||
-	    ftl_create_backing(b, &c)) {
-		T_CHECK(0, "create %llu", (unsigned long long)size);
-		exit(t_result());
-	}
-	nand_mem_hold(b);
-	if (ftl_open_backing(b, NULL, &f)) {
-		T_CHECK(0, "open");
-		exit(t_result());
-	}
-	*bp = b;
-	return f;
-}
-
-static void stamp(uint8_t *p, uint64_t lpn, uint64_t tag)
-{
-	for (size_t i = 0; i < 4096; i += 16) {
-		memcpy(p + i, &lpn, 8);
-		memcpy(p + i + 8, &tag, 8);
-	}
-}
-
-/* Logical pages [0, span): page l written with tag tags[l] (0: never). */
-#define SPAN 4096u
-static uint64_t tags[SPAN];
-
-static void write_range(struct ftl *f, uint64_t lo, uint64_t n, uint64_t tag)
-{
-	static uint8_t buf[4096];
-
-	for (uint64_t l = lo; l < lo + n; l++) {
-		stamp(buf, l, tag);
-		T_CHECK(ftl_write(f, buf, l * 4096, 4096, 0) == 0, "write %llu",
-			(unsigned long long)l);
-		tags[l] = tag;
-	}
-	T_CHECK(ftl_flush(f) == 0, "flush");
-}
 
 /* Every @stride-th page from @lo (single map entries in a delta: pairs). */
 static void write_scattered(struct ftl *f, uint64_t lo, uint64_t n,
@@ -85,33 +39,13 @@ static void write_scattered(struct ftl *f, uint64_t lo, uint64_t n,
 {
 	static uint8_t buf[4096];
 
-	for (uint64_t l = lo; l < lo + n * stride && l < SPAN; l += stride) {
-		stamp(buf, l, tag);
+	for (uint64_t l = lo; l < lo + n * stride && l < TT_SPAN; l += stride) {
+		tt_stamp(buf, l, tag);
 		T_CHECK(ftl_write(f, buf, l * 4096, 4096, 0) == 0, "write %llu",
 			(unsigned long long)l);
-		tags[l] = tag;
+		tt_tags[l] = tag;
 	}
 	T_CHECK(ftl_flush(f) == 0, "flush");
-}
-
-static bool verify(struct ftl *f, const char *what)
-{
-	static uint8_t buf[4096], want[4096];
-
-	for (uint64_t l = 0; l < SPAN; l++) {
-		int r = ftl_read(f, buf, l * 4096, 4096);
-
-		if (tags[l])
-			stamp(want, l, tags[l]);
-		else
-			memset(want, 0, sizeof(want));
-		if (r || memcmp(buf, want, sizeof(buf))) {
-			T_CHECK(0, "%s: page %llu: rc %d, %s", what,
-				(unsigned long long)l, r, r ? "" : "wrong data");
-			return false;
-		}
-	}
-	return true;
 }
 
 static int ckpt(struct ftl *f)
@@ -218,7 +152,7 @@ static void at_cut(void *ctx)
 		snprintf(what, sizeof(what), "cut after write %u of the delta, "
 			 "crash seed %llu", cut_at, (unsigned long long)seed);
 		T_CHECK(r == 0, "%s: open: %d", what, r);
-		if (!r && !verify(g, what))
+		if (!r && tt_verify(g, what))
 			cut_fail = 1;
 		if (!r)
 			ftl_abandon(g);
@@ -238,17 +172,17 @@ static void power_cuts(void)
 	crash_img = malloc(isz);
 	for (cut_at = 1; cut_at < 200 && !cut_fail; cut_at++) {
 		struct nand_backing *b;
-		struct ftl *f = mk(&b, c.size, 4, true);
+		struct ftl *f = tt_create(&b, c.size, 4, true);
 		uint32_t didx;
 		int before = cuts;
 
-		memset(tags, 0, sizeof(tags));
+		memset(tt_tags, 0, sizeof(tt_tags));
 		pb = b;
-		write_range(f, 0, 300, 1);
+		tt_write_range(f, 0, 300, 1);
 		write_scattered(f, 1500, 40, 3, 1);
 		(void)ckpt(f);
-		write_range(f, 100, 1200, 2);  /* 2 map pages, many blocks */
-		write_range(f, 3000, 50, 2);
+		tt_write_range(f, 100, 1200, 2);  /* 2 map pages, many blocks */
+		tt_write_range(f, 3000, 50, 2);
 		write_scattered(f, 1501, 40, 3, 2);
 		didx = f->ck_didx;
 		nand_mem_set_trigger(b, cut_at, at_cut, NULL);
@@ -305,7 +239,7 @@ static void flip(struct nand_backing *b, const struct ftl_geom *geo,
 static void damaged(bool clean)
 {
 	struct nand_backing *b;
-	struct ftl *f = mk(&b, 32u << 20, 4, false), *g = NULL;
+	struct ftl *f = tt_create(&b, 32u << 20, 4, false), *g = NULL;
 	struct ftl_geom geo = f->g;
 	uint32_t first, hdr;
 	uint64_t gen;
@@ -313,14 +247,14 @@ static void damaged(bool clean)
 				   "a delta's data page damaged";
 	int r;
 
-	memset(tags, 0, sizeof(tags));
-	write_range(f, 0, 500, 1);
+	memset(tt_tags, 0, sizeof(tt_tags));
+	tt_write_range(f, 0, 500, 1);
 	(void)ckpt(f);
 	first = f->ck_mark - 1;         /* header of this record */
-	write_range(f, 200, 600, 2);
+	tt_write_range(f, 200, 600, 2);
 	(void)ckpt(f);
 	hdr = f->ck_mark - 1;
-	write_range(f, 1000, 300, 3);
+	tt_write_range(f, 1000, 300, 3);
 	gen = f->ckpt_gen;
 	T_CHECK(f->ck_didx >= 2, "%s: deltas %u", what, f->ck_didx);
 	if (clean)
@@ -338,7 +272,7 @@ static void damaged(bool clean)
 	if (!r) {
 		T_CHECK(g->mount_kind == FTL_MOUNT_ROLL_FORWARD,
 			"%s: mount kind %d", what, g->mount_kind);
-		verify(g, what);
+		(void)tt_verify(g, what);
 		ftl_close(g);
 	}
 	b->ops->destroy(b);
@@ -355,14 +289,14 @@ static void damaged(bool clean)
 static void damaged_base(void)
 {
 	struct nand_backing *b;
-	struct ftl *f = mk(&b, 32u << 20, 4, false), *g = NULL;
+	struct ftl *f = tt_create(&b, 32u << 20, 4, false), *g = NULL;
 	struct ftl_geom geo = f->g;
 	uint64_t gen, limit;
 	const char *what = "newest base damaged, deltas after it";
 	int r, round = 0;
 
-	memset(tags, 0, sizeof(tags));
-	write_range(f, 0, 64, 1);
+	memset(tt_tags, 0, sizeof(tt_tags));
+	tt_write_range(f, 0, 64, 1);
 	pthread_mutex_lock(&f->lock);
 	ftl_ckpt_force_base(f);
 	r = ftl_ckpt_write(f, false);
@@ -376,7 +310,7 @@ static void damaged_base(void)
 	T_CHECK(r == 0, "%s: base: %d", what, r);
 	gen = f->ckpt_gen;
 	while (f->seq < limit + 256 && round < 2000 && !t_failures) {
-		write_range(f, 64, 64, (uint64_t)++round + 1);
+		tt_write_range(f, 64, 64, (uint64_t)++round + 1);
 		if (round % 8 == 0)
 			(void)ckpt(f);
 	}
@@ -392,7 +326,7 @@ static void damaged_base(void)
 	r = ftl_open_backing(b, NULL, &g);
 	T_CHECK(r == 0, "%s: open %d", what, r);
 	if (!r) {
-		verify(g, what);
+		(void)tt_verify(g, what);
 		ftl_close(g);
 	}
 	b->ops->destroy(b);
@@ -403,15 +337,15 @@ static void damaged_base(void)
 static void rotate(void)
 {
 	struct nand_backing *b;
-	struct ftl *f = mk(&b, 32u << 20, 4, false), *g = NULL;
+	struct ftl *f = tt_create(&b, 32u << 20, 4, false), *g = NULL;
 	uint64_t gen0 = f->ckpt_gen;
 	uint32_t maxd = 0;
 
-	memset(tags, 0, sizeof(tags));
+	memset(tt_tags, 0, sizeof(tt_tags));
 	for (int i = 0; i < 400 && f->ckpt_gen == gen0; i++) {
-		write_range(f, (uint64_t)(i * 37) % (SPAN - 64), 64,
+		tt_write_range(f, (uint64_t)(i * 37) % (TT_SPAN - 64), 64,
 			    (uint64_t)i + 1);
-		write_scattered(f, (uint64_t)(i * 53) % (SPAN / 2), 16, 7,
+		write_scattered(f, (uint64_t)(i * 53) % (TT_SPAN / 2), 16, 7,
 				(uint64_t)i + 1);
 		(void)ckpt(f);
 		if (f->ck_didx > maxd)
@@ -422,7 +356,7 @@ static void rotate(void)
 		(unsigned long long)gen0, (unsigned long long)f->ckpt_gen,
 		f->ck_didx);
 	T_CHECK(maxd >= 3, "only %u deltas fit in the slot", maxd);
-	write_range(f, 10, 20, 999);
+	tt_write_range(f, 10, 20, 999);
 	write_scattered(f, 100, 30, 5, 999);
 	(void)ckpt(f);
 	T_CHECK(f->ck_didx == 1, "a delta after the new base: %u", f->ck_didx);
@@ -434,7 +368,7 @@ static void rotate(void)
 		T_CHECK(g->mount_kind == FTL_MOUNT_CLEAN && g->ck_didx == 2 &&
 			!g->ckpt_fallback, "clean reopen: kind %d, %u records",
 			g->mount_kind, g->ck_didx);
-		verify(g, "after rotation");
+		(void)tt_verify(g, "after rotation");
 		ftl_close(g);
 	}
 	b->ops->destroy(b);

@@ -25,9 +25,7 @@
 
 #include "ftl-int.h"
 #include "test.h"
-
-#define SPAN 4096u
-static uint64_t tags[SPAN];
+#include "ftl-tagged.h"
 
 static struct ftl *mk(struct nand_backing **bp, bool delta)
 {
@@ -52,52 +50,6 @@ static struct ftl *mk(struct nand_backing **bp, bool delta)
 	T_CHECK(f->g.ckpt_delta == delta, "format: delta %d", f->g.ckpt_delta);
 	*bp = b;
 	return f;
-}
-
-static void stamp(uint8_t *p, uint64_t lpn, uint64_t tag)
-{
-	for (size_t i = 0; i < 4096; i += 16) {
-		memcpy(p + i, &lpn, 8);
-		memcpy(p + i + 8, &tag, 8);
-	}
-}
-
-static void write_range(struct ftl *f, uint64_t lo, uint64_t n, uint64_t tag)
-{
-	static uint8_t buf[4096];
-
-	for (uint64_t l = lo; l < lo + n; l++) {
-		stamp(buf, l, tag);
-		T_CHECK(ftl_write(f, buf, l * 4096, 4096, 0) == 0, "write %llu",
-			(unsigned long long)l);
-		tags[l] = tag;
-	}
-	T_CHECK(ftl_flush(f) == 0, "flush");
-}
-
-static bool verify(struct ftl *f, const char *what)
-{
-	static uint8_t buf[4096], want[4096];
-	int bad = 0;
-
-	for (uint64_t l = 0; l < SPAN; l++) {
-		int r = ftl_read(f, buf, l * 4096, 4096);
-
-		if (tags[l])
-			stamp(want, l, tags[l]);
-		else
-			memset(want, 0, sizeof(want));
-		if (r || memcmp(buf, want, sizeof(buf))) {
-			if (!bad++)
-				T_CHECK(0, "%s: page %llu: rc %d, %s", what,
-					(unsigned long long)l, r,
-					r ? "" : "wrong data (older or "
-					"zeroes)");
-		}
-	}
-	if (bad)
-		fprintf(stderr, "%s: %d pages wrong\n", what, bad);
-	return !bad;
 }
 
 static int ckpt(struct ftl *f, bool base)
@@ -149,21 +101,21 @@ static void run(bool delta, bool clean, const char *what)
 	char path[512];
 	int r;
 
-	memset(tags, 0, sizeof(tags));
+	memset(tt_tags, 0, sizeof(tt_tags));
 	f->ckpt_interval = UINT32_MAX / 2;      /* only the ones forced here */
-	write_range(f, 0, 64, tag++);
+	tt_write_range(f, 0, 64, tag++);
 	(void)ckpt(f, true);                    /* the slot that survives */
 	limit = f->ckpt_seq + f->seq_gap;
 	half = f->ckpt_seq + f->seq_gap / 2;
 	while (f->seq < half && tag < 4000) {
-		write_range(f, lo, 64, tag++);
-		lo = (lo + 64) % SPAN;
+		tt_write_range(f, lo, 64, tag++);
+		lo = (lo + 64) % TT_SPAN;
 	}
 	(void)ckpt(f, true);                    /* the slot to be lost */
 	gen = f->ckpt_gen;
 	while (f->seq < limit + 256 && tag < 4000) {
-		write_range(f, lo, 64, tag++);
-		lo = (lo + 64) % SPAN;
+		tt_write_range(f, lo, 64, tag++);
+		lo = (lo + 64) % TT_SPAN;
 		if (delta && f->seq > half + f->seq_gap / 4 &&
 		    f->ck_didx == 0)
 			(void)ckpt(f, false);   /* a delta record too */
@@ -193,7 +145,7 @@ static void run(bool delta, bool clean, const char *what)
 	if (!r) {
 		T_CHECK(g->mount_kind == FTL_MOUNT_ROLL_FORWARD,
 			"%s: mount kind %d", what, g->mount_kind);
-		verify(g, what);
+		(void)tt_verify(g, what);
 		ftl_stats_get(g, &st);
 		T_CHECK(st.ckpt_lost == 1, "%s: stats ckpt_lost %llu", what,
 			(unsigned long long)st.ckpt_lost);
@@ -209,7 +161,7 @@ static void run(bool delta, bool clean, const char *what)
 	r = ftl_open(path, NULL, &g);
 	T_CHECK(r == 0, "%s: open after repair %d", what, r);
 	if (!r) {
-		verify(g, what);
+		(void)tt_verify(g, what);
 		ftl_close(g);
 	}
 	unlink(path);
@@ -240,9 +192,9 @@ static void clean_lost(bool create_lost, const char *what)
 	char path[512];
 	int r;
 
-	memset(tags, 0, sizeof(tags));
+	memset(tt_tags, 0, sizeof(tt_tags));
 	if (!create_lost) {             /* a clean close, a clean reopen */
-		write_range(f, 0, 64, tag++);
+		tt_write_range(f, 0, 64, tag++);
 		T_CHECK(ftl_close(f) == 0, "%s: close", what);
 		nand_mem_hold(b);
 		f = NULL;
@@ -254,7 +206,7 @@ static void clean_lost(bool create_lost, const char *what)
 	gen = f->ckpt_gen;
 	marker = (gen % FTL_CKPT_SLOTS) * geo.slot_blocks * geo.ppb + f->ck_mark;
 	for (int i = 0; i < (create_lost ? 40 : 4); i++) {
-		write_range(f, (uint64_t)(i * 64) % SPAN, 64, tag++);
+		tt_write_range(f, (uint64_t)(i * 64) % TT_SPAN, 64, tag++);
 		if (create_lost && i % 8 == 7)
 			(void)ckpt(f, false);   /* deltas in the same slot */
 	}
@@ -281,7 +233,7 @@ static void clean_lost(bool create_lost, const char *what)
 	if (!r) {
 		T_CHECK(g->mount_kind == FTL_MOUNT_ROLL_FORWARD,
 			"%s: mount kind %d", what, g->mount_kind);
-		verify(g, what);
+		(void)tt_verify(g, what);
 		ftl_close(g);
 	}
 	b->ops->destroy(b);
@@ -292,7 +244,7 @@ static void clean_lost(bool create_lost, const char *what)
 	r = ftl_open(path, NULL, &g);
 	T_CHECK(r == 0, "%s: open after repair %d", what, r);
 	if (!r) {
-		verify(g, what);
+		(void)tt_verify(g, what);
 		ftl_close(g);
 	}
 	unlink(path);

@@ -22,41 +22,11 @@
 
 #include "ftl-int.h"
 #include "test.h"
+#include "ftl-tagged.h"
 
 #define SMALL (16u << 20)
 
 static uint64_t seed0;
-
-static struct ftl *mk(struct nand_backing **bp, uint64_t size, uint32_t ppb,
-		      bool powercut)
-{
-	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M,
-		.pages_per_block = ppb };
-	struct nand_backing *b;
-	struct ftl *f = NULL;
-
-	if (nand_backing_mem(ftl_test_image_size(&c), powercut, &b) ||
-	    ftl_create_backing(b, &c)) {
-		T_CHECK(0, "create %llu", (unsigned long long)size);
-		exit(t_result());
-	}
-	nand_mem_hold(b);
-	if (ftl_open_backing(b, NULL, &f)) {
-		T_CHECK(0, "open");
-		exit(t_result());
-	}
-	*bp = b;
-	return f;
-}
-
-/* Page @lpn's content: its number and a tag in every 8 bytes. */
-static void stamp(uint8_t *p, uint64_t lpn, uint64_t tag)
-{
-	for (size_t i = 0; i < 4096; i += 16) {
-		memcpy(p + i, &lpn, 8);
-		memcpy(p + i + 8, &tag, 8);
-	}
-}
 
 /* 1 MiB at the start and 1 MiB at logical page @hi: map page 0 and the
  * one of @hi in use (one map page: 1024 logical pages), the others blank;
@@ -75,7 +45,7 @@ static void write_set(struct ftl *f, uint64_t tag)
 	for (uint64_t l = 0; l < span; l++) {
 		if (!in_set(l))
 			continue;
-		stamp(buf, l, tag);
+		tt_stamp(buf, l, tag);
 		T_CHECK(ftl_write(f, buf, l * 4096, 4096, 0) == 0, "write %llu",
 			(unsigned long long)l);
 	}
@@ -93,7 +63,7 @@ static bool verify(struct ftl *f, uint64_t tag, const char *what)
 		int r = ftl_read(f, buf, l * 4096, 4096);
 
 		if (written)
-			stamp(want, l, tag);
+			tt_stamp(want, l, tag);
 		else
 			memset(want, 0, sizeof(want));
 		if (r || memcmp(buf, want, sizeof(buf))) {
@@ -122,8 +92,8 @@ static uint64_t ckpt_once(struct ftl *f)
 static void size_independent(void)
 {
 	struct nand_backing *bs, *bb;
-	struct ftl *s = mk(&bs, SMALL, 16, false);
-	struct ftl *b = mk(&bb, 16 * SMALL, 16, false);
+	struct ftl *s = tt_create(&bs, SMALL, 16, false);
+	struct ftl *b = tt_create(&bb, 16 * SMALL, 16, false);
 	uint64_t cs, cb, full;
 
 	write_set(s, 1);
@@ -231,7 +201,7 @@ static void power_cuts(void)
 
 	for (cut_at = 1; cut_at < 200 && !cut_fail; cut_at++) {
 		struct nand_backing *b;
-		struct ftl *f = mk(&b, 2 * SMALL, 4, true);
+		struct ftl *f = tt_create(&b, 2 * SMALL, 4, true);
 		int before = cuts;
 
 		pb = b;
@@ -269,7 +239,7 @@ static void power_cuts(void)
 static void torn_block(void)
 {
 	struct nand_backing *b;
-	struct ftl *f = mk(&b, 2 * SMALL, 4, false), *g = NULL;
+	struct ftl *f = tt_create(&b, 2 * SMALL, 4, false), *g = NULL;
 	struct ftl_geom geo = f->g;
 	uint64_t slot0, n;
 	uint8_t *img;
