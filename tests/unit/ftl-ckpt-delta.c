@@ -266,13 +266,8 @@ static void damaged(bool clean)
 	flip(b, &geo, gen, clean ? hdr : first + 2);
 	r = fsck_img(b, what);
 	T_CHECK(r == 4, "%s: fsck %d (want 4: a damaged checkpoint)", what, r);
-	nand_mem_hold(b);
-	r = ftl_open_backing(b, NULL, &g);
-	T_CHECK(r == 0, "%s: open %d", what, r);
-	if (!r) {
-		T_CHECK(g->mount_kind == FTL_MOUNT_ROLL_FORWARD,
-			"%s: mount kind %d", what, g->mount_kind);
-		(void)tt_verify(g, what);
+	g = tt_reopen_rolled(b, what);
+	if (g) {
 		ftl_close(g);
 	}
 	b->ops->destroy(b);

@@ -139,13 +139,8 @@ static void run(bool delta, bool clean, const char *what)
 	r = ftl_fsck(path, false, null, false);
 	T_CHECK(r == 4, "%s: fsck %d (want 4: a lost checkpoint)", what, r);
 
-	nand_mem_hold(b);
-	r = ftl_open_backing(b, NULL, &g);
-	T_CHECK(r == 0, "%s: open %d", what, r);
-	if (!r) {
-		T_CHECK(g->mount_kind == FTL_MOUNT_ROLL_FORWARD,
-			"%s: mount kind %d", what, g->mount_kind);
-		(void)tt_verify(g, what);
+	g = tt_reopen_rolled(b, what);
+	if (g) {
 		ftl_stats_get(g, &st);
 		T_CHECK(st.ckpt_lost == 1, "%s: stats ckpt_lost %llu", what,
 			(unsigned long long)st.ckpt_lost);
@@ -227,13 +222,8 @@ static void clean_lost(bool create_lost, const char *what)
 	save(b, path, what);
 	r = ftl_fsck(path, false, null, false);
 	T_CHECK(r == 4, "%s: fsck %d (want 4)", what, r);
-	nand_mem_hold(b);
-	r = ftl_open_backing(b, NULL, &g);
-	T_CHECK(r == 0, "%s: open %d", what, r);
-	if (!r) {
-		T_CHECK(g->mount_kind == FTL_MOUNT_ROLL_FORWARD,
-			"%s: mount kind %d", what, g->mount_kind);
-		(void)tt_verify(g, what);
+	g = tt_reopen_rolled(b, what);
+	if (g) {
 		ftl_close(g);
 	}
 	b->ops->destroy(b);

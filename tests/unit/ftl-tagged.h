@@ -86,4 +86,24 @@ static inline int tt_verify(struct ftl *f, const char *what)
 	return bad;
 }
 
+/* Open @b again (the test keeps it) expecting a roll-forward mount in
+ * which every tracked page reads back (as @what); the engine, or NULL
+ * when the open failed. */
+static inline struct ftl *tt_reopen_rolled(struct nand_backing *b,
+					   const char *what)
+{
+	struct ftl *g = NULL;
+	int r;
+
+	nand_mem_hold(b);
+	r = ftl_open_backing(b, NULL, &g);
+	T_CHECK(r == 0, "%s: open %d", what, r);
+	if (r)
+		return NULL;
+	T_CHECK(g->mount_kind == FTL_MOUNT_ROLL_FORWARD,
+		"%s: mount kind %d", what, g->mount_kind);
+	(void)tt_verify(g, what);
+	return g;
+}
+
 #endif
