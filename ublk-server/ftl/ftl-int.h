@@ -215,7 +215,9 @@ struct ftl {
 	                                left could not be read) */
 	/* scrub queue (ftl_scrub.c): pages read with many corrected bits */
 	pthread_mutex_t scrub_lock;
-	uint32_t scrub_lpn[FTL_SCRUB_Q], scrub_ppn[FTL_SCRUB_Q], nscrub;
+	uint32_t scrub_lpn[FTL_SCRUB_Q], scrub_ppn[FTL_SCRUB_Q];
+	uint32_t nscrub;             /* scrub_lock; stored atomically: read
+	                                without it as a hint (ftl_scrub_run) */
 	uint32_t scrub_bits;         /* rewrite at this many corrected bits */
 
 	/* background GC (ftl_bggc.c); the policy is described there */

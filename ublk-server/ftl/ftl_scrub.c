@@ -17,7 +17,9 @@ static void scrub_queue(struct ftl *f, uint32_t lpn, uint32_t ppn)
 			goto out;
 	if (f->nscrub < FTL_SCRUB_Q) {
 		f->scrub_lpn[f->nscrub] = lpn;
-		f->scrub_ppn[f->nscrub++] = ppn;
+		f->scrub_ppn[f->nscrub] = ppn;
+		/* atomic: ftl_scrub_run peeks at it without the lock */
+		__atomic_store_n(&f->nscrub, f->nscrub + 1, __ATOMIC_RELAXED);
 	}
 out:
 	pthread_mutex_unlock(&f->scrub_lock);
@@ -52,6 +54,10 @@ int ftl_scrub_run(struct ftl *f)
 	uint32_t lpn[FTL_SCRUB_Q], ppn[FTL_SCRUB_Q], n;
 	int r = 0;
 
+	/* before every host page: an empty queue costs no lock (a page a
+	 * reader queues meanwhile waits for the next call) */
+	if (!__atomic_load_n(&f->nscrub, __ATOMIC_RELAXED))
+		return 0;
 	/* at most one block's worth per call (ftl_balance's budget) */
 	pthread_mutex_lock(&f->scrub_lock);
 	n = f->nscrub < f->g.ppb ? f->nscrub : f->g.ppb;
@@ -59,7 +65,7 @@ int ftl_scrub_run(struct ftl *f)
 		lpn[i] = f->scrub_lpn[f->nscrub - 1 - i];
 		ppn[i] = f->scrub_ppn[f->nscrub - 1 - i];
 	}
-	f->nscrub -= n;
+	__atomic_store_n(&f->nscrub, f->nscrub - n, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&f->scrub_lock);
 	for (uint32_t i = 0; i < n && !r; i++) {
 		if (ftl_map_get(f, lpn[i]) != ppn[i])
