@@ -19,49 +19,6 @@ struct fd_backing {
 	bool no_punch;
 };
 
-static int fd_pread(struct nand_backing *b, void *buf, size_t len, uint64_t off)
-{
-	struct fd_backing *f = (struct fd_backing *)b;
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = pread(f->fd, p, len, (off_t)off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;    /* past the end: truncated image */
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
-static int fd_pwrite(struct nand_backing *b, const void *buf, size_t len,
-		     uint64_t off)
-{
-	struct fd_backing *f = (struct fd_backing *)b;
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = pwrite(f->fd, p, len, (off_t)off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
 /* preadv / pwritev of everything in @iov (@cnt <= IOV_MAX), resuming
  * after short transfers. */
 static int fd_rw_vec(struct nand_backing *b, bool wr, const struct iovec *in,
@@ -94,6 +51,21 @@ static int fd_rw_vec(struct nand_backing *b, bool wr, const struct iovec *in,
 		}
 	}
 	return 0;
+}
+
+static int fd_pread(struct nand_backing *b, void *buf, size_t len, uint64_t off)
+{
+	struct iovec v = { .iov_base = buf, .iov_len = len };
+
+	return len ? fd_rw_vec(b, false, &v, 1, off) : 0;
+}
+
+static int fd_pwrite(struct nand_backing *b, const void *buf, size_t len,
+		     uint64_t off)
+{
+	struct iovec v = { .iov_base = (void *)buf, .iov_len = len };
+
+	return len ? fd_rw_vec(b, true, &v, 1, off) : 0;
 }
 
 static int fd_preadv(struct nand_backing *b, const struct iovec *iov, int cnt,
