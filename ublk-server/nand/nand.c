@@ -2,11 +2,13 @@
 /* Emulated NAND flash: rules, counters, buffered OOB (see nand.h). */
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "crc32c.h"
 #include "nand-int.h"
 
 #define NAND_OOB_SLOTS 8
@@ -41,6 +43,11 @@ struct nand {
 	uint8_t *zeroed;      /* per block: erased by this nand (its OOB bytes
 	                         zeroed) and not written since (atomic) */
 	uint8_t *pbuf;        /* inline: one page slot for a program */
+	uint64_t *gcur;       /* oob_stamp, per block: GEN_KNOWN | its current
+	                         generation (page 0's stamp), 0 = not read yet
+	                         (atomic) */
+	uint64_t *gmax;       /* oob_stamp, per block: GEN_KNOWN | the highest
+	                         generation of any stamp in it, 0 = unknown */
 	uint64_t stride;      /* bytes from one page's data to the next */
 	struct nand_counters c;  /* updated with atomics */
 };
@@ -110,6 +117,193 @@ static void zeroed_clear(struct nand *n, uint32_t blk)
 	__atomic_store_n(&n->zeroed[blk], 0, __ATOMIC_RELEASE);
 }
 
+/* ---- erase stamps (oob_stamp; see nand.h) -------------------------------
+ *
+ * The last NAND_STAMP_SIZE bytes of each page's OOB slot: a program stamp
+ * (the block's generation when the page was programmed) or, in page 0
+ * only, an erase stamp (the generation the erase started).  A block's
+ * current generation is page 0's stamp (0 when it holds none: a block
+ * never erased since the image was created).  A page's OOB is current
+ * when it holds a program stamp of the current generation; every other
+ * OOB reads as erased (zeroes), as the zeroing erase left it.
+ *
+ * Why a stale page can never pass for current: an erase takes a generation
+ * above every stamp in the block (gmax, read from the medium once when not
+ * known yet) and above its erase count, and writes it into page 0, so a
+ * page programmed before the erase carries a lower one; programs after it
+ * carry the new one.  So nothing older than the erase matches page 0.
+ * Power cuts (any in-order subset of the writes since the last sync, one
+ * torn at 512-byte sectors; an OOB never crosses a sector,
+ * nand_stamp_geom_ok, so an OOB is all old or all new):
+ *  - the erase stamp lost, page 0's program kept: page 0 carries the new
+ *    generation, the stale pages stay hidden;
+ *  - the erase stamp kept, page 0's program lost: page 0 is an erase stamp
+ *    (its OOB reads zero, as the zeroing erase left it), later pages of the
+ *    new generation still count (the FTL ignores a block whose page 0 is
+ *    blank, and checks it before reuse, as before);
+ *  - both lost: page 0 still holds the old generation: the old pages show
+ *    as they would had the zeroing writes been lost, those of the new
+ *    generation are hidden; none of them was flushed (a page programmed
+ *    after an unflushed write to page 0 was not flushed either).
+ * In every case a later erase still goes above every stamp left in the
+ * block (gmax is read from the medium, never taken from the checkpoint).
+ */
+#define STAMP_MAGIC   0x5347u   /* "GS" */
+#define STAMP_VERSION 1u
+#define GEN_KNOWN     (1ull << 32)
+enum { STAMP_PROG = 1, STAMP_ERASE = 2 };
+
+struct nand_stamp {
+	uint32_t gen;         /* the block's generation */
+	uint16_t magic;       /* STAMP_MAGIC */
+	uint8_t  version;     /* STAMP_VERSION */
+	uint8_t  kind;        /* STAMP_PROG / STAMP_ERASE */
+	uint32_t ppn;         /* the page it belongs to */
+	uint32_t crc;         /* crc32c of the 12 bytes before */
+} __attribute__((packed));
+_Static_assert(sizeof(struct nand_stamp) == NAND_STAMP_SIZE, "stamp size");
+
+/* Stamps need an OOB that no 512-byte sector boundary cuts (a torn write
+ * then leaves each OOB old or new, never an old record under a new stamp):
+ * a power of two up to 512 bytes, page size and flash offset multiples of
+ * 512, room for a record before the stamp. */
+bool nand_stamp_geom_ok(const struct nand_geom *g)
+{
+	uint32_t o = g->oob_size;
+
+	return g->oob_inline && o >= 2 * NAND_STAMP_SIZE && o <= 512 &&
+	       !(o & (o - 1)) && g->page_size % 512 == 0 &&
+	       g->flash_off % 512 == 0;
+}
+
+/* Write the stamp of page @ppn into @tail (NAND_STAMP_SIZE bytes). */
+static void stamp_fill(uint8_t *tail, uint64_t ppn, uint8_t kind,
+		       uint32_t gen)
+{
+	struct nand_stamp s = { .gen = gen, .magic = STAMP_MAGIC,
+		.version = STAMP_VERSION, .kind = kind, .ppn = (uint32_t)ppn };
+
+	s.crc = oct_crc32c(0, &s, offsetof(struct nand_stamp, crc));
+	memcpy(tail, &s, sizeof(s));
+}
+
+static void stamp_put(const struct nand *n, uint8_t *oob, uint64_t ppn,
+		      uint8_t kind, uint32_t gen)
+{
+	stamp_fill(oob + n->g.oob_size - NAND_STAMP_SIZE, ppn, kind, gen);
+}
+
+/* The kind of stamp in @oob, page @ppn's (0: none) and its generation. */
+static int stamp_get(const struct nand *n, uint64_t ppn, const uint8_t *oob,
+		     uint32_t *gen)
+{
+	struct nand_stamp s;
+
+	memcpy(&s, oob + n->g.oob_size - NAND_STAMP_SIZE, sizeof(s));
+	if (s.magic != STAMP_MAGIC || s.version != STAMP_VERSION ||
+	    s.ppn != (uint32_t)ppn ||
+	    s.crc != oct_crc32c(0, &s, offsetof(struct nand_stamp, crc)))
+		return 0;
+	if (s.kind != STAMP_PROG &&
+	    (s.kind != STAMP_ERASE || ppn % n->g.ppb))
+		return 0;
+	*gen = s.gen;
+	return s.kind;
+}
+
+/* Block @blk's generation as page 0's OOB @oob0 says. */
+static uint32_t page0_gen(const struct nand *n, uint32_t blk,
+			  const uint8_t *oob0)
+{
+	uint32_t gen = 0;
+
+	return stamp_get(n, (uint64_t)blk * n->g.ppb, oob0, &gen) ? gen : 0;
+}
+
+/* Remember what the medium says, unless the nand knows already (a program
+ * or an erase of this nand stores, it never loses to a reader). */
+static void gen_learn(struct nand *n, uint32_t blk, uint32_t gen)
+{
+	uint64_t exp = 0;
+
+	__atomic_compare_exchange_n(&n->gcur[blk], &exp, GEN_KNOWN | gen,
+				    false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+static void gen_set(struct nand *n, uint32_t blk, uint32_t gen)
+{
+	__atomic_store_n(&n->gcur[blk], GEN_KNOWN | gen, __ATOMIC_RELEASE);
+	__atomic_store_n(&n->gmax[blk], GEN_KNOWN | gen, __ATOMIC_RELEASE);
+}
+
+static uint64_t data_at(const struct nand *n, uint64_t ppn);
+static uint64_t oob_at(const struct nand *n, uint64_t ppn);
+
+/* Block @blk's current generation: known, or read from page 0's OOB (one
+ * small read, once). */
+static int cur_gen(struct nand *n, uint32_t blk, uint32_t *gen)
+{
+	uint64_t v = __atomic_load_n(&n->gcur[blk], __ATOMIC_ACQUIRE);
+	uint8_t oob[512];
+	int r;
+
+	if (!(v & GEN_KNOWN)) {
+		r = bk_pread(n, oob, n->g.oob_size,
+			     oob_at(n, (uint64_t)blk * n->g.ppb));
+		if (r)
+			return r;
+		gen_learn(n, blk, page0_gen(n, blk, oob));
+		v = __atomic_load_n(&n->gcur[blk], __ATOMIC_ACQUIRE);
+	}
+	*gen = (uint32_t)v;
+	return 0;
+}
+
+/* The OOB of page @ppn as handed out (block generation @gen): the record
+ * when its page carries a program stamp of @gen (the stamp bytes read
+ * zero), else all zero. */
+static void stamp_view(const struct nand *n, uint64_t ppn, uint8_t *oob,
+		       uint32_t gen)
+{
+	uint32_t os = n->g.oob_size, g;
+
+	if (stamp_get(n, ppn, oob, &g) == STAMP_PROG && g == gen)
+		memset(oob + os - NAND_STAMP_SIZE, 0, NAND_STAMP_SIZE);
+	else
+		memset(oob, 0, os);
+}
+
+/* @count raw OOBs of block @blk from page @pg in @buf: learn what they say
+ * (page 0's generation; the highest stamp when they are the whole block),
+ * then turn them into the view handed out. */
+static int stamp_view_pages(struct nand *n, uint32_t blk, uint32_t pg,
+			    uint32_t count, uint8_t *buf)
+{
+	uint32_t os = n->g.oob_size, gen, mx = 0, g2;
+	uint64_t first = (uint64_t)blk * n->g.ppb;
+	int r;
+
+	if (!pg)
+		gen_learn(n, blk, page0_gen(n, blk, buf));
+	if (!pg && count == n->g.ppb) {
+		for (uint32_t i = 0; i < count; i++)
+			if (stamp_get(n, first + i, buf + (size_t)i * os, &g2) &&
+			    g2 > mx)
+				mx = g2;
+		uint64_t exp = 0;
+
+		__atomic_compare_exchange_n(&n->gmax[blk], &exp, GEN_KNOWN | mx,
+					    false, __ATOMIC_ACQ_REL,
+					    __ATOMIC_ACQUIRE);
+	}
+	r = cur_gen(n, blk, &gen);
+	if (r)
+		return r;
+	for (uint32_t i = 0; i < count; i++)
+		stamp_view(n, first + pg + i, buf + (size_t)i * os, gen);
+	return 0;
+}
+
 /* Where the data / the OOB of page @ppn sit in the backing. */
 static uint64_t data_at(const struct nand *n, uint64_t ppn)
 {
@@ -131,6 +325,8 @@ int nand_create(struct nand_backing *b, const struct nand_geom *g,
 
 	if (!g->page_size || !g->ppb || !g->nblocks || g->oob_size < 16)
 		return -EINVAL;
+	if (g->oob_stamp && !nand_stamp_geom_ok(g))
+		return -EINVAL;
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
@@ -142,6 +338,12 @@ int nand_create(struct nand_backing *b, const struct nand_geom *g,
 	n->zeroed = calloc(g->nblocks, 1);
 	if (!n->wp || !n->ec || !n->bad || !n->zeroed)
 		goto err;
+	if (g->oob_stamp) {
+		n->gcur = calloc(g->nblocks, sizeof(*n->gcur));
+		n->gmax = calloc(g->nblocks, sizeof(*n->gmax));
+		if (!n->gcur || !n->gmax)
+			goto err;
+	}
 	for (uint32_t i2 = 0; i2 < g->nblocks; i2++)
 		n->wp[i2] = g->ppb;
 	n->stride = g->page_size + (g->oob_inline ? g->oob_size : 0);
@@ -176,6 +378,8 @@ void nand_destroy(struct nand *n)
 	free(n->ec);
 	free(n->bad);
 	free(n->zeroed);
+	free(n->gcur);
+	free(n->gmax);
 	free(n->pbuf);
 	nand_fm_destroy(n->fm);
 	if (n->b && n->b->ops->destroy)
@@ -314,6 +518,16 @@ int nand_read_run(struct nand *n, uint64_t ppn, uint32_t count, void *buf,
 	}
 	if (r)
 		return r;
+	for (uint32_t i = 0; n->g.oob_stamp && i < count;) {
+		uint32_t blk = (uint32_t)((ppn + i) / n->g.ppb);
+		uint32_t pg = (uint32_t)((ppn + i) % n->g.ppb);
+		uint32_t c = n->g.ppb - pg < count - i ? n->g.ppb - pg : count - i;
+
+		r = stamp_view_pages(n, blk, pg, c, o + (size_t)i * os);
+		if (r)
+			return r;
+		i += c;
+	}
 	for (uint32_t i = 0; i < count; i++) {
 		uint64_t p = ppn + i;
 		uint32_t blk = (uint32_t)(p / n->g.ppb);
@@ -360,6 +574,13 @@ int nand_read_oob(struct nand *n, uint64_t ppn, void *oob)
 
 	if (blk >= n->g.nblocks)
 		return -EINVAL;
+	if (n->g.oob_stamp) {
+		int r = bk_pread(n, oob, n->g.oob_size, oob_at(n, ppn));
+
+		return r ? r : stamp_view_pages(n, blk,
+						(uint32_t)(ppn % n->g.ppb), 1,
+						oob);
+	}
 	s = slot_find(n, blk);
 	if (s) {
 		memcpy(oob, s->buf + (ppn % n->g.ppb) * n->g.oob_size,
@@ -415,6 +636,11 @@ int nand_read_block_oob(struct nand *n, uint32_t blk, void *buf)
 
 	if (blk >= n->g.nblocks)
 		return -EINVAL;
+	if (n->g.oob_stamp) {
+		int r = block_oob_inline(n, blk, buf);
+
+		return r ? r : stamp_view_pages(n, blk, 0, n->g.ppb, buf);
+	}
 	if (n->g.oob_inline)
 		return block_oob_inline(n, blk, buf);
 	s = slot_find(n, blk);
@@ -486,6 +712,15 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
 		 * data CRC in the OOB tells */
 		memcpy(n->pbuf, data, n->g.page_size);
 		memcpy(n->pbuf + n->g.page_size, oob, n->g.oob_size);
+		if (n->g.oob_stamp) {
+			uint32_t gen;
+
+			r = cur_gen(n, blk, &gen);
+			if (r)
+				return r;
+			stamp_put(n, n->pbuf + n->g.page_size, ppn, STAMP_PROG,
+				  gen);
+		}
 		r = bk_pwrite(n, n->pbuf, (size_t)n->g.page_size + n->g.oob_size,
 			      data_at(n, ppn));
 		if (r)
@@ -533,6 +768,10 @@ int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
 	uint32_t ps = n->g.page_size, os = n->g.oob_size;
 	const uint8_t *d = data, *o = oob;
 	struct iovec iov[NAND_IOV_MAX];
+	/* oob_stamp: each page's OOB as its record, then its stamp */
+	uint8_t tails[NAND_IOV_MAX / 3][NAND_STAMP_SIZE];
+	uint32_t per = n->g.oob_stamp ? NAND_IOV_MAX / 3 : NAND_IOV_MAX / 2;
+	uint32_t gen = 0;
 	int r = 0;
 
 	*done = 0;
@@ -558,17 +797,29 @@ int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
 	/* inline: data and OOB of every page in one vectored write (one per
 	 * NAND_IOV_MAX / 2 pages); a killed server keeps all of it, a power
 	 * cut may tear it, and each page's data CRC in its OOB tells */
+	if (n->g.oob_stamp) {
+		r = cur_gen(n, blk, &gen);
+		if (r)
+			return r;
+	}
 	for (uint32_t i = 0; i < count && !r;) {
-		uint32_t c = count - i < NAND_IOV_MAX / 2 ? count - i
-							   : NAND_IOV_MAX / 2;
+		uint32_t c = count - i < per ? count - i : per;
+		int v = 0;
 
 		for (uint32_t k = 0; k < c; k++) {
-			iov[2 * k].iov_base = (void *)(d + (size_t)(i + k) * ps);
-			iov[2 * k].iov_len = ps;
-			iov[2 * k + 1].iov_base = (void *)(o + (size_t)(i + k) * os);
-			iov[2 * k + 1].iov_len = os;
+			iov[v].iov_base = (void *)(d + (size_t)(i + k) * ps);
+			iov[v++].iov_len = ps;
+			iov[v].iov_base = (void *)(o + (size_t)(i + k) * os);
+			iov[v++].iov_len = os;
+			if (!n->g.oob_stamp)
+				continue;
+			/* the caller's record, then the nand's stamp */
+			iov[v - 1].iov_len = os - NAND_STAMP_SIZE;
+			stamp_fill(tails[k], ppn + i + k, STAMP_PROG, gen);
+			iov[v].iov_base = tails[k];
+			iov[v++].iov_len = NAND_STAMP_SIZE;
 		}
-		r = bk_rw_vec(n, true, iov, 2 * (int)c, data_at(n, ppn + i));
+		r = bk_rw_vec(n, true, iov, v, data_at(n, ppn + i));
 		hole_stale(n);      /* the hole window is stale */
 		if (r)
 			break;
@@ -604,6 +855,62 @@ static int nand_zero(struct nand *n, uint64_t off, uint64_t len)
 	return r;
 }
 
+static int block_oob_inline(struct nand *n, uint32_t blk, uint8_t *buf);
+
+/*
+ * oob_stamp: erase by one erase stamp in page 0's OOB slot, its generation
+ * above every stamp in the block and above the erase count (see the top):
+ * *ec becomes it.  A block that is a hole of the backing holds no stamp:
+ * it stays as it is (generation 0).
+ */
+static int erase_stamp(struct nand *n, uint32_t blk, uint32_t *ec)
+{
+	uint64_t first = (uint64_t)blk * n->g.ppb;
+	uint64_t mx = __atomic_load_n(&n->gmax[blk], __ATOMIC_ACQUIRE);
+	uint32_t os = n->g.oob_size, gen;
+	uint8_t st[512];
+	int r;
+
+	if (!(mx & GEN_KNOWN) && slots_hole(n, data_at(n, first),
+					    (uint64_t)n->g.ppb * n->stride)) {
+		gen_set(n, blk, 0);
+		++*ec;
+		return 0;
+	}
+	if (!(mx & GEN_KNOWN)) {        /* read every stamp of the block once */
+		uint8_t *buf = malloc((size_t)n->g.ppb * os);
+
+		if (!buf)
+			return -ENOMEM;
+		r = block_oob_inline(n, blk, buf);
+		if (!r)
+			r = stamp_view_pages(n, blk, 0, n->g.ppb, buf);
+		free(buf);
+		if (r)
+			return r;
+		mx = __atomic_load_n(&n->gmax[blk], __ATOMIC_ACQUIRE);
+	}
+	r = cur_gen(n, blk, &gen);
+	if (r)
+		return r;
+	if (gen < (uint32_t)mx)
+		gen = (uint32_t)mx;
+	if (gen < *ec)
+		gen = *ec;
+	if (gen == UINT32_MAX)
+		return -EOVERFLOW;      /* worn past any part's rating */
+	gen++;
+	memset(st, 0, os);
+	stamp_put(n, st, first, STAMP_ERASE, gen);
+	r = bk_pwrite(n, st, os, oob_at(n, first));
+	hole_stale(n);
+	if (r)
+		return r;
+	gen_set(n, blk, gen);
+	*ec = gen;
+	return 0;
+}
+
 /* Erase block @blk (see nand.h). */
 int nand_erase(struct nand *n, uint32_t blk)
 {
@@ -631,6 +938,18 @@ int nand_erase(struct nand *n, uint32_t blk)
 		s->blk = -1;            /* its buffered OOB is void now */
 	n->hole_at = 0;
 	hole_stale(n);
+	if (n->g.oob_stamp) {
+		uint32_t ec = n->ec[blk];
+
+		r = erase_stamp(n, blk, &ec);
+		if (r)
+			return r;
+		__atomic_store_n(&n->wp[blk], 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&n->zeroed[blk], 1, __ATOMIC_RELEASE);
+		n->ec[blk] = ec;
+		CNT_ADD(n, erases);
+		return 0;
+	}
 	/* Erased = OOB records gone: write zeroes over them (cheaper than
 	 * punching holes, which frees and reallocates the file's pages); the
 	 * data bytes stay but read back as 0xff (write pointer 0).  Inline,

@@ -121,7 +121,23 @@ struct nand_geom {
 	uint32_t page_size, oob_size, ppb, nblocks;
 	uint64_t flash_off, oob_off;
 	bool oob_inline;      /* the inline layout (above); false: separate */
+	bool oob_stamp;       /* inline only: erase stamps (below) */
 };
+
+/*
+ * Erase stamps (oob_stamp, the inline layout of images with
+ * OCT_SB_F_OOB_STAMP): the last NAND_STAMP_SIZE bytes of every page's OOB
+ * belong to the nand.  A program writes there the block's generation (its
+ * erase count when it was last erased); an erase writes one erase stamp
+ * (a new, higher generation) into page 0's OOB slot instead of zeroing
+ * the block.  Every OOB the nand hands out (nand_read_oob,
+ * nand_read_block_oob, nand_read_run) reads as all zero (erased) unless its
+ * page carries a program stamp of the block's current generation (page
+ * 0's stamp); those bytes read as zero in it.  Needs a geometry where no
+ * OOB crosses a 512-byte sector (nand_stamp_geom_ok).
+ */
+#define NAND_STAMP_SIZE 16u
+bool nand_stamp_geom_ok(const struct nand_geom *g);
 
 /* Fault-injection seam: called before every operation; a negative return
  * fails it with that error (NAND_OP_READ may instead flip bits in @buf and
