@@ -56,6 +56,12 @@ _Static_assert(sizeof(struct oct_sb) == OCT_SB_SIZE, "superblock size");
 /* OCT_SB_F_CKPT_DELTA: checkpoint slots with room for delta records after
  * their base (ublk-server/ftl/ftl-format.h, docs/image-format.md) */
 #define OCT_SB_F_CKPT_DELTA 0x2u
-#define OCT_SB_F_KNOWN      (OCT_SB_F_OOB_INLINE | OCT_SB_F_CKPT_DELTA)
+/* OCT_SB_F_OOB_STAMP (format 1.2, with OCT_SB_F_OOB_INLINE only): the last
+ * 16 bytes of every page's OOB hold the nand's erase stamp (its block's
+ * generation); an erase writes one stamp into page 0's OOB instead of
+ * zeroing the block (ublk-server/nand/nand.h, docs/image-format.md) */
+#define OCT_SB_F_OOB_STAMP  0x4u
+#define OCT_SB_F_KNOWN      (OCT_SB_F_OOB_INLINE | OCT_SB_F_CKPT_DELTA | \
+			     OCT_SB_F_OOB_STAMP)
 
 #endif /* OCTANT_OCT_FORMAT_H */

@@ -260,6 +260,14 @@ static void erase_costs_one_oob(void)
 	nand_destroy(n);
 	n = reopen(m, &c);
 	expect(n, 1, want, "reprogrammed, reopened");
+	nand_destroy(n);
+	/* a block left open goes on after a restart: its next pages carry
+	 * the generation the medium holds (nothing read before the program) */
+	n = reopen(m, &c);
+	nand_set_block(n, 1, 3, 1);
+	program(n, 1, 3, 5, 3, true);
+	want[3] = want[4] = 3;
+	expect(n, 1, want, "continued after a reopen");
 	/* the checkpoint's erase count may be older than the medium's: the
 	 * next erase still goes above every stamp */
 	nand_set_block(n, 1, 3, 0);

@@ -35,6 +35,8 @@ struct ftl_geom {
 	uint64_t flash_off, oob_off, image_size;
 	bool oob_inline;             /* OCT_SB_F_OOB_INLINE layout */
 	bool ckpt_delta;             /* OCT_SB_F_CKPT_DELTA: delta records */
+	bool oob_stamp;              /* OCT_SB_F_OOB_STAMP: erase stamps in the
+	                                last NAND_STAMP_SIZE OOB bytes */
 };
 
 /* Byte offsets of flash page @ppn's data and OOB in the image. */
@@ -250,6 +252,9 @@ struct ftl {
 /* Switch @g to the inline (OCT_SB_F_OOB_INLINE) or the separate layout
  * (same image size; ftl_geom_compute() gives the inline one). */
 void ftl_geom_layout(struct ftl_geom *g, bool oob_inline);
+/* Erase stamps (OCT_SB_F_OOB_STAMP) fit @g; the nand geometry of @g. */
+bool ftl_geom_stamp_ok(const struct ftl_geom *g);
+struct nand_geom ftl_nand_geom(const struct ftl_geom *g);
 /* Size the checkpoint slots with or without room for delta records
  * (OCT_SB_F_CKPT_DELTA; ftl_geom_compute() gives with). */
 int ftl_geom_ckpt(struct ftl_geom *g, bool delta);
@@ -426,6 +431,10 @@ uint64_t ftl_test_image_size(const struct ftl_create_opts *o);
 int ftl_test_create_backing_full(struct nand_backing *b,
 				 const struct ftl_create_opts *o);
 uint64_t ftl_test_image_size_full(const struct ftl_create_opts *o);
+/* Delta checkpoints but no erase stamps (format 1.1 images made before
+ * OCT_SB_F_OOB_STAMP: erase zeroes the block); same image size. */
+int ftl_test_create_backing_nostamp(struct nand_backing *b,
+				    const struct ftl_create_opts *o);
 /* Open an image on a backing; the engine owns @b afterwards. */
 int ftl_open_backing(struct nand_backing *b, const struct ftl_open_opts *o,
 		     struct ftl **out);

@@ -55,7 +55,8 @@ uint64_t ftl_create_max_size(const struct ftl_create_opts *o)
  * empty state (so two valid copies exist from the start).  @b is not taken.
  */
 static int create_backing(struct nand_backing *b,
-			  const struct ftl_create_opts *o, bool delta)
+			  const struct ftl_create_opts *o, bool delta,
+			  bool stamp)
 {
 	uint8_t area[OCT_SB_AREA];
 	struct nand_geom ng;
@@ -69,6 +70,7 @@ static int create_backing(struct nand_backing *b,
 		r = ftl_geom_ckpt(&g, false);
 	if (r)
 		return r;
+	g.oob_stamp = g.oob_stamp && stamp;
 	r = ftl_alloc(&g, &f);
 	if (r)
 		return r;
@@ -76,9 +78,7 @@ static int create_backing(struct nand_backing *b,
 	memset(area, 0, sizeof(area));
 	memcpy(area, &f->sb, OCT_SB_SIZE);
 	memcpy(area + OCT_SB_COPY_OFFSET, &f->sb, OCT_SB_SIZE);
-	ng = (struct nand_geom){ .page_size = g.ps, .oob_size = g.oob,
-		.ppb = g.ppb, .nblocks = g.nblocks, .flash_off = g.flash_off,
-		.oob_off = g.oob_off, .oob_inline = g.oob_inline };
+	ng = ftl_nand_geom(&g);
 	r = nand_create(b, &ng, &n);
 	if (r)
 		goto out;
@@ -108,15 +108,24 @@ out:
 
 int ftl_create_backing(struct nand_backing *b, const struct ftl_create_opts *o)
 {
-	return create_backing(b, o, true);
+	return create_backing(b, o, true, true);
 }
 
 /* The same in the older format: checkpoint slots without delta records
- * (no OCT_SB_F_CKPT_DELTA; tests of images made before it). */
+ * (no OCT_SB_F_CKPT_DELTA, no OCT_SB_F_OOB_STAMP; tests of images made
+ * before them). */
 int ftl_test_create_backing_full(struct nand_backing *b,
 				 const struct ftl_create_opts *o)
 {
-	return create_backing(b, o, false);
+	return create_backing(b, o, false, false);
+}
+
+/* Format 1.1 with delta checkpoints, without erase stamps (no
+ * OCT_SB_F_OOB_STAMP: images made before them, which erase by zeroing). */
+int ftl_test_create_backing_nostamp(struct nand_backing *b,
+				    const struct ftl_create_opts *o)
+{
+	return create_backing(b, o, true, false);
 }
 
 uint64_t ftl_test_image_size_full(const struct ftl_create_opts *o)

@@ -235,9 +235,7 @@ static int check(const char *path, struct fsck *k)
 			(unsigned long long)g.image_size);
 		goto out;
 	}
-	ng = (struct nand_geom){ .page_size = g.ps, .oob_size = g.oob,
-		.ppb = g.ppb, .nblocks = g.nblocks, .flash_off = g.flash_off,
-		.oob_off = g.oob_off, .oob_inline = g.oob_inline };
+	ng = ftl_nand_geom(&g);
 	r = nand_backing_fd(fd, &b);
 	if (!r)
 		r = ftl_alloc(&g, &f);

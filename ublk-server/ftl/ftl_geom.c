@@ -30,6 +30,7 @@ int ftl_geom_compute(struct ftl_geom *g, uint64_t size, enum ftl_align_mode a,
 		     uint32_t ps, uint32_t ppb, uint32_t oob, uint32_t op)
 {
 	uint64_t t, nblk;
+	int r;
 
 	memset(g, 0, sizeof(*g));
 	if (a != FTL_ALIGN_ODD && a != FTL_ALIGN_1M)
@@ -62,7 +63,9 @@ int ftl_geom_compute(struct ftl_geom *g, uint64_t size, enum ftl_align_mode a,
 	g->data_blocks = (uint32_t)nblk;
 	g->flash_off = div_up(OCT_SB_AREA, ps) * ps;
 	g->oob_inline = true;
-	return ftl_geom_ckpt(g, true);
+	r = ftl_geom_ckpt(g, true);
+	g->oob_stamp = !r && ftl_geom_stamp_ok(g);
+	return r;
 }
 
 /*
@@ -98,10 +101,33 @@ int ftl_geom_ckpt(struct ftl_geom *g, bool delta)
 	return 0;
 }
 
+/* The nand geometry of @g. */
+struct nand_geom ftl_nand_geom(const struct ftl_geom *g)
+{
+	return (struct nand_geom){ .page_size = g->ps, .oob_size = g->oob,
+		.ppb = g->ppb, .nblocks = g->nblocks,
+		.flash_off = g->flash_off, .oob_off = g->oob_off,
+		.oob_inline = g->oob_inline, .oob_stamp = g->oob_stamp };
+}
+
+/* Can @g's layout carry erase stamps (OCT_SB_F_OOB_STAMP): inline, the
+ * nand's rule (no OOB crosses a 512-byte sector), and room for the stamp
+ * after the OOB and flush records (FTL_OOB_FLUSH_MIN bytes)? */
+bool ftl_geom_stamp_ok(const struct ftl_geom *g)
+{
+	struct nand_geom ng = ftl_nand_geom(g);
+
+	ng.oob_stamp = true;
+	return g->oob >= FTL_OOB_FLUSH_MIN + NAND_STAMP_SIZE &&
+	       nand_stamp_geom_ok(&ng);
+}
+
 /* Choose the layout (see ftl-int.h). */
 void ftl_geom_layout(struct ftl_geom *g, bool oob_inline)
 {
 	g->oob_inline = oob_inline;
+	if (!oob_inline)
+		g->oob_stamp = false;
 	g->oob_off = g->flash_off + (oob_inline ? g->ps :
 				     (uint64_t)g->nblocks * g->ppb * g->ps);
 }
@@ -139,7 +165,8 @@ int ftl_sb_build(struct oct_sb *sb, const struct ftl_geom *g)
 	sb->uuid[8] = (sb->uuid[8] & 0x3f) | 0x80;
 	sb->create_time = (uint64_t)time(NULL);
 	sb->flags = (g->oob_inline ? OCT_SB_F_OOB_INLINE : 0) |
-		    (g->ckpt_delta ? OCT_SB_F_CKPT_DELTA : 0);
+		    (g->ckpt_delta ? OCT_SB_F_CKPT_DELTA : 0) |
+		    (g->oob_stamp ? OCT_SB_F_OOB_STAMP : 0);
 	sb->crc = 0;
 	sb->crc = oct_crc32c(0, sb, OCT_SB_SIZE);
 	return 0;
@@ -181,6 +208,10 @@ int ftl_sb_decode(const struct oct_sb *in, struct ftl_geom *g)
 	if (ftl_geom_ckpt(g, sb.flags & OCT_SB_F_CKPT_DELTA))
 		return -EBADMSG;
 	ftl_geom_layout(g, sb.flags & OCT_SB_F_OOB_INLINE);
+	/* stamps: only where they fit (a builder never sets it elsewhere) */
+	g->oob_stamp = sb.flags & OCT_SB_F_OOB_STAMP;
+	if (g->oob_stamp && !ftl_geom_stamp_ok(g))
+		return -EBADMSG;
 	if (g->nblocks != sb.nblocks || g->flash_off != sb.flash_offset ||
 	    g->oob_off != sb.oob_offset || g->ckpt_blocks != sb.ckpt_blocks)
 		return -EBADMSG;

@@ -90,9 +90,7 @@ static int open_on(struct nand_backing *b, uint64_t bsize, bool blkdev,
 		return r;
 	if (bsize < g.image_size || (!blkdev && bsize != g.image_size))
 		return -EINVAL;         /* truncated or wrong size */
-	ng = (struct nand_geom){ .page_size = g.ps, .oob_size = g.oob,
-		.ppb = g.ppb, .nblocks = g.nblocks, .flash_off = g.flash_off,
-		.oob_off = g.oob_off, .oob_inline = g.oob_inline };
+	ng = ftl_nand_geom(&g);
 	r = nand_create(b, &ng, &n);
 	if (r)
 		return r;
