@@ -21,6 +21,7 @@ sum() { md5sum "$1" | cut -d' ' -f1; }
 	[[ "$output" == *"alignment offset     3584 bytes"* ]]
 	[[ "$output" == *"logical size         64 MiB (67108864 bytes, 131072 sectors of 512)"* ]]
 	[[ "$output" == *"io_min               4 KiB"* ]]
+	[[ "$output" == *"medium layout        1.2 (OOB beside its page, erase stamps, delta checkpoints)"* ]]
 	run "$UBLK_FLASH" info "$IMG" --json
 	[ "$status" -eq 0 ]
 	[[ "$output" == *'"align":"odd"'* ]]
@@ -38,6 +39,7 @@ sum() { md5sum "$1" | cut -d' ' -f1; }
 	[[ "$output" == *'"alignment_offset":0'* ]]
 	[[ "$output" == *'"page_size":16384'* ]]
 	[[ "$output" == *'"op_permille":125'* ]]
+	[[ "$output" == *'"layout":"1.2","erase_stamps":true'* ]]
 	# sparse: a fresh 1 GiB image takes almost no space
 	[ "$(du -k "$IMG" | cut -f1)" -lt 4096 ]
 }

@@ -169,6 +169,9 @@ struct ftl_info {
 	uint64_t image_size;       /* bytes the backing file/device must have */
 	uint8_t  uuid[16];
 	struct align_topology topo; /* what to report to the kernel */
+	bool oob_inline;           /* medium layout 1.1 or later */
+	bool erase_stamps;         /* layout 1.2: OCT_SB_F_OOB_STAMP */
+	bool ckpt_delta;           /* OCT_SB_F_CKPT_DELTA */
 };
 int ftl_info_read(const char *path, struct ftl_info *info);
 /* @image (NULL: left out) is the path shown as "image". */

@@ -48,6 +48,9 @@ int ftl_info_read(const char *path, struct ftl_info *info)
 	info->flash_size = (uint64_t)g.nblocks * g.ppb * g.ps;
 	info->image_size = g.image_size;
 	memcpy(info->uuid, sb.uuid, 16);
+	info->oob_inline = g.oob_inline;
+	info->erase_stamps = g.oob_stamp;
+	info->ckpt_delta = g.ckpt_delta;
 	ftl_topo_fill(&g, &info->topo);
 	if (size < g.image_size || (!blkdev && size != g.image_size))
 		r = -EINVAL;
@@ -65,6 +68,8 @@ void ftl_info_print(const struct ftl_info *i, const char *image, FILE *out,
 	char uuid[40], a[32], b[32];
 	const uint8_t *u = i->uuid;
 	const char *align = i->align == FTL_ALIGN_ODD ? "odd" : "1m";
+	const char *layout = i->erase_stamps ? "1.2" : i->oob_inline ? "1.1" :
+			     "1.0";
 	struct oct_json j;
 
 	snprintf(uuid, sizeof(uuid),
@@ -86,6 +91,9 @@ void ftl_info_print(const struct ftl_info *i, const char *image, FILE *out,
 		oct_json_u64(&j, "flash_size", i->flash_size);
 		oct_json_u64(&j, "image_size", i->image_size);
 		oct_json_str(&j, "uuid", uuid);
+		oct_json_str(&j, "layout", layout);
+		oct_json_bool(&j, "erase_stamps", i->erase_stamps);
+		oct_json_bool(&j, "ckpt_delta", i->ckpt_delta);
 		oct_json_u64(&j, "logical_block_size", i->topo.logical);
 		oct_json_u64(&j, "physical_block_size", i->topo.physical);
 		oct_json_u64(&j, "alignment_offset", i->topo.alignment_offset);
@@ -114,6 +122,10 @@ void ftl_info_print(const struct ftl_info *i, const char *image, FILE *out,
 	ROW("erase blocks", "%u", i->nblocks);
 	ROW("over-provisioning", "%.1f %%", i->op_permille / 10.0);
 	ROW("uuid", "%s", uuid);
+	ROW("medium layout", "%s (%s%s%s)", layout,
+	    i->oob_inline ? "OOB beside its page" : "OOB area",
+	    i->erase_stamps ? ", erase stamps" : "",
+	    i->ckpt_delta ? ", delta checkpoints" : "");
 	ROW("logical block", "%s", SZ(i->topo.logical, a));
 	ROW("physical block", "%s", SZ(i->topo.physical, a));
 	ROW("alignment offset", "%u bytes", i->topo.alignment_offset);
