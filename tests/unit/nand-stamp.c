@@ -224,8 +224,7 @@ static void erase_costs_one_oob(void)
 	uint64_t w0;
 
 	T_CHECK(nand_backing_mem(img_size(), false, &m) == 0, "mem");
-	nand_mem_hold(m);
-	n = reopen(m, &c);
+		n = reopen(m, &c);
 	for (uint32_t k = 0; k < NBLK; k++)
 		nand_set_block(n, k, 0, 0);
 	program(n, 1, 0, PPB, 1, true);
@@ -350,8 +349,7 @@ static void powercut_cycles(unsigned seed, int rounds)
 		int steps = 2 + (int)(t_xorshift(&rs) % 24);
 
 		T_CHECK(nand_backing_mem(img_size(), true, &m) == 0, "mem");
-		nand_mem_hold(m);
-		n = reopen(m, &c);
+				n = reopen(m, &c);
 		for (uint32_t k = 0; k < NBLK; k++)
 			nand_set_block(n, k, 0, 0);
 		for (int s = 0; s < steps; s++) {
@@ -380,7 +378,6 @@ static void powercut_cycles(unsigned seed, int rounds)
 		nand_mem_power_off(m);
 		m->ops->destroy(m);
 		T_CHECK(nand_backing_mem(img_size(), false, &m2) == 0, "mem2");
-		nand_mem_hold(m2);
 		nand_mem_load(m2, crash);
 		n = reopen(m2, &c);
 		for (uint32_t pg = 0; pg < PPB; pg++) {
