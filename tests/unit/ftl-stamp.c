@@ -9,7 +9,7 @@
  * memory backing's crash model, cut by a write trigger) over erase and
  * reprogram cycles: every logical page reads its newest flushed version or
  * a newer one, never an older one.  A fresh seed per run (printed; replay
- * with OCTANT_SEED); OCTANT_LONG=1 cuts 10x more often.
+ * with OCTANT_SEED); OCTANT_LONG=1: 10x more cuts.
  */
 #include <stdio.h>
 #include <stdlib.h>

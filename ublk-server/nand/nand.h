@@ -220,7 +220,11 @@ int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
  * (and the block not marked bad). */
 bool nand_program_run_unlocked(const struct nand *n);
 /* Erase a block: its pages read 0xff and may be programmed again.
- * -NAND_EFAIL: the erase failed (the block is as before; retire it). */
+ * -NAND_EFAIL: the erase failed (the block is as before; retire it).
+ * With oob_stamp one erase stamp is written (the first erase of a block
+ * after nand_create may read the block's OOB once) and the erase count
+ * becomes its generation: one more than the erase count or than any stamp
+ * found in the block, whichever is higher. */
 int nand_erase(struct nand *n, uint32_t blk);
 /* Flush the backing's write cache (separate layout: OOB buffers first). */
 int nand_sync(struct nand *n);
