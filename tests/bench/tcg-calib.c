@@ -7,7 +7,9 @@
  *   crc32c-*-64           the same over 64 bytes (an OOB record's size)
  *   crc32c-chosen         oct_crc32c (the calibrated pick), 4 KiB
  *   crc32c-calibrate      the first call of oct_crc32c: its calibration
- *   memcpy                4 KiB between two page-aligned buffers
+ *   memcpy                4 KiB between two page-aligned buffers (glibc's)
+ *   rep-movsb / rep-movsq the same copy as x86 string instructions (what the
+ *                         kernel's copy_to_user / memcpy run, by CPU features)
  *   pread / pwrite        4 KiB at random page offsets of a 16 MiB file in DIR
  *   pread-64              64 bytes of such a page (the syscall and page lookup
  *                         without the 4 KiB copy to user space)
@@ -76,6 +78,21 @@ static void op_memcpy(int a)
 	(void)a;
 	memcpy(dst, src, PAGE);
 	__asm__ volatile("" : : "r"(dst) : "memory");
+}
+static void op_rep(int wide)
+{
+#if defined(__x86_64__)
+	void *d = dst, *sp = src;
+	size_t n = wide ? PAGE / 8 : PAGE;
+
+	if (wide)
+		__asm__ volatile("rep movsq" : "+D"(d), "+S"(sp), "+c"(n) : : "memory");
+	else
+		__asm__ volatile("rep movsb" : "+D"(d), "+S"(sp), "+c"(n) : : "memory");
+#else
+	(void)wide;
+	memcpy(dst, src, PAGE);
+#endif
 }
 static void op_pread(int a)
 {
@@ -214,6 +231,10 @@ int main(int argc, char **argv)
 	row("crc32c-chosen", measure(op_chosen, 0), oct_crc32c_impl_name(oct_crc32c_chosen()));
 	row("crc32c-calibrate", cal, NULL);
 	row("memcpy", measure(op_memcpy, 0), NULL);
+#if defined(__x86_64__)
+	row("rep-movsb", measure(op_rep, 0), NULL);
+	row("rep-movsq", measure(op_rep, 1), NULL);
+#endif
 	row("pread", measure(op_pread, 0), NULL);
 	row("pread-64", measure(op_pread64, 0), NULL);
 	row("pwrite", measure(op_pwrite, 0), NULL);
