@@ -10,12 +10,12 @@ uint32_t oct_crc32c(uint32_t crc, const void *buf, size_t len);
 
 /*
  * The implementations behind oct_crc32c; every one gives the same CRC.
- * The first call picks one for the process by timing each available one
- * over a 4 KiB buffer (tens of microseconds natively, once), as the kernel
- * picks its RAID6 / xor routines: on real x86 the SSE4.2 crc32 instruction
- * (three lanes) wins by far, but under QEMU TCG every crc32 instruction is
- * a helper that shifts the register one bit at a time, and the table path
- * is 10x faster (docs/ublk.md, "Where the guest's CPU goes").
+ * The first call picks one for the process by timing hw3 and table over a
+ * 4 KiB buffer (~60 us natively, once), as the kernel picks its RAID6 / xor
+ * routines: on real x86 the SSE4.2 crc32 instruction (three lanes) is 10x
+ * faster than the table, but QEMU's TCG runs every crc32 instruction as a
+ * helper call that shifts the register one bit at a time, and there the
+ * table is ~3x faster (docs/ublk.md, "Where the guest's CPU goes").
  * OCTANT_CRC32C=hw3|hw1|table forces one (tests, measurements); an unknown
  * or unavailable name is reported once on stderr and ignored.
  */
