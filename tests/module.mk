@@ -79,3 +79,11 @@ $(BUILD)/tests/vm/logreplay-engine: $(BUILD)/obj/tests/vm/logreplay-engine.o \
 $(BUILD)/tests/vm/fsync-workload: $(BUILD)/obj/tests/vm/fsync-workload.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pc_libs,devmapper)
+
+# tcg-calib: what the server's per-I/O primitives cost here (crc32c per implementation,
+# memcpy, pread/pwrite, syscalls, io_uring), for tests/bench/bench-calib, which runs it on
+# the host and in the TCG guest (the top of BUILD is shipped to the guest).
+all: $(BUILD)/tcg-calib
+$(BUILD)/tcg-calib: $(BUILD)/obj/tests/bench/tcg-calib.o $(BUILD)/libalign.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call pc_libs,liburing)
