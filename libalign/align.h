@@ -90,8 +90,13 @@ int align_topology_from_image(const char *path, struct align_topology *t);
  * device held by the recorded pid, a --dm device's only slave), of the
  * image's size.  A partition of such a device: the same geometry with the
  * alignment_offset its start gives, its own size.  With @len, @image
- * receives the image path.  -ENOENT if no such server serves @path (or its
- * disk), -ENOTBLK if it is not a block device. */
+ * receives the image path.  -ENOENT if no live server's entry names @path
+ * (or its disk); -ESTALE if one names it (its device or dm device has that
+ * number) but does not check out as above: @image then receives the image
+ * it records, and the caller should say it keeps the kernel's report
+ * (LIBALIGN_DEBUG=1 prints why); -ENOTBLK if it is not a block device.
+ * Registry files are read whole, less one final newline (an image path may
+ * hold newlines). */
 int align_topology_from_served(const char *path, struct align_topology *t,
 			       char *image, size_t len);
 
@@ -101,7 +106,8 @@ int align_topology_from_served(const char *path, struct align_topology *t,
 int align_topology_parse(const char *spec, struct align_topology *t);
 
 /* Any target: a block device (served by ublk-flash: its image's topology,
- * ALIGN_SRC_SERVED; holding an octant image itself, e.g. a loop device over
+ * ALIGN_SRC_SERVED; a registry entry that does not check out is ignored
+ * here, align_topology_from_served tells it; holding an octant image itself, e.g. a loop device over
  * the image file: ALIGN_SRC_IMAGE; else the kernel's), an octant image, or
  * (for a plain file) the file size only with source ALIGN_SRC_NONE.  -ENOENT etc. from stat;
  * a file with the octant magic but a bad crc / another version gives

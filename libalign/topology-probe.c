@@ -59,7 +59,9 @@ int align_topology_probe(const char *path, struct align_topology *t)
 		return -errno;
 	if (S_ISBLK(st.st_mode)) {
 		r = align_topology_from_served(path, t, NULL, 0);
-		if (r != -ENOENT)
+		/* -ESTALE: an entry names it but does not check out; the
+		 * caller asks align_topology_from_served to say so */
+		if (r != -ENOENT && r != -ESTALE)
 			return r;
 		r = align_topology_from_device(path, t);
 		return r < 0 ? r : blockdev_image(path, t);

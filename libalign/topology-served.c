@@ -9,8 +9,9 @@
  * ublk-server/serve/serve.h documents it.  $UBLK_FLASH_RUN_DIR (default
  * /run/octant) holds one folder per image, "img-<st_dev hex>-<st_ino>",
  * with "lock" (flock'ed exclusively by the live server for its whole life)
- * and the one-line files "pid", "image", "dev", "frontend" and, with
- * --dm, "dm".  An entry is believed only when
+ * and the files "pid", "image", "dev", "frontend" and, with --dm, "dm",
+ * each its value and one newline (read whole: an image path may hold
+ * newlines itself).  An entry is believed only when
  *   - its lock is held (a live server: an exclusive FLOCK in /proc/locks,
  *     so that looking never takes the lock),
  *   - the image's st_dev/st_ino are those the folder is named after,
@@ -23,7 +24,11 @@
  *   - and the device's size is the image's exported size.
  * A partition of such a device takes the same geometry with the offset
  * its start gives.
- * Anything else: -ENOENT, and the caller keeps the kernel's report.
+ * No live entry names the device: -ENOENT, and the caller keeps the
+ * kernel's report.  A live entry names it (its dev or dm device has that
+ * number) but does not check out: -ESTALE, with the image it records, so
+ * that the caller can say it keeps the kernel's report (LIBALIGN_DEBUG=1
+ * prints why).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -50,6 +55,14 @@ struct srv_entry {
 	char dm[256];
 	char frontend[32];
 	long pid;
+};
+
+/* What a registry scan found: the verified entry, or else whether a live
+ * entry named the device without checking out (and its image). */
+struct srv_find {
+	struct srv_entry e;
+	bool unverified;
+	char unverified_image[SRV_PATH];
 };
 
 static const char *srv_base(void)
@@ -116,12 +129,12 @@ static int srv_load(const char *dir, struct srv_entry *e)
 
 	memset(e, 0, sizeof(*e));
 	snprintf(e->dir, sizeof(e->dir), "%s", dir);
-	if (alignp_read_line(dir, "pid", pid, sizeof(pid)) < 0 ||
-	    alignp_read_line(dir, "image", e->image, sizeof(e->image)) < 0 ||
-	    alignp_read_line(dir, "dev", e->dev, sizeof(e->dev)) < 0 ||
-	    alignp_read_line(dir, "frontend", e->frontend, sizeof(e->frontend)) < 0)
+	if (alignp_read_file(dir, "pid", pid, sizeof(pid)) < 0 ||
+	    alignp_read_file(dir, "image", e->image, sizeof(e->image)) < 0 ||
+	    alignp_read_file(dir, "dev", e->dev, sizeof(e->dev)) < 0 ||
+	    alignp_read_file(dir, "frontend", e->frontend, sizeof(e->frontend)) < 0)
 		return -ENOENT;
-	if (alignp_read_line(dir, "dm", e->dm, sizeof(e->dm)) < 0)
+	if (alignp_read_file(dir, "dm", e->dm, sizeof(e->dm)) < 0)
 		e->dm[0] = '\0';
 	errno = 0;
 	e->pid = strtol(pid, &end, 10);
@@ -231,39 +244,58 @@ static bool srv_dm_on(dev_t dm, dev_t lower)
 	return ok && n == 1;
 }
 
-/*
- * Does entry @e serve device @rdev?  1 as the device it serves, 2 as the
- * dm device stacked on it, 0 not (or not verifiably).
- */
-static int srv_serves(const struct srv_entry *e, dev_t rdev)
+/* Does entry @e name device @rdev (by number)?  1 as the device it
+ * serves (its number in *dev), 2 as its dm device, 0 not. */
+static int srv_names(const struct srv_entry *e, dev_t rdev, dev_t *dev)
 {
-	dev_t dev = 0, dm = 0;
-	bool fuse = !strcmp(e->frontend, "fuse");
-	bool ublk = !strcmp(e->frontend, "ublk");
-	int as;
+	dev_t dm = 0;
 
-	if (srv_rdev(e->dev, &dev) < 0)
-		return 0;
-	if (dev == rdev)
-		as = 1;
-	else if (e->dm[0] && srv_rdev(e->dm, &dm) == 0 && dm == rdev &&
-		 srv_dm_on(dm, dev))
-		as = 2;
-	else
-		return 0;
-	if ((fuse && srv_loop_is_ours(e)) || (ublk && srv_ublk_is_ours(e)))
-		return as;
-	ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: recorded by %s but not its %s "
-		   "device; ignored", e->dev, e->dir, e->frontend);
+	if (srv_rdev(e->dev, dev) < 0)
+		*dev = 0;             /* then no dm device sits on it */
+	else if (*dev == rdev)
+		return 1;
+	if (e->dm[0] && srv_rdev(e->dm, &dm) == 0 && dm == rdev)
+		return 2;
 	return 0;
 }
 
-/* The live, verified entry serving device @rdev into *e: 1 as the device
- * served, 2 as its --dm device; 0 if none. */
-static int srv_lookup(dev_t rdev, struct srv_entry *e)
+/* Does entry @e, which names @rdev @as (srv_names, its device @dev),
+ * really serve it: the device is that server's, a dm device sits on it,
+ * and the image is the file the folder @name was made for? */
+static bool srv_serves(const struct srv_entry *e, const char *name, int as,
+		       dev_t dev, dev_t rdev)
 {
+	bool fuse = !strcmp(e->frontend, "fuse");
+	bool ublk = !strcmp(e->frontend, "ublk");
+
+	if (as == 2 && !srv_dm_on(rdev, dev)) {
+		ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: recorded by %s as its dm "
+			   "device, but not stacked on %s; ignored", e->dm,
+			   e->dir, e->dev);
+		return false;
+	}
+	if (!(fuse && srv_loop_is_ours(e)) && !(ublk && srv_ublk_is_ours(e))) {
+		ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: recorded by %s but not its %s "
+			   "device; ignored", e->dev, e->dir, e->frontend);
+		return false;
+	}
+	if (!srv_image_matches(e, name)) {
+		ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: image %s is not the file the "
+			   "entry was made for; ignored", e->dir, e->image);
+		return false;
+	}
+	return true;
+}
+
+/* The live, verified entry serving device @rdev into @f->e: 1 as the
+ * device served, 2 as its --dm device; 0 if none (and then
+ * f->unverified if a live entry named the device all the same). */
+static int srv_lookup(dev_t rdev, struct srv_find *f)
+{
+	struct srv_entry *e = &f->e;
 	struct dirent *de;
-	int as = 0;
+	int as = 0, named;
+	dev_t dev = 0;
 	DIR *d = opendir(srv_base());
 
 	if (!d)
@@ -278,12 +310,15 @@ static int srv_lookup(dev_t rdev, struct srv_entry *e)
 			continue;
 		if (srv_load(dir, e) < 0 || !srv_live(dir))
 			continue;
-		as = srv_serves(e, rdev);
-		if (as && !srv_image_matches(e, de->d_name)) {
-			ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: image %s is not the "
-				   "file the entry was made for; ignored", dir,
-				   e->image);
-			as = 0;
+		named = srv_names(e, rdev, &dev);
+		if (!named)
+			continue;
+		if (srv_serves(e, de->d_name, named, dev, rdev)) {
+			as = named;
+		} else if (!f->unverified) {
+			f->unverified = true;
+			snprintf(f->unverified_image,
+				 sizeof(f->unverified_image), "%s", e->image);
 		}
 	}
 	closedir(d);
@@ -328,13 +363,15 @@ static int srv_partition(dev_t rdev, dev_t *disk, uint64_t *start)
  * device's logical sector size and size, the served image's physical
  * geometry.  A partition of a served device: the same, with the offset the
  * partition's start gives.  @image (if @len) gets the image path.  -ENOENT
- * if no live, verified registry entry serves @path (or its disk).
+ * if no live registry entry names @path (or its disk); -ESTALE if one does
+ * but it does not check out (@image then gets the image it records).
  */
 int align_topology_from_served(const char *path, struct align_topology *t,
 			       char *image, size_t len)
 {
 	struct align_topology dt, it, pt;
-	struct srv_entry *e = NULL;
+	struct srv_find *f;
+	struct srv_entry *e;
 	dev_t rdev = 0, disk = 0;
 	uint64_t pstart = 0;
 	int r, as;
@@ -345,16 +382,19 @@ int align_topology_from_served(const char *path, struct align_topology *t,
 	r = srv_rdev(path, &rdev);
 	if (r < 0)
 		return r;
-	e = malloc(sizeof(*e));
-	if (!e)
+	f = calloc(1, sizeof(*f));
+	if (!f)
 		return -ENOMEM;
-	as = srv_lookup(rdev, e);
+	e = &f->e;
+	as = srv_lookup(rdev, f);
 	if (!as && srv_partition(rdev, &disk, &pstart) == 0) {
-		as = srv_lookup(disk, e);
+		as = srv_lookup(disk, f);
 		part = as != 0;
 	}
 	if (!as) {
-		r = -ENOENT;
+		r = f->unverified ? -ESTALE : -ENOENT;
+		if (r == -ESTALE && len)
+			snprintf(image, len, "%s", f->unverified_image);
 		goto out;
 	}
 	/* the size check is the whole served device's */
@@ -373,8 +413,8 @@ int align_topology_from_served(const char *path, struct align_topology *t,
 		ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: size %" PRIu64 " / %u-byte "
 			   "sectors, image %s: %" PRIu64 " / %u: ignored", path,
 			   dt.size, dt.logical, e->image, it.size, it.logical);
-		r = -ENOENT;
-		goto out;
+		r = -ESTALE;
+		goto unverified;
 	}
 	*t = it;
 	t->logical = dt.logical;
@@ -384,8 +424,8 @@ int align_topology_from_served(const char *path, struct align_topology *t,
 	if (unshifted)
 		t->alignment_offset = 0;
 	if (t->alignment_offset % t->logical) {
-		r = -ENOENT;
-		goto out;
+		r = -ESTALE;
+		goto unverified;
 	}
 	if (part) {
 		/* as the kernel stacks a partition's limits on its disk's */
@@ -408,7 +448,12 @@ int align_topology_from_served(const char *path, struct align_topology *t,
 		   part ? ", a partition" : "", t->logical, t->physical,
 		   t->alignment_offset);
 	r = 0;
+	goto out;
+unverified:
+	memset(t, 0, sizeof(*t));
+	if (len)
+		snprintf(image, len, "%s", e->image);
 out:
-	free(e);
+	free(f);
 	return r;
 }

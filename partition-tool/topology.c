@@ -45,12 +45,52 @@ void ap_topo_doc_source(struct ap_doc *doc, const struct ap_topo *tp)
 			  tp->served_image);
 }
 
+/* @s with control characters as \xHH, for a one-line message (an image
+ * path may hold a newline). */
+static const char *printable(const char *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (; *s && n + 5 < len; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c < 0x20 || c == 0x7f)
+			n += (size_t)snprintf(buf + n, len - n, "\\x%02x", c);
+		else
+			buf[n++] = (char)c;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+/* A block device that a live ublk-flash registry entry names, but whose
+ * entry does not check out (align_topology_from_served: -ESTALE): say that
+ * the topology used is not the image's, once. */
+static void served_unverified(const struct ap_opts *o,
+			      const struct align_topology *probe)
+{
+	struct align_topology s;
+	char img[4096], shown[4096 * 4 + 1];
+
+	if (align_topology_from_served(o->target, &s, img, sizeof(img)) !=
+	    -ESTALE)
+		return;
+	ap_warn("%s is recorded as served by ublk-flash from %s, but the entry "
+		"does not check out: using the %s topology %u/%u offset %u "
+		"(LIBALIGN_DEBUG=1 says why)", o->target,
+		printable(img, shown, sizeof(shown)),
+		probe->source == ALIGN_SRC_DEVICE ? "kernel's" :
+		"octant image it holds:", probe->logical, probe->physical,
+		probe->alignment_offset);
+}
+
 /* A device served by ublk-flash: remember its image and say, when the
  * kernel reports another topology, which one is used and why. */
 static void served_note(const struct ap_opts *o, struct ap_topo *tp,
 			const struct align_topology *served)
 {
 	struct align_topology s, k;
+	char shown[sizeof(tp->served_image) * 4 + 1];
 
 	if (align_topology_from_served(o->target, &s, tp->served_image,
 				       sizeof(tp->served_image)) < 0)
@@ -61,7 +101,8 @@ static void served_note(const struct ap_opts *o, struct ap_topo *tp,
 		return;
 	ap_note("%s is served by ublk-flash from %s: using the image's "
 		"topology %u/%u offset %u, not the kernel's %u/%u offset %u "
-		"(override with --topology)", o->target, tp->served_image,
+		"(override with --topology)", o->target,
+		printable(tp->served_image, shown, sizeof(shown)),
 		served->logical, served->physical, served->alignment_offset,
 		k.logical, k.physical, k.alignment_offset);
 }
@@ -100,6 +141,8 @@ int ap_topo_resolve(const struct ap_opts *o, struct ap_topo *tp)
 	tp->is_image = probe.source == ALIGN_SRC_IMAGE;
 	if (probe.source == ALIGN_SRC_SERVED)
 		served_note(o, tp, &probe);
+	else if (tp->is_blockdev && !o->topology)
+		served_unverified(o, &probe);
 	if (!probe.size && !tp->is_blockdev)
 		probe.size = (uint64_t)st.st_size;
 

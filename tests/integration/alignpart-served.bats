@@ -104,6 +104,35 @@ release_lock() {
 	"$UBLK_FLASH" stop "$DEV"
 }
 
+@test "an image path with a newline: alignpart uses the served image's topology; list, info, stats and stop find it" {
+	local img=$SCRATCH/a$'\n'b.img
+	"$UBLK_FLASH" create "$img" --size 64M --align odd --force >/dev/null
+	fuse_serve "$img"
+	run "$ALIGNPART" suggest "$DEV" --label gpt
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"source:       served"* ]]
+	[[ "$output" == *"topology:     512/4096 offset 3584 "* ]]
+	[[ "$output" != *"does not check out"* ]]
+	echo "$output" | grep -Eq '^gpt +34 +2047 '
+	run "$ALIGNPART" suggest "$DEV" --json
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *'"served_image": "'"$SCRATCH"'/a\nb.img"'* ]]
+	run "$UBLK_FLASH" list -r -n -o DEVICE,IMAGE,STATE
+	echo "$output"
+	[ "$output" = "$DEV $SCRATCH/a\x0ab.img running" ]
+	run "$UBLK_FLASH" info "$DEV" --json
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == '{"image":"'"$SCRATCH"'/a\nb.img","align":"odd",'* ]]
+	run "$UBLK_FLASH" stats "$DEV" --json
+	[ "$status" -eq 0 ]
+	[[ "$output" == *'"host_write_sectors":'* ]]
+	"$UBLK_FLASH" stop "$DEV"
+	[ -z "$(ls "$UBLK_FLASH_RUN_DIR")" ]
+}
+
 @test "registry entry without a live lock holder is not believed; with one it is" {
 	"$UBLK_FLASH" create "$SCRATCH/f.img" --size 64M --align odd --force >/dev/null
 	fake_entry "$SCRATCH/f.img"
@@ -111,6 +140,7 @@ release_lock() {
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"source:      device"* ]]
+	[[ "$output" != *"does not check out"* ]]    # a dead server's entry: nothing to say
 	hold_lock "$ENTRY/lock"
 	run "$ALIGNPART" suggest "$LOOP" --label dos
 	echo "$output"
@@ -130,6 +160,9 @@ release_lock() {
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"source:      device"* ]]
+	# not silently: one line says the kernel's topology is used, and why not the image's
+	[[ "$output" == *"alignpart: warning: $LOOP is recorded as served by ublk-flash from $SCRATCH/f.img, but the entry does not check out: using the kernel's topology 512/512 offset 0 (LIBALIGN_DEBUG=1 says why)"* ]]
+	[ "$(grep -c 'does not check out' <<<"$output")" -eq 1 ]
 }
 
 @test "a live entry whose image was replaced by another file is not believed" {
@@ -142,6 +175,7 @@ release_lock() {
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"source:      device"* ]]
+	[[ "$output" == *"alignpart: warning: $LOOP is recorded as served by ublk-flash from $SCRATCH/f.img, but the entry does not check out: using the kernel's topology 512/512 offset 0 (LIBALIGN_DEBUG=1 says why)"* ]]
 }
 
 @test "partition nodes appear after create on a served loop device, follow a new table, and come back on re-serve" {

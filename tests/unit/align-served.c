@@ -5,7 +5,10 @@
  * here is wrong in one way (garbage files, no lock holder, a lock that is a
  * symlink, a live lock but a device that is not the entry's loop / ublk /
  * dm device, an image that is not the folder's file), so each lookup must
- * say -ENOENT and align_topology_probe must keep the kernel's report.
+ * fail and align_topology_probe must keep the kernel's report: -ENOENT when
+ * no live entry names the device, -ESTALE (with the recorded image path,
+ * read whole: it may hold a newline) when a live one names it but does not
+ * check out, so that the caller can say the kernel's topology is used.
  * (The positive cases need root and a loop device:
  * tests/integration/alignpart-served.bats.)
  */
@@ -98,25 +101,42 @@ static void entry(char *dir, size_t len, const char *image, const char *name)
 	mkdir(dir, 0700);
 }
 
-static void expect_not_served(const char *what)
+/* The lookup of dev fails with @want (-ENOENT: no live entry names it,
+ * image untouched; -ESTALE: a live one names it but does not check out,
+ * image the one it records, @image); the probe keeps the kernel's. */
+static void expect_refused(const char *what, int want, const char *image)
 {
 	struct align_topology t;
-	char img[64] = "untouched";
+	char img[600] = "untouched";
 	int r = align_topology_from_served(dev, &t, img, sizeof(img));
 
-	T_CHECK(r == -ENOENT, "%s: %d (%s)", what, r, strerror(-r));
-	T_CHECK(!strcmp(img, "untouched"), "%s: image set to %s", what, img);
+	T_CHECK(r == want, "%s: %d (%s), want %d", what, r, strerror(-r), want);
+	if (want == -ENOENT)
+		T_CHECK(!strcmp(img, "untouched"), "%s: image set to %s", what, img);
+	else
+		T_CHECK(!strcmp(img, image), "%s: image '%s', want '%s'", what,
+			img, image);
 	r = align_topology_probe(dev, &t);
 	T_CHECK(r < 0 || t.source == ALIGN_SRC_DEVICE, "%s: probe source %d",
 		what, (int)t.source);
 }
 
+static void expect_not_served(const char *what)
+{
+	expect_refused(what, -ENOENT, NULL);
+}
+
+static void expect_unverified(const char *what, const char *image)
+{
+	expect_refused(what, -ESTALE, image);
+}
+
 int main(void)
 {
-	char e1[600], e2[600], e3[600], image[600], other[600], lock[700];
-	char longline[6000], buf[700];
+	char e1[600], e2[600], e3[600], e4[600], image[600], other[600];
+	char nl[600], lock[700], longline[6000], buf[700];
 	struct align_topology t;
-	int lfd, fd;
+	int lfd, fd, fd4;
 
 	if (!find_blockdev(false) && !find_blockdev(true))
 		T_SKIP("no block device node found in /dev");
@@ -167,18 +187,58 @@ int main(void)
 	snprintf(lock, sizeof(lock), "%s/lock", e1);
 	lfd = open(lock, O_RDWR | O_CLOEXEC);
 	T_CHECK(lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) == 0, "take the lock");
-	expect_not_served("live, fuse, device not backed by its mnt/disk");
+	expect_unverified("live, fuse, device not backed by its mnt/disk", image);
 	put(e1, "frontend", "ublk\n");
-	expect_not_served("live, ublk, device is not /dev/ublkbN");
+	expect_unverified("live, ublk, device is not /dev/ublkbN", image);
 	put(e1, "frontend", "nosuch\n");
-	expect_not_served("live, unknown frontend");
+	expect_unverified("live, unknown frontend", image);
 	put(e1, "frontend", "fuse\n");
 	put(e1, "dev", "/dev/null\n");
 	snprintf(buf, sizeof(buf), "%s\n", dev);
 	put(e1, "dm", buf);
-	expect_not_served("live, the device recorded as dm, not on dev");
+	expect_unverified("live, the device recorded as dm, not on dev", image);
 	put(e1, "dev", "");
 	expect_not_served("live, empty dev");
+	put(e1, "dev", "/dev/null\n");
+	put(e1, "dm", "");
+	expect_not_served("live, another device");
+	snprintf(buf, sizeof(buf), "%s\n", dev);
+	put(e1, "dev", buf);
+	put(e1, "image", longline);
+	expect_not_served("live, an image path longer than PATH_MAX");
+	snprintf(buf, sizeof(buf), "%s\n", image);
+	put(e1, "image", buf);
+	put(e1, "dev", "");      /* from here on e1 names no device */
+
+	/* an image whose path holds a newline: the registry file is the
+	 * path and one newline, and it is read whole (the first line alone
+	 * names another file, and the entry did not check out silently) */
+	snprintf(nl, sizeof(nl), "%s/a\nb.img", base);
+	fd = open(nl, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	T_CHECK(fd >= 0, "image with a newline in its name");
+	if (fd >= 0)
+		close(fd);
+	entry(e4, sizeof(e4), nl, NULL);
+	put(e4, "lock", "");
+	put(e4, "pid", "1234\n");
+	snprintf(buf, sizeof(buf), "%s\n", nl);
+	put(e4, "image", buf);
+	snprintf(buf, sizeof(buf), "%s\n", dev);
+	put(e4, "dev", buf);
+	put(e4, "frontend", "fuse\n");
+	snprintf(lock, sizeof(lock), "%s/lock", e4);
+	fd4 = open(lock, O_RDWR | O_CLOEXEC);
+	T_CHECK(fd4 >= 0 && flock(fd4, LOCK_EX | LOCK_NB) == 0, "take lock 4");
+	expect_unverified("live, newline in the image path, device not its own",
+			  nl);
+	snprintf(buf, sizeof(buf), "%s\n\n", nl);
+	put(e4, "image", buf);
+	snprintf(buf, sizeof(buf), "%s\n", nl);
+	expect_unverified("live, image path ending in a newline", buf);
+	put(e4, "image", "");
+	expect_not_served("live, empty image file");
+	if (fd4 >= 0)
+		close(fd4);
 
 	/* a live lock, but the folder is not the image's */
 	entry(e2, sizeof(e2), NULL, "img-1-2");
@@ -192,7 +252,10 @@ int main(void)
 	snprintf(lock, sizeof(lock), "%s/lock", e2);
 	fd = open(lock, O_RDWR | O_CLOEXEC);
 	T_CHECK(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0, "take lock 2");
-	expect_not_served("live, folder named after another file");
+	expect_unverified("live, folder named after another file", image);
+	if (fd >= 0)
+		close(fd);            /* e2's server is gone */
+	expect_not_served("e2's lock released");
 
 	/* the lock is a symlink to a held lock: not a server's lock */
 	snprintf(other, sizeof(other), "%s/b.img", base);

@@ -51,25 +51,58 @@ static int cli_part_parent(dev_t rdev, char *out, size_t len)
 	return 0;
 }
 
-int cli_find(const char *arg, struct serve_entry *e, bool *blk)
+/* The entry whose --dm device is @mapper (/dev/mapper/NAME) into @e:
+ * 0, or -ENOENT when no entry records it. */
+static int cli_find_dm_entry(const char *mapper, struct serve_entry *e)
+{
+	struct serve_entry *v;
+	int n, unreadable, err = -ENOENT;
+
+	n = serve_entry_list(&v, &unreadable);
+	for (int i = 0; i < n; i++)
+		if (!strcmp(v[i].dm, mapper)) {
+			*e = v[i];
+			err = 0;
+			break;
+		}
+	if (n >= 0)
+		free(v);
+	return err;
+}
+
+int cli_find(const char *arg, struct serve_entry *e, bool *blk, char *path,
+	     size_t len)
 {
 	char mapper[PATH_MAX], parent[PATH_MAX];
-	const char *path = arg;
 	struct stat st;
 	int err;
 
 	*blk = false;
+	memset(e, 0, sizeof(*e));
+	if ((size_t)snprintf(path, len, "%s", arg) >= len)
+		return -ENAMETOOLONG;
 	if (nand_backing_is_uri(arg))   /* an image on an NBD export */
 		return serve_entry_find(arg, e);
 	if (stat(arg, &st) < 0) {
 		err = -errno;
-		/* a --dm NAME given bare */
-		if (err != -ENOENT || strchr(arg, '/') || !arg[0])
+		if (err != -ENOENT || !arg[0])
 			return err;
-		snprintf(mapper, sizeof(mapper), "/dev/mapper/%s", arg);
-		if (stat(mapper, &st) < 0 || !S_ISBLK(st.st_mode))
+		if (!strchr(arg, '/'))           /* a --dm NAME given bare */
+			snprintf(mapper, sizeof(mapper), "/dev/mapper/%s", arg);
+		else if (!strncmp(arg, "/dev/mapper/", 12))
+			snprintf(mapper, sizeof(mapper), "%s", arg);
+		else
 			return err;
-		path = mapper;
+		if (stat(mapper, &st) < 0 || !S_ISBLK(st.st_mode)) {
+			/* no such dm device: whose --dm device it was, if
+			 * the registry says; a bare NAME: what was looked for */
+			if (cli_find_dm_entry(mapper, e) == 0 ||
+			    !strchr(arg, '/'))
+				return -ENODEV;
+			return err;
+		}
+		if ((size_t)snprintf(path, len, "%s", mapper) >= len)
+			return -ENAMETOOLONG;
 	}
 	*blk = S_ISBLK(st.st_mode);
 	err = serve_entry_find(path, e);
@@ -79,6 +112,21 @@ int cli_find(const char *arg, struct serve_entry *e, bool *blk)
 	    cli_part_parent(st.st_rdev, parent, sizeof(parent)) == 0)
 		err = serve_entry_find(parent, e);
 	return err;
+}
+
+int cli_no_dm(const char *cmd, const char *arg, const struct serve_entry *e)
+{
+	if (!e->dm[0]) {
+		fprintf(stderr, "ublk-flash: %s: %s: no such file, and no "
+			"device-mapper device /dev/mapper/%s (a bare NAME is a "
+			"--dm NAME)\n", cmd, arg, arg);
+		return EXIT_IO;
+	}
+	fprintf(stderr, "ublk-flash: %s: %s: %s does not exist: it was the --dm "
+		"device of the server of %s (pid %d, %s) on %s; name the image "
+		"or that device\n", cmd, arg, e->dm, e->image, (int)e->pid,
+		e->live ? "running" : "gone", e->dev[0] ? e->dev : "no device");
+	return EXIT_IO;
 }
 
 int cli_stale(const char *cmd, const char *arg, const struct serve_entry *e)

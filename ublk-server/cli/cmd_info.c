@@ -2,6 +2,7 @@
 /* ublk-flash info IMG|DEV [--json]: geometry, mode and topology (read-only). */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@ int cmd_info(int argc, char **argv)
 	};
 	struct ftl_info info;
 	struct serve_entry e;
+	char path[PATH_MAX];
 	bool json = false;
 	int c, r;
 
@@ -36,8 +38,9 @@ int cmd_info(int argc, char **argv)
 			       "served device, a partition of it or its --dm device (NAME\n"
 			       "or /dev/mapper/NAME): the image it serves.\n"
 			       "Exit: 0 ok; 2 usage (also: IMG is a directory or neither\n"
-			       "a file nor a block device); 3 I/O error, or DEV's number\n"
-			       "now belongs to another device; 4 not an octant\n"
+			       "a file nor a block device); 3 I/O error, DEV's number\n"
+			       "now belongs to another device, or no dm device NAME\n"
+			       "(the server whose --dm it was is named); 4 not an octant\n"
 			       "image, or a corrupt, wrong-size or other-version one.\n");
 			return 0;
 		default:
@@ -49,13 +52,15 @@ int cmd_info(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	/* A served device (or a partition or --dm device of it): its image. */
-	const char *img = argv[optind];
+	const char *arg = argv[optind], *img = arg;
 	bool blk;
-	r = cli_find(img, &e, &blk);
+	r = cli_find(arg, &e, &blk, path, sizeof(path));
+	if (r == -ENODEV)
+		return cli_no_dm("info", arg, &e);
 	if (blk && r == -ESTALE)
-		return cli_stale("info", img, &e);
-	if (blk && r == 0)
-		img = e.image;
+		return cli_stale("info", arg, &e);
+	if (blk)
+		img = r == 0 ? e.image : path;   /* not served: the device */
 	r = ftl_info_read(img, &info);
 	if (r)
 		return cli_image_fail("info", img, r);

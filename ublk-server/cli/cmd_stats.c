@@ -23,7 +23,7 @@ int cmd_stats(int argc, char **argv)
 	struct ftl *f;
 	struct stat sb;
 	bool json = false;
-	char what[PATH_MAX + 16];
+	char what[PATH_MAX + 16], path[PATH_MAX];
 	int c, err;
 
 	optind = 1;
@@ -39,7 +39,8 @@ int cmd_stats(int argc, char **argv)
 			       "--json: one object, raw numbers (keys: ublk-flash(8)).\n"
 			       "Exit: 0; 2 usage (also: not a file or block device);\n"
 			       "3 not served (also: DEV's number now belongs to another\n"
-			       "device) / I/O error; 4 corrupt, or not an octant\n"
+			       "device; no dm device NAME) / I/O error; 4 corrupt, or\n"
+			       "not an octant\n"
 			       "image.\n");
 			return 0;
 		default:
@@ -53,7 +54,11 @@ int cmd_stats(int argc, char **argv)
 	const char *arg = argv[optind];
 	bool blk;
 	snprintf(what, sizeof(what), "stats: %s", arg);
-	err = cli_find(arg, &e, &blk);
+	err = cli_find(arg, &e, &blk, path, sizeof(path));
+	if (err == -ENAMETOOLONG)
+		return cli_fail(what, err);
+	if (err == -ENODEV)
+		return cli_no_dm("stats", arg, &e);
 	if (err == -ESTALE)
 		return cli_stale("stats", arg, &e);
 	if (err == 0 && e.live) {
@@ -68,6 +73,7 @@ int cmd_stats(int argc, char **argv)
 	if (err == 0 && blk) {
 		arg = e.image;        /* its server died: read its image */
 	} else if (!nand_backing_is_uri(arg)) {   /* a URI: an NBD medium */
+		arg = path;           /* NAME: /dev/mapper/NAME */
 		if (stat(arg, &sb) < 0)
 			return cli_fail(what, -errno);
 		if (S_ISBLK(sb.st_mode) &&

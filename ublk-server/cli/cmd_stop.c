@@ -61,7 +61,9 @@ int cmd_stop(int argc, char **argv)
 			       "its --dm device NAME or /dev/mapper/NAME) or IMG: remove\n"
 			       "the device, write a clean checkpoint, wait for the server to\n"
 			       "exit (SECS 1..86400, default 60).  A device whose number now\n"
-			       "belongs to another device is refused (exit 3).\n"
+			       "belongs to another device is refused (exit 3), so is a\n"
+			       "NAME with no dm device (the server whose --dm it was is\n"
+			       "named: give its image or device).\n"
 			       "Refuses (exit 5) while the device is open (mounted) unless\n"
 			       "--force: then the filesystems on it are synced, and if it is\n"
 			       "still in use after 1 s it is cut off (its I/O fails with EIO;\n"
@@ -79,8 +81,11 @@ int cmd_stop(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *arg = argv[optind];
+	char path[PATH_MAX];
 	bool blk;
-	err = cli_find(arg, &e, &blk);
+	err = cli_find(arg, &e, &blk, path, sizeof(path));
+	if (err == -ENODEV)
+		return cli_no_dm("stop", arg, &e);
 	if (err == -ESTALE) {
 		fprintf(stderr, "ublk-flash: stop: %s is not served by ublk-flash "
 			"now: the server of %s (pid %d, %s) had it, but it is no "

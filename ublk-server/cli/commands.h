@@ -57,10 +57,21 @@ struct serve_entry;
 /* The registry entry of @arg (serve_entry_find): an image path, a served
  * device, its --dm device (/dev/mapper/NAME or a bare NAME), or a
  * partition of a served device (/dev/loop3p1: its whole disk, through
- * sysfs).  *blk: @arg names a block device.  0; -ENOENT none; -ESTALE
- * entries name the device's number but it is another device now (@e the
- * first of them); else -errno (stat's: @arg does not exist). */
-int cli_find(const char *arg, struct serve_entry *e, bool *blk);
+ * sysfs).  @path (@len bytes) receives what @arg names: @arg, or
+ * /dev/mapper/NAME for a bare NAME.  *blk: that is a block device.  0;
+ * -ENOENT none; -ESTALE entries name the device's number but it is another
+ * device now (@e the first of them); -ENODEV no such dm device: a bare NAME
+ * that is neither a file nor /dev/mapper/NAME, or a /dev/mapper/NAME that
+ * does not exist but an entry records as its --dm device (@e that entry,
+ * else @e->dm is ""); else -errno (stat's: @arg does not exist). */
+int cli_find(const char *arg, struct serve_entry *e, bool *blk, char *path,
+	     size_t len);
+/* cli_find() said -ENODEV for @arg: one line "CMD: ARG: no such file, and
+ * no device-mapper device /dev/mapper/ARG ..." or, when @e records it as
+ * its --dm device, "CMD: ARG: /dev/mapper/NAME does not exist: it was the
+ * --dm device of the server of IMG (pid N, running|gone) on DEV; name the
+ * image or that device"; EXIT_IO. */
+int cli_no_dm(const char *cmd, const char *arg, const struct serve_entry *e);
 /* serve_entry_find() said -ESTALE for @arg (@e: the entry that named its
  * number): one line "CMD: ARG is not served by ublk-flash now: ..." and
  * EXIT_IO. */

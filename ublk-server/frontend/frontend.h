@@ -52,6 +52,12 @@ struct fe_ops {
 	const char *name;
 	/* 0 if this frontend can run here; else -errno and a one-line reason. */
 	int (*probe)(char *why, size_t len);
+	/* Optional, before the engine opens and before anything changes:
+	 * refuse options this frontend cannot honour for @o (one line on
+	 * stderr): -EROFS a --read-only other than the access of the device
+	 * `--recover` would re-attach (exit 2), -EBUSY it is served (exit 5),
+	 * another -errno nothing to recover (exit 3). */
+	int (*prepare)(const struct fe_serve_opts *o);
 	/* Create the block device; return once it is live (devpath filled). */
 	int (*start)(struct fe_server *s);
 	/* Serve I/O until stop_fd is readable or a fatal error; -errno on error. */

@@ -304,6 +304,62 @@ static int ublk_recover_find(struct ublk_dev *d, const struct fe_serve_opts *o,
 	return 0;
 }
 
+/*
+ * serve --recover, before the engine opens: the device a dead server left
+ * must be one we can recover with the access asked for.  The driver applies
+ * a device's parameters -- its read-only attribute is set_disk_ro() of
+ * UBLK_ATTR_READ_ONLY -- when the device starts, never when a recovery
+ * ends, so a --read-only other than the device's could not be honoured:
+ * one line and -EROFS.  Also refuses what ublk_recover_find refuses (its
+ * line printed), so that nothing is opened or changed for it.
+ */
+static int ublk_prepare(const struct fe_serve_opts *o)
+{
+	struct ublk_params p;
+	struct ublk_dev *d;
+	bool ro;
+	int ret;
+
+	if (!o->recover)
+		return 0;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->ctrl.fd = -1;
+	if (ublk_ctrl_open(&d->ctrl) < 0) {
+		free(d);
+		return 0;             /* start says why */
+	}
+	ret = ublk_recover_find(d, o, ublk_image_tag(o->image));
+	if (ret)
+		goto out;
+	ret = ublk_ctrl_get_params(&d->ctrl, d->info.dev_id, &p);
+	if (ret) {
+		fprintf(stderr, "ublk-flash: serve --recover: warning: cannot "
+			"read the parameters of /dev/ublkb%u (%s): it keeps the "
+			"read-only attribute it was created with\n",
+			d->info.dev_id, strerror(-ret));
+		ret = 0;
+		goto out;
+	}
+	ro = p.basic.attrs & UBLK_ATTR_READ_ONLY;
+	if (ro != o->read_only) {
+		fprintf(stderr, "ublk-flash: serve --recover: /dev/ublkb%u was "
+			"created %s and recovery cannot change that: recover it "
+			"%s --read-only (to serve it %s: recover, stop, serve%s)\n",
+			d->info.dev_id, ro ? "read-only" : "read-write",
+			ro ? "with" : "without", ro ? "read-write" : "read-only",
+			ro ? "" : " --read-only");
+		ret = -EROFS;
+	}
+out:
+	if (d->ctrl.lost)
+		return ret;           /* the kernel may still write it: leak */
+	ublk_ctrl_close(&d->ctrl);
+	free(d);
+	return ret;
+}
+
 static int ublk_recover(struct ublk_dev *d, const struct fe_serve_opts *o,
 			uint64_t tag)
 {
@@ -500,6 +556,7 @@ static void ublk_stop(struct fe_server *s)
 const struct fe_ops fe_ublk_ops = {
 	.name  = "ublk",
 	.probe = ublk_probe,
+	.prepare = ublk_prepare,
 	.start = ublk_start,
 	.run   = ublk_run,
 	.stop  = ublk_stop,

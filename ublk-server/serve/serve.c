@@ -412,6 +412,17 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	 * --recover (ublk) re-attaches to what it left: keep the entry. */
 	if (!o->recover)
 		serve_entry_cleanup(dir);
+	/* What the frontend cannot honour (--recover with another access
+	 * than the device's) is refused before the engine opens: the image
+	 * and a dead server's entry stay as they are, for the right serve. */
+	err = ops->prepare ? ops->prepare(o) : 0;
+	if (err) {
+		if (serve_entry_load(dir, &e) < 0)
+			serve_entry_remove(dir, false);   /* made just now */
+		close(lock_fd);
+		return err == -EROFS ? EXIT_USAGE :
+		       err == -EBUSY ? EXIT_BUSY : EXIT_IO;
+	}
 
 	if (o->foreground) {
 		code = serve_daemon(o, oo, ops, -1);

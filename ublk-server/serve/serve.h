@@ -9,8 +9,11 @@
  *             (with the folder) only by its holder, and a lock taken on a
  *             file no longer at the path is retaken, so two servers can
  *             never both own it
- *   pid image dev frontend access [dm] [backing]   one line each, written
- *             once the device is live; access: "rw" or "ro" (--read-only);
+ *   pid image dev frontend access [dm] [backing]   written once the device
+ *             is live, each file its value and one newline; a reader takes
+ *             the whole file less that newline (an image path may hold any
+ *             byte but NUL, newlines too: libalign reads it the same way);
+ *             access: "rw" or "ro" (--read-only);
  *             backing (FUSE): "MAJ:MIN:INO" of the file the loop device was
  *             bound to, its identity beyond its number
  *   ctl.sock  the control socket (commands: "stats json", "stats text",
