@@ -103,6 +103,8 @@ int ap_fail(int code, const char *fmt, ...)
 void ap_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ap_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *ap_human_size(uint64_t bytes, char *buf, size_t len);
+#define AP_ESCAPED_LEN(n) ((n) * 4 + 1)  /* ap_escape of @n characters */
+const char *ap_escape(const char *s, char *buf, size_t len);
 
 /* topology.c */
 int ap_topo_resolve(const struct ap_opts *o, struct ap_topo *tp);

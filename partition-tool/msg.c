@@ -64,3 +64,31 @@ const char *ap_human_size(uint64_t bytes, char *buf, size_t len)
 			 (double)bytes / (double)(1ULL << (10 * u)), unit[u]);
 	return buf;
 }
+
+/* @s for one line of text, as util-linux's raw output shows it: control
+ * characters (a newline in an image path) and the backslash itself as
+ * \xHH, so that the line cannot be split and the escape is unambiguous.
+ * Into @buf (AP_ESCAPED_LEN(strlen(s)) bytes hold all of it; a shorter
+ * @buf holds a prefix, never half an escape). */
+const char *ap_escape(const char *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	if (!len)
+		return "";
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c < 0x20 || c == 0x7f || c == '\\') {
+			if (n + 4 >= len)
+				break;
+			n += (size_t)snprintf(buf + n, len - n, "\\x%02x", c);
+		} else {
+			if (n + 1 >= len)
+				break;
+			buf[n++] = (char)c;
+		}
+	}
+	buf[n] = '\0';
+	return buf;
+}

@@ -2,8 +2,9 @@
 /*
  * Output through libsmartcols.  A report ("doc") is a sequence of records
  * (key/value groups, e.g. the target and its topology) and tables (one row
- * per partition).  Readable mode prints records as "key: value" lines and
- * tables as columns; --json makes every record a one-row smartcols table
+ * per partition).  Readable mode prints records as "key: value" lines (a
+ * value's control characters and backslashes as \xHH: one line per key)
+ * and tables as columns; --json makes every record a one-row smartcols table
  * and joins the smartcols JSON of all parts into one JSON object.
  */
 #include <ctype.h>
@@ -228,12 +229,23 @@ int ap_doc_end_record(struct ap_doc *d, const char *name)
 		for (size_t i = 0; i < d->nkv; i++)
 			if (strlen(d->key[i]) > w)
 				w = strlen(d->key[i]);
-		for (size_t i = 0; i < d->nkv; i++)
+		for (size_t i = 0; i < d->nkv; i++) {
+			/* one line per key: a value (an image path) may hold
+			 * a newline; JSON escapes its own way */
+			size_t len = AP_ESCAPED_LEN(strlen(d->val[i]));
+			char *v = malloc(len);
+
+			if (!v) {
+				d->failed = true;
+				break;
+			}
 			printf("%s:%*s %s\n", d->key[i], (int)(w - strlen(d->key[i])), "",
-			       d->val[i]);
+			       ap_escape(d->val[i], v, len));
+			free(v);
+		}
 		putchar('\n');
 		clear_kv(d);
-		return 0;
+		return d->failed ? -ENOMEM : 0;
 	}
 	tb = ap_table_new(d, name);
 	if (!tb) {

@@ -45,24 +45,6 @@ void ap_topo_doc_source(struct ap_doc *doc, const struct ap_topo *tp)
 			  tp->served_image);
 }
 
-/* @s with control characters as \xHH, for a one-line message (an image
- * path may hold a newline). */
-static const char *printable(const char *s, char *buf, size_t len)
-{
-	size_t n = 0;
-
-	for (; *s && n + 5 < len; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c < 0x20 || c == 0x7f)
-			n += (size_t)snprintf(buf + n, len - n, "\\x%02x", c);
-		else
-			buf[n++] = (char)c;
-	}
-	buf[n] = '\0';
-	return buf;
-}
-
 /* A block device that a live ublk-flash registry entry names, but whose
  * entry does not check out (align_topology_from_served: -ESTALE): say that
  * the topology used is not the image's, once. */
@@ -70,7 +52,7 @@ static void served_unverified(const struct ap_opts *o,
 			      const struct align_topology *probe)
 {
 	struct align_topology s;
-	char img[4096], shown[4096 * 4 + 1];
+	char img[4096], shown[AP_ESCAPED_LEN(sizeof(img))];
 
 	if (align_topology_from_served(o->target, &s, img, sizeof(img)) !=
 	    -ESTALE)
@@ -78,7 +60,7 @@ static void served_unverified(const struct ap_opts *o,
 	ap_warn("%s is recorded as served by ublk-flash from %s, but the entry "
 		"does not check out: using the %s topology %u/%u offset %u "
 		"(LIBALIGN_DEBUG=1 says why)", o->target,
-		printable(img, shown, sizeof(shown)),
+		ap_escape(img, shown, sizeof(shown)),
 		probe->source == ALIGN_SRC_DEVICE ? "kernel's" :
 		"octant image it holds:", probe->logical, probe->physical,
 		probe->alignment_offset);
@@ -90,7 +72,7 @@ static void served_note(const struct ap_opts *o, struct ap_topo *tp,
 			const struct align_topology *served)
 {
 	struct align_topology s, k;
-	char shown[sizeof(tp->served_image) * 4 + 1];
+	char shown[AP_ESCAPED_LEN(sizeof(tp->served_image))];
 
 	if (align_topology_from_served(o->target, &s, tp->served_image,
 				       sizeof(tp->served_image)) < 0)
@@ -102,7 +84,7 @@ static void served_note(const struct ap_opts *o, struct ap_topo *tp,
 	ap_note("%s is served by ublk-flash from %s: using the image's "
 		"topology %u/%u offset %u, not the kernel's %u/%u offset %u "
 		"(override with --topology)", o->target,
-		printable(tp->served_image, shown, sizeof(shown)),
+		ap_escape(tp->served_image, shown, sizeof(shown)),
 		served->logical, served->physical, served->alignment_offset,
 		k.logical, k.physical, k.alignment_offset);
 }

@@ -123,3 +123,39 @@ gpt 2047" ]
 	[[ "$output" == *"(columns: LABEL,FIRST_USABLE,FIRST_LBA,"* ]]
 	[ "$(sum t.img)" = "$before" ]
 }
+
+# target_line: the report's one "target:" line, its padding dropped
+target_line() {
+	grep '^target:' <<<"$output" | sed 's/^target: */target: /'
+}
+
+@test "a target path with a newline, a tab or a backslash: the key: value report keeps one line per key (\\xHH), JSON escapes its own way" {
+	requires python3
+	local t=$'n\nl\tt\\b.img' c=$'c\nl.img'
+	cp t.img "$t"
+	img "$c" 64M
+	run --separate-stderr "$ALIGNPART" check "$t" $T
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[ "$(target_line)" = 'target: n\x0al\x09t\x5cb.img' ]
+	[ -z "$(grep $'^l\t' <<<"$output")" ]
+	run --separate-stderr "$ALIGNPART" suggest "$t" $T
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(target_line)" = 'target: n\x0al\x09t\x5cb.img' ]
+	[ -z "$(grep $'^l\t' <<<"$output")" ]
+	run --separate-stderr "$ALIGNPART" create "$c" --label gpt --part 8MiB --no-act $T
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(target_line)" = 'target: c\x0al.img' ]
+	[ -z "$(grep -x 'l.img' <<<"$output")" ]
+	# JSON: the path itself, JSON-escaped (not \xHH)
+	"$ALIGNPART" check "$t" $T --json 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["device"][0]["target"] == sys.argv[1], d' "$t"
+	"$ALIGNPART" suggest "$t" $T --json 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["device"][0]["target"] == sys.argv[1], d' "$t"
+}

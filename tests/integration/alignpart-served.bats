@@ -115,6 +115,9 @@ release_lock() {
 	[[ "$output" == *"topology:     512/4096 offset 3584 "* ]]
 	[[ "$output" != *"does not check out"* ]]
 	echo "$output" | grep -Eq '^gpt +34 +2047 '
+	# the key: value report stays one line per key: the newline is \x0a
+	[ "$(grep '^served_image:' <<<"$output")" = "served_image: $SCRATCH/a\x0ab.img" ]
+	[ -z "$(grep -x 'b.img' <<<"$output")" ]
 	run "$ALIGNPART" suggest "$DEV" --json
 	echo "$output"
 	[ "$status" -eq 0 ]
@@ -131,6 +134,29 @@ release_lock() {
 	[[ "$output" == *'"host_write_sectors":'* ]]
 	"$UBLK_FLASH" stop "$DEV"
 	[ -z "$(ls "$UBLK_FLASH_RUN_DIR")" ]
+}
+
+@test "an image path with a tab, a backslash and a newline: the report, the note and JSON escape them" {
+	requires python3
+	local img=$SCRATCH/t$'\t'b\\s$'\n'served_image:\ x.img
+	"$UBLK_FLASH" create "$img" --size 64M --align odd --force >/dev/null
+	fuse_serve "$img"
+	run "$ALIGNPART" suggest "$DEV" --label gpt
+	echo "$output"
+	[ "$status" -eq 0 ]
+	# util-linux's \xHH: control characters and the backslash itself
+	[ "$(grep '^served_image:' <<<"$output")" = "served_image: $SCRATCH/t\x09b\x5cs\x0aserved_image: x.img" ]
+	[ "$(grep -c '^served_image:' <<<"$output")" -eq 1 ]
+	[[ "$output" == *"is served by ublk-flash from $SCRATCH/t\x09b\x5cs\x0aserved_image: x.img: using the image's topology"* ]]
+	run "$ALIGNPART" suggest "$DEV" --json
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *'"served_image": "'"$SCRATCH"'/t\tb\\s\nserved_image: x.img"'* ]]
+	"$ALIGNPART" suggest "$DEV" --json 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["device"][0]["served_image"] == sys.argv[1], d' "$img"
+	"$UBLK_FLASH" stop "$DEV"
 }
 
 @test "registry entry without a live lock holder is not believed; with one it is" {
