@@ -366,6 +366,82 @@ fake_entry() {
 	[ -z "$o3" ] && [ -z "$o4" ]
 }
 
+# udev_import OUTPUT: the KEY=value pairs udev's IMPORT{program} takes from
+# a program's OUTPUT, one "KEY=value" a line, as systemd's udev-rules.c
+# (TK_M_IMPORT_PROGRAM, get_property_from_string) reads it: split at \n and
+# \r, leading blanks and '#' lines skipped, key and value stripped of
+# whitespace, an empty value dropped, one pair of quotes around the value
+# removed; no escape is decoded.
+udev_import() {
+	python3 -c '
+import re, sys
+for line in re.split("[\n\r]", sys.argv[1]):
+    line = line.lstrip(" \t\n\r")
+    if not line or line[0] == "#" or "=" not in line:
+        continue
+    k, v = line.split("=", 1)
+    k, v = k.strip(" \t\n\r"), v.strip(" \t\n\r")
+    if not k or not v:
+        continue
+    if v[0] in "\"'"'"'":
+        if len(v) == 1 or v[-1] != v[0]:
+            continue
+        v = v[1:-1]
+    print(k + "=" + v)' "$1"
+}
+
+# unxhh S: S with its \xHH escapes decoded (printf %b)
+unxhh() {
+	printf '%b' "$1"
+}
+
+@test "udev helper: an image path with a newline, a CR, a backslash, a space at its end or a quote cannot add a property; OCTANT_IMAGE is it in \\xHH" {
+	bats_require_minimum_version 1.5.0
+	requires flock python3
+	local h=$STAGE/usr/libexec/octant/octant-udev-name t=$BATS_TEST_TMPDIR got e
+	mkdir -p "$t/run"
+	export UBLK_FLASH_RUN_DIR=$t/run
+	# each path, and what OCTANT_IMAGE must say
+	local -a paths want name
+	paths=(
+		$'/srv/x\nOCTANT_IMAGE=/etc/passwd\nOCTANT_NAME=root.img'
+		$'/srv/cr\rOCTANT_NAME=evil.img'
+		'/srv/back\slash\x0a.img'
+		'/srv/trailing space.img '
+		$'/srv/ends in a newline.img\n'
+		'"/srv/q.img"'
+		'/srv/my disk.img'
+	)
+	want=(
+		'/srv/x\x0aOCTANT_IMAGE=/etc/passwd\x0aOCTANT_NAME=root.img'
+		'/srv/cr\x0dOCTANT_NAME=evil.img'
+		'/srv/back\x5cslash\x5cx0a.img'
+		'/srv/trailing space.img\x20'
+		'/srv/ends in a newline.img\x0a'
+		'\x22/srv/q.img"'
+		'/srv/my disk.img'
+	)
+	name=(passwd_OCTANT_NAME_root cr_OCTANT_NAME_evil back_slash_x0a
+	      trailing_space.img_ ends_in_a_newline.img_ q.img_ my_disk)
+	for e in "${!paths[@]}"; do
+		rm -rf "$t/run/img-1-2"
+		fake_entry "$t/run/img-1-2" "${paths[$e]}" ublk /dev/ublkb4
+		flock -x "$t/run/img-1-2/lock" sleep 30 &
+		local holder=$!
+		sleep 0.3
+		run --separate-stderr "$h" ublkb4
+		kill "$holder"; wait "$holder" 2>/dev/null || true
+		echo "path $e: status $status"; echo "$output" | od -c | head -n 8
+		[ "$status" -eq 0 ]
+		# exactly the two properties, as udev reads them
+		got=$(udev_import "$output")
+		echo "udev reads: $got"
+		[ "$got" = "$(printf 'OCTANT_NAME=%s\nOCTANT_IMAGE=%s' "${name[$e]}" "${want[$e]}")" ]
+		# and the \xHH decode back to the path
+		[ "$(unxhh "${want[$e]}"; echo x)" = "${paths[$e]}x" ]
+	done
+}
+
 @test "udev rule: syntax (udevadm verify where systemd >= 254 has it)" {
 	local r=$STAGE/usr/lib/udev/rules.d/60-octant.rules
 	# every SYMLINK is under disk/by-octant and every GOTO has its LABEL
