@@ -2,16 +2,39 @@
 /* alignpart's messages: every error, warning and note line is shaped here
  * (apart from main.c so that the fuzz harnesses link alignpart's parsers). */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "ap.h"
 
-/* "alignpart: PREFIX MSG\n" on stderr: the one place messages are shaped. */
+/* A byte ap_escape shows as \xHH. */
+static bool ap_unsafe(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f || c == '\\';
+}
+
+/* "alignpart: PREFIX MSG\n" on stderr: the one place messages are shaped.
+ * One line, whatever a path in MSG holds: its control characters and
+ * backslashes as \xHH (ap_escape). */
 static void ap_vmsg(const char *prefix, const char *fmt, va_list ap)
 {
+	char *m = NULL;
+	const char *s;
+
+	if (vasprintf(&m, fmt, ap) < 0)
+		m = NULL;
 	fprintf(stderr, "alignpart: %s", prefix);
-	vfprintf(stderr, fmt, ap);
+	for (s = m ? m : fmt; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (ap_unsafe(c))
+			fprintf(stderr, "\\x%02x", c);
+		else
+			fputc(c, stderr);
+	}
 	fputc('\n', stderr);
+	free(m);
 }
 
 /* Print "alignpart: MSG" on stderr and return @code (one line per error). */
@@ -79,7 +102,7 @@ const char *ap_escape(const char *s, char *buf, size_t len)
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 
-		if (c < 0x20 || c == 0x7f || c == '\\') {
+		if (ap_unsafe(c)) {
 			if (n + 4 >= len)
 				break;
 			n += (size_t)snprintf(buf + n, len - n, "\\x%02x", c);

@@ -52,7 +52,7 @@ static void served_unverified(const struct ap_opts *o,
 			      const struct align_topology *probe)
 {
 	struct align_topology s;
-	char img[4096], shown[AP_ESCAPED_LEN(sizeof(img))];
+	char img[4096];
 
 	if (align_topology_from_served(o->target, &s, img, sizeof(img)) !=
 	    -ESTALE)
@@ -60,7 +60,7 @@ static void served_unverified(const struct ap_opts *o,
 	ap_warn("%s is recorded as served by ublk-flash from %s, but the entry "
 		"does not check out: using the %s topology %u/%u offset %u "
 		"(LIBALIGN_DEBUG=1 says why)", o->target,
-		ap_escape(img, shown, sizeof(shown)),
+		img,
 		probe->source == ALIGN_SRC_DEVICE ? "kernel's" :
 		"octant image it holds:", probe->logical, probe->physical,
 		probe->alignment_offset);
@@ -72,7 +72,6 @@ static void served_note(const struct ap_opts *o, struct ap_topo *tp,
 			const struct align_topology *served)
 {
 	struct align_topology s, k;
-	char shown[AP_ESCAPED_LEN(sizeof(tp->served_image))];
 
 	if (align_topology_from_served(o->target, &s, tp->served_image,
 				       sizeof(tp->served_image)) < 0)
@@ -84,7 +83,7 @@ static void served_note(const struct ap_opts *o, struct ap_topo *tp,
 	ap_note("%s is served by ublk-flash from %s: using the image's "
 		"topology %u/%u offset %u, not the kernel's %u/%u offset %u "
 		"(override with --topology)", o->target,
-		ap_escape(tp->served_image, shown, sizeof(shown)),
+		tp->served_image,
 		served->logical, served->physical, served->alignment_offset,
 		k.logical, k.physical, k.alignment_offset);
 }

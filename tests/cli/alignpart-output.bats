@@ -159,3 +159,16 @@ import json, sys
 d = json.load(sys.stdin)
 assert d["device"][0]["target"] == sys.argv[1], d' "$t"
 }
+
+@test "errors, warnings and notes that name a path with a newline stay one line (\\xHH)" {
+	run "$ALIGNPART" check $'no\nsuch\\.img' $T
+	echo "$output"
+	one_line_error 3
+	[ "$output" = 'alignpart: no\x0asuch\x5c.img: No such file or directory' ]
+	# a refusal names the target too (existing data, exit 4)
+	cp t.img $'has\ntable.img'
+	run "$ALIGNPART" create $'has\ntable.img' --label gpt --part 8MiB $T
+	echo "$output"
+	one_line_error 4
+	[[ "$output" == *'has\x0atable.img'* ]]
+}
