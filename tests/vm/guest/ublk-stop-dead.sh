@@ -6,6 +6,7 @@
 # entry's own device: with the number recycled (the entry's device removed, another image's
 # server given the same number, that server killed too) `stop` of the old entry is refused
 # (exit 3, one line), the other image's device and entry are untouched and it still recovers.
+# Mounted: refused (exit 5) without --force; --force cuts it off and it goes at the umount.
 . /octant/tests/vm/guest-lib.sh
 . /octant/tests/vm/guest/ublk-lib.bash
 
@@ -75,4 +76,34 @@ else
 	fi
 fi
 rm -rf "$saved"
+
+# 3. a dead entry whose device is mounted: refused (exit 5) without --force, entry and device
+# kept; with --force cut off at once (its I/O fails), removed at its last close (the umount).
+if ! dev=$(ublk_serve "$a"); then t_fail "in use: serve $a" "$dev"; t_done; fi
+mnt=$(mktemp -d)
+t_cleanup "umount $mnt 2>/dev/null; rmdir $mnt"
+if mkfs.ext4 -q -F "$dev" && mount "$dev" "$mnt"; then
+	kill_server "$a" "in use" || t_done
+	out=$(timeout 120 "$UBLK_FLASH" stop "$a" 2>&1); rc=$?
+	echo "# stop said: $out"
+	t_eq "in use: stop refused (exit 5)" "$rc" 5
+	t_eq "in use: entry and device kept" \
+		"$("$UBLK_FLASH" list -n -r -o DEVICE,STATE)/$([ -b "$dev" ] && echo present)" \
+		"$dev dead/present"
+	out=$(timeout 120 "$UBLK_FLASH" stop --force "$a" 2>&1); rc=$?
+	echo "# stop --force said: $out"
+	t_eq "in use: stop --force exits 0" "$rc" 0
+	t_eq "in use: the entry is gone" "$("$UBLK_FLASH" list -n -r -o DEVICE,STATE)" ""
+	if timeout 60 dd if="$dev" of=/dev/null bs=4k count=1 iflag=direct status=none 2>/dev/null; then
+		t_fail "in use: a read of the cut-off device fails"
+	else
+		t_ok "in use: a read of the cut-off device fails (exit $?)"
+	fi
+	timeout 60 umount "$mnt"
+	ublk_wait_gone "$dev" 200
+	t_eq "in use: the device goes at its last close" \
+		"$([ -e "$dev" ] && echo present || echo gone)" gone
+else
+	t_fail "in use: mkfs.ext4 + mount $dev"
+fi
 t_done
