@@ -7,10 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "commands.h"
+#include "frontend.h"
 #include "serve.h"
 
 #define STOP_TIMEOUT_MAX 86400u   /* a day; SECS * 1000 fits unsigned */
@@ -30,6 +32,59 @@ static bool stop_dev_busy(const char *dev)
 		nanosleep(&ts, NULL);
 	}
 	return true;
+}
+
+/*
+ * The server of @e died; its lock is ours.  A ublk server's device waits
+ * for `serve --recover`: remove it too (unless it is in use and not
+ * @force), once it proves to be the one the entry recorded; if it cannot
+ * go, say why in one line and keep the entry (exit 3, 5 busy).  Then
+ * clean what the server left.
+ */
+static int stop_dead(const struct serve_entry *e, const char *arg, bool force)
+{
+	struct stat st;
+	bool busy = false;
+	int err = -ENOENT;
+
+	if (!strcmp(e->frontend, "ublk") && !strncmp(e->dev, "/dev/ublkb", 10)) {
+		if (stat(e->dev, &st) == 0 && S_ISBLK(st.st_mode))
+			busy = stop_dev_busy(e->dev);   /* its --dm claims it too */
+		if (busy && !force) {
+			fprintf(stderr, "ublk-flash: stop: the server of %s had "
+				"died; %s it left waiting for recovery is in use "
+				"(mounted?): unmount it first or use --force\n",
+				arg, e->dev);
+			return EXIT_BUSY;
+		}
+		err = fe_ublk_remove_left(e->dev, e->image, (int)e->pid, busy);
+		if (err == -ESTALE || err == -EBUSY) {
+			fprintf(stderr, "ublk-flash: stop: the server of %s had "
+				"died, but %s is not the device it left (%s); "
+				"removed nothing, kept its entry\n", arg, e->dev,
+				err == -EBUSY ? "a process serves it" :
+				"its number is another device's now");
+			return EXIT_IO;
+		}
+		if (err && err != -ENOENT) {
+			fprintf(stderr, "ublk-flash: stop: the server of %s had "
+				"died; could not remove %s it left waiting for "
+				"recovery (%s); kept its entry\n", arg, e->dev,
+				strerror(-err));
+			return EXIT_IO;
+		}
+	}
+	serve_entry_cleanup(e->dir);
+	serve_entry_remove(e->dir, false);
+	if (!err)
+		fprintf(stderr, "ublk-flash: stop: the server of %s had died; "
+			"removed %s it left waiting for recovery%s\n", arg,
+			e->dev, busy ? " (in use: its I/O fails from now on, it "
+			"goes at its last close)" : "");
+	else
+		fprintf(stderr, "ublk-flash: stop: the server of %s had died; "
+			"cleaned up what it left\n", arg);
+	return 0;
 }
 
 int cmd_stop(int argc, char **argv)
@@ -68,9 +123,15 @@ int cmd_stop(int argc, char **argv)
 			       "--force: then the filesystems on it are synced, and if it is\n"
 			       "still in use after 1 s it is cut off (its I/O fails with EIO;\n"
 			       "it detaches at its last close).\n"
+			       "A dead server's leftovers are cleaned; a dead ublk\n"
+			       "server's device (left for serve --recover) is removed\n"
+			       "too once it proves to be the one its entry recorded (its\n"
+			       "image's tag and pid), else its entry is kept (exit 3;\n"
+			       "in use: 5 unless --force, which cuts it off).\n"
 			       "Exit: 0 stopped with a clean checkpoint (or a dead\n"
 			       "server's leftovers cleaned); 2 usage; 3 not served, did\n"
-			       "not stop, or could not close the image cleanly; 5 busy.\n");
+			       "not stop, could not close the image cleanly, or a dead\n"
+			       "server's device that could not be removed; 5 busy.\n");
 			return 0;
 		default:
 			return cli_bad_option("stop", c, argv);
@@ -107,12 +168,10 @@ int cmd_stop(int argc, char **argv)
 		/* The server died: clean what it left, under its lock. */
 		int fd;
 		if (serve_entry_lock(e.dir, &fd) == 0) {
-			serve_entry_cleanup(e.dir);
-			serve_entry_remove(e.dir, false);
+			int code = stop_dead(&e, arg, force);
+
 			close(fd);
-			fprintf(stderr, "ublk-flash: stop: the server of %s had died; "
-				"cleaned up what it left\n", arg);
-			return 0;
+			return code;
 		}
 		if (serve_entry_load(e.dir, &e) < 0 || !e.live) {
 			fprintf(stderr, "ublk-flash: stop: %s is not served\n", arg);

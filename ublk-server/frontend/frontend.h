@@ -72,4 +72,16 @@ struct fe_ops {
 extern const struct fe_ops fe_fuse_ops;
 extern const struct fe_ops fe_ublk_ops;
 
+/* `stop` of a dead ublk server's entry: remove the device @dev
+ * (/dev/ublkbN) it left waiting for `serve --recover` (STOP_DEV, DEL_DEV),
+ * once it proves to be that one: the tag of @image (its st_dev and st_ino)
+ * and the server's pid @pid in the device's info, and no process holding
+ * its /dev/ublkcN.  @in_use (mounted, held open): DEL_DEV would wait for
+ * the last close, so it is left to a detached child (the device's I/O
+ * fails from the STOP_DEV on).  0 removed; -ENOENT no such device (nor a
+ * driver); -ESTALE the number is another device's now; -EBUSY a process
+ * serves it; another -errno STOP_DEV or DEL_DEV failed. */
+int fe_ublk_remove_left(const char *dev, const char *image, int pid,
+			bool in_use);
+
 #endif

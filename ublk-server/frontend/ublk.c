@@ -23,10 +23,12 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "frontend.h"
+#include "oct-proc.h"
 #include "ublk-int.h"
 
 #define UBLK_DEF_QUEUES   1u
@@ -551,6 +553,79 @@ static void ublk_stop(struct fe_server *s)
 	pthread_cond_destroy(&d->cond);
 	free(d);
 	s->priv = NULL;
+}
+
+/* DEL_DEV of device @id in a detached grandchild: it returns at the
+ * device's last close.  0 once the child is on its way. */
+static int ublk_del_detached(uint32_t id)
+{
+	pid_t child = fork();
+
+	if (child < 0)
+		return -errno;
+	if (child == 0) {
+		struct ublk_ctrl c;
+
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		setsid();
+		if (fork() != 0)
+			_exit(0);
+		/* no caller's pipe kept open until the last close */
+		for (int fd = 0; null >= 0 && fd < 3; fd++)
+			dup2(null, fd);
+		if (ublk_ctrl_open(&c) == 0)
+			ublk_ctrl_del_dev(&c, id, 0);
+		_exit(0);
+	}
+	waitpid(child, NULL, 0);
+	return 0;
+}
+
+int fe_ublk_remove_left(const char *dev, const char *image, int pid,
+			bool in_use)
+{
+	struct ublksrv_ctrl_dev_info info;
+	struct ublk_ctrl c;
+	struct stat st;
+	char cpath[64];
+	uint64_t tag = ublk_image_tag(image);
+	unsigned id;
+	int ret;
+
+	if (sscanf(dev, "/dev/ublkb%u", &id) != 1)
+		return -EINVAL;
+	ret = ublk_ctrl_open(&c);
+	if (ret)
+		return ret == -ENOENT ? -ENOENT : ret;
+	ret = ublk_ctrl_get_info(&c, id, &info);
+	if (ret) {
+		ret = ret == -ENODEV ? -ENOENT : ret;
+		goto out;
+	}
+	/* The entry's device, not one that got its number since: the image's
+	 * tag (if the image is still there) and the pid that started or last
+	 * recovered it (the kernel keeps it after the server died). */
+	if ((tag && info.ublksrv_flags != tag) ||
+	    (info.ublksrv_pid > 0 && info.ublksrv_pid != pid) ||
+	    (!tag && info.ublksrv_pid != pid)) {
+		ret = -ESTALE;
+		goto out;
+	}
+	snprintf(cpath, sizeof(cpath), "/dev/ublkc%u", id);
+	if (stat(cpath, &st) == 0 && S_ISCHR(st.st_mode) &&
+	    oct_any_holds_chr(st.st_rdev)) {
+		ret = -EBUSY;
+		goto out;
+	}
+	ret = ublk_ctrl_stop_dev(&c, id, 30000);
+	if (!ret)
+		ret = in_use ? ublk_del_detached(id)
+			     : ublk_ctrl_del_dev(&c, id, 30000);
+out:
+	if (!c.lost)
+		ublk_ctrl_close(&c);
+	return ret;
 }
 
 const struct fe_ops fe_ublk_ops = {

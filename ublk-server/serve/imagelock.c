@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -93,7 +94,10 @@ void serve_image_holder(const char *path, char *buf, size_t len)
 	char comm[64] = "";
 	pid_t pid;
 
-	if (serve_entry_find(path, &e) == 0 && e.live && e.pid > 0) {
+	/* A live entry whose recorded pid is gone is a dead server's that a
+	 * `serve --recover` (this process) holds the lock of: not a server. */
+	if (serve_entry_find(path, &e) == 0 && e.live && e.pid > 0 &&
+	    e.pid != getpid() && (kill(e.pid, 0) == 0 || errno == EPERM)) {
 		if (e.dev[0])
 			snprintf(buf, len, "served on %s (pid %d)",
 				 e.dm[0] ? e.dm : e.dev, (int)e.pid);

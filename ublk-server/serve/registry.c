@@ -396,6 +396,15 @@ int serve_entry_find(const char *arg, struct serve_entry *e)
 	return err;
 }
 
+bool serve_entry_waits(const char *dir)
+{
+	struct serve_entry e;
+	struct stat st;
+
+	return serve_entry_load(dir, &e) == 0 && !strcmp(e.frontend, "ublk") &&
+	       e.dev[0] && stat(e.dev, &st) == 0 && S_ISBLK(st.st_mode);
+}
+
 void serve_entry_clear(const char *dir)
 {
 	char p[PATH_MAX];

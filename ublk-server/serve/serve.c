@@ -174,7 +174,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	struct sigaction sa;
 	sigset_t block, old;
 	char pid[32], dmpath[128] = "", why[256] = "", line[PATH_MAX + 192];
-	bool tried = false, dm = false, pidfile = false;
+	bool tried = false, dm = false, pidfile = false, marked = false;
 	int code = 0, err, share_fd = -1;
 
 	struct ftl_open_opts open_opts = *oo;
@@ -247,6 +247,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 		serve_entry_put(o->run_dir, "backing", b);
 	}
 	serve_entry_put(o->run_dir, "pid", pid);   /* last: marks the entry */
+	marked = true;
 	if (o->pidfile) {
 		err = serve_pidfile_write(o->pidfile, getpid());
 		if (err) {
@@ -308,7 +309,11 @@ out:
 	serve_stop_fd = -1;
 	if (s.stop_fd >= 0)
 		close(s.stop_fd);
-	serve_entry_clear(o->run_dir);
+	/* A --recover that failed before it was live leaves the dead
+	 * server's entry as it found it while that device still waits: the
+	 * next --recover, list, stop and the systemd helper still know it. */
+	if (marked || !o->recover || !serve_entry_waits(o->run_dir))
+		serve_entry_clear(o->run_dir);
 	if (pidfile)
 		serve_pidfile_remove(o->pidfile, getpid());
 	if (report_fd < 0) {   /* it was live */
@@ -426,13 +431,15 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 
 	if (o->foreground) {
 		code = serve_daemon(o, oo, ops, -1);
-		serve_entry_remove(dir, false);   /* nothing left behind */
+		if (serve_entry_load(dir, &e) < 0)   /* unless kept for --recover */
+			serve_entry_remove(dir, false);   /* nothing left behind */
 		close(lock_fd);
 		return code;
 	}
 	if (pipe2(pipefd, O_CLOEXEC) < 0) {
 		code = cli_fail("serve: pipe", -errno);
-		serve_entry_remove(dir, false);
+		if (serve_entry_load(dir, &e) < 0)
+			serve_entry_remove(dir, false);
 		close(lock_fd);
 		return code;
 	}
@@ -442,7 +449,8 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 		code = cli_fail("serve: fork", -errno);
 		close(pipefd[0]);
 		close(pipefd[1]);
-		serve_entry_remove(dir, false);
+		if (serve_entry_load(dir, &e) < 0)
+			serve_entry_remove(dir, false);
 		close(lock_fd);
 		return code;
 	}
@@ -457,9 +465,11 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 		/* realpath()ed image: the cwd does not matter */
 	}
 	code = serve_daemon(o, oo, ops, pipefd[1]);
-	/* However it ended, the entry goes; the log only after a clean stop
-	 * (a failed start wrote none: its error went to the caller). */
-	serve_entry_remove(dir, code == 0);
+	/* However it ended, the entry goes (but a dead server's, kept by a
+	 * failed --recover); the log only after a clean stop (a failed start
+	 * wrote none: its error went to the caller). */
+	if (serve_entry_load(dir, &e) < 0)
+		serve_entry_remove(dir, code == 0);
 	close(lock_fd);
 	_exit(code);
 }

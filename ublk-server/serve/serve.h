@@ -86,6 +86,11 @@ int serve_entry_find(const char *arg, struct serve_entry *e);
  * device bound to the entry's FUSE file; other devices: true) */
 bool serve_entry_verify(const struct serve_entry *e);
 
+/* Does @dir record a dead or live ublk server whose device is still there
+ * (a block device at its path)?  A failed `serve --recover` keeps such an
+ * entry for the next attempt. */
+bool serve_entry_waits(const char *dir);
+
 /* Write one registry file @name = @value in @dir. */
 int serve_entry_put(const char *dir, const char *name, const char *value);
 
