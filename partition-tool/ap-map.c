@@ -124,13 +124,13 @@ static int loop_attach(const char *file, char *dev, size_t len, int *lfd)
 
 	if ((ffd = open(file, O_RDWR | O_CLOEXEC)) < 0) {
 		ret = -errno;
-		fprintf(stderr, "alignpart map: %s: %s\n", file, strerror(errno));
+		(void)ap_cmd_fail("map", 0, "%s: %s", file, strerror(errno));
 		return ret;
 	}
 	if ((ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC)) < 0) {
 		ret = -errno;
-		fprintf(stderr, "alignpart map: no loop devices "
-			"(/dev/loop-control: %s)\n", strerror(errno));
+		(void)ap_cmd_fail("map", 0, "no loop devices "
+			"(/dev/loop-control: %s)", strerror(errno));
 		goto out;
 	}
 	for (int tries = 0; tries < 16; tries++) {
@@ -149,8 +149,8 @@ static int loop_attach(const char *file, char *dev, size_t len, int *lfd)
 	}
 	if (fd < 0) {
 		ret = ret ? ret : -errno;
-		fprintf(stderr, "alignpart map: cannot attach %s to a loop "
-			"device: %s\n", file, strerror(-ret));
+		(void)ap_cmd_fail("map", 0, "cannot attach %s to a loop "
+			"device: %s", file, strerror(-ret));
 		goto out;
 	}
 	memset(&li, 0, sizeof(li));
@@ -158,7 +158,7 @@ static int loop_attach(const char *file, char *dev, size_t len, int *lfd)
 	snprintf((char *)li.lo_file_name, sizeof(li.lo_file_name), "%s", file);
 	if (ioctl(fd, LOOP_SET_STATUS64, &li)) {
 		ret = -errno;
-		fprintf(stderr, "alignpart map: %s: %s\n", dev, strerror(errno));
+		(void)ap_cmd_fail("map", 0, "%s: %s", dev, strerror(errno));
 		(void)ioctl(fd, LOOP_CLR_FD, 0);
 		close(fd);
 		goto out;
@@ -225,15 +225,15 @@ static const char *parse_args(int argc, char **argv, const char *cmd,
 			return NULL;
 		default:
 bad:
-			fprintf(stderr, "alignpart %s: unknown option '%s'\n",
-				cmd, argv[optind - 1]);
+			(void)ap_cmd_fail(cmd, 0, "unknown option '%s'",
+					  argv[optind - 1]);
 			*rc = EXIT_USAGE;
 			return NULL;
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "alignpart %s: expected one TARGET "
-			"(alignpart %s --help)\n", cmd, cmd);
+		(void)ap_cmd_fail(cmd, 0, "expected one TARGET (alignpart %s --help)",
+				  cmd);
 		*rc = EXIT_USAGE;
 		return NULL;
 	}
@@ -247,18 +247,18 @@ static int map_verify_cmd(const char *target)
 	int ret;
 
 	if ((ret = dmstack_available())) {
-		fprintf(stderr, "alignpart map: %s\n", dmstack_errmsg());
+		(void)ap_cmd_fail("map", 0, "%s", dmstack_errmsg());
 		return EXIT_IO;
 	}
 	ret = ap_map_verify(target, NULL, stdout, &mapped);
 	if (ret < 0) {
-		fprintf(stderr, "alignpart map: %s: %s\n", target,
+		(void)ap_cmd_fail("map", 0, "%s: %s", target,
 			ret == -ENOMEDIUM ? "no partition table" : strerror(-ret));
 		return EXIT_IO;
 	}
 	if (!mapped) {
-		fprintf(stderr, "alignpart map: no partition of %s is mapped "
-			"(alignpart map %s)\n", target, target);
+		(void)ap_cmd_fail("map", 0, "no partition of %s is mapped "
+			"(alignpart map %s)", target, target);
 		return EXIT_IO;
 	}
 	return ret ? AP_EXIT_MISALIGNED : 0;
@@ -280,41 +280,41 @@ int ap_cmd_map(int argc, char **argv)
 	if (verify)
 		return map_verify_cmd(target);
 	if (stat(target, &st)) {
-		fprintf(stderr, "alignpart map: %s: %s\n", target,
+		(void)ap_cmd_fail("map", 0, "%s: %s", target,
 			strerror(errno));
 		return EXIT_IO;
 	}
 	if (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode)) {
-		fprintf(stderr, "alignpart map: %s is neither a block device "
-			"nor an image file\n", target);
+		(void)ap_cmd_fail("map", 0, "%s is neither a block device "
+			"nor an image file", target);
 		return EXIT_IO;
 	}
 	if ((ret = dmstack_available())) {
-		fprintf(stderr, "alignpart map: %s\n", dmstack_errmsg());
+		(void)ap_cmd_fail("map", 0, "%s", dmstack_errmsg());
 		return EXIT_IO;
 	}
 	ret = ap_map_partitions(target, &parts, &n);
 	if (ret) {
-		fprintf(stderr, "alignpart map: %s: %s\n", target,
+		(void)ap_cmd_fail("map", 0, "%s: %s", target,
 			ret == -ENOMEDIUM ? "no partition table" :
 			ret == -ENAMETOOLONG ? "name too long for device-mapper" :
 			strerror(-ret));
 		return EXIT_IO;
 	}
 	if (n == 0) {
-		fprintf(stderr, "alignpart map: %s: the table has no "
-			"partitions\n", target);
+		(void)ap_cmd_fail("map", 0, "%s: the table has no "
+			"partitions", target);
 		rc = 0;
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if ((ret = dmstack_exists(parts[i].name)) != 0) {
 			if (ret > 0)
-				fprintf(stderr, "alignpart map: dm device '%s' "
-					"already exists (alignpart unmap %s)\n",
+				(void)ap_cmd_fail("map", 0, "dm device '%s' "
+					"already exists (alignpart unmap %s)",
 					parts[i].name, target);
 			else
-				fprintf(stderr, "alignpart map: %s\n",
+				(void)ap_cmd_fail("map", 0, "%s",
 					dmstack_errmsg());
 			rc = ret > 0 ? EXIT_BUSY : EXIT_IO;
 			goto out;
@@ -333,17 +333,17 @@ int ap_cmd_map(int argc, char **argv)
 		ret = dmstack_linear_create(p->name, lower, p->start_sector,
 					    p->nr_sectors, path, sizeof(path));
 		if (ret) {
-			fprintf(stderr, "alignpart map: %s\n", dmstack_errmsg());
+			(void)ap_cmd_fail("map", 0, "%s", dmstack_errmsg());
 			rc = exit_for(ret);
 			while (made--)
 				(void)dmstack_remove(parts[made].name);
 			goto out;
 		}
 		if (verbose && dmstack_alignment_offset(p->name, &off) == 0)
-			printf("%s start %llu alignment_offset %lld\n", path,
+			ap_out("%s start %llu alignment_offset %lld", path,
 			       (unsigned long long)p->start_lba, off);
 		else
-			printf("%s\n", path);
+			ap_out("%s", path);
 	}
 	rc = 0;
 out:
@@ -419,41 +419,41 @@ int ap_cmd_unmap(int argc, char **argv)
 	if (!target)
 		return rc;
 	if (stat(target, &st) || !realpath(target, real)) {
-		fprintf(stderr, "alignpart unmap: %s: %s\n", target,
+		(void)ap_cmd_fail("unmap", 0, "%s: %s", target,
 			strerror(errno));
 		return EXIT_IO;
 	}
 	if ((ret = dmstack_available())) {
-		fprintf(stderr, "alignpart unmap: %s\n", dmstack_errmsg());
+		(void)ap_cmd_fail("unmap", 0, "%s", dmstack_errmsg());
 		return EXIT_IO;
 	}
 	if (!(u = calloc(1, sizeof(*u))) ||
 	    part_name(target, 0, u->prefix, sizeof(u->prefix))) {
-		fprintf(stderr, "alignpart unmap: %s: %s\n", target,
+		(void)ap_cmd_fail("unmap", 0, "%s: %s", target,
 			u ? "name too long" : strerror(ENOMEM));
 		goto out;
 	}
 	u->prefix[strlen(u->prefix) - 1] = '\0';   /* "NAME-part0" -> "NAME-part" */
 	if ((ret = dmstack_foreach(collect, u))) {
-		fprintf(stderr, "alignpart unmap: %s\n", dmstack_errmsg());
+		(void)ap_cmd_fail("unmap", 0, "%s", dmstack_errmsg());
 		goto out;
 	}
 	rc = 0;
 	for (size_t i = 0; i < u->n; i++) {
 		if (!maps_target(u->names[i], &st, real)) {
-			fprintf(stderr, "alignpart unmap: %s does not map %s; "
+			(void)ap_cmd_fail("unmap", 0, "%s does not map %s; "
 				"left alone\n", u->names[i], target);
 			continue;
 		}
 		if ((ret = dmstack_remove(u->names[i]))) {
-			fprintf(stderr, "alignpart unmap: %s\n", dmstack_errmsg());
+			(void)ap_cmd_fail("unmap", 0, "%s", dmstack_errmsg());
 			rc = exit_for(ret);
 		} else if (verbose) {
-			printf("removed %s/%s\n", dmstack_dir(), u->names[i]);
+			ap_out("removed %s/%s", dmstack_dir(), u->names[i]);
 		}
 	}
 	if (u->n == 0 && verbose)
-		printf("no mappings of %s\n", target);
+		ap_out("no mappings of %s", target);
 out:
 	free(u);
 	return rc;

@@ -97,11 +97,14 @@ struct ap_part {
 int ap_parse_args(int argc, char **argv, struct ap_opts *o);
 void ap_usage(FILE *out, enum ap_cmd cmd);
 
-/* util (main.c) */
+/* util (msg.c) */
 int ap_fail(int code, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void ap_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ap_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int ap_cmd_fail(const char *cmd, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void ap_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *ap_human_size(uint64_t bytes, char *buf, size_t len);
 #define AP_ESCAPED_LEN(n) ((n) * 4 + 1)  /* ap_escape of @n characters */
 const char *ap_escape(const char *s, char *buf, size_t len);

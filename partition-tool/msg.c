@@ -14,27 +14,51 @@ static bool ap_unsafe(unsigned char c)
 	return c < 0x20 || c == 0x7f || c == '\\';
 }
 
-/* "alignpart: PREFIX MSG\n" on stderr: the one place messages are shaped.
- * One line, whatever a path in MSG holds: its control characters and
- * backslashes as \xHH (ap_escape). */
-static void ap_vmsg(const char *prefix, const char *fmt, va_list ap)
+/* HEAD MSG\n on @out: the one place alignpart's lines that name a path are
+ * shaped (its errors, warnings and notes on stderr, map / unmap's lines on
+ * stdout).  One line, whatever a path in MSG holds: its control characters
+ * and backslashes as \xHH (ap_escape). */
+static void ap_vmsg(FILE *out, const char *head, const char *fmt, va_list ap)
 {
 	char *m = NULL;
 	const char *s;
 
 	if (vasprintf(&m, fmt, ap) < 0)
 		m = NULL;
-	fprintf(stderr, "alignpart: %s", prefix);
+	fputs(head, out);
 	for (s = m ? m : fmt; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 
 		if (ap_unsafe(c))
-			fprintf(stderr, "\\x%02x", c);
+			fprintf(out, "\\x%02x", c);
 		else
-			fputc(c, stderr);
+			fputc(c, out);
 	}
-	fputc('\n', stderr);
+	fputc('\n', out);
 	free(m);
+}
+
+/* "alignpart CMD: MSG" on stderr (map / unmap's errors and notes); @code. */
+int ap_cmd_fail(const char *cmd, int code, const char *fmt, ...)
+{
+	char head[32];
+	va_list ap;
+
+	snprintf(head, sizeof(head), "alignpart %s: ", cmd);
+	va_start(ap, fmt);
+	ap_vmsg(stderr, head, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* "MSG" on stdout, one line (\xHH as above). */
+void ap_out(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	ap_vmsg(stdout, "", fmt, ap);
+	va_end(ap);
 }
 
 /* Print "alignpart: MSG" on stderr and return @code (one line per error). */
@@ -43,7 +67,7 @@ int ap_fail(int code, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	ap_vmsg("", fmt, ap);
+	ap_vmsg(stderr, "alignpart: ", fmt, ap);
 	va_end(ap);
 	return code;
 }
@@ -54,7 +78,7 @@ void ap_warn(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	ap_vmsg("warning: ", fmt, ap);
+	ap_vmsg(stderr, "alignpart: warning: ", fmt, ap);
 	va_end(ap);
 }
 
@@ -64,7 +88,7 @@ void ap_note(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	ap_vmsg("", fmt, ap);
+	ap_vmsg(stderr, "alignpart: ", fmt, ap);
 	va_end(ap);
 }
 

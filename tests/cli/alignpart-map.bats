@@ -74,3 +74,36 @@ no_dm_here() {
 	[ "$status" -eq 3 ]
 	[ "$output" = "alignpart unmap: device-mapper not available (modprobe dm_mod)" ]
 }
+
+# Every map / unmap error goes through alignpart's one printer: a path with a newline (or a
+# backslash) is shown as \xHH and the error stays one line (exit codes' contract).
+@test "map / unmap: a missing target named with a newline and a backslash: one line, \\xHH" {
+	t="$SCRATCH/no"$'\n'"such\\.img"
+	run "$ALIGNPART" map "$t"
+	[ "$status" -eq 3 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[ "$output" = "alignpart map: $SCRATCH/no\\x0asuch\\x5c.img: No such file or directory" ]
+	run "$ALIGNPART" unmap "$t"
+	[ "$status" -eq 3 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[ "$output" = "alignpart unmap: $SCRATCH/no\\x0asuch\\x5c.img: No such file or directory" ]
+}
+
+@test "map: a target with a newline that is neither a device nor an image file: one line, \\xHH" {
+	mkdir "$SCRATCH/a"$'\n'"dir"
+	run "$ALIGNPART" map "$SCRATCH/a"$'\n'"dir"
+	[ "$status" -eq 3 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[ "$output" = "alignpart map: $SCRATCH/a\\x0adir is neither a block device nor an image file" ]
+}
+
+@test "map / unmap: an unknown option with a newline: exit 2, one line, \\xHH" {
+	run "$ALIGNPART" map $'--bo\ngus' "$SCRATCH/disk.img"
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[ "$output" = "alignpart map: unknown option '--bo\\x0agus'" ]
+	run "$ALIGNPART" unmap $'--bo\ngus' "$SCRATCH/disk.img"
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[ "$output" = "alignpart unmap: unknown option '--bo\\x0agus'" ]
+}
