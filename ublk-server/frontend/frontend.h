@@ -84,4 +84,12 @@ extern const struct fe_ops fe_ublk_ops;
 int fe_ublk_remove_left(const char *dev, const char *image, int pid,
 			bool in_use);
 
+/* Is @dev (/dev/ublkbN) the device the dead ublk server of @image (pid
+ * @pid) left waiting for `serve --recover`?  The proof fe_ublk_remove_left
+ * asks for, and `list` and `stop DEV` too (serve_entry_verify): 0 it is;
+ * -ENOENT no such device (nor a driver); -ESTALE the number is another
+ * device's now; -EBUSY a process serves it; another -errno cannot tell
+ * (/dev/ublk-control not ours to open). */
+int fe_ublk_left_is(const char *dev, const char *image, int pid);
+
 #endif

@@ -582,42 +582,63 @@ static int ublk_del_detached(uint32_t id)
 	return 0;
 }
 
-int fe_ublk_remove_left(const char *dev, const char *image, int pid,
-			bool in_use)
+/* The proof of fe_ublk_left_is on the open control @c: device @id is the
+ * one the dead server of @image (pid @pid) left.  0, -ENOENT, -ESTALE,
+ * -EBUSY or another -errno (see frontend.h). */
+static int ublk_left_check(struct ublk_ctrl *c, unsigned id, const char *image,
+			   int pid)
 {
 	struct ublksrv_ctrl_dev_info info;
-	struct ublk_ctrl c;
 	struct stat st;
 	char cpath[64];
 	uint64_t tag = ublk_image_tag(image);
-	unsigned id;
-	int ret;
+	int ret = ublk_ctrl_get_info(c, id, &info);
 
-	if (sscanf(dev, "/dev/ublkb%u", &id) != 1)
-		return -EINVAL;
-	ret = ublk_ctrl_open(&c);
 	if (ret)
-		return ret == -ENOENT ? -ENOENT : ret;
-	ret = ublk_ctrl_get_info(&c, id, &info);
-	if (ret) {
-		ret = ret == -ENODEV ? -ENOENT : ret;
-		goto out;
-	}
+		return ret == -ENODEV ? -ENOENT : ret;
 	/* The entry's device, not one that got its number since: the image's
 	 * tag (if the image is still there) and the pid that started or last
 	 * recovered it (the kernel keeps it after the server died). */
 	if ((tag && info.ublksrv_flags != tag) ||
 	    (info.ublksrv_pid > 0 && info.ublksrv_pid != pid) ||
-	    (!tag && info.ublksrv_pid != pid)) {
-		ret = -ESTALE;
-		goto out;
-	}
+	    (!tag && info.ublksrv_pid != pid))
+		return -ESTALE;
 	snprintf(cpath, sizeof(cpath), "/dev/ublkc%u", id);
 	if (stat(cpath, &st) == 0 && S_ISCHR(st.st_mode) &&
-	    oct_any_holds_chr(st.st_rdev)) {
-		ret = -EBUSY;
+	    oct_any_holds_chr(st.st_rdev))
+		return -EBUSY;
+	return 0;
+}
+
+int fe_ublk_left_is(const char *dev, const char *image, int pid)
+{
+	struct ublk_ctrl c;
+	unsigned id;
+	int ret;
+
+	if (sscanf(dev, "/dev/ublkb%u", &id) != 1)
+		return -EINVAL;
+	if ((ret = ublk_ctrl_open(&c)))
+		return ret;
+	ret = ublk_left_check(&c, id, image, pid);
+	if (!c.lost)
+		ublk_ctrl_close(&c);
+	return ret;
+}
+
+int fe_ublk_remove_left(const char *dev, const char *image, int pid,
+			bool in_use)
+{
+	struct ublk_ctrl c;
+	unsigned id;
+	int ret;
+
+	if (sscanf(dev, "/dev/ublkb%u", &id) != 1)
+		return -EINVAL;
+	if ((ret = ublk_ctrl_open(&c)))
+		return ret;
+	if ((ret = ublk_left_check(&c, id, image, pid)))
 		goto out;
-	}
 	ret = ublk_ctrl_stop_dev(&c, id, 30000);
 	if (!ret)
 		ret = in_use ? ublk_del_detached(id)

@@ -17,6 +17,7 @@
 #include "loop.h"
 #include "oct-proc.h"
 #include "crc32c.h"
+#include "frontend.h"
 #include "nand.h"
 #include "serve.h"
 
@@ -275,14 +276,18 @@ int serve_entry_list(struct serve_entry **out, int *unreadable)
 }
 
 /* Is ublk device @e->dev (/dev/ublkbN) still @e's?  A live server holds
- * its /dev/ublkcN open; a dead server's device (left for `serve
- * --recover`) is held by nobody, so a device some process serves is
- * another server's that got the number after it. */
+ * its /dev/ublkcN open.  A dead server's device (left for `serve
+ * --recover`) must prove it is the one the entry recorded, as `stop` asks
+ * before removing it (fe_ublk_left_is: the image's tag and the dead
+ * server's pid, held by nobody): its number may have gone to another
+ * server since, dead too.  Without access to /dev/ublk-control only
+ * "held by nobody" can be told. */
 static bool serve_entry_ublk_ok(const struct serve_entry *e)
 {
 	char cpath[64];
 	struct stat cst;
 	unsigned id;
+	int err;
 
 	if (sscanf(e->dev, "/dev/ublkb%u", &id) != 1)
 		return true;          /* neither loop nor ublk: nothing to check */
@@ -291,6 +296,9 @@ static bool serve_entry_ublk_ok(const struct serve_entry *e)
 		return false;
 	if (e->live)
 		return oct_pid_holds_chr(e->pid, cst.st_rdev);
+	err = fe_ublk_left_is(e->dev, e->image, (int)e->pid);
+	if (err == 0 || err == -ESTALE || err == -EBUSY || err == -ENOENT)
+		return err == 0;
 	return !oct_any_holds_chr(cst.st_rdev);
 }
 

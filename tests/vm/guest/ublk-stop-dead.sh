@@ -5,7 +5,9 @@
 # the entry went and the waiting device stayed, listed by nothing.)  And it removes only the
 # entry's own device: with the number recycled (the entry's device removed, another image's
 # server given the same number, that server killed too) `stop` of the old entry is refused
-# (exit 3, one line), the other image's device and entry are untouched and it still recovers.
+# (exit 3, one line), the other image's device and entry are untouched and it still recovers;
+# `list` shows the old entry stale (not dead: its number's device is not its own), and
+# `stop /dev/ublkbN` with both entries dead acts on the one the device proves to be.
 # Mounted: refused (exit 5) without --force; --force cuts it off and it goes at the umount.
 . /octant/tests/vm/guest-lib.sh
 . /octant/tests/vm/guest/ublk-lib.bash
@@ -65,14 +67,32 @@ else
 			"$([ -b "$dev" ] && echo present)" present
 		t_eq "recycled number: both entries kept" \
 			"$("$UBLK_FLASH" list -n -r -o DEVICE | grep -c "^$dev\$")" 2
-		rm -rf "$entry"              # a's restored entry: ours, not the test's subject
+		# list asks for the proof stop asks for: the old entry's number holds a device
+		# that is not its own (another image's tag and pid), so stale, not dead.
+		states=$(printf '%s stale\n%s dead' "$(realpath "$a")" "$(realpath "$b")")
+		t_eq "recycled number: list: the old entry stale, $b's dead" \
+			"$("$UBLK_FLASH" list -n -r -o IMAGE,STATE | sort)" "$states"
 		if out=$(ublk_serve "$b" --recover); then
 			t_eq "recycled number: $b still recovers on $dev" "$out" "$dev"
-			t_check "recycled number: stop $b" "$UBLK_FLASH" stop "$b"
-			ublk_wait_gone "$dev"
 		else
 			t_fail "recycled number: $b still recovers" "$out"
 		fi
+		# stop DEV with two dead entries on its number acts on the one its device
+		# proves, b's, whichever the registry lists first (on the 6.1 guest's tmpfs
+		# readdir lists the newest first: a's restored entry, refused before).
+		if [ -b "$dev" ] && kill_server "$b" "two dead entries"; then
+			t_eq "two dead entries: list again: the old stale, $b's dead" \
+				"$("$UBLK_FLASH" list -n -r -o IMAGE,STATE | sort)" "$states"
+			out=$(timeout 120 "$UBLK_FLASH" stop "$dev" 2>&1); rc=$?
+			echo "# stop $dev said: $out"
+			t_eq "two dead entries: stop $dev acts on $b's entry (exit 0)" "$rc" 0
+			ublk_wait_gone "$dev" 100
+			t_eq "two dead entries: stop $dev removes it" \
+				"$([ -e "$dev" ] && echo present || echo gone)" gone
+			t_eq "two dead entries: the old entry kept, stale" \
+				"$("$UBLK_FLASH" list -n -r -o IMAGE,STATE)" "$(realpath "$a") stale"
+		fi
+		rm -rf "$entry"              # a's restored entry: ours, not the test's subject
 	fi
 fi
 rm -rf "$saved"
