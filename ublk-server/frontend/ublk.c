@@ -610,7 +610,10 @@ static int ublk_left_check(struct ublk_ctrl *c, unsigned id, const char *image,
 	return 0;
 }
 
-int fe_ublk_left_is(const char *dev, const char *image, int pid)
+/* The proof of fe_ublk_left_is on device @dev; then, with @remove, the
+ * removal of fe_ublk_remove_left (@in_use: detached at its last close). */
+static int ublk_left(const char *dev, const char *image, int pid, bool remove,
+		     bool in_use)
 {
 	struct ublk_ctrl c;
 	unsigned id;
@@ -621,32 +624,26 @@ int fe_ublk_left_is(const char *dev, const char *image, int pid)
 	if ((ret = ublk_ctrl_open(&c)))
 		return ret;
 	ret = ublk_left_check(&c, id, image, pid);
+	if (!ret && remove) {
+		ret = ublk_ctrl_stop_dev(&c, id, 30000);
+		if (!ret)
+			ret = in_use ? ublk_del_detached(id)
+				     : ublk_ctrl_del_dev(&c, id, 30000);
+	}
 	if (!c.lost)
 		ublk_ctrl_close(&c);
 	return ret;
 }
 
+int fe_ublk_left_is(const char *dev, const char *image, int pid)
+{
+	return ublk_left(dev, image, pid, false, false);
+}
+
 int fe_ublk_remove_left(const char *dev, const char *image, int pid,
 			bool in_use)
 {
-	struct ublk_ctrl c;
-	unsigned id;
-	int ret;
-
-	if (sscanf(dev, "/dev/ublkb%u", &id) != 1)
-		return -EINVAL;
-	if ((ret = ublk_ctrl_open(&c)))
-		return ret;
-	if ((ret = ublk_left_check(&c, id, image, pid)))
-		goto out;
-	ret = ublk_ctrl_stop_dev(&c, id, 30000);
-	if (!ret)
-		ret = in_use ? ublk_del_detached(id)
-			     : ublk_ctrl_del_dev(&c, id, 30000);
-out:
-	if (!c.lost)
-		ublk_ctrl_close(&c);
-	return ret;
+	return ublk_left(dev, image, pid, true, in_use);
 }
 
 const struct fe_ops fe_ublk_ops = {

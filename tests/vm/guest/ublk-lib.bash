@@ -53,3 +53,13 @@ ublk_wait_dead() {
 		sleep 0.1
 	done
 }
+
+# ublk_kill_server IMG LABEL: SIGKILL the server of IMG and wait until it has exited; a t_fail
+# naming LABEL and status 1 when the registry records no pid or the server does not exit.
+ublk_kill_server() {
+	local pid
+	pid=$(ublk_server_pid "$1")
+	if [ -z "$pid" ]; then t_fail "$2: server pid in the run registry"; return 1; fi
+	kill -9 "$pid"
+	ublk_wait_dead "$pid" 300 || { t_fail "$2: killed server exits"; return 1; }
+}

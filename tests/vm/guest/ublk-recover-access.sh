@@ -19,15 +19,6 @@ t_cleanup "$UBLK_FLASH stop --force $img >/dev/null 2>&1"
 # ro_attr DEV: the kernel's read-only attribute of DEV (0 or 1).
 ro_attr() { cat "/sys/block/${1#/dev/}/ro"; }
 
-# kill_server LABEL: SIGKILL the server of $img and wait until it has exited.
-kill_server() {
-	local pid
-	pid=$(ublk_server_pid "$img")
-	if [ -z "$pid" ]; then t_fail "$1: server pid in the run registry"; return 1; fi
-	kill -9 "$pid"
-	ublk_wait_dead "$pid" 300 || { t_fail "$1: killed server exits"; return 1; }
-}
-
 # refused LABEL WANT OPTIONS...: `serve --recover OPTIONS` exits 2 with the one line WANT; the
 # device is still there and the image unchanged.
 refused() {
@@ -60,7 +51,7 @@ for access in rw ro; do
 		dd if=/dev/urandom of="$dev" bs=4k count=64 oflag=direct status=none
 		sync
 	fi
-	kill_server "$access" || continue
+	ublk_kill_server "$img" "$access" || continue
 
 	if [ $access = rw ]; then
 		refused "rw device, --recover --read-only" "ublk-flash: serve --recover: ${dev} was created read-write and recovery cannot change that: recover it without --read-only (to serve it read-only: recover, stop, serve --read-only)" --read-only

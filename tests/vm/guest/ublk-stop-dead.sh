@@ -20,20 +20,11 @@ done
 t_cleanup "rm -f $a $b"
 t_cleanup "$UBLK_FLASH stop --force $a >/dev/null 2>&1; $UBLK_FLASH stop --force $b >/dev/null 2>&1"
 
-# kill_server IMG LABEL: SIGKILL the server of IMG and wait until it has exited.
-kill_server() {
-	local pid
-	pid=$(ublk_server_pid "$1")
-	if [ -z "$pid" ]; then t_fail "$2: server pid in the run registry"; return 1; fi
-	kill -9 "$pid"
-	ublk_wait_dead "$pid" 300 || { t_fail "$2: killed server exits"; return 1; }
-}
-
 # 1. stop of a dead entry removes the waiting device.
 if ! dev=$(ublk_serve "$a"); then t_fail "serve $a" "$dev"; t_done; fi
 id=${dev#/dev/ublkb}
 dd if=/dev/urandom of="$dev" bs=4k count=16 oflag=direct status=none
-kill_server "$a" "dead entry" || t_done
+ublk_kill_server "$a" "dead entry" || t_done
 t_eq "dead entry: listed dead" "$("$UBLK_FLASH" list -n -r -o DEVICE,STATE)" "$dev dead"
 entry=$(dirname "$(grep -lx "$(realpath "$a")" "${UBLK_FLASH_RUN_DIR:-/run/octant}"/img-*/image)")
 saved=$(mktemp -d)
@@ -57,7 +48,7 @@ elif ! devb=$(ublk_serve "$b" --dev-id "$id"); then
 	t_fail "recycled number: serve $b --dev-id $id" "$devb"
 else
 	t_eq "recycled number: $b got $dev" "$devb" "$dev"
-	if kill_server "$b" "recycled number"; then
+	if ublk_kill_server "$b" "recycled number"; then
 		cp -a "$saved/$(basename "$entry")" "$(dirname "$entry")/"   # a's old entry back
 		out=$(timeout 120 "$UBLK_FLASH" stop "$a" 2>&1); rc=$?
 		t_eq "recycled number: stop of the old entry refused (exit 3)" "$rc" 3
@@ -80,7 +71,7 @@ else
 		# stop DEV with two dead entries on its number acts on the one its device
 		# proves, b's, whichever the registry lists first (on the 6.1 guest's tmpfs
 		# readdir lists the newest first: a's restored entry, refused before).
-		if [ -b "$dev" ] && kill_server "$b" "two dead entries"; then
+		if [ -b "$dev" ] && ublk_kill_server "$b" "two dead entries"; then
 			t_eq "two dead entries: list again: the old stale, $b's dead" \
 				"$("$UBLK_FLASH" list -n -r -o IMAGE,STATE | sort)" "$states"
 			out=$(timeout 120 "$UBLK_FLASH" stop "$dev" 2>&1); rc=$?
@@ -103,7 +94,7 @@ if ! dev=$(ublk_serve "$a"); then t_fail "in use: serve $a" "$dev"; t_done; fi
 mnt=$(mktemp -d)
 t_cleanup "umount $mnt 2>/dev/null; rmdir $mnt"
 if mkfs.ext4 -q -F "$dev" && mount "$dev" "$mnt"; then
-	kill_server "$a" "in use" || t_done
+	ublk_kill_server "$a" "in use" || t_done
 	out=$(timeout 120 "$UBLK_FLASH" stop "$a" 2>&1); rc=$?
 	echo "# stop said: $out"
 	t_eq "in use: stop refused (exit 5)" "$rc" 5
