@@ -61,6 +61,27 @@ static void check_all(struct ftl *f, const char *what)
 		}
 }
 
+/* Flush @f, kill it (roll-forward on the next open) and check every page,
+ * close cleanly and check again after a clean reopen; destroys @b.
+ * @rolled, @clean: the labels of the two checks. */
+static void flush_kill_reopen(struct ftl *f, struct nand_backing *b,
+			      const char *rolled, const char *clean)
+{
+	T_CHECK(ftl_flush(f) == 0, "flush");
+	ftl_abandon(f);                 /* kill: roll-forward */
+	f = open_mem(b);
+	if (f) {
+		check_all(f, rolled);
+		T_CHECK(ftl_close(f) == 0, "close");
+		f = open_mem(b);
+	}
+	if (f) {
+		check_all(f, clean);
+		T_CHECK(ftl_close(f) == 0, "close");
+	}
+	b->ops->destroy(b);
+}
+
 /* A program failure in the middle of a run. */
 static void failed_run(void)
 {
@@ -102,19 +123,8 @@ static void failed_run(void)
 	 * (GC may have moved them off the retired block already) */
 	T_CHECK(inblk <= 5, "%u pages of the run in the retired block", inblk);
 	check_all(f, "after a failed program");
-	T_CHECK(ftl_flush(f) == 0, "flush");
-	ftl_abandon(f);                 /* kill: roll-forward */
-	f = open_mem(b);
-	if (!f)
-		return;
-	check_all(f, "roll-forward after a failed program");
-	T_CHECK(ftl_close(f) == 0, "close");
-	f = open_mem(b);
-	if (f) {
-		check_all(f, "clean reopen");
-		T_CHECK(ftl_close(f) == 0, "close");
-	}
-	b->ops->destroy(b);
+	flush_kill_reopen(f, b, "roll-forward after a failed program",
+			  "clean reopen");
 }
 
 /* The fault seam: status FAIL for the 5th program inside an evacuation. */
@@ -168,19 +178,8 @@ static void failed_gc_run(void)
 		T_EQ_U64(f->state[gc_failed / f->g.ppb], FTL_BLK_BAD,
 			 "the block of the failed copy is retired");
 	check_all(f, "after a failed GC copy");
-	T_CHECK(ftl_flush(f) == 0, "flush");
-	ftl_abandon(f);
-	f = open_mem(b);
-	if (!f)
-		return;
-	check_all(f, "roll-forward after a failed GC copy");
-	T_CHECK(ftl_close(f) == 0, "close");
-	f = open_mem(b);
-	if (f) {
-		check_all(f, "clean reopen");
-		T_CHECK(ftl_close(f) == 0, "close");
-	}
-	b->ops->destroy(b);
+	flush_kill_reopen(f, b, "roll-forward after a failed GC copy",
+			  "clean reopen");
 }
 
 /* Open @img, check the run's pages: flushed pages intact, each page of
