@@ -250,7 +250,7 @@ static int map_verify_cmd(const char *target)
 		(void)ap_cmd_fail("map", 0, "%s", dmstack_errmsg());
 		return EXIT_IO;
 	}
-	ret = ap_map_verify(target, NULL, stdout, &mapped);
+	ret = ap_map_verify(target, NULL, true, &mapped);
 	if (ret < 0) {
 		(void)ap_cmd_fail("map", 0, "%s: %s", target,
 			ret == -ENOMEDIUM ? "no partition table" : strerror(-ret));
@@ -487,7 +487,7 @@ static int dev_node(dev_t dev, char *buf, size_t len)
 }
 
 int ap_map_verify(const char *target, const struct align_topology *t,
-		  FILE *out, size_t *nmapped)
+		  bool print, size_t *nmapped)
 {
 	struct ap_map_part *parts = NULL;
 	struct align_topology lt;
@@ -517,11 +517,11 @@ int ap_map_verify(const char *target, const struct align_topology *t,
 		pred = align_dm_linear_offset(use, p->start_sector);
 		if (pred != kern)
 			diffs++;
-		if (out)
-			fprintf(out, "part%u %s/%s start %llu: predicted %lld, "
-				"kernel %lld (%s)\n", p->partno, dmstack_dir(),
-				p->name, (unsigned long long)p->start_lba, pred,
-				kern, pred == kern ? "same" : "DIFFERENT");
+		if (print)   /* one line, whatever the name holds (ap_out) */
+			ap_out("part%u %s/%s start %llu: predicted %lld, "
+			       "kernel %lld (%s)", p->partno, dmstack_dir(),
+			       p->name, (unsigned long long)p->start_lba, pred,
+			       kern, pred == kern ? "same" : "DIFFERENT");
 	}
 	free(parts);
 	if (nmapped)

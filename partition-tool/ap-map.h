@@ -14,6 +14,7 @@
 #ifndef OCTANT_AP_MAP_H
 #define OCTANT_AP_MAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -51,13 +52,13 @@ int ap_map_sysfs_offset(const char *dmname, long long *off);
  * the device the mapping sits on, a device ublk-flash serves by its image's
  * topology) with what sysfs reports.  On a served loop device the kernel
  * says 0 for every mapping: a difference there is a mapping that is
- * misaligned on the medium.  One line per
- * partition to @out (may be NULL):
+ * misaligned on the medium.  With @print, one line per partition on stdout
+ * (ap_out: control characters and backslashes of the name as \xHH):
  *   "part1 /dev/mapper/X-part1 start 2048: predicted 0, kernel 0 (same)"
  * Returns the number of differences (0 = all agree), or -errno; *nmapped
  * (may be NULL) gets how many partitions were mapped.
  */
 int ap_map_verify(const char *target, const struct align_topology *t,
-		  FILE *out, size_t *nmapped);
+		  bool print, size_t *nmapped);
 
 #endif /* OCTANT_AP_MAP_H */

@@ -131,7 +131,7 @@ int ap_cmd_check(const struct ap_opts *o)
 
 	/* Partitions mapped with `alignpart map`: does the kernel agree? */
 	if (tp.is_blockdev) {
-		kdiff = ap_map_verify(o->target, &tp.t, NULL, &nmapped);
+		kdiff = ap_map_verify(o->target, &tp.t, false, &nmapped);
 		if (kdiff < 0) {        /* no device-mapper here: nothing mapped */
 			kdiff = 0;
 			nmapped = 0;
@@ -173,7 +173,7 @@ int ap_cmd_check(const struct ap_opts *o)
 	rc = ap_doc_print(doc);
 	if (!rc && nmapped && !o->json) {
 		printf("\nmapped partitions, predicted vs kernel alignment_offset:\n");
-		ap_map_verify(o->target, &tp.t, stdout, NULL);
+		ap_map_verify(o->target, &tp.t, true, NULL);
 	}
 	if (kdiff > 0)
 		fprintf(stderr, "alignpart: warning: the kernel reports a different "

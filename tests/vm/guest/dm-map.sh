@@ -92,6 +92,22 @@ t_check "unmap the image" "$AP" unmap $img
 for i in $(seq 20); do losetup -a | grep -q "$img" || break; sleep 0.1; done
 t_eq "its loop device is cleared once unmapped" "$(losetup -a | grep -c "$img")" 0
 
+# an image named with a newline: its mappings' names would hold it, and dm names are kept to
+# A-Z a-z 0-9 #+-.:=@_; map refuses with one line (the name as \xHH), makes nothing, and
+# map --verify finds nothing mapped (its partN lines go through the same escaping printer)
+nl=/tmp/dm$'\n'nl.img
+truncate -s 64M "$nl"
+printf 'label: gpt\nstart=2048,size=8192\nstart=10240,size=40960\n' | sfdisk -q "$nl"
+t_cleanup "rm -f '$nl'"
+out=$("$AP" map "$nl" 2>&1); rc=$?
+t_eq "map an image named with a newline: exit 3, one line, the name as \\x0a" "$rc $(wc -l <<<"$out")
+$out" "3 1
+alignpart map: invalid dm device name 'dm\\x0anl.img-part1' (1-127 of A-Z a-z 0-9 #+-.:=@_)"
+t_eq "nothing of it is left behind: no mapping, no loop device" \
+	"$(ls /dev/mapper | grep -c 'nl.img') $(losetup -a | grep -c 'nl.img')" "0 0"
+out=$("$AP" map --verify "$nl" 2>&1); rc=$?
+t_eq "map --verify of it: exit 3, one line: nothing mapped" "$rc $(wc -l <<<"$out") $(grep -c 'is mapped' <<<"$out")" "3 1 1"
+
 # no table
 wipefs -aq "$odd" >/dev/null 2>&1
 out=$("$AP" map "$odd" 2>&1); rc=$?
