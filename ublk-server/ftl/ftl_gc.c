@@ -165,8 +165,10 @@ static int evac_prog(struct ftl *f, struct ftl_evac *e, uint32_t n,
  * it, a later GC carries it on again; recovery treats a copy whose data
  * fails its CRC like any page that does (torn past the recorded flush,
  * else damaged: FTL_DAMAGED unless an intact page with the same CRC is
- * still mapped, ftl_recover.c) -- never as good data.  Pages the ECC
- * flags (e->res) take the path that reads and checks them one by one.
+ * still mapped, ftl_recover.c) -- never as good data.  The single-page
+ * paths (a page read on its own through the ECC model, which corrects or
+ * reports it; no run buffer) still compute the CRC over what they read,
+ * as before.
  */
 static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
 		    uint32_t budget)
