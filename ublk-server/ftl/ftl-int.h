@@ -85,6 +85,7 @@ struct ftl_evac {
 	int *res;                    /* ppb: per page read results */
 	uint8_t *run;                /* FTL_GC_RUN_PAGES * ps: a run's data */
 	uint32_t lpn[FTL_GC_RUN_PAGES], from[FTL_GC_RUN_PAGES];
+	uint32_t crc[FTL_GC_RUN_PAGES]; /* data CRCs from the victim's OOB */
 };
 
 /* A binary heap of block numbers ordered by (key[b], b), min first (max
@@ -267,6 +268,11 @@ int ftl_sb_load(const uint8_t *area, size_t len, struct oct_sb *sb,
 void ftl_oob_fill(struct ftl_oob *o, uint8_t kind, uint16_t stream,
 		  uint32_t lpn, uint64_t seq, uint32_t ec, const void *data,
 		  uint32_t ps);
+/* The same with the data CRC given (computed before, or carried from the
+ * page a GC copy was read from: see evac_run in ftl_gc.c). */
+void ftl_oob_fill_crc(struct ftl_oob *o, uint8_t kind, uint16_t stream,
+		      uint32_t lpn, uint64_t seq, uint32_t ec,
+		      uint32_t data_crc);
 bool ftl_oob_ok(const struct ftl_oob *o);
 void ftl_oob_set_flushed(void *oob, uint32_t oob_size, uint64_t flushed);
 uint64_t ftl_oob_flushed(const void *oob, uint32_t oob_size);
@@ -328,12 +334,14 @@ int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		 uint32_t n, uint32_t *done);
 /* Program copies (GC): page i of @data for logical page @lpn[i], which
- * the map points at @from[i], as runs like ftl_prog_run; a page's map
- * moves (and *@counter counts it) only while it still points at
- * @from[i].  -ENOMEM: no run buffer (nothing done; page by page). */
+ * the map points at @from[i], as runs like ftl_prog_run, with @crc[i] as
+ * its data CRC (the one its source page's OOB holds, not recomputed); a
+ * page's map moves (and *@counter counts it) only while it still points
+ * at @from[i].  -ENOMEM: no run buffer (nothing done; page by page). */
 int ftl_prog_copies(struct ftl *f, int stream, const uint32_t *lpn,
-		    const uint32_t *from, const void *data, uint32_t n,
-		    uint32_t *done, uint64_t *counter);
+		    const uint32_t *from, const uint32_t *crc,
+		    const void *data, uint32_t n, uint32_t *done,
+		    uint64_t *counter);
 /* Host runs outside f->lock: reserve (f->lock held; -EAGAIN when the nand
  * cannot program outside it, or @n is 0: use ftl_prog_run), program (no
  * lock, in ticket order), take

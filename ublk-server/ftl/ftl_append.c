@@ -252,8 +252,8 @@ int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
  */
 static int prog_run(struct ftl *f, int stream, uint32_t lpn,
 		    const uint32_t *lpns, const uint32_t *from,
-		    const void *data, uint32_t n, uint32_t *done,
-		    uint64_t *counter)
+		    const uint32_t *crcs, const void *data, uint32_t n,
+		    uint32_t *done, uint64_t *counter)
 {
 	const struct ftl_geom *g = &f->g;
 	const uint8_t *src = data;
@@ -292,10 +292,11 @@ static int prog_run(struct ftl *f, int stream, uint32_t lpn,
 
 			seq = ++f->seq;
 			memset(oob, 0, g->oob);
-			ftl_oob_fill((struct ftl_oob *)oob, FTL_OOB_DATA,
-				     (uint16_t)stream, lpns ? lpns[k] : lpn + k,
-				     seq, nand_block_ec(f->nand, blk),
-				     src + (size_t)k * g->ps, g->ps);
+			ftl_oob_fill_crc((struct ftl_oob *)oob, FTL_OOB_DATA,
+				(uint16_t)stream, lpns ? lpns[k] : lpn + k,
+				seq, nand_block_ec(f->nand, blk),
+				crcs ? crcs[k] : oct_crc32c(0, src +
+					(size_t)k * g->ps, g->ps));
 			ftl_oob_set_flushed(oob, g->oob, f->flushed_seq);
 		}
 		seq -= c;               /* the seq before the run's first */
@@ -341,7 +342,8 @@ int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
 	if (stream == STREAM_HOST)
 		ftl_inflight_drain(f);  /* in order after the runs in flight */
 	if (n > 1) {
-		r = prog_run(f, stream, lpn, NULL, NULL, data, n, done, NULL);
+		r = prog_run(f, stream, lpn, NULL, NULL, NULL, data, n, done,
+			     NULL);
 		if (r != -ENOMEM || *done)
 			return r;
 	}
@@ -352,10 +354,11 @@ int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
 }
 
 int ftl_prog_copies(struct ftl *f, int stream, const uint32_t *lpn,
-		    const uint32_t *from, const void *data, uint32_t n,
-		    uint32_t *done, uint64_t *counter)
+		    const uint32_t *from, const uint32_t *crc,
+		    const void *data, uint32_t n, uint32_t *done,
+		    uint64_t *counter)
 {
-	return prog_run(f, stream, 0, lpn, from, data, n, done, counter);
+	return prog_run(f, stream, 0, lpn, from, crc, data, n, done, counter);
 }
 
 /* ---- host runs outside f->lock ------------------------------------------
@@ -411,11 +414,7 @@ static void oob_fill_crc(struct ftl *f, uint8_t *oob, uint32_t lpn,
 	struct ftl_oob *o = (struct ftl_oob *)oob;
 
 	memset(oob, 0, f->g.oob);
-	ftl_oob_fill(o, FTL_OOB_DATA, STREAM_HOST, lpn, seq, ec, NULL,
-		     f->g.ps);
-	o->data_crc = crc;
-	o->crc = 0;
-	o->crc = oct_crc32c(0, o, sizeof(*o));
+	ftl_oob_fill_crc(o, FTL_OOB_DATA, STREAM_HOST, lpn, seq, ec, crc);
 	ftl_oob_set_flushed(oob, f->g.oob, f->flushed_seq);
 }
 

@@ -116,7 +116,7 @@ static int evac_prog(struct ftl *f, struct ftl_evac *e, uint32_t n,
 		r = ftl_gc_stream_ready(f);
 		if (!r)
 			r = ftl_prog_copies(f, STREAM_GC, e->lpn + *done,
-					    e->from + *done,
+					    e->from + *done, e->crc + *done,
 					    e->run + (size_t)*done * g->ps,
 					    n - *done, &d, counter);
 		if (r == -ENOMEM && !d) {       /* no run buffer: one page */
@@ -151,6 +151,24 @@ static int evac_prog(struct ftl *f, struct ftl_evac *e, uint32_t n,
  * block is then retired (never erased).  0: done, 1: @budget used up
  * (call again), -EAGAIN: a checkpoint first (e->pg stays at the first
  * page not moved yet), else -errno.
+ *
+ * A copy carries its source's data CRC (the OOB's data_crc, whose record
+ * passed its own CRC) instead of a CRC computed over the bytes read: the
+ * copy's OOB then vouches for exactly what the host wrote, never for what
+ * the read returned.  The data is not checked here (that is what cost a
+ * page CRC per copy, the engine's largest cost under TCG, and the old code
+ * did not check it either: it recomputed the CRC over what it read, so a
+ * page damaged on the medium, or in memory on its way, became a copy with
+ * a CRC that matched the damage -- bad data laundered into good).  With
+ * the CRC carried, damage moves with the page and stays detectable:
+ * every read of the copy fails its CRC (EIO, ftl_read.c), fsck reports
+ * it, a later GC carries it on again; recovery treats a copy whose data
+ * fails its CRC like any page that does (torn past the recorded flush,
+ * else damaged: FTL_DAMAGED unless an intact page with the same CRC is
+ * still mapped, ftl_recover.c) -- never as good data.  The single-page
+ * paths (a page read on its own through the ECC model, which corrects or
+ * reports it; no run buffer) still compute the CRC over what they read,
+ * as before.
  */
 static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
 		    uint32_t budget)
@@ -192,6 +210,7 @@ static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
 				break;          /* one by one, below */
 			memcpy(e->run + (size_t)n * g->ps,
 			       e->blk + (size_t)e->pg * g->ps, g->ps);
+			e->crc[n] = o->data_crc;        /* carried: see above */
 			e->lpn[n] = o->lpn;
 			e->from[n++] = (uint32_t)ppn;
 		}

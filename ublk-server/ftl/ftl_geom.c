@@ -258,20 +258,28 @@ int ftl_sb_load(const uint8_t *area, size_t len, struct oct_sb *sb,
 }
 
 /* Fill an OOB record (data crc computed over @ps bytes of @data). */
-void ftl_oob_fill(struct ftl_oob *o, uint8_t kind, uint16_t stream,
-		  uint32_t lpn, uint64_t seq, uint32_t ec, const void *data,
-		  uint32_t ps)
+void ftl_oob_fill_crc(struct ftl_oob *o, uint8_t kind, uint16_t stream,
+		      uint32_t lpn, uint64_t seq, uint32_t ec,
+		      uint32_t data_crc)
 {
 	o->magic = FTL_OOB_MAGIC;
 	o->kind = kind;
 	o->version = FTL_FMT_VERSION;
 	o->stream = stream;
 	o->lpn = lpn;
-	o->data_crc = data ? oct_crc32c(0, data, ps) : 0;
+	o->data_crc = data_crc;
 	o->seq = seq;
 	o->ec = ec;
 	o->crc = 0;
 	o->crc = oct_crc32c(0, o, sizeof(*o));
+}
+
+void ftl_oob_fill(struct ftl_oob *o, uint8_t kind, uint16_t stream,
+		  uint32_t lpn, uint64_t seq, uint32_t ec, const void *data,
+		  uint32_t ps)
+{
+	ftl_oob_fill_crc(o, kind, stream, lpn, seq, ec,
+			 data ? oct_crc32c(0, data, ps) : 0);
 }
 
 /* Add the flush record after the OOB record @oob (filled) of an OOB area of
