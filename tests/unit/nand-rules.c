@@ -5,8 +5,11 @@
  * sync, the fault-injection seam, and the power-cut image builder.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nand.h"
 #include "test.h"
@@ -188,6 +191,69 @@ static void program_runs(bool inl)
 	b->ops->destroy(b);
 }
 
+/* A file backing on tmpfs is mapped, and nand_read_run copies from the
+ * mapping: it must see every program at once, and an erase (hole punch)
+ * then a new program; pages past the write pointer still read 0xff (the
+ * run takes the pread path then), and OCTANT_BACKING_MAP=0 maps nothing. */
+static void mapped_runs(bool inl)
+{
+	struct nand_geom g = { .page_size = 4096, .oob_size = 64, .ppb = 8,
+		.nblocks = 4, .flash_off = 8192, .oob_inline = inl };
+	uint64_t slot = g.page_size + (inl ? g.oob_size : 0), size;
+	char path[] = "/dev/shm/nand-rules-XXXXXX";
+	struct nand_backing *b;
+	struct nand_counters c0, c1;
+	struct nand *n;
+	uint8_t data[4096], oob[64], run[4 * 4096], roob[4 * 64];
+	int res[4], fd = mkstemp(path);
+
+	if (fd < 0)
+		T_SKIP("no /dev/shm");
+	unlink(path);
+	g.oob_off = g.flash_off + (uint64_t)g.nblocks * g.ppb * slot;
+	size = g.oob_off + (inl ? 0 : (uint64_t)g.nblocks * g.ppb * g.oob_size);
+	T_CHECK(ftruncate(fd, (off_t)size) == 0, "size");
+	setenv("OCTANT_BACKING_MAP", "0", 1);
+	T_CHECK(nand_backing_fd(fd, &b) == 0, "fd backing, map off");
+	T_CHECK(b->ops->view(b, 0, 4096) == NULL, "OCTANT_BACKING_MAP=0: unmapped");
+	b->ops->destroy(b);
+	unsetenv("OCTANT_BACKING_MAP");
+	T_CHECK(nand_backing_fd(fd, &b) == 0, "fd backing");
+	T_CHECK(b->ops->view(b, 0, size) != NULL &&
+		b->ops->view(b, 1, size) == NULL, "tmpfs file mapped, bounds");
+	T_CHECK(nand_create(b, &g, &n) == 0, "create");
+	for (uint32_t k = 0; k < g.nblocks; k++)
+		nand_set_block(n, k, 0, 0);
+	for (int round = 0; round < 2; round++) {
+		for (uint64_t p = 0; p < 3; p++) {
+			memset(data, (int)(0xa0 + p + round * 8), sizeof(data));
+			memset(oob, (int)(0x10 + p + round * 8), sizeof(oob));
+			T_CHECK(nand_program(n, p, data, oob) == 0, "program");
+		}
+		T_CHECK(nand_sync(n) == 0, "sync");
+		nand_counters_get(n, &c0);
+		T_CHECK(nand_read_run(n, 0, 3, run, roob, res) == 0, "run");
+		nand_counters_get(n, &c1);
+		T_EQ_U64(c1.backing_reads - c0.backing_reads, 1,
+			 "one backing read per mapped run");
+		for (int p = 0; p < 3; p++)
+			T_CHECK(res[p] == 0 && run[p * 4096] == 0xa0 + p + round * 8 &&
+				run[p * 4096 + 4095] == 0xa0 + p + round * 8 &&
+				roob[p * 64] == 0x10 + p + round * 8 &&
+				roob[p * 64 + 63] == 0x10 + p + round * 8,
+				"%s round %d: mapped run page %d", inl ? "inline" : "separate",
+				round, p);
+		/* page 3 is past the write pointer: 0xff, pages before it intact */
+		T_CHECK(nand_read_run(n, 0, 4, run, roob, res) == 0, "run past wp");
+		T_CHECK(run[4096 * 2] == 0xa2 + round * 8 &&
+			run[3 * 4096] == 0xff && run[4 * 4096 - 1] == 0xff,
+			"past the write pointer reads 0xff");
+		T_CHECK(nand_erase(n, 0) == 0, "erase");
+	}
+	nand_destroy(n);        /* and its backing */
+	close(fd);
+}
+
 int main(void)
 {
 	struct nand_geom g = { .page_size = 4096, .oob_size = 64, .ppb = 8,
@@ -266,5 +332,7 @@ int main(void)
 	inline_layout();
 	program_runs(true);
 	program_runs(false);
+	mapped_runs(true);
+	mapped_runs(false);
 	return t_result();
 }

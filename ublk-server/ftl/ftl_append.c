@@ -476,7 +476,8 @@ void ftl_run_program(struct ftl *f, struct ftl_inflight *x, const void *data,
 
 	pthread_mutex_lock(&f->io_mx);
 	while (f->io_done != x->ticket)
-		pthread_cond_wait(&f->io_cv, &f->io_mx);
+		pthread_cond_wait(&f->io_turn[x->ticket % FTL_IO_TURNS],
+				  &f->io_mx);
 	pthread_mutex_unlock(&f->io_mx);
 	r = nand_program_run(f->nand, x->ppn, x->n, data, oob, &pd);
 	pthread_mutex_lock(&f->io_mx);
@@ -484,7 +485,11 @@ void ftl_run_program(struct ftl *f, struct ftl_inflight *x, const void *data,
 	x->done = pd;
 	x->io_done = true;
 	f->io_done++;
-	pthread_cond_broadcast(&f->io_cv);
+	/* the next ticket's owner (and any of a later round of its slot,
+	 * which sleeps again), and the drainers once all are done */
+	pthread_cond_broadcast(&f->io_turn[f->io_done % FTL_IO_TURNS]);
+	if (f->io_done == f->io_next)
+		pthread_cond_broadcast(&f->io_cv);
 	pthread_mutex_unlock(&f->io_mx);
 }
 

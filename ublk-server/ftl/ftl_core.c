@@ -92,6 +92,8 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 	pthread_cond_init(&f->gc_cv, NULL);
 	pthread_mutex_init(&f->io_mx, NULL);
 	pthread_cond_init(&f->io_cv, NULL);
+	for (unsigned i = 0; i < FTL_IO_TURNS; i++)
+		pthread_cond_init(&f->io_turn[i], NULL);
 	pthread_rwlockattr_init(&ra);
 	pthread_rwlockattr_setkind_np(&ra,
 		PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
@@ -142,6 +144,8 @@ void ftl_free(struct ftl *f)
 	pthread_cond_destroy(&f->gc_cv);
 	pthread_mutex_destroy(&f->io_mx);
 	pthread_cond_destroy(&f->io_cv);
+	for (unsigned i = 0; i < FTL_IO_TURNS; i++)
+		pthread_cond_destroy(&f->io_turn[i]);
 	pthread_rwlock_destroy(&f->io_rw);
 	for (unsigned i = 0; i < FTL_NSTRIPES; i++)
 		pthread_mutex_destroy(&f->stripe[i]);

@@ -479,6 +479,49 @@ int nand_read_ecc(struct nand *n, uint64_t ppn, uint32_t off, void *buf,
 	return r;
 }
 
+/*
+ * Copy the run [ppn, ppn + count) with its OOB records from the backing's
+ * mapping (view) instead of reading it: counted as one backing read, no
+ * syscall.  Only when every page of the run is below its block's write
+ * pointer (programmed): a page past it may be a punched hole, which a
+ * read through a tmpfs mapping would allocate.  The caller excludes an
+ * erase of these blocks, as for a pread.  False: not mapped, read it.
+ */
+static bool run_view(struct nand *n, uint64_t ppn, uint32_t count,
+		     uint8_t *d, uint8_t *o)
+{
+	const struct nand_backing_ops *ops = n->b->ops;
+	uint32_t ps = n->g.page_size, os = n->g.oob_size, ppb = n->g.ppb;
+	uint64_t last = ppn + count - 1;
+	const uint8_t *sd, *so;
+
+	if (!ops->view)
+		return false;
+	for (uint64_t b = ppn / ppb; b <= last / ppb; b++) {
+		uint64_t end = last < (b + 1) * ppb ? last : (b + 1) * ppb - 1;
+
+		if (end % ppb >= __atomic_load_n(&n->wp[b], __ATOMIC_ACQUIRE))
+			return false;
+	}
+	sd = ops->view(n->b, data_at(n, ppn), (uint64_t)count * n->stride);
+	so = n->g.oob_inline ? sd + ps
+			     : ops->view(n->b, oob_at(n, ppn),
+					 (uint64_t)count * os);
+	if (!sd || !so)
+		return false;
+	CNT_ADD(n, backing_reads);
+	if (!n->g.oob_inline) {
+		memcpy(d, sd, (size_t)count * ps);
+		memcpy(o, so, (size_t)count * os);
+		return true;
+	}
+	for (uint32_t i = 0; i < count; i++) {
+		memcpy(d + (size_t)i * ps, sd + (size_t)i * n->stride, ps);
+		memcpy(o + (size_t)i * os, so + (size_t)i * n->stride, os);
+	}
+	return true;
+}
+
 /* Read a run of whole pages with their OOB (see nand.h). */
 int nand_read_run(struct nand *n, uint64_t ppn, uint32_t count, void *buf,
 		  void *oob, int *res)
@@ -494,7 +537,9 @@ int nand_read_run(struct nand *n, uint64_t ppn, uint32_t count, void *buf,
 	if (n->fm && (end - 1) / n->g.ppb >= n->fm_first)
 		return -EOPNOTSUPP;     /* pages go through the ECC model */
 	__atomic_fetch_add(&n->c.reads, count, __ATOMIC_RELAXED);
-	if (n->g.oob_inline) {
+	if (run_view(n, ppn, count, d, o)) {
+		r = 0;
+	} else if (n->g.oob_inline) {
 		struct iovec iov[NAND_IOV_MAX];
 
 		r = 0;

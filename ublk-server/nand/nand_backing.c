@@ -6,7 +6,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "nand.h"
@@ -17,6 +20,8 @@ struct fd_backing {
 	struct nand_backing b;
 	int fd;
 	bool no_punch;
+	const uint8_t *map;     /* the file read-only (tmpfs only), or NULL */
+	uint64_t map_len;       /* the file's size when it was mapped */
 };
 
 /* preadv / pwritev of everything in @iov (@cnt <= IOV_MAX), resuming
@@ -120,9 +125,52 @@ static int64_t fd_seek(struct nand_backing *b, uint64_t off, int whence)
 	return r < 0 ? -1 : (int64_t)r;
 }
 
+static const void *fd_view(struct nand_backing *b, uint64_t off,
+			   uint64_t len)
+{
+	struct fd_backing *f = (struct fd_backing *)b;
+
+	if (!f->map || off > f->map_len || len > f->map_len - off)
+		return NULL;
+	return f->map + off;
+}
+
 static void fd_destroy(struct nand_backing *b)
 {
+	struct fd_backing *f = (struct fd_backing *)b;
+
+	if (f->map)
+		munmap((void *)f->map, f->map_len);
 	free(b);
+}
+
+#define FD_TMPFS_MAGIC 0x01021994
+
+/*
+ * Map @f's file read-only when it is a regular file on tmpfs.  Only there:
+ * a read through a mapping that fails (a disk's media error) is SIGBUS,
+ * not an error return, and tmpfs has no media.  A mapping is MAP_SHARED
+ * over the page cache, so it sees every pwrite and hole punch the moment
+ * the call returns, as a pread would.  Nothing is populated up front.
+ * Any failure just leaves the file unmapped (pread serves).
+ */
+static void fd_map(struct fd_backing *f)
+{
+	const char *e = getenv("OCTANT_BACKING_MAP");
+	struct statfs sfs;
+	struct stat st;
+	void *p;
+
+	if (e && !strcmp(e, "0"))
+		return;
+	if (fstat(f->fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+	    fstatfs(f->fd, &sfs) || sfs.f_type != FD_TMPFS_MAGIC)
+		return;
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, f->fd, 0);
+	if (p == MAP_FAILED)
+		return;
+	f->map = p;
+	f->map_len = (uint64_t)st.st_size;
 }
 
 static const struct nand_backing_ops fd_ops = {
@@ -134,6 +182,7 @@ static const struct nand_backing_ops fd_ops = {
 	.seek = fd_seek,
 	.preadv = fd_preadv,
 	.pwritev = fd_pwritev,
+	.view = fd_view,
 };
 
 /* A backing over @fd (see nand.h). */
@@ -145,6 +194,7 @@ int nand_backing_fd(int fd, struct nand_backing **out)
 		return -ENOMEM;
 	f->b.ops = &fd_ops;
 	f->fd = fd;
+	fd_map(f);
 	*out = &f->b;
 	return 0;
 }
