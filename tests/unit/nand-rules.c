@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "nand.h"
@@ -254,6 +257,101 @@ static void mapped_runs(bool inl)
 	close(fd);
 }
 
+/* st_blocks of @fd (512-byte units the file has allocated). */
+static long long fd_blocks(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) ? -1 : (long long)st.st_blocks;
+}
+
+/*
+ * Mapped reads never allocate a hole of a sparse tmpfs image.  A read
+ * fault on a tmpfs hole allocates a page (even read-only, even private),
+ * and the server's mlockall(MCL_FUTURE) would populate (so allocate) a
+ * whole readable mapping at once: a 64 MiB sparse image on a 40 MiB tmpfs
+ * filled it and ran the clean checkpoint at stop into no ENOSPC (found by
+ * tests/integration/fuse-safety.bats).  Here: with every write pointer
+ * still at ppb (as while the FTL mounts) and on a block the write
+ * pointer says is full but the file does not hold (a damaged image), runs
+ * read 0 bytes of allocation and go to preadv; in a child under
+ * mlockall(MCL_CURRENT | MCL_FUTURE) the mapping is not populated.
+ */
+static void mapped_holes(void)
+{
+	struct nand_geom g = { .page_size = 4096, .oob_size = 64, .ppb = 8,
+		.nblocks = 4, .flash_off = 8192, .oob_inline = true };
+	char path[] = "/dev/shm/nand-holes-XXXXXX";
+	struct nand_backing *b;
+	struct nand_counters c0, c1;
+	struct nand *n;
+	uint8_t data[4096], oob[64], run[8 * 4096], roob[8 * 64];
+	int res[8], fd = mkstemp(path), st = -1;
+	long long blocks;
+	pid_t pid;
+
+	if (fd < 0)
+		T_SKIP("no /dev/shm");
+	unlink(path);
+	g.oob_off = g.flash_off + (uint64_t)g.nblocks * g.ppb * (4096 + 64);
+	T_CHECK(ftruncate(fd, (off_t)g.oob_off) == 0, "size");
+	blocks = fd_blocks(fd);
+	T_CHECK(nand_backing_fd(fd, &b) == 0, "fd backing");
+	T_CHECK(b->ops->view(b, 0, 1) != NULL, "tmpfs file mapped");
+	T_CHECK(nand_create(b, &g, &n) == 0, "create");
+	/* write pointers at ppb, nothing written: the mount's view */
+	T_CHECK(nand_read_run(n, 8, 8, run, roob, res) == 0 && res[0] == 0,
+		"run over a hole, write pointer ppb");
+	T_EQ_U64((uint64_t)fd_blocks(fd), (uint64_t)blocks,
+		 "a read below the write pointer of a hole allocates nothing");
+	/* block 0: 3 pages programmed; block 1 claimed full, never written */
+	nand_set_block(n, 0, 0, 0);
+	for (uint64_t p = 0; p < 3; p++) {
+		memset(data, (int)(0x50 + p), sizeof(data));
+		memset(oob, 0x21, sizeof(oob));
+		T_CHECK(nand_program(n, p, data, oob) == 0, "program");
+	}
+	blocks = fd_blocks(fd);
+	nand_counters_get(n, &c0);
+	T_CHECK(nand_read_run(n, 0, 3, run, roob, res) == 0 &&
+		run[2 * 4096] == 0x52, "programmed run");
+	T_CHECK(nand_read_run(n, 8, 8, run, roob, res) == 0,
+		"run over a hole the write pointer calls full");
+	nand_counters_get(n, &c1);
+	T_EQ_U64((uint64_t)fd_blocks(fd), (uint64_t)blocks,
+		 "a damaged block's hole is read without allocating it");
+	T_EQ_U64(c1.backing_reads - c0.backing_reads, 2,
+		 "one mapped run, one preadv");
+	nand_destroy(n);
+#ifdef __SANITIZE_ADDRESS__
+	/* serve skips mlockall under ASan (its shadow cannot be locked) */
+	fprintf(stderr, "nand-rules: ASan build: mapping under mlockall "
+		"not checked (the server does not lock under ASan)\n");
+	close(fd);
+	(void)pid;
+	(void)st;
+	return;
+#endif
+	pid = fork();
+	if (pid == 0) {
+		/* the serve layer's order: lock first, then open and map */
+		if (mlockall(MCL_CURRENT | MCL_FUTURE))
+			_exit(77);
+		if (nand_backing_fd(fd, &b) || !b->ops->view(b, 0, 1))
+			_exit(2);
+		_exit(fd_blocks(fd) == blocks ? 0 : 1);
+	}
+	T_CHECK(pid > 0 && waitpid(pid, &st, 0) == pid, "fork");
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
+		T_CHECK(0, "mlockall failed in the child: cannot check the "
+			"mapping under it (run as root)");
+	else
+		T_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			"mlockall(MCL_FUTURE) then map: nothing populated "
+			"(child status %d)", st);
+	close(fd);
+}
+
 int main(void)
 {
 	struct nand_geom g = { .page_size = 4096, .oob_size = 64, .ppb = 8,
@@ -334,5 +432,6 @@ int main(void)
 	program_runs(false);
 	mapped_runs(true);
 	mapped_runs(false);
+	mapped_holes();
 	return t_result();
 }

@@ -49,6 +49,13 @@ struct nand {
 	uint64_t *gmax;       /* oob_stamp, per block: GEN_KNOWN | the highest
 	                         generation of any stamp in it, 0 = unknown */
 	uint64_t stride;      /* bytes from one page's data to the next */
+	uint32_t *mapped;     /* mapped backings, per block: its pages [0, n)
+	                         (data and OOB) are proven allocated in the
+	                         backing (resident: mincore), so
+	                         a read through the mapping allocates nothing;
+	                         0 = not proven yet.  Only grows: this engine
+	                         never punches a block it serves (create does,
+	                         before).  Racing stores are each a proof. */
 	struct nand_counters c;  /* updated with atomics */
 };
 
@@ -347,6 +354,11 @@ int nand_create(struct nand_backing *b, const struct nand_geom *g,
 	for (uint32_t i2 = 0; i2 < g->nblocks; i2++)
 		n->wp[i2] = g->ppb;
 	n->stride = g->page_size + (g->oob_inline ? g->oob_size : 0);
+	if (b->ops->view && b->ops->resident && b->ops->view(b, 0, 1)) {
+		n->mapped = calloc(g->nblocks, sizeof(*n->mapped));
+		if (!n->mapped)
+			goto err;
+	}
 	n->wgen = 1;                    /* no window yet */
 	if (g->oob_inline) {
 		n->pbuf = malloc((size_t)g->page_size + g->oob_size);
@@ -378,6 +390,7 @@ void nand_destroy(struct nand *n)
 	free(n->ec);
 	free(n->bad);
 	free(n->zeroed);
+	free(n->mapped);
 	free(n->gcur);
 	free(n->gmax);
 	free(n->pbuf);
@@ -479,13 +492,45 @@ int nand_read_ecc(struct nand *n, uint64_t ppn, uint32_t off, void *buf,
 	return r;
 }
 
+/* How many pages of block @blk from its first are backed by allocated
+ * bytes?  Proves at least @need + 1 or fails.  A page the write pointer
+ * counts as programmed can still be a hole: while the FTL mounts (every
+ * write pointer is ppb until it learns them), a program that failed (the
+ * page used up, nothing written) or a damaged image; and a read fault on
+ * a tmpfs hole allocates a page (SIGBUS when the tmpfs is full), even in
+ * a read-only mapping.  So before the first mapped read of a block, one
+ * mincore over its slots (and its OOB region, separate layout) proves how
+ * far it is allocated, and the proof is kept (n->mapped).  Not SEEK_HOLE:
+ * on a full image it walks every page to the end of the file. */
+static uint32_t mapped_pages(struct nand *n, uint32_t blk, uint32_t need)
+{
+	uint32_t have = __atomic_load_n(&n->mapped[blk], __ATOMIC_ACQUIRE);
+	uint64_t first = (uint64_t)blk * n->g.ppb, off, k;
+	uint64_t len = (uint64_t)n->g.ppb * n->stride;
+
+	if (need < have)
+		return have;
+	off = data_at(n, first);
+	k = n->b->ops->resident(n->b, off, len) / n->stride;
+	if (!n->g.oob_inline) {
+		uint64_t ko = n->b->ops->resident(n->b, oob_at(n, first),
+						  (uint64_t)n->g.ppb *
+						  n->g.oob_size) / n->g.oob_size;
+
+		k = ko < k ? ko : k;
+	}
+	if (k > have)
+		__atomic_store_n(&n->mapped[blk], (uint32_t)k, __ATOMIC_RELEASE);
+	return (uint32_t)k;
+}
+
 /*
  * Copy the run [ppn, ppn + count) with its OOB records from the backing's
  * mapping (view) instead of reading it: counted as one backing read, no
  * syscall.  Only when every page of the run is below its block's write
- * pointer (programmed): a page past it may be a punched hole, which a
- * read through a tmpfs mapping would allocate.  The caller excludes an
- * erase of these blocks, as for a pread.  False: not mapped, read it.
+ * pointer (programmed) and proven allocated (mapped_pages).  The caller
+ * excludes an erase of these blocks, as for a pread.  False: not mapped,
+ * read it.
  */
 static bool run_view(struct nand *n, uint64_t ppn, uint32_t count,
 		     uint8_t *d, uint8_t *o)
@@ -495,12 +540,13 @@ static bool run_view(struct nand *n, uint64_t ppn, uint32_t count,
 	uint64_t last = ppn + count - 1;
 	const uint8_t *sd, *so;
 
-	if (!ops->view)
+	if (!n->mapped)
 		return false;
 	for (uint64_t b = ppn / ppb; b <= last / ppb; b++) {
 		uint64_t end = last < (b + 1) * ppb ? last : (b + 1) * ppb - 1;
 
-		if (end % ppb >= __atomic_load_n(&n->wp[b], __ATOMIC_ACQUIRE))
+		if (end % ppb >= __atomic_load_n(&n->wp[b], __ATOMIC_ACQUIRE) ||
+		    end % ppb >= mapped_pages(n, (uint32_t)b, end % ppb))
 			return false;
 	}
 	sd = ops->view(n->b, data_at(n, ppn), (uint64_t)count * n->stride);

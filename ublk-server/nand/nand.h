@@ -65,6 +65,11 @@ struct nand_backing_ops {
 	 * sees every pwrite and punch at once (the page cache itself), to
 	 * copy from instead of a pread; NULL when they are not mapped. */
 	const void *(*view)(struct nand_backing *b, uint64_t off, uint64_t len);
+	/* With view: how many bytes from @off (at most @len) are allocated
+	 * and in memory, so that reading them through the mapping allocates
+	 * nothing (a read fault on a tmpfs hole would); 0 when unknown. */
+	uint64_t (*resident)(struct nand_backing *b, uint64_t off,
+			     uint64_t len);
 };
 
 struct nand_backing {

@@ -135,6 +135,38 @@ static const void *fd_view(struct nand_backing *b, uint64_t off,
 	return f->map + off;
 }
 
+/* Bytes from @off resident in the mapping (mincore), at most @len. */
+static uint64_t fd_resident(struct nand_backing *b, uint64_t off,
+			    uint64_t len)
+{
+	struct fd_backing *f = (struct fd_backing *)b;
+	long pg = sysconf(_SC_PAGESIZE);
+	uint64_t start, at, done = 0;
+	unsigned char vec[256];
+
+	if (!f->map || pg <= 0 || off > f->map_len)
+		return 0;
+	if (len > f->map_len - off)
+		len = f->map_len - off;
+	start = off - off % (uint64_t)pg;       /* mincore wants it aligned */
+	for (at = start; at < off + len; ) {
+		uint64_t chunk = off + len - at;
+		size_t np;
+
+		if (chunk > sizeof(vec) * (uint64_t)pg)
+			chunk = sizeof(vec) * (uint64_t)pg;
+		np = (size_t)((chunk + (uint64_t)pg - 1) / (uint64_t)pg);
+		if (mincore((void *)(f->map + at), (size_t)chunk, vec))
+			return done;
+		for (size_t i = 0; i < np; i++, at += (uint64_t)pg) {
+			if (!(vec[i] & 1))
+				return done;
+			done = at + (uint64_t)pg - off;
+		}
+	}
+	return done < len ? done : len;
+}
+
 static void fd_destroy(struct nand_backing *b)
 {
 	struct fd_backing *f = (struct fd_backing *)b;
@@ -166,9 +198,20 @@ static void fd_map(struct fd_backing *f)
 	if (fstat(f->fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
 	    fstatfs(f->fd, &sfs) || sfs.f_type != FD_TMPFS_MAGIC)
 		return;
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, f->fd, 0);
+	/* Not locked: serve's mlockall(MCL_FUTURE) would lock and so
+	 * populate a new readable mapping at once, allocating every hole of
+	 * a sparse image in the tmpfs (all of it in memory; SIGBUS when it
+	 * does not fit).  A PROT_NONE mapping is not populated; it is
+	 * unlocked, then made readable, and a page then faults in (a minor
+	 * fault: it is the tmpfs file's page cache) when first read. */
+	p = mmap(NULL, (size_t)st.st_size, PROT_NONE, MAP_SHARED, f->fd, 0);
 	if (p == MAP_FAILED)
 		return;
+	if (munlock(p, (size_t)st.st_size) ||
+	    mprotect(p, (size_t)st.st_size, PROT_READ)) {
+		munmap(p, (size_t)st.st_size);
+		return;
+	}
 	f->map = p;
 	f->map_len = (uint64_t)st.st_size;
 }
@@ -183,6 +226,7 @@ static const struct nand_backing_ops fd_ops = {
 	.preadv = fd_preadv,
 	.pwritev = fd_pwritev,
 	.view = fd_view,
+	.resident = fd_resident,
 };
 
 /* A backing over @fd (see nand.h). */

@@ -184,14 +184,19 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	 * a shared image lock keeps writers (create, fsck --repair) out. */
 	open_opts.readonly = o->read_only;
 	err = o->read_only ? serve_image_share(o->image, &share_fd) : 0;
+	/* Keep the server resident: reclaim must never wait on our own disk.
+	 * Before the open: the engine's memory is then locked as it is made
+	 * (MCL_FUTURE), and its read-only mapping of a tmpfs image can stay
+	 * unlocked (nand_backing_fd): an MCL_CURRENT after it would populate
+	 * it, allocating every hole of a sparse image. */
+	if (!err)
+		serve_memory_setup();
 	if (!err)
 		err = ftl_open(o->image, &open_opts, &s.ftl);
 	if (err) {
 		code = serve_open_fail(o->image, err);
 		goto out;
 	}
-	/* Keep the server resident: reclaim must never wait on our own disk. */
-	serve_memory_setup();
 	s.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s.stop_fd < 0) {
 		code = cli_fail("serve: eventfd", -errno);
