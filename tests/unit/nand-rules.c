@@ -352,6 +352,113 @@ static void mapped_holes(void)
 	close(fd);
 }
 
+/* This process's write syscalls so far (/proc/self/io syscw). */
+static uint64_t syscw(void)
+{
+	unsigned long long v = 0;
+	char line[128];
+	FILE *f = fopen("/proc/self/io", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "syscw: %llu", &v) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* One sequence of programs and erases on @fd (a tmpfs file) through a
+ * nand with the mapping as OCTANT_BACKING_MAP=@map; returns the backing
+ * writes it counted. */
+static uint64_t write_seq(int fd, const char *map, bool stamp,
+			  uint64_t *calls)
+{
+	struct nand_geom g = { .page_size = 4096, .oob_size = 64, .ppb = 8,
+		.nblocks = 4, .flash_off = 8192, .oob_inline = true,
+		.oob_stamp = stamp };
+	struct nand_backing *b;
+	struct nand_counters c;
+	struct nand *n;
+	uint8_t *data = malloc(8 * 4096), oob[8 * 64], rd[4096];
+	uint32_t done;
+
+	g.oob_off = g.flash_off + (uint64_t)g.nblocks * g.ppb * (4096 + 64);
+	setenv("OCTANT_BACKING_MAP", map, 1);
+	T_CHECK(data && nand_backing_fd(fd, &b) == 0, "fd backing (%s)", map);
+	unsetenv("OCTANT_BACKING_MAP");
+	T_CHECK(nand_create(b, &g, &n) == 0, "create");
+	for (uint32_t k = 0; k < g.nblocks; k++)
+		nand_set_block(n, k, 0, 0);
+	*calls = syscw();
+	for (int cycle = 0; cycle < 3; cycle++) {
+		for (int p = 0; p < 8; p++) {
+			memset(data + p * 4096, 0x40 + p + 16 * cycle, 4096);
+			memset(oob + p * 64, 0x30 + p + 16 * cycle, 64);
+		}
+		/* block 0: one page, then a run of 5; block 1: a run of 8 */
+		T_CHECK(nand_program(n, 0, data, oob) == 0, "program");
+		T_CHECK(nand_program_run(n, 1, 5, data + 4096, oob + 64,
+					 &done) == 0 && done == 5, "run of 5");
+		T_CHECK(nand_program_run(n, 8, 8, data, oob, &done) == 0 &&
+			done == 8, "run of 8");
+		T_CHECK(nand_read(n, 5, 0, rd, 4096) == 0 &&
+			rd[0] == 0x45 + 16 * cycle && rd[4095] == 0x45 + 16 * cycle,
+			"%s cycle %d: a programmed page reads back", map, cycle);
+		if (cycle < 2) {
+			T_CHECK(nand_erase(n, 0) == 0 && nand_erase(n, 1) == 0,
+				"erase");
+		}
+	}
+	*calls = syscw() - *calls;
+	T_CHECK(nand_sync(n) == 0, "sync");
+	nand_counters_get(n, &c);
+	nand_destroy(n);
+	free(data);
+	return c.backing_writes;
+}
+
+/*
+ * Programs through the writable mapping leave the very bytes pwrite
+ * leaves: the same sequence (single pages, runs, erase stamps, three
+ * cycles) on two tmpfs files, one with OCTANT_BACKING_MAP=ro (pwrite) and
+ * one mapped read-write, must give identical files; a sparse file's
+ * holes are written with pwrite (never through the mapping), and its
+ * allocation must match too.
+ */
+static void mapped_writes(bool stamp)
+{
+	char pa[] = "/dev/shm/nand-wa-XXXXXX", pb[] = "/dev/shm/nand-wb-XXXXXX";
+	uint64_t size = 8192 + 4ull * 8 * (4096 + 64), wa, wb, ca, cb;
+	int fa = mkstemp(pa), fb = mkstemp(pb);
+	uint8_t *ba = malloc(size), *bb = malloc(size);
+
+	if (fa < 0 || fb < 0)
+		T_SKIP("no /dev/shm");
+	unlink(pa);
+	unlink(pb);
+	T_CHECK(ba && bb && ftruncate(fa, (off_t)size) == 0 &&
+		ftruncate(fb, (off_t)size) == 0, "size");
+	wa = write_seq(fa, "ro", stamp, &ca);
+	wb = write_seq(fb, "1", stamp, &cb);
+	/* cycle 0 fills holes (pwrite); cycles 1 and 2 program through the
+	 * mapping: 3 programs a cycle (the erase stamps stay pwrites) */
+	T_CHECK(cb + 6 <= ca, "%s: programs after the first cycle go through "
+		"the mapping: %llu write syscalls, %llu with pwrite",
+		stamp ? "stamps" : "no stamps", (unsigned long long)cb,
+		(unsigned long long)ca);
+	T_CHECK(pread(fa, ba, size, 0) == (ssize_t)size &&
+		pread(fb, bb, size, 0) == (ssize_t)size, "read the files");
+	T_CHECK(!memcmp(ba, bb, size), "%s: mapped programs leave the bytes "
+		"pwrite leaves", stamp ? "stamps" : "no stamps");
+	T_EQ_U64((uint64_t)fd_blocks(fb), (uint64_t)fd_blocks(fa),
+		 "the same allocation");
+	T_EQ_U64(wb, wa, "the same backing writes counted");
+	close(fa);
+	close(fb);
+	free(ba);
+	free(bb);
+}
+
 int main(void)
 {
 	struct nand_geom g = { .page_size = 4096, .oob_size = 64, .ppb = 8,
@@ -433,5 +540,7 @@ int main(void)
 	mapped_runs(true);
 	mapped_runs(false);
 	mapped_holes();
+	mapped_writes(false);
+	mapped_writes(true);
 	return t_result();
 }

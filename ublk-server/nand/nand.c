@@ -56,6 +56,10 @@ struct nand {
 	                         0 = not proven yet.  Only grows: this engine
 	                         never punches a block it serves (create does,
 	                         before).  Racing stores are each a proof. */
+	uint8_t *wtried;      /* mapped, per block: a program found it not
+	                         proven and tried once (atomic); cleared by
+	                         an erase.  Bounds the mincores of programs
+	                         into a fresh image's holes to one a cycle. */
 	struct nand_counters c;  /* updated with atomics */
 };
 
@@ -356,7 +360,8 @@ int nand_create(struct nand_backing *b, const struct nand_geom *g,
 	n->stride = g->page_size + (g->oob_inline ? g->oob_size : 0);
 	if (b->ops->view && b->ops->resident && b->ops->view(b, 0, 1)) {
 		n->mapped = calloc(g->nblocks, sizeof(*n->mapped));
-		if (!n->mapped)
+		n->wtried = calloc(g->nblocks, 1);
+		if (!n->mapped || !n->wtried)
 			goto err;
 	}
 	n->wgen = 1;                    /* no window yet */
@@ -391,6 +396,7 @@ void nand_destroy(struct nand *n)
 	free(n->bad);
 	free(n->zeroed);
 	free(n->mapped);
+	free(n->wtried);
 	free(n->gcur);
 	free(n->gmax);
 	free(n->pbuf);
@@ -565,6 +571,48 @@ static bool run_view(struct nand *n, uint64_t ppn, uint32_t count,
 		memcpy(d + (size_t)i * ps, sd + (size_t)i * n->stride, ps);
 		memcpy(o + (size_t)i * os, so + (size_t)i * n->stride, os);
 	}
+	return true;
+}
+
+/*
+ * Program the run [ppn, ppn + count) of one block, inline layout, by
+ * copying each page's data and OOB record (and stamp, with @gen) into the
+ * backing's writable mapping instead of a pwritev: the same bytes in the
+ * same page cache, in the same order (data, then its OOB), visible to
+ * every read the moment the copy is done, as after a pwrite.  A killed
+ * server keeps what was copied (a program cut short is torn, as a pwritev
+ * cut between the tmpfs pages a slot spans is, and its data CRC tells);
+ * the write pointer moves after, so no read sees a page being copied.
+ * Only over slots proven allocated (mapped_pages): a store to a tmpfs
+ * hole would allocate it and, with the tmpfs full, SIGBUS instead of
+ * ENOSPC.  False: not mapped, write it.
+ */
+static bool run_wview(struct nand *n, uint64_t ppn, uint32_t count,
+		      const uint8_t *d, const uint8_t *o, uint32_t gen)
+{
+	uint32_t ps = n->g.page_size, os = n->g.oob_size, ppb = n->g.ppb;
+	uint32_t blk = (uint32_t)(ppn / ppb), last = (uint32_t)(ppn % ppb) + count - 1;
+	uint32_t rec = n->g.oob_stamp ? os - NAND_STAMP_SIZE : os;
+	uint8_t *dst;
+
+	if (!n->mapped || !n->b->ops->wview || !n->g.oob_inline)
+		return false;
+	if (last >= __atomic_load_n(&n->mapped[blk], __ATOMIC_ACQUIRE)) {
+		if (__atomic_exchange_n(&n->wtried[blk], 1, __ATOMIC_ACQ_REL))
+			return false;   /* tried in this cycle: a hole */
+		if (last >= mapped_pages(n, blk, last))
+			return false;
+	}
+	dst = n->b->ops->wview(n->b, data_at(n, ppn), (uint64_t)count * n->stride);
+	if (!dst)
+		return false;
+	for (uint32_t i = 0; i < count; i++, dst += n->stride) {
+		memcpy(dst, d + (size_t)i * ps, ps);
+		memcpy(dst + ps, o + (size_t)i * os, rec);
+		if (n->g.oob_stamp)
+			stamp_fill(dst + ps + rec, ppn + i, STAMP_PROG, gen);
+	}
+	__atomic_fetch_add(&n->c.backing_writes, 1, __ATOMIC_RELAXED);
 	return true;
 }
 
@@ -801,21 +849,25 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
 		/* data and OOB in one write: a killed server (whose page
 		 * cache survives) keeps both or, torn by a power cut, the
 		 * data CRC in the OOB tells */
-		memcpy(n->pbuf, data, n->g.page_size);
-		memcpy(n->pbuf + n->g.page_size, oob, n->g.oob_size);
-		if (n->g.oob_stamp) {
-			uint32_t gen;
+		uint32_t gen = 0;
 
+		if (n->g.oob_stamp) {
 			r = cur_gen(n, blk, &gen);
 			if (r)
 				return r;
-			stamp_put(n, n->pbuf + n->g.page_size, ppn, STAMP_PROG,
-				  gen);
 		}
-		r = bk_pwrite(n, n->pbuf, (size_t)n->g.page_size + n->g.oob_size,
-			      data_at(n, ppn));
-		if (r)
-			return r;
+		if (!run_wview(n, ppn, 1, data, oob, gen)) {
+			memcpy(n->pbuf, data, n->g.page_size);
+			memcpy(n->pbuf + n->g.page_size, oob, n->g.oob_size);
+			if (n->g.oob_stamp)
+				stamp_put(n, n->pbuf + n->g.page_size, ppn,
+					  STAMP_PROG, gen);
+			r = bk_pwrite(n, n->pbuf,
+				      (size_t)n->g.page_size + n->g.oob_size,
+				      data_at(n, ppn));
+			if (r)
+				return r;
+		}
 		hole_stale(n);      /* the hole window is stale */
 		__atomic_store_n(&n->wp[blk], pg + 1, __ATOMIC_RELEASE);
 		CNT_ADD(n, programs);
@@ -897,6 +949,15 @@ int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
 		uint32_t c = count - i < per ? count - i : per;
 		int v = 0;
 
+		if (run_wview(n, ppn + i, c, d + (size_t)i * ps,
+			      o + (size_t)i * os, gen)) {
+			hole_stale(n);
+			i += c;
+			__atomic_store_n(&n->wp[blk], pg + i, __ATOMIC_RELEASE);
+			__atomic_fetch_add(&n->c.programs, c, __ATOMIC_RELAXED);
+			*done = i;
+			continue;
+		}
 		for (uint32_t k = 0; k < c; k++) {
 			iov[v].iov_base = (void *)(d + (size_t)(i + k) * ps);
 			iov[v++].iov_len = ps;
@@ -1013,6 +1074,8 @@ int nand_erase(struct nand *n, uint32_t blk)
 	if (blk >= n->g.nblocks)
 		return -EINVAL;
 	zeroed_clear(n, blk);
+	if (n->wtried)          /* a new cycle: programs may prove it again */
+		__atomic_store_n(&n->wtried[blk], 0, __ATOMIC_RELEASE);
 	r = fault(n, NAND_OP_ERASE, blk, NULL, 0);
 	if (r < 0)
 		return r;

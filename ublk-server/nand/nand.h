@@ -70,6 +70,9 @@ struct nand_backing_ops {
 	 * nothing (a read fault on a tmpfs hole would); 0 when unknown. */
 	uint64_t (*resident)(struct nand_backing *b, uint64_t off,
 			     uint64_t len);
+	/* Optional, with view: the same bytes writable (a store is a write
+	 * of the file, as a pwrite that returned); NULL when not writable. */
+	void *(*wview)(struct nand_backing *b, uint64_t off, uint64_t len);
 };
 
 struct nand_backing {
@@ -77,10 +80,11 @@ struct nand_backing {
 };
 
 /* A backing over an open file descriptor (not closed by destroy).  A
- * regular file on tmpfs is also mapped read-only for view(): memory cannot
- * fail a read, and a memcpy from the mapping costs a fraction of pread's
- * copy (under QEMU's TCG 1.1 against 12 us a page; docs/ublk.md).
- * OCTANT_BACKING_MAP=0 in the environment turns the mapping off. */
+ * regular file on tmpfs is also mapped for view() (and, open O_RDWR, for
+ * wview()): memory cannot fail a read, and a memcpy from or to the mapping
+ * costs a fraction of pread's or pwrite's copy (under QEMU's TCG 1.1
+ * against 12 us a page; docs/ublk.md).  OCTANT_BACKING_MAP=0 in the
+ * environment turns the mapping off, =ro keeps it for reads only. */
 int nand_backing_fd(int fd, struct nand_backing **out);
 
 /*

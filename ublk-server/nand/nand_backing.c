@@ -20,7 +20,10 @@ struct fd_backing {
 	struct nand_backing b;
 	int fd;
 	bool no_punch;
-	const uint8_t *map;     /* the file read-only (tmpfs only), or NULL */
+	const uint8_t *map;     /* the file mapped (tmpfs only), or NULL */
+	uint8_t *wmap;          /* the same mapping when it is writable (the
+	                           file is open O_RDWR, and not
+	                           OCTANT_BACKING_MAP=ro), or NULL */
 	uint64_t map_len;       /* the file's size when it was mapped */
 };
 
@@ -167,6 +170,15 @@ static uint64_t fd_resident(struct nand_backing *b, uint64_t off,
 	return done < len ? done : len;
 }
 
+static void *fd_wview(struct nand_backing *b, uint64_t off, uint64_t len)
+{
+	struct fd_backing *f = (struct fd_backing *)b;
+
+	if (!f->wmap || off > f->map_len || len > f->map_len - off)
+		return NULL;
+	return f->wmap + off;
+}
+
 static void fd_destroy(struct nand_backing *b)
 {
 	struct fd_backing *f = (struct fd_backing *)b;
@@ -189,6 +201,8 @@ static void fd_destroy(struct nand_backing *b)
 static void fd_map(struct fd_backing *f)
 {
 	const char *e = getenv("OCTANT_BACKING_MAP");
+	bool rw = (fcntl(f->fd, F_GETFL) & O_ACCMODE) == O_RDWR &&
+		  !(e && !strcmp(e, "ro"));
 	struct statfs sfs;
 	struct stat st;
 	void *p;
@@ -208,11 +222,12 @@ static void fd_map(struct fd_backing *f)
 	if (p == MAP_FAILED)
 		return;
 	if (munlock(p, (size_t)st.st_size) ||
-	    mprotect(p, (size_t)st.st_size, PROT_READ)) {
+	    mprotect(p, (size_t)st.st_size, PROT_READ | (rw ? PROT_WRITE : 0))) {
 		munmap(p, (size_t)st.st_size);
 		return;
 	}
 	f->map = p;
+	f->wmap = rw ? p : NULL;
 	f->map_len = (uint64_t)st.st_size;
 }
 
@@ -227,6 +242,7 @@ static const struct nand_backing_ops fd_ops = {
 	.pwritev = fd_pwritev,
 	.view = fd_view,
 	.resident = fd_resident,
+	.wview = fd_wview,
 };
 
 /* A backing over @fd (see nand.h). */
