@@ -191,12 +191,14 @@ static void fd_destroy(struct nand_backing *b)
 #define FD_TMPFS_MAGIC 0x01021994
 
 /*
- * Map @f's file read-only when it is a regular file on tmpfs.  Only there:
- * a read through a mapping that fails (a disk's media error) is SIGBUS,
- * not an error return, and tmpfs has no media.  A mapping is MAP_SHARED
- * over the page cache, so it sees every pwrite and hole punch the moment
- * the call returns, as a pread would.  Nothing is populated up front.
- * Any failure just leaves the file unmapped (pread serves).
+ * Map @f's file when it is a regular file on tmpfs: readable, and writable
+ * too when the file is open O_RDWR (unless OCTANT_BACKING_MAP=ro).  Only
+ * there: an access through a mapping that fails (a disk's media error) is
+ * SIGBUS, not an error return, and tmpfs has no media.  A mapping is
+ * MAP_SHARED over the page cache, so it and pread/pwrite see each other's
+ * bytes the moment either is done.  Nothing is populated up front, and
+ * the nand layer touches only slots it proved allocated (fd_resident).
+ * Any failure just leaves the file unmapped (pread/pwrite serve).
  */
 static void fd_map(struct fd_backing *f)
 {
