@@ -177,6 +177,13 @@ struct ftl {
 	uint64_t *ck_dirty;          /* per logical page: changed since the
 	                                newest record (atomic bits) */
 	uint64_t ck_ndirty;          /* bits set in ck_dirty (atomic) */
+	uint64_t *ck_dsum;           /* per ck_dirty word: it may be nonzero
+	                                (atomic; a nonzero word always has
+	                                its bit here outside ftl_ckpt_write) */
+	uint64_t *ck_bdirty;         /* per block: its table entry (state,
+	                                flags, mtime, erase count) may differ
+	                                from ck_tab (f->lock; set where they
+	                                change, ftl_ckpt_blk_dirty) */
 	struct ftl_ckpt_blk *ck_tab; /* block table as of the newest record */
 	uint32_t *ck_chg;            /* scratch: blocks whose entry changed */
 	bool ck_bad_delta;           /* a damaged delta record ended the
@@ -323,6 +330,34 @@ static inline void ftl_ckpt_dirty(struct ftl *f, uint32_t lpn)
 	old = __atomic_fetch_or(&f->ck_dirty[lpn / 64], bit, __ATOMIC_RELAXED);
 	if (!(old & bit))
 		__atomic_fetch_add(&f->ck_ndirty, 1, __ATOMIC_RELAXED);
+	if (!old)       /* the word was empty: a delta must look at it */
+		__atomic_fetch_or(&f->ck_dsum[lpn / 4096],
+				  1ull << (lpn / 64 % 64), __ATOMIC_RELAXED);
+}
+/*
+ * Block @b's checkpoint-table entry may have changed (f->lock held): the
+ * next delta record compares only the blocks marked so, instead of the
+ * whole table (which grows with the device).  Every write of f->state,
+ * f->mtime, f->fdirty or the nand's erase count after mount goes through
+ * a mark; FTL_CKPT_CHECK builds (the sanitizer build) compare the whole
+ * table at every delta and abort on a change nobody marked.
+ */
+static inline void ftl_ckpt_blk_dirty(struct ftl *f, uint32_t b)
+{
+	uint64_t bit = 1ull << (b % 64);
+
+	if (f->ck_bdirty && !(f->ck_bdirty[b / 64] & bit))
+		f->ck_bdirty[b / 64] |= bit;
+}
+/* Every block's entry may have changed (mount, a forced base). */
+void ftl_ckpt_blk_dirty_all(struct ftl *f);
+/* Erase block @b: nand_erase, and its erase count changes, done or not. */
+static inline int ftl_erase(struct ftl *f, uint32_t b)
+{
+	int r = nand_erase(f->nand, b);
+
+	ftl_ckpt_blk_dirty(f, b);
+	return r;
 }
 void ftl_ckpt_blank_page(const struct ftl_geom *g, uint32_t i, uint8_t *buf);
 

@@ -137,7 +137,7 @@ static int open_block(struct ftl *f, int s, bool dip)
 		bool dirty = false;
 		r = holds_past(f, b, 0, &dirty);
 		if (!r && dirty)
-			r = nand_erase(f->nand, b);
+			r = ftl_erase(f, b);
 		if (r == -NAND_EFAIL) {
 			r = ftl_bb_grown(f, b, "erase failed");
 			if (r)
@@ -227,6 +227,7 @@ int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 	if (r)
 		return r;
 	f->mtime[blk] = seq;
+	ftl_ckpt_blk_dirty(f, blk);
 	if (kind == FTL_OOB_DATA)
 		ftl_map_set(f, lpn, (uint32_t)ppn);
 	else if (kind == FTL_OOB_TRIM)
@@ -314,8 +315,10 @@ static int prog_run(struct ftl *f, int stream, uint32_t lpn,
 				__atomic_fetch_add(counter, 1,
 						   __ATOMIC_RELAXED);
 		}
-		if (pd)
+		if (pd) {
 			f->mtime[blk] = seq + pd;
+			ftl_ckpt_blk_dirty(f, blk);
+		}
 		*done += pd;
 		if (r != -NAND_EFAIL)
 			return r;
@@ -390,8 +393,10 @@ static void run_publish(struct ftl *f, struct ftl_inflight *x)
 	x->published = true;
 	for (uint32_t i = 0; i < x->done; i++)
 		ftl_map_set(f, x->lpn + i, (uint32_t)(x->ppn + i));
-	if (x->done && f->mtime[blk] < x->seq0 + x->done - 1)
+	if (x->done && f->mtime[blk] < x->seq0 + x->done - 1) {
 		f->mtime[blk] = x->seq0 + x->done - 1;
+		ftl_ckpt_blk_dirty(f, blk);
+	}
 }
 
 void ftl_inflight_drain(struct ftl *f)

@@ -217,6 +217,7 @@ void ftl_set_state(struct ftl *f, uint32_t b, uint8_t s)
 	bool was = f->state[b] == FTL_BLK_FULL;
 
 	f->state[b] = s;
+	ftl_ckpt_blk_dirty(f, b);
 	if (b < f->g.ckpt_blocks || was == (s == FTL_BLK_FULL))
 		return;
 	if (was)

@@ -234,26 +234,119 @@ static int emit_add(struct emit *e, uint32_t kind, uint32_t i, const void *ent)
 	return 0;
 }
 
+/* Block @b's checkpoint-table entry as it is now. */
+static void tab_fill(struct ftl *f, uint32_t b, struct ftl_ckpt_blk *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->ec = nand_block_ec(f->nand, b);
+	t->state = f->state[b];
+	t->flags = f->fdirty[b] ? FTL_BLKF_MAYBE_DIRTY : 0;
+	t->mtime = f->mtime[b];
+}
+
+void ftl_ckpt_blk_dirty_all(struct ftl *f)
+{
+	if (f->ck_bdirty)
+		memset(f->ck_bdirty, 0xff, ((size_t)f->g.nblocks / 64 + 1) * 8);
+}
+
+#ifdef FTL_CKPT_CHECK
+/* Every entry that differs from ck_tab is marked (ftl_ckpt_blk_dirty). */
+static void check_marks(struct ftl *f)
+{
+	for (uint32_t b = 0; b < f->g.nblocks; b++) {
+		struct ftl_ckpt_blk t;
+
+		tab_fill(f, b, &t);
+		if (memcmp(&t, &f->ck_tab[b], sizeof(t)) &&
+		    !(f->ck_bdirty[b / 64] & (1ull << (b % 64)))) {
+			fprintf(stderr, "ftl: block %u's table entry changed "
+				"without ftl_ckpt_blk_dirty\n", b);
+			abort();
+		}
+	}
+}
+#endif
+
+/* The marked blocks whose entry differs from ck_tab, into f->ck_chg (and
+ * their entries into the table in f->ckbuf); the marks are consumed. */
+static uint32_t changed_blocks(struct ftl *f)
+{
+	struct ftl_ckpt_blk *tab = (struct ftl_ckpt_blk *)f->ckbuf;
+	uint32_t n = 0;
+
+#ifdef FTL_CKPT_CHECK
+	check_marks(f);
+#endif
+	for (uint32_t w = 0; w <= f->g.nblocks / 64; w++) {
+		uint64_t x = f->ck_bdirty[w];
+
+		f->ck_bdirty[w] = 0;
+		for (; x; x &= x - 1) {
+			uint32_t b = w * 64 + (uint32_t)__builtin_ctzll(x);
+
+			if (b >= f->g.nblocks)
+				break;
+			tab_fill(f, b, &tab[b]);
+			if (memcmp(&tab[b], &f->ck_tab[b], sizeof(tab[b])))
+				f->ck_chg[n++] = b;
+		}
+	}
+	return n;
+}
+
+/* Emit the map entries whose dirty bit is set, in order, clearing them. */
+static int emit_dirty_map(struct ftl *f, struct emit *e)
+{
+	int r = 0;
+
+	for (uint32_t s = 0; !r && s <= f->g.nlpn / 4096; s++) {
+		uint64_t y;
+
+		if (!__atomic_load_n(&f->ck_dsum[s], __ATOMIC_RELAXED))
+			continue;
+		/* clear first: a word that fills after this sets it again */
+		y = __atomic_exchange_n(&f->ck_dsum[s], 0, __ATOMIC_ACQ_REL);
+		for (; y && !r; y &= y - 1) {
+			uint32_t w = s * 64 + (uint32_t)__builtin_ctzll(y);
+			uint64_t x;
+
+			if (w > f->g.nlpn / 64)
+				break;
+			/* clear first: a change after this sets the bit again */
+			x = __atomic_exchange_n(&f->ck_dirty[w], 0,
+						__ATOMIC_ACQ_REL);
+			__atomic_fetch_sub(&f->ck_ndirty,
+					   (uint64_t)__builtin_popcountll(x),
+					   __ATOMIC_RELAXED);
+			while (x && !r) {
+				uint32_t l = w * 64 + (uint32_t)__builtin_ctzll(x);
+				uint32_t v = ftl_map_get(f, l);
+
+				x &= x - 1;
+				r = emit_add(e, FTL_RUN_MAP, l, &v);
+			}
+		}
+	}
+	return r;
+}
+
 /*
  * A delta record after the newest one in the current slot: the map
- * entries whose dirty bit is set and the block-table entries that differ
- * from ck_tab (the table built in f->ckbuf), then the header.  -ENOSPC
- * when it would not fit (or a base is no larger): write a base.
+ * entries whose dirty bit is set and the @nblk block-table entries in
+ * f->ck_chg (built in f->ckbuf), then the header.  -ENOSPC when it would
+ * not fit (or a base is no larger): write a base.
  */
-static int write_delta(struct ftl *f, bool clean)
+static int write_delta(struct ftl *f, bool clean, uint32_t nblk)
 {
 	const struct ftl_geom *g = &f->g;
 	const struct ftl_ckpt_blk *tab = (const struct ftl_ckpt_blk *)f->ckbuf;
 	uint64_t ndirty = __atomic_load_n(&f->ck_ndirty, __ATOMIC_RELAXED);
-	uint32_t nblk = 0;
 	uint64_t bound;
 	struct ftl_ckpt_delta *d;
 	struct emit *e;
 	int r = 0;
 
-	for (uint32_t b = 0; b < g->nblocks; b++)
-		if (memcmp(&tab[b], &f->ck_tab[b], sizeof(tab[b])))
-			f->ck_chg[nblk++] = b;
 	/* at worst every entry is a run of its own */
 	bound = ndirty * (4 + sizeof(struct ftl_ckpt_run)) +
 		(uint64_t)nblk * (sizeof(struct ftl_ckpt_blk) +
@@ -268,23 +361,7 @@ static int write_delta(struct ftl *f, bool clean)
 	*e = (struct emit){ .f = f, .pb = pagebuf(f), .pos = f->ck_pos };
 	f->ck_pos = 0;          /* until this record is whole: a base next */
 	memset(e->pb, 0, g->ps);
-	for (uint32_t w = 0; !r && w <= g->nlpn / 64; w++) {
-		uint64_t x;
-
-		if (!__atomic_load_n(&f->ck_dirty[w], __ATOMIC_RELAXED))
-			continue;
-		/* clear first: a change after this sets the bit again */
-		x = __atomic_exchange_n(&f->ck_dirty[w], 0, __ATOMIC_ACQ_REL);
-		__atomic_fetch_sub(&f->ck_ndirty, (uint64_t)__builtin_popcountll(x),
-				   __ATOMIC_RELAXED);
-		while (x && !r) {
-			uint32_t l = w * 64 + (uint32_t)__builtin_ctzll(x);
-			uint32_t v = ftl_map_get(f, l);
-
-			x &= x - 1;
-			r = emit_add(e, FTL_RUN_MAP, l, &v);
-		}
-	}
+	r = emit_dirty_map(f, e);
 	for (uint32_t i = 0; !r && i < nblk; i++) {
 		uint32_t b = f->ck_chg[i];
 
@@ -364,22 +441,23 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 	r = ftl_sync(f);
 	if (r)
 		return r;
-	for (uint32_t b = 0; b < g->nblocks; b++) {
-		memset(&tab[b], 0, sizeof(tab[b]));
-		tab[b].ec = nand_block_ec(f->nand, b);
-		tab[b].state = f->state[b];
-		tab[b].flags = f->fdirty[b] ? FTL_BLKF_MAYBE_DIRTY : 0;
-		tab[b].mtime = f->mtime[b];
-	}
 	if (g->ckpt_delta && f->ck_pos) {
-		r = write_delta(f, clean);
-		if (r != -ENOSPC)
+		r = write_delta(f, clean, changed_blocks(f));
+		if (r != -ENOSPC) {
+			if (r)  /* the marks are spent: a base next */
+				f->ck_pos = 0;
 			return r;
+		}
 	}
 	f->ck_pos = 0;
+	for (uint32_t b = 0; b < g->nblocks; b++)
+		tab_fill(f, b, &tab[b]);
 	if (g->ckpt_delta) {    /* the base covers every change so far */
 		memset(f->ck_dirty, 0, ((size_t)g->nlpn / 64 + 1) * 8);
+		memset(f->ck_dsum, 0, ((size_t)g->nlpn / 4096 + 1) * 8);
 		__atomic_store_n(&f->ck_ndirty, 0, __ATOMIC_RELAXED);
+		/* its table is this one (the slot erases below mark theirs) */
+		memset(f->ck_bdirty, 0, ((size_t)g->nblocks / 64 + 1) * 8);
 	}
 	for (uint32_t i = 0; i < g->payload_pages; i++) {
 		payload_page(f, i, pb);
@@ -388,7 +466,7 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 	}
 	b0 = (uint32_t)(ftl_ckpt_slot_page(f, gen, 0) / g->ppb);
 	for (uint32_t b = b0; b < b0 + g->slot_blocks; b++) {
-		r = nand_erase(f->nand, b);
+		r = ftl_erase(f, b);
 		if (r)
 			return r;
 	}

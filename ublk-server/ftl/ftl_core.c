@@ -36,6 +36,8 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 		f->ck_dirty = calloc((size_t)g->nlpn / 64 + 1, sizeof(uint64_t));
 		f->ck_tab = calloc(nb, sizeof(struct ftl_ckpt_blk));
 		f->ck_chg = calloc(nb, sizeof(uint32_t));
+		f->ck_dsum = calloc((size_t)g->nlpn / 4096 + 1, sizeof(uint64_t));
+		f->ck_bdirty = calloc(nb / 64 + 1, sizeof(uint64_t));
 	}
 	f->bbt = calloc(FTL_BBT_MAX, sizeof(*f->bbt));
 	f->bb_done = calloc(nb, 1);
@@ -50,7 +52,8 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 	    !f->oobbuf || !f->oobbuf2 || !f->ckbuf || !f->bbt ||
 	    !f->bb_done || !f->ev[0].oob || !f->ev[0].res || !f->ev[1].oob ||
 	    !f->ev[1].res ||
-	    (g->ckpt_delta && (!f->ck_dirty || !f->ck_tab || !f->ck_chg))) {
+	    (g->ckpt_delta && (!f->ck_dirty || !f->ck_tab || !f->ck_chg ||
+			     !f->ck_dsum || !f->ck_bdirty))) {
 		ftl_free(f);
 		return -ENOMEM;
 	}
@@ -137,6 +140,8 @@ void ftl_free(struct ftl *f)
 	free(f->ck_dirty);
 	free(f->ck_tab);
 	free(f->ck_chg);
+	free(f->ck_dsum);
+	free(f->ck_bdirty);
 	free(f->bbt);
 	free(f->bb_done);
 	pthread_mutex_destroy(&f->lock);
@@ -233,6 +238,7 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 		return r;
 	ftl_bb_apply(f);                /* the bad-block table has the say */
 	ftl_rebuild_lists(f);
+	ftl_ckpt_blk_dirty_all(f);      /* recovery moved any of them */
 	nand_counters_get(f->nand, &f->nbase);
 	f->mount_ms = now_ms() - t0;
 	if (f->readonly)

@@ -395,7 +395,7 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 	while (f->npend) {
 		uint32_t b = f->pend[f->npend - 1];
 
-		r = nand_erase(f->nand, b);
+		r = ftl_erase(f, b);
 		if (r == -NAND_EFAIL) {         /* grown bad: retire it */
 			f->npend--;
 			r = ftl_bb_grown(f, b, "erase failed");
