@@ -373,8 +373,10 @@ bool ftl_seq_room(const struct ftl *f, uint64_t n);
 int ftl_alloc_page(struct ftl *f, int stream, uint64_t *ppn);
 int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		  uint8_t kind, uint64_t *seq_out);
+/* @crc: the pages' data CRCs, computed by the caller before it took
+ * f->lock (NULL: computed here, under it). */
 int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
-		 uint32_t n, uint32_t *done);
+		 uint32_t n, const uint32_t *crc, uint32_t *done);
 /* Program copies (GC): page i of @data for logical page @lpn[i], which
  * the map points at @from[i], as runs like ftl_prog_run, with @crc[i] as
  * its data CRC (the one its source page's OOB holds, not recomputed); a

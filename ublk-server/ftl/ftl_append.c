@@ -334,18 +334,19 @@ static int prog_run(struct ftl *f, int stream, uint32_t lpn,
 
 /*
  * Program host data pages for logical pages @lpn, @lpn + 1, ... from
- * @data (@n pages) as one run (prog_run above; one page: ftl_prog_page).
+ * @data (@n pages) as one run (prog_run above; one page without its CRC:
+ * ftl_prog_page).
  */
 int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
-		 uint32_t n, uint32_t *done)
+		 uint32_t n, const uint32_t *crc, uint32_t *done)
 {
 	int r;
 
 	*done = 0;
 	if (stream == STREAM_HOST)
 		ftl_inflight_drain(f);  /* in order after the runs in flight */
-	if (n > 1) {
-		r = prog_run(f, stream, lpn, NULL, NULL, NULL, data, n, done,
+	if (n > 1 || crc) {
+		r = prog_run(f, stream, lpn, NULL, NULL, crc, data, n, done,
 			     NULL);
 		if (r != -ENOMEM || *done)
 			return r;
