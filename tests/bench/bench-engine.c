@@ -9,7 +9,10 @@
  *      sparse images; checkpoint bytes per logical page and RSS growth per
  *      logical page (both measured: the ckpt_bytes counter, /proc RSS);
  *   4. scale: 1 GiB written (1 MiB writes) to a fresh 1 GiB and a sparse
- *      256 GiB image: write time ratio, checkpoint bytes per host GiB.
+ *      256 GiB image: write time ratio, checkpoint bytes per host GiB, and
+ *      the process's user and system CPU over the writes (getrusage): user
+ *      is the engine's own work, system mostly the kernel filling new
+ *      backing pages, which varies from run to run on this host.
  * usage: bench-engine [DIR] [SECTION...]  (DIR for images: $TMPDIR or
  * /var/tmp; SECTION: throughput, wa, open, scale; default all)
  * e.g. the scale measurement alone: tests/bench/bench-engine /dev/shm scale
@@ -21,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -299,9 +303,15 @@ static void open_times(const char *dir)
 
 struct scale_res {
 	double write_s, close_s;
+	double user_s, sys_s;             /* CPU over the writes */
 	uint64_t ckpt_write, ckpt_close;  /* bytes */
 	uint64_t max_rf;                  /* pages past the newest checkpoint */
 };
+
+static double tv_s(const struct timeval *t)
+{
+	return (double)t->tv_sec + (double)t->tv_usec / 1e6;
+}
 
 /* Write @host bytes (1 MiB writes, sequential) to a fresh sparse image of
  * @size bytes, flush; then the clean close's checkpoint. */
@@ -311,6 +321,7 @@ static void scale_run(const char *img, uint64_t size, uint64_t host,
 	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M,
 		.force = true };
 	static uint8_t mb[1 << 20];
+	struct rusage ra, rb;
 	struct ftl_stats a, b;
 	struct ftl *f;
 	double t0;
@@ -320,6 +331,7 @@ static void scale_run(const char *img, uint64_t size, uint64_t host,
 	if ((r = ftl_create(img, &c)) || (r = ftl_open(img, NULL, &f)))
 		die("create/open", r);
 	ftl_stats_get(f, &a);
+	getrusage(RUSAGE_SELF, &ra);
 	t0 = now();
 	res->max_rf = 0;
 	for (uint64_t o = 0; o < host; o += sizeof(mb)) {
@@ -332,6 +344,9 @@ static void scale_run(const char *img, uint64_t size, uint64_t host,
 	if ((r = ftl_flush(f)))
 		die("flush", r);
 	res->write_s = now() - t0;
+	getrusage(RUSAGE_SELF, &rb);
+	res->user_s = tv_s(&rb.ru_utime) - tv_s(&ra.ru_utime);
+	res->sys_s = tv_s(&rb.ru_stime) - tv_s(&ra.ru_stime);
 	ftl_stats_get(f, &b);
 	res->ckpt_write = b.ckpt_bytes - a.ckpt_bytes;
 	/* ftl_close() is this checkpoint and a free: measured apart */
@@ -355,15 +370,17 @@ static int cmp_dbl(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Median of three rounds, interleaved (small, big, small, big, ...). */
+/* Median of five rounds, interleaved (small, big, small, big, ...): the
+ * kernel's cost of new tmpfs pages swings from run to run here. */
 static void scale(const char *dir)
 {
 	uint64_t small = 1ull << 30, big = quick ? 16ull << 30 : 256ull << 30;
 	uint64_t host = quick ? 256ull << 20 : 1ull << 30;
-	double gib = (double)host / (1 << 30), ws[3], wl[3], cs[3], cl[3];
+	double gib = (double)host / (1 << 30), ws[5], wl[5], cs[5], cl[5];
+	double us[5], ul[5], ss[5], sl[5];
 	struct scale_res s, l;
 	char img[512];
-	int rounds = quick ? 1 : 3;
+	int rounds = quick ? 1 : 5;
 
 	snprintf(img, sizeof(img), "%s/bench-engine-scale.img", dir);
 	for (int i = 0; i < rounds; i++) {
@@ -373,32 +390,46 @@ static void scale(const char *dir)
 		wl[i] = l.write_s;
 		cs[i] = s.close_s;
 		cl[i] = l.close_s;
+		us[i] = s.user_s;
+		ul[i] = l.user_s;
+		ss[i] = s.sys_s;
+		sl[i] = l.sys_s;
 	}
 	qsort(ws, (size_t)rounds, sizeof(double), cmp_dbl);
 	qsort(wl, (size_t)rounds, sizeof(double), cmp_dbl);
 	qsort(cs, (size_t)rounds, sizeof(double), cmp_dbl);
 	qsort(cl, (size_t)rounds, sizeof(double), cmp_dbl);
+	qsort(us, (size_t)rounds, sizeof(double), cmp_dbl);
+	qsort(ul, (size_t)rounds, sizeof(double), cmp_dbl);
+	qsort(ss, (size_t)rounds, sizeof(double), cmp_dbl);
+	qsort(sl, (size_t)rounds, sizeof(double), cmp_dbl);
 	printf("\n4. scale: %llu MiB written (1 MiB writes, then a flush) to "
 	       "fresh sparse images, files in %s;\n   median of %d rounds; "
 	       "checkpoint bytes from the ckpt_bytes counter\n",
 	       (unsigned long long)(host >> 20), dir, rounds);
 	printf("(rf pages: most pages written past the newest checkpoint, what "
 	       "a crash would roll forward)\n");
-	printf("%10s %10s %10s %20s %20s %10s\n", "image", "write s", "close s",
-	       "ckpt MiB/host GiB", "incl. close ckpt", "rf pages");
-	printf("%6llu GiB %10.2f %10.2f %20.2f %20.2f %10llu\n",
-	       (unsigned long long)(small >> 30), ws[rounds / 2], cs[rounds / 2],
+	printf("%10s %10s %8s %8s %10s %20s %20s %10s\n", "image", "write s",
+	       "user s", "sys s", "close s", "ckpt MiB/host GiB",
+	       "incl. close ckpt", "rf pages");
+	printf("%6llu GiB %10.2f %8.3f %8.3f %10.2f %20.2f %20.2f %10llu\n",
+	       (unsigned long long)(small >> 30), ws[rounds / 2],
+	       us[rounds / 2], ss[rounds / 2], cs[rounds / 2],
 	       s.ckpt_write / gib / 1048576.0,
 	       (s.ckpt_write + s.ckpt_close) / gib / 1048576.0,
 	       (unsigned long long)s.max_rf);
-	printf("%6llu GiB %10.2f %10.2f %20.2f %20.2f %10llu\n",
-	       (unsigned long long)(big >> 30), wl[rounds / 2], cl[rounds / 2],
+	printf("%6llu GiB %10.2f %8.3f %8.3f %10.2f %20.2f %20.2f %10llu\n",
+	       (unsigned long long)(big >> 30), wl[rounds / 2],
+	       ul[rounds / 2], sl[rounds / 2], cl[rounds / 2],
 	       l.ckpt_write / gib / 1048576.0,
 	       (l.ckpt_write + l.ckpt_close) / gib / 1048576.0,
 	       (unsigned long long)l.max_rf);
 	printf("write time %llu GiB / %llu GiB: %.2fx (target <= 1.2x)\n",
 	       (unsigned long long)(big >> 30),
 	       (unsigned long long)(small >> 30), wl[rounds / 2] / ws[rounds / 2]);
+	printf("engine (user) CPU %llu GiB / %llu GiB: %.2fx; system CPU: %.2fx\n",
+	       (unsigned long long)(big >> 30), (unsigned long long)(small >> 30),
+	       ul[rounds / 2] / us[rounds / 2], sl[rounds / 2] / ss[rounds / 2]);
 }
 
 static bool want(int argc, char **argv, const char *name)
