@@ -20,7 +20,9 @@
  * Ordering: the workers take the non-read requests in order of arrival, so
  * a FLUSH runs after every write this queue answered before the FLUSH was
  * issued (the block layer only sends a FLUSH for writes it saw completed;
- * those of other queues were answered, hence on the engine, before it).
+ * those of other queues were answered, hence on the engine, before it).  A
+ * write still running in the other worker was not answered: the FLUSH owes
+ * it nothing, as the block layer orders no requests in flight together.
  * Serving reads inline cannot reorder anything the block layer relies on: a
  * read changes nothing on the engine, so no FLUSH, FUA or later write
  * depends on it, and the block layer never keeps a read and an overlapping

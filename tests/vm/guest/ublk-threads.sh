@@ -53,7 +53,8 @@ for run in 1:0 2:0 2:1; do
 	nr=$(for n in "${rings[@]}"; do th_tids "$pid" "$n"; done | wc -l)
 	nw=$(for n in "${workers[@]}"; do th_tids "$pid" "$n"; done | wc -l)
 	t_eq "$label: server $pid has a ring thread per queue" "$nr" "$queues"
-	t_eq "$label: server $pid has an engine worker per queue" "$nw" "$queues"
+	# UBLK_Q_WORKERS (ublk-int.h): two engine workers per queue
+	t_eq "$label: server $pid has two engine workers per queue" "$nw" "$((2 * queues))"
 
 	ring_w0=$(th_io "$pid" syscw "${rings[@]}") work_w0=$(th_io "$pid" syscw "${workers[@]}")
 	dd if="$data" of="$dev" bs=4k count=$N oflag=direct status=none
