@@ -9,8 +9,11 @@
 
 # USER_HZ, the unit of utime/stime (getconf is missing in the guest; Linux fixes it at 100)
 BENCH_HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
+BENCH_NCPU=$(grep -c '^cpu[0-9]' /proc/stat)
 
-# bench_snap: "syscalls cpu_ticks bytes_moved ios flash_programs host_write_pages" now
+# bench_snap: "syscalls cpu_ticks bytes_moved ios flash_programs host_write_pages busy_ticks
+# all_ticks" now; the last two are every CPU's, every process's (/proc/stat: busy = user + nice
+# + system + irq + softirq + steal, all = busy + idle + iowait)
 bench_snap() {
 	local sys=0 cpu=0 prog=0 hw=0 st b
 	if [ -n "$SPID" ]; then
@@ -23,7 +26,8 @@ bench_snap() {
 		hw=$(jq -r '.host_write_sectors * 512 / .page_size | floor' <<<"$st")
 	fi
 	read -r -a b <"/sys/block/${BDEV#/dev/}/stat"
-	echo "$sys $cpu $(((b[2] + b[6]) * 512)) $((b[0] + b[4])) $prog $hw"
+	echo "$sys $cpu $(((b[2] + b[6]) * 512)) $((b[0] + b[4])) $prog $hw" \
+		"$(awk '$1 == "cpu" { b = $2 + $3 + $4 + $7 + $8 + $9; print b, b + $5 + $6 }' /proc/stat)"
 }
 bench_rss_kib() { if [ -n "$SPID" ]; then awk '/^VmHWM:/ { print $2 }' "/proc/$SPID/status"; fi; }
 
@@ -57,7 +61,7 @@ bench_measure() {
 	[ -n "$iops" ] || { echo "bench: fio failed: $PEER $row"; return 1; }
 	read -r -a a <<<"$s0"; read -r -a z <<<"$s1"
 	local dsys=$((z[0] - a[0])) dcpu=$((z[1] - a[1])) dbytes=$((z[2] - a[2]))
-	local dprog=$((z[4] - a[4])) dhw=$((z[5] - a[5])) perf io
+	local dprog=$((z[4] - a[4])) dhw=$((z[5] - a[5])) dbusy=$((z[6] - a[6])) dall=$((z[7] - a[7])) perf io
 	if [ "$bs" = 4k ]; then perf=${iops%.*} io=4096; else perf=$(printf '%.0f' "$mibs") io=1048576; fi
 	bench_add "$PEER.$row.perf" "$perf"
 	if [ -n "$SPID" ] && [ "$dbytes" -gt 0 ]; then
@@ -66,6 +70,8 @@ bench_measure() {
 		bench_add "$PEER.$row.cpugib" "$(awk -v c=$dcpu -v t="$BENCH_HZ" -v b=$dbytes \
 			'BEGIN { printf "%.2f", c / t * 1073741824 / b }')"
 	fi
+	[ "$dall" -gt 0 ] && bench_add "$PEER.$row.busy" "$(awk -v b=$dbusy -v t=$dall -v n="$BENCH_NCPU" \
+		'BEGIN { printf "%.2f", b / t * n }')"
 	[ "$dhw" -gt 0 ] && bench_add "$PEER.$row.wa" "$(awk -v p=$dprog -v h=$dhw 'BEGIN { printf "%.2f", p / h }')"
 	printf '  round %d %-5s %-9s %9s %s\n' "$ROUND" "$PEER" "$row" "$perf" \
 		"$([ "$bs" = 4k ] && echo IOPS || echo MiB/s)"
@@ -117,17 +123,20 @@ bench_report() {
 		done
 		echo
 	done
-	for m in sysio sysgib cpugib wa; do
+	for m in sysio sysgib cpugib busy wa; do
 		case $m in
 		sysio)  echo; echo "server read+write syscalls per fio I/O (/proc/PID/io syscr+syscw)" ;;
 		sysgib) echo "server read+write syscalls per GiB the device moved (/sys/block/DEV/stat)" ;;
 		cpugib) echo "server CPU seconds per GiB the device moved (/proc/PID/stat utime+stime)" ;;
+		busy)   echo "CPUs busy during the run, every process (/proc/stat; of $BENCH_NCPU: near it, no CPU was left)" ;;
 		wa)     echo "ublk-flash flash page programs per host page written (stats deltas)" ;;
 		esac
 		for r in $rows; do
 			[ "$m" = wa ] && case $r in randread|seqread) continue ;; esac
 			printf '  %-34s' "${BENCH_TITLE[$r]% (*}"
-			for p in $([ "$m" = wa ] && echo "$flash" || echo "$servers"); do
+			local who=$servers
+			case $m in wa) who=$flash ;; busy) who=$peers ;; esac
+			for p in $who; do
 				printf ' %5s %-8s' "$p" "$(bench_med "$(bench_key "$p" "$r").$m")"
 			done
 			echo
