@@ -105,7 +105,7 @@ declare -A BENCH_TITLE=([randread]="4K randread (IOPS)" [rwfresh]="4K randwrite,
 
 # bench_report ROUNDS "ROWS" "PEERS" "RATIOS (a/b ...)" "SERVERS" "FLASH PEERS"
 bench_report() {
-	local rounds=$1 rows=$2 peers=$3 ratios=$4 servers=$5 flash=$6 r p x m
+	local rounds=$1 rows=$2 peers=$3 ratios=$4 servers=$5 flash=$6 r p x m who
 	echo
 	printf '%-36s' "medians of $rounds rounds"
 	for p in $peers; do printf ' %9s' "$p"; done
@@ -134,8 +134,7 @@ bench_report() {
 		for r in $rows; do
 			[ "$m" = wa ] && case $r in randread|seqread) continue ;; esac
 			printf '  %-34s' "${BENCH_TITLE[$r]% (*}"
-			local who=$servers
-			case $m in wa) who=$flash ;; busy) who=$peers ;; esac
+			case $m in wa) who=$flash ;; busy) who=$peers ;; *) who=$servers ;; esac
 			for p in $who; do
 				printf ' %5s %-8s' "$p" "$(bench_med "$(bench_key "$p" "$r").$m")"
 			done
