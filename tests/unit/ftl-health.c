@@ -305,17 +305,10 @@ static void spare(void)
 /* Unpack tests/data/health/@name.gz into @img. */
 static void unpack(const char *name, const char *img)
 {
-	const char *top = getenv("OCTANT_TOP");
-	char src[512], cmd[1200];
+	char rel[256];
 
-	snprintf(src, sizeof(src), "%s/tests/data/health/%s.gz",
-		 top ? top : ".", name);
-	if (access(src, R_OK))
-		T_SKIP("%s: not found (run from the source tree or set "
-		       "OCTANT_TOP)", src);
-	snprintf(cmd, sizeof(cmd), "gzip -dc '%s' > '%s'", src, img);
-	if (system(cmd))
-		T_SKIP("gzip -dc %s failed (gzip missing?)", src);
+	snprintf(rel, sizeof(rel), "tests/data/health/%s.gz", name);
+	t_unpack(rel, img);
 }
 
 /* 7: an image of the format before the lifetime counters */
