@@ -43,7 +43,10 @@ struct oct_sb {
 	uint8_t  uuid[16];
 	uint64_t create_time;       /* unix seconds */
 	uint32_t flags;             /* OCT_SB_F_* */
-	uint8_t  reserved[OCT_SB_SIZE - 108];
+	uint32_t pe_cycles;         /* rated endurance: erases a block takes,
+	                               0 = not recorded (images made before
+	                               it: the engine's default) */
+	uint8_t  reserved[OCT_SB_SIZE - 112];
 } __attribute__((packed));
 
 _Static_assert(sizeof(struct oct_sb) == OCT_SB_SIZE, "superblock size");

@@ -56,6 +56,19 @@ serve_ok() {
 	[ "$(sum e.img)" = "$s" ]
 }
 
+@test "health ext4.img: not an octant image (it holds ext4), exit 4" {
+	ext4 e.img; s=$(sum e.img)
+	bad 4 "health: e.img: not an octant image (it holds ext4)" "$UBLK_FLASH" health e.img
+	[ "$(sum e.img)" = "$s" ]
+}
+
+@test "stats / health of a missing file: no such file, exit 3" {
+	for c in stats health; do
+		bad 3 "$c: $SCRATCH/missing.img: No such file or directory" \
+			"$UBLK_FLASH" $c "$SCRATCH/missing.img"
+	done
+}
+
 @test "fsck ext4.img: not an octant image (it holds ext4), exit 4" {
 	ext4 e.img; s=$(sum e.img)
 	bad 4 "e.img: not an octant image (it holds ext4)" "$UBLK_FLASH" fsck e.img
@@ -114,10 +127,11 @@ serve_ok() {
 	[ "$(sum v.img)" = "$s" ]
 }
 
-@test "info / stats / fsck DIR: is a directory, exit 2" {
+@test "info / stats / health / fsck DIR: is a directory, exit 2" {
 	mkdir d
 	bad 2 "d: is a directory, not an image" "$UBLK_FLASH" info d
 	bad 2 "d: is a directory, not an image" "$UBLK_FLASH" stats d
+	bad 2 "d: is a directory, not an image" "$UBLK_FLASH" health d
 	bad 2 "d: is a directory, not an image" "$UBLK_FLASH" fsck d
 }
 
@@ -127,8 +141,8 @@ serve_ok() {
 	bad 2 "d: is a directory, not an image" "$UBLK_FLASH" serve d --frontend fuse
 }
 
-@test "info / stats / fsck /dev/null: a character device, not an image, exit 2" {
-	for c in info stats fsck; do
+@test "info / stats / health / fsck /dev/null: a character device, not an image, exit 2" {
+	for c in info stats health fsck; do
 		bad 2 "/dev/null: is a character device, not an image file or a block device" \
 			"$UBLK_FLASH" $c /dev/null
 	done
@@ -219,6 +233,16 @@ serve_ok() {
 	bad 2 "--over-provision: '7.25' is not a percentage in 1..1000 (at most one decimal)" \
 		"$UBLK_FLASH" create x.img --size 1G --align odd --over-provision 7.25
 	[ ! -e x.img ]
+}
+
+@test "create --endurance 0 / 10000001 / lots: out of range or not a number, exit 2, no image" {
+	bad 2 "--endurance: 0 is out of range (1..10000000)" \
+		"$UBLK_FLASH" create e.img --size 8M --align odd --endurance 0
+	bad 2 "--endurance: 10000001 is out of range (1..10000000)" \
+		"$UBLK_FLASH" create e.img --size 8M --align odd --endurance 10000001
+	bad 2 "--endurance: 'lots' is not a whole number (1..10000000)" \
+		"$UBLK_FLASH" create e.img --size 8M --align odd --endurance lots
+	[ ! -e e.img ]
 }
 
 @test "create without IMG, or with an extra argument: says which, exit 2" {

@@ -26,9 +26,11 @@ teardown() {
 }
 
 # entry: the registry entry of a ublk server of x.img that stacked --dm
-# $NAME and died (no lock holder), in $ENTRY.
+# $NAME and died (no lock holder), in $ENTRY (named as a server names it,
+# after the image's device and inode).
 entry() {
-	ENTRY=$UBLK_FLASH_RUN_DIR/img-fake-x
+	ENTRY=$UBLK_FLASH_RUN_DIR/$(printf 'img-%x-%s' \
+		"$(stat -c %d "$SCRATCH/x.img")" "$(stat -c %i "$SCRATCH/x.img")")
 	mkdir -p "$ENTRY"
 	printf '%s\n' "$SCRATCH/x.img" >"$ENTRY/image"
 	echo /dev/ublkb7 >"$ENTRY/dev"
@@ -46,9 +48,9 @@ untouched() {
 	[ -z "${ENTRY:-}" ] || [ "$(cat "$ENTRY/dm")" = "/dev/mapper/$NAME" ]
 }
 
-@test "info/stats/stop NAME, no such dm device and no entry records it: one line saying what was looked for, exit 3" {
+@test "info/stats/health/stop NAME, no such dm device and no entry records it: one line saying what was looked for, exit 3" {
 	local cmd
-	for cmd in info stats stop; do
+	for cmd in info stats health stop; do
 		run "$UBLK_FLASH" "$cmd" "$NAME"
 		echo "$output"
 		[ "$status" -eq 3 ]
@@ -58,10 +60,10 @@ untouched() {
 	untouched
 }
 
-@test "info/stats/stop NAME of a dead server's --dm device that is gone: names the server, the image and the device to give instead, exit 3" {
+@test "info/stats/health/stop NAME of a dead server's --dm device that is gone: names the server, the image and the device to give instead, exit 3" {
 	local cmd arg
 	entry
-	for cmd in info stats stop; do
+	for cmd in info stats health stop; do
 		for arg in "$NAME" "/dev/mapper/$NAME"; do
 			run "$UBLK_FLASH" "$cmd" "$arg"
 			echo "$output"
@@ -85,6 +87,21 @@ untouched() {
 	run "$UBLK_FLASH" stats "$NAME"
 	[ "$status" -eq 3 ]
 	[[ "$output" == *"(pid $PID, running)"* ]]
+	untouched
+}
+
+@test "stats/health IMG of a running server that does not answer (no control socket): one line, exit 3, nothing touched" {
+	local cmd
+	entry
+	exec {LOCK_FD}<>"$ENTRY/lock"
+	flock -x -n "$LOCK_FD"            # as the live server holds it
+	for cmd in stats health; do
+		run "$UBLK_FLASH" "$cmd" "$SCRATCH/x.img"
+		echo "$output"
+		[ "$status" -eq 3 ]
+		[ "${#lines[@]}" -eq 1 ]
+		[ "$output" = "ublk-flash: $cmd: the server of $SCRATCH/x.img does not answer: No such file or directory" ]
+	done
 	untouched
 }
 

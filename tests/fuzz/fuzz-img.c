@@ -77,7 +77,8 @@ static int workload(struct ftl *f, uint64_t seed, int ops)
 #define FZ_UUID "octant-fuzz-uuid"   /* 16 bytes */
 
 /* Make a base image byte-identical from run to run: fixed uuid, zero
- * times and mount duration, then every checksum recomputed. */
+ * times, mount duration and time served, then every checksum
+ * recomputed. */
 static void normalize(uint8_t *img, uint64_t size, const struct ftl_geom *g)
 {
 	struct oct_sb *sb;
@@ -98,6 +99,7 @@ static void normalize(uint8_t *img, uint64_t size, const struct ftl_geom *g)
 		h->write_time = 0;
 		h->cnt.last_mount_time = 0;
 		h->cnt.last_mount_us = 0;
+		h->cnt.power_on_seconds = 0;
 	}
 	fz_fixup(img, size, g, FZ_FIX_SB | FZ_FIX_CKPT);
 }

@@ -94,7 +94,7 @@ static void sb_fields(void)
 		F(pages_per_block, true), F(nblocks, true), F(flash_offset, true),
 		F(oob_offset, true), F(op_permille, true), F(ckpt_blocks, true),
 		F(uuid, false), F(create_time, true), F(flags, true),
-		F(reserved, true),
+		F(pe_cycles, true), F(reserved, true),
 #undef F
 	};
 	uint8_t *b = malloc(isz);

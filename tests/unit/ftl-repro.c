@@ -22,17 +22,10 @@ static FILE *out;
  * gzip or the data are missing. */
 static bool unpack(const char *name)
 {
-	const char *top = getenv("OCTANT_TOP");
-	char src[512], cmd[1200];
+	char rel[256];
 
-	snprintf(src, sizeof(src), "%s/tests/data/repro/%s.img.gz",
-		 top ? top : ".", name);
-	if (access(src, R_OK))
-		T_SKIP("%s: not found (run from the source tree or set "
-		       "OCTANT_TOP)", src);
-	snprintf(cmd, sizeof(cmd), "gzip -dc '%s' > '%s'", src, img);
-	if (system(cmd))
-		T_SKIP("gzip -dc %s failed (gzip missing?)", src);
+	snprintf(rel, sizeof(rel), "tests/data/repro/%s.img.gz", name);
+	t_unpack(rel, img);
 	fprintf(stderr, "--- %s\n", name);
 	return true;
 }

@@ -83,6 +83,23 @@ static inline uint64_t t_xorshift(uint64_t *state)
 	return *state = x;
 }
 
+/* Unpack the gzip'd file @rel (a path in the source tree: OCTANT_TOP, else
+ * the current folder) into @out; SKIP (exit 77) when it or gzip is
+ * missing. */
+static inline void t_unpack(const char *rel, const char *out)
+{
+	const char *top = getenv("OCTANT_TOP");
+	char src[512], cmd[1200];
+
+	snprintf(src, sizeof(src), "%s/%s", top ? top : ".", rel);
+	if (access(src, R_OK))
+		T_SKIP("%s: not found (run from the source tree or set "
+		       "OCTANT_TOP)", src);
+	snprintf(cmd, sizeof(cmd), "gzip -dc '%s' > '%s'", src, out);
+	if (system(cmd))
+		T_SKIP("gzip -dc %s failed (gzip missing?)", src);
+}
+
 /* OCTANT_LONG=1 selects the long mode of a test. */
 static inline int t_long(void)
 {

@@ -31,6 +31,8 @@ static void usage(FILE *out)
 		"  --bad-blocks RATE      factory bad blocks: each data block is bad\n"
 		"                         with probability RATE (e.g. 1e-3), skipped\n"
 		"  --bad-block-seed N     seed of that draw (default: random, printed)\n"
+		"  --endurance N          rated erases per block (P/E cycles), for\n"
+		"                         `health` percentage used, 1..10000000 (3000)\n"
 		"  --force                overwrite an existing image or signature\n"
 		"An image that is served (or open for writing anywhere) is refused,\n"
 		"--force or not.\n"
@@ -113,6 +115,7 @@ int cmd_create(int argc, char **argv)
 		{ "force", no_argument, NULL, 'f' },
 		{ "bad-blocks", required_argument, NULL, 'B' },
 		{ "bad-block-seed", required_argument, NULL, 'S' },
+		{ "endurance", required_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -172,6 +175,12 @@ int cmd_create(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			o.op_permille = (uint32_t)v;
+			break;
+		case 'E':
+			if (cli_uint("create", "--endurance", optarg, 1,
+				     FTL_PE_MAX, &v))
+				return EXIT_USAGE;
+			o.pe_cycles = (uint32_t)v;
 			break;
 		case 'f':
 			o.force = true;

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define EXIT_USAGE   2
 #define EXIT_IO      3
@@ -26,6 +27,7 @@ int cmd_create(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_fsck(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
+int cmd_health(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
 int cmd_list(int argc, char **argv);
@@ -33,6 +35,15 @@ int cmd_list(int argc, char **argv);
 /* Map an -errno from the engine to an exit code above, after printing
  * "ublk-flash: WHAT: strerror" on stderr. */
 int cli_fail(const char *what, int err);
+
+/* ---- cli_report.c: stats and health ---- */
+
+struct ftl;
+/* `CMD IMG|DEV [--json]` (@help on --help): a served image's server
+ * answers "CMD json|text" (serve/control.c); else @offline prints the
+ * report of the image opened read-only.  Returns the exit code. */
+int cli_report(int argc, char **argv, const char *cmd, const char *help,
+	       void (*offline)(struct ftl *f, FILE *out, bool json));
 
 /* ---- cli_args.c: option values, one message shape for every command ---- */
 

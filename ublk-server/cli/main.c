@@ -15,6 +15,7 @@ static const struct command {
 	{ "info",   cmd_info,   "info IMG|DEV [--json]                    geometry, mode, topology" },
 	{ "fsck",   cmd_fsck,   "fsck IMG [--json] [--repair]             verify an image" },
 	{ "stats",  cmd_stats,  "stats IMG|DEV [--json]                   counters (live for a served DEV)" },
+	{ "health", cmd_health, "health IMG|DEV [--json]                  health log since create (NVMe SMART)" },
 	{ "serve",  cmd_serve,  "serve IMG [--frontend ublk|fuse] ...     expose the image as a block device" },
 	{ "stop",   cmd_stop,   "stop DEV|IMG                             stop serving, clean checkpoint" },
 	{ "list",   cmd_list,   "list [--json] [-o COLS] [-n] [-r]        every served device and its state" },

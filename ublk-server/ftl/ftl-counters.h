@@ -2,11 +2,25 @@
 /*
  * The engine's monotonic counters, listed once.  Each X(name, src) entry
  * generates a field of the checkpointed counters (struct ftl_ckpt_counters,
- * on the medium: order matters, append only), of the public stats
+ * on the medium: order matters; FTL_COUNTERS is closed, a new counter goes
+ * at the end of FTL_LIFE_COUNTERS with a new checkpoint version), of the
+ * public stats
  * (struct ftl_stats) and its stats keys, and the snapshot that adds this
  * mount's increments to the checkpointed base.  @src says where a mount's
  * increments come from: ENG (an engine atomic, struct ftl_mctr) or NAND
- * (the nand's counter of that name, as a delta since the mount).
+ * (the nand's counter of that name, as a delta since the mount), OPEN
+ * (counted into the base by a read-write open: ftl_mount) or TIME (seconds
+ * since a read-write open).
+ *
+ * FTL_LIFE_COUNTERS are checkpointed too, after the others (checkpoint
+ * header version 5 and delta version 2 on: older checkpoints read them as
+ * 0): what a drive's health log reports (ftl_health, ublk-flash(8)
+ * HEALTH): read / write requests the engine completed (whatever their
+ * size), requests that failed with EIO (media and data integrity errors),
+ * read-write opens (a mount killed before its first checkpoint is counted
+ * by the next open: its mount marker says it happened), opens that had to
+ * roll forward (the session before did not end with a clean checkpoint),
+ * and seconds served read-write.
  *
  * FTL_MOUNT_COUNTERS are counted per mount only (not in checkpoints: the
  * v1 checkpoint header has no room for them); they still appear in stats:
@@ -39,6 +53,14 @@
 	X(wl_relocations,       ENG)   \
 	X(ckpt_writes,          ENG)   \
 	X(nand_violations,      NAND_violations)
+
+#define FTL_LIFE_COUNTERS(X) \
+	X(host_read_commands,   ENG)   \
+	X(host_write_commands,  ENG)   \
+	X(media_errors,         ENG)   \
+	X(power_cycles,         OPEN)  \
+	X(unsafe_shutdowns,     OPEN)  \
+	X(power_on_seconds,     TIME)
 
 #define FTL_MOUNT_COUNTERS(X) \
 	X(program_fails,        NAND_program_fails)      \

@@ -87,12 +87,17 @@ struct ftl_trim {
  * device size, on sparse devices.
  */
 #define FTL_CKPT_MAGIC "OCTCKPT1"
-#define FTL_CKPT_VERSION 4u       /* 4: the base of a delta chain (images
-                                     with OCT_SB_F_CKPT_DELTA only);
-                                     3: blank payload pages (see below) are
-                                     not programmed; 2: the map may hold
-                                     FTL_DAMAGED; 1 to 3 are read too */
-#define FTL_CKPT_VERSION_FULL 3u  /* what images without deltas write */
+#define FTL_CKPT_VERSION 5u       /* 5: the lifetime counters (cnt grows
+                                     by FTL_CKPT_LIFE_BYTES; every image
+                                     writes it, the superblock's
+                                     OCT_SB_F_CKPT_DELTA alone says whether
+                                     delta records follow); 4: the base of
+                                     a delta chain (images with
+                                     OCT_SB_F_CKPT_DELTA only); 3: blank
+                                     payload pages (see below) are not
+                                     programmed; 2: the map may hold
+                                     FTL_DAMAGED; 1 to 4 are read too */
+#define FTL_CKPT_VERSION_LIFE 5u  /* first with FTL_LIFE_COUNTERS */
 #define FTL_CKPT_SLOTS 4u
 #define FTL_CKPT_CLEAN 0x1u       /* written by a clean close */
 #define FTL_NSTREAMS   2u         /* open blocks: host writes, GC/WL copies */
@@ -124,22 +129,28 @@ struct ftl_ckpt_blk {
 } __attribute__((packed));
 _Static_assert(sizeof(struct ftl_ckpt_blk) == 16, "ckpt blk size");
 
-/* Counters carried from one mount to the next. */
+/* Counters carried from one mount to the next.  The last member of both
+ * headers, right before their crc: a header older than the lifetime
+ * counters (checkpoint version < 5, delta version 1) is FTL_CKPT_LIFE_BYTES
+ * shorter and reads them as 0. */
 struct ftl_ckpt_counters {
 #define FTL_X_FIELD(name, src) uint64_t name;
 	FTL_COUNTERS(FTL_X_FIELD)      /* ftl-counters.h, 14 x uint64 in v1 */
-#undef FTL_X_FIELD
 	uint64_t last_mount_time;     /* unix seconds of the last rw mount */
 	uint32_t last_mount;          /* enum ftl_mount_kind */
 	uint32_t last_mount_us;       /* how long it took */
+	FTL_LIFE_COUNTERS(FTL_X_FIELD) /* from version 5 / delta version 2 */
+#undef FTL_X_FIELD
 } __attribute__((packed));
-_Static_assert(sizeof(struct ftl_ckpt_counters) == 14 * 8 + 16,
-	       "v1 checkpoint counters");
+#define FTL_CKPT_LIFE_BYTES (6u * 8)
+_Static_assert(sizeof(struct ftl_ckpt_counters) == 14 * 8 + 16 +
+	       FTL_CKPT_LIFE_BYTES, "v1 checkpoint counters + lifetime");
 
 struct ftl_ckpt_hdr {
 	char     magic[8];            /* FTL_CKPT_MAGIC */
 	uint32_t version;             /* FTL_CKPT_VERSION */
-	uint32_t hdr_size;            /* sizeof(struct ftl_ckpt_hdr) */
+	uint32_t hdr_size;            /* sizeof(struct ftl_ckpt_hdr), less
+	                                 FTL_CKPT_LIFE_BYTES before v5 */
 	uint64_t gen;                 /* generation, 1 = written by create */
 	uint64_t seq;                 /* covers every page with seq <= this */
 	uint32_t flags;               /* FTL_CKPT_CLEAN */
@@ -152,6 +163,7 @@ struct ftl_ckpt_hdr {
 	struct ftl_ckpt_counters cnt;
 	uint32_t crc;                 /* crc32c of the header with crc = 0 */
 } __attribute__((packed));
+_Static_assert(sizeof(struct ftl_ckpt_hdr) == 272, "checkpoint header v5");
 
 /* ---- checkpoint deltas (images with OCT_SB_F_CKPT_DELTA) -----------------
  * A slot is sized for its base (header, payload, marker page) plus twice
@@ -169,7 +181,9 @@ struct ftl_ckpt_hdr {
  * at the first page that does not check out.
  */
 #define FTL_CKPT_DELTA_MAGIC   "OCTCKDL1"
-#define FTL_CKPT_DELTA_VERSION 1u
+#define FTL_CKPT_DELTA_VERSION 2u /* 2: the lifetime counters (after a
+                                     version 5 base); 1 after a version 4
+                                     base (read too) */
 #define FTL_CKPT_DELTA_K       2u     /* delta room = K x payload pages */
 #define FTL_CKPT_STREAM_BASE   2u     /* OOB stream of base pages */
 #define FTL_CKPT_STREAM_DATA   3u     /* ... of a delta's data pages */
@@ -189,7 +203,8 @@ _Static_assert(sizeof(struct ftl_ckpt_run) == 12, "ckpt run size");
 struct ftl_ckpt_delta {
 	char     magic[8];            /* FTL_CKPT_DELTA_MAGIC */
 	uint32_t version;             /* FTL_CKPT_DELTA_VERSION */
-	uint32_t hdr_size;            /* sizeof(struct ftl_ckpt_delta) */
+	uint32_t hdr_size;            /* sizeof(struct ftl_ckpt_delta), less
+	                                 FTL_CKPT_LIFE_BYTES in version 1 */
 	uint64_t gen;                 /* the base's generation */
 	uint32_t idx;                 /* 1 = the first record after the base */
 	uint32_t count;               /* data pages right before this one */
@@ -203,6 +218,7 @@ struct ftl_ckpt_delta {
 	struct ftl_ckpt_counters cnt;
 	uint32_t crc;                 /* crc32c of the header with crc = 0 */
 } __attribute__((packed));
+_Static_assert(sizeof(struct ftl_ckpt_delta) == 276, "delta header v2");
 
 /* ---- bad-block table -----------------------------------------------------
  * Two copies in the superblock area (bytes FTL_BBT_OFF0 and FTL_BBT_OFF1 of

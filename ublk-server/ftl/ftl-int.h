@@ -38,6 +38,9 @@ struct ftl_geom {
 	bool ckpt_delta;             /* OCT_SB_F_CKPT_DELTA: delta records */
 	bool oob_stamp;              /* OCT_SB_F_OOB_STAMP: erase stamps in the
 	                                last NAND_STAMP_SIZE OOB bytes */
+	uint32_t pe_cycles;          /* rated endurance, erases per block
+	                                (superblock; FTL_PE_DEFAULT when it
+	                                records none) */
 };
 
 /* Byte offsets of flash page @ppn's data and OOB in the image. */
@@ -213,10 +216,14 @@ struct ftl {
 #define FTL_X_FIELD(name, src) uint64_t name;
 		FTL_COUNTERS(FTL_X_FIELD)
 		FTL_MOUNT_COUNTERS(FTL_X_FIELD)
+		FTL_LIFE_COUNTERS(FTL_X_FIELD)
 #undef FTL_X_FIELD
 	} m;
 	enum ftl_mount_kind mount_kind;
 	double mount_ms;
+	double rw_t0;                /* CLOCK_MONOTONIC ms when a read-write
+	                                open began serving (power_on_seconds);
+	                                0 read-only */
 
 	/* bad blocks (ftl_badblock.c) */
 	uint32_t *bbt;               /* table entries (FTL_BBT_GROWN flag) */
@@ -311,6 +318,7 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out);
 void ftl_free(struct ftl *f);
 void ftl_rebuild_lists(struct ftl *f);
 int ftl_mount(struct ftl *f, const struct ftl_open_opts *o);
+double ftl_now_ms(void);             /* CLOCK_MONOTONIC, milliseconds */
 
 /* ftl_ckpt.c */
 int ftl_ckpt_write(struct ftl *f, bool clean);

@@ -31,6 +31,9 @@ enum ftl_mount_kind { FTL_MOUNT_CLEAN = 0, FTL_MOUNT_ROLL_FORWARD, FTL_MOUNT_SCA
 #define FTL_FUA 0x1u   /* ftl_write flag: durable on return */
 #define FTL_ERASE_HIST 16u   /* ftl_stats: erase-count histogram buckets */
 #define FTL_WEAR_MAP 2048u   /* ftl_stats: wear-map cells at most */
+#define FTL_PE_DEFAULT 3000u /* rated endurance (erases per block) of
+                                images that record none */
+#define FTL_PE_MAX 10000000u /* ... at most */
 
 struct ftl;
 
@@ -46,6 +49,9 @@ struct ftl_create_opts {
 	double bad_block_rate;      /* factory bad blocks: each data block is
 	                               bad with this probability (0 none) */
 	uint64_t bad_block_seed;    /* ... drawn from this seed */
+	uint32_t pe_cycles;         /* rated endurance: erases a block takes
+	                               (percentage used, ftl_health), up to
+	                               FTL_PE_MAX; 0: FTL_PE_DEFAULT */
 };
 
 struct ftl_open_opts {
@@ -83,6 +89,7 @@ struct ftl_stats {
 #define FTL_X_FIELD(name, src) uint64_t name;
 	FTL_COUNTERS(FTL_X_FIELD)
 	FTL_MOUNT_COUNTERS(FTL_X_FIELD)
+	FTL_LIFE_COUNTERS(FTL_X_FIELD)
 #undef FTL_X_FIELD
 	uint32_t erase_min, erase_max;
 	double   erase_mean, erase_stddev;
@@ -158,6 +165,50 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st);
 /* Print stats as JSON (one object) or a readable table. */
 void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json);
 
+/* A drive's health log: NVMe's SMART / Health Information log page (the
+ * fields it has a meaning for here, same names) and the flash behind it,
+ * all since create (ublk-flash(8) HEALTH says where it differs). */
+#define FTL_SPARE_THRESHOLD 10u      /* available_spare_threshold, % */
+#define FTL_CW_SPARE     0x01u       /* critical_warning: available spare
+                                        below the threshold */
+#define FTL_CW_DEGRADED  0x04u       /* ... media errors: media_errors or
+                                        damaged_pages not 0 */
+#define FTL_CW_READ_ONLY 0x08u       /* ... spares used up: read-only */
+struct ftl_health {
+	uint32_t critical_warning;   /* FTL_CW_* bits */
+	uint32_t available_spare;    /* % of the spare blocks left, 0..100 */
+	uint32_t available_spare_threshold; /* FTL_SPARE_THRESHOLD */
+	uint32_t percentage_used;    /* 100 x mean data-block erase count /
+	                                pe_cycles, rounded down, may pass 100,
+	                                at most 255 */
+	uint64_t data_units_read;    /* host 512-byte sectors / 1000, rounded
+	                                up */
+	uint64_t data_units_written;
+	uint64_t host_read_commands, host_write_commands;
+	uint64_t power_cycles;       /* read-write opens */
+	uint64_t power_on_hours;     /* power_on_seconds / 3600, rounded down */
+	uint64_t power_on_seconds;   /* served read-write */
+	uint64_t unsafe_shutdowns;   /* opens that rolled forward */
+	uint64_t media_errors;       /* requests failed with EIO */
+	/* the flash behind it */
+	uint64_t host_read_sectors, host_write_sectors;
+	uint32_t page_size;
+	uint64_t page_reads, page_programs, block_erases;
+	double   erase_mean;         /* data blocks */
+	uint32_t erase_max;
+	uint32_t pe_cycles;          /* rated endurance (ftl_create_opts) */
+	uint64_t bad_blocks_factory, bad_blocks_grown;
+	uint64_t bad_block_limit;    /* bad blocks the spare area absorbs */
+	uint64_t spare_blocks;       /* ... of which left */
+	uint64_t damaged_pages;      /* logical pages mapped now whose data
+	                                was lost to media damage (EIO) */
+	bool     read_only;          /* spares used up */
+};
+void ftl_health_get(struct ftl *f, struct ftl_health *h);
+/* Print @h as one JSON object (the field names) or as a table with the
+ * labels of smartctl -a. */
+void ftl_health_print(const struct ftl_health *h, FILE *out, bool json);
+
 /* ---- offline inspection (no mount; used by info / fsck / libalign) ---- */
 
 /* What the superblock says; no mount, never writes. */
@@ -172,6 +223,7 @@ struct ftl_info {
 	bool oob_inline;           /* medium layout 1.1 or later */
 	bool erase_stamps;         /* layout 1.2: OCT_SB_F_OOB_STAMP */
 	bool ckpt_delta;           /* OCT_SB_F_CKPT_DELTA */
+	uint32_t pe_cycles;        /* rated endurance, erases per block */
 };
 int ftl_info_read(const char *path, struct ftl_info *info);
 /* @image (NULL: left out) is the path shown as "image". */

@@ -2,6 +2,7 @@
 /* Checkpoints: map, block states, erase counts and counters, written to
  * rotating slots (see ftl-format.h and docs/image-format.md). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -473,7 +474,7 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 	memset(pb, 0, g->ps);
 	h = (struct ftl_ckpt_hdr *)pb;
 	memcpy(h->magic, FTL_CKPT_MAGIC, 8);
-	h->version = g->ckpt_delta ? FTL_CKPT_VERSION : FTL_CKPT_VERSION_FULL;
+	h->version = FTL_CKPT_VERSION;
 	h->hdr_size = sizeof(*h);
 	h->gen = gen;
 	h->seq = f->seq;
@@ -519,6 +520,29 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 	return 0;
 }
 
+/*
+ * Copy a checkpoint or delta header (@full bytes, its counters last before
+ * its crc) from @pb, where it takes @size bytes (its hdr_size): @full, or
+ * with @old (a version before the lifetime counters) FTL_CKPT_LIFE_BYTES
+ * fewer, which then read as 0.  false when @size is not that or the crc
+ * does not match.
+ */
+static bool hdr_load(const uint8_t *pb, uint32_t size, bool old, void *out,
+		     size_t full)
+{
+	static const uint8_t zero[4];
+	uint8_t *o = out;
+	uint32_t crc;
+
+	if (size != full - (old ? FTL_CKPT_LIFE_BYTES : 0))
+		return false;
+	memset(o, 0, full);
+	memcpy(o, pb, size - 4);
+	memcpy(&crc, pb + size - 4, 4);
+	memcpy(o + full - 4, &crc, 4);
+	return oct_crc32c(oct_crc32c(0, pb, size - 4), zero, 4) == crc;
+}
+
 /* Read and check the header of slot @slot; 0 and *h, or -EBADMSG. */
 static int read_hdr(struct ftl *f, uint32_t slot, struct ftl_ckpt_hdr *h,
 		    bool *looks_used)
@@ -543,20 +567,20 @@ static int read_hdr(struct ftl *f, uint32_t slot, struct ftl_ckpt_hdr *h,
 		return r;
 	if (oct_crc32c(0, pb, f->g.ps) != o->data_crc)
 		return -EBADMSG;
-	memcpy(&t, pb, sizeof(t));
-	*h = t;
-	t.crc = 0;
+	memcpy(&t, pb, offsetof(struct ftl_ckpt_hdr, gen));
 	if (memcmp(t.magic, FTL_CKPT_MAGIC, 8) || !t.version ||
 	    t.version > FTL_CKPT_VERSION ||
-	    t.hdr_size != sizeof(t) || oct_crc32c(0, &t, sizeof(t)) != h->crc)
+	    !hdr_load(pb, t.hdr_size, t.version < FTL_CKPT_VERSION_LIFE, &t,
+		      sizeof(t)))
 		return -EBADMSG;
+	*h = t;
 	if (t.gen != o->seq || t.gen % FTL_CKPT_SLOTS != slot || !t.gen ||
 	    t.gen > FTL_SEQ_MAX || t.seq > FTL_SEQ_MAX ||
 	    t.nlpn != f->g.nlpn || t.nblocks != f->g.nblocks ||
 	    t.payload_pages != f->g.payload_pages ||
 	    memcmp(t.uuid, f->sb.uuid, 16) || (t.flags & ~FTL_CKPT_CLEAN) ||
 	    t.cnt.last_mount > FTL_MOUNT_SCAN ||
-	    (t.version >= 4 && !f->g.ckpt_delta))
+	    (t.version == 4 && !f->g.ckpt_delta))
 		return -EBADMSG;
 	return 0;
 }
@@ -721,24 +745,22 @@ static bool runs_ok(struct ftl *f, const uint8_t *pb, bool apply)
 }
 
 /* Is the header in @pb the delta record @idx of base @base with @n data
- * pages whose crc is @crc? */
+ * pages whose crc is @crc?  It goes into *@out (version 1, after a base
+ * older than the lifetime counters: those read as 0). */
 static bool delta_ok(struct ftl *f, const uint8_t *pb,
 		     const struct ftl_ckpt_hdr *base, uint64_t prev_seq,
-		     uint32_t idx, uint32_t n, uint32_t crc)
+		     uint32_t idx, uint32_t n, uint32_t crc,
+		     struct ftl_ckpt_delta *out)
 {
 	struct ftl_ckpt_delta d;
+	bool old = base->version < FTL_CKPT_VERSION_LIFE;
 
-	memcpy(&d, pb, sizeof(d));
+	memcpy(&d, pb, offsetof(struct ftl_ckpt_delta, gen));
 	if (memcmp(d.magic, FTL_CKPT_DELTA_MAGIC, 8) ||
-	    d.version != FTL_CKPT_DELTA_VERSION || d.hdr_size != sizeof(d))
+	    d.version != (old ? 1u : FTL_CKPT_DELTA_VERSION) ||
+	    !hdr_load(pb, d.hdr_size, old, &d, sizeof(d)))
 		return false;
-	{
-		uint32_t c = d.crc;
-
-		d.crc = 0;
-		if (oct_crc32c(0, &d, sizeof(d)) != c)
-			return false;
-	}
+	*out = d;
 	return d.gen == base->gen && d.idx == idx && d.count == n &&
 	       d.data_crc == crc && d.prev_seq == prev_seq &&
 	       d.seq >= prev_seq && d.seq <= FTL_SEQ_MAX &&
@@ -796,6 +818,7 @@ static int load_chain(struct ftl *f, struct ftl_ckpt_hdr *h,
 	for (;;) {
 		uint32_t start = pos, n = 0, crc = 0;
 		bool hdr = false, blank;
+		struct ftl_ckpt_delta d;
 
 		*end = CHAIN_CLEAN;
 		for (; pos + 2 <= spp; pos++) {
@@ -824,7 +847,8 @@ static int load_chain(struct ftl *f, struct ftl_ckpt_hdr *h,
 				continue;
 			}
 			hdr = o->stream == FTL_CKPT_STREAM_DHDR &&
-			      delta_ok(f, pb, h, h->seq, f->ck_didx + 1, n, crc);
+			      delta_ok(f, pb, h, h->seq, f->ck_didx + 1, n, crc,
+				       &d);
 			break;
 		}
 		if (!hdr) {
@@ -840,11 +864,8 @@ static int load_chain(struct ftl *f, struct ftl_ckpt_hdr *h,
 				*end = CHAIN_DAMAGED;
 			return 0;
 		}
-		/* whole: apply it */
+		/* whole: apply it (its header is in d) */
 		{
-			struct ftl_ckpt_delta d;
-
-			memcpy(&d, pb, sizeof(d));
 			for (uint32_t p = start; p < start + n; p++) {
 				r = nand_read(f->nand,
 					      ftl_ckpt_slot_page(f, h->gen, p),
@@ -995,7 +1016,10 @@ int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 		f->ck_bad_delta = end == CHAIN_DAMAGED;
 		if (f->g.ckpt_delta) {
 			memcpy(f->ck_tab, f->ckbuf, tab_bytes(f));
-			if (end == CHAIN_CLEAN)
+			/* a checkpoint older than the lifetime counters
+			 * takes no records of this version: a base next */
+			if (end == CHAIN_CLEAN &&
+			    cur.version >= FTL_CKPT_VERSION_LIFE)
 				f->ck_pos = f->ck_mark + 1;
 		}
 	}

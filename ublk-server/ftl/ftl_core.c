@@ -183,7 +183,7 @@ void ftl_rebuild_lists(struct ftl *f)
 	}
 }
 
-static double now_ms(void)
+double ftl_now_ms(void)
 {
 	struct timespec ts;
 
@@ -199,11 +199,11 @@ static double now_ms(void)
  */
 int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 {
-	double t0 = now_ms();
+	double t0 = ftl_now_ms();
 	uint64_t gen = 0;
 	uint32_t flags = 0;
-	bool marker = false;
-	int r;
+	bool marker = false, clean;
+	int r = 0, found;
 
 	f->o = *o;
 	if (!f->o.wl_threshold)
@@ -212,27 +212,28 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 	if (o->gc_batch)
 		f->gc_batch = o->gc_batch < f->gc_batch_max ? o->gc_batch :
 			      f->gc_batch_max;
-	r = ftl_ckpt_find(f, &gen, &flags, NULL, NULL);
-	if (r && (!o->scan || r != -EBADMSG))
-		return r;
+	found = ftl_ckpt_find(f, &gen, &flags, NULL, NULL);
+	if (found && (!o->scan || found != -EBADMSG))
+		return found;
+	if (!found && (flags & FTL_CKPT_CLEAN)) {
+		r = ftl_ckpt_mount_marker(f, &marker, false);
+		if (r)
+			return r;
+	}
+	/* the last read-write session ended with a clean checkpoint */
+	clean = !found && (flags & FTL_CKPT_CLEAN) && !marker &&
+		!f->ckpt_fallback;
 	if (o->scan) {
 		/* forget everything but the generation and counters */
 		memset(f->map, 0xff, (size_t)f->g.nlpn * sizeof(*f->map));
 		f->seq = f->ckpt_seq = 0;
 		r = ftl_roll_forward(f, true);
 		f->mount_kind = FTL_MOUNT_SCAN;
+	} else if (clean) {
+		f->mount_kind = FTL_MOUNT_CLEAN;
 	} else {
-		if (flags & FTL_CKPT_CLEAN) {
-			r = ftl_ckpt_mount_marker(f, &marker, false);
-			if (r)
-				return r;
-		}
-		if ((flags & FTL_CKPT_CLEAN) && !marker && !f->ckpt_fallback) {
-			f->mount_kind = FTL_MOUNT_CLEAN;
-		} else {
-			r = ftl_roll_forward(f, false);
-			f->mount_kind = FTL_MOUNT_ROLL_FORWARD;
-		}
+		r = ftl_roll_forward(f, false);
+		f->mount_kind = FTL_MOUNT_ROLL_FORWARD;
 	}
 	if (r)
 		return r;
@@ -240,12 +241,18 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 	ftl_rebuild_lists(f);
 	ftl_ckpt_blk_dirty_all(f);      /* recovery moved any of them */
 	nand_counters_get(f->nand, &f->nbase);
-	f->mount_ms = now_ms() - t0;
+	f->mount_ms = ftl_now_ms() - t0;
 	if (f->readonly)
 		return 0;
 	f->base.last_mount = f->mount_kind;
 	f->base.last_mount_time = (uint64_t)time(NULL);
 	f->base.last_mount_us = (uint32_t)(f->mount_ms * 1000);
+	/* a clean checkpoint with its mount marker: the session that wrote
+	 * the marker died before any checkpoint counted its open */
+	f->base.power_cycles += 1 + (!found && (flags & FTL_CKPT_CLEAN) &&
+				     marker);
+	f->base.unsafe_shutdowns += !clean;
+	f->rw_t0 = ftl_now_ms();
 	pthread_mutex_lock(&f->lock);
 	r = ftl_bb_sync(f);
 	if (!r)
@@ -258,7 +265,7 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 		r = ftl_ckpt_write(f, false);
 unlock:
 	pthread_mutex_unlock(&f->lock);
-	f->mount_ms = now_ms() - t0;
+	f->mount_ms = ftl_now_ms() - t0;
 	f->base.last_mount_us = (uint32_t)(f->mount_ms * 1000);
 	return r;
 }

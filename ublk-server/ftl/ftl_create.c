@@ -12,14 +12,21 @@
 /* Geometry for create options, defaults filled in. */
 int ftl_create_opts_geom(const struct ftl_create_opts *o, struct ftl_geom *g)
 {
+	int r;
+
 	/* new images hold the flush record (older ones may have less) */
 	if (o->oob_size && o->oob_size < FTL_OOB_FLUSH_MIN)
 		return -EINVAL;
-	return ftl_geom_compute(g, o->size, o->align,
-				o->page_size ? o->page_size : 4096,
-				o->pages_per_block ? o->pages_per_block : 64,
-				o->oob_size ? o->oob_size : 64,
-				o->op_permille ? o->op_permille : 70);
+	if (o->pe_cycles > FTL_PE_MAX)
+		return -EINVAL;
+	r = ftl_geom_compute(g, o->size, o->align,
+			     o->page_size ? o->page_size : 4096,
+			     o->pages_per_block ? o->pages_per_block : 64,
+			     o->oob_size ? o->oob_size : 64,
+			     o->op_permille ? o->op_permille : 70);
+	if (o->pe_cycles)
+		g->pe_cycles = o->pe_cycles;
+	return r;
 }
 
 /* Image size for create options, 0 if they are bad (tests). */

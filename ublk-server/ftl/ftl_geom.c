@@ -52,6 +52,7 @@ int ftl_geom_compute(struct ftl_geom *g, uint64_t size, enum ftl_align_mode a,
 	g->ppb = ppb;
 	g->oob = oob;
 	g->op = op;
+	g->pe_cycles = FTL_PE_DEFAULT;
 	t = div_up(size + g->shift, ps);
 	if (t >= FTL_UNMAPPED / 2)
 		return -EINVAL;
@@ -167,6 +168,7 @@ int ftl_sb_build(struct oct_sb *sb, const struct ftl_geom *g)
 	sb->flags = (g->oob_inline ? OCT_SB_F_OOB_INLINE : 0) |
 		    (g->ckpt_delta ? OCT_SB_F_CKPT_DELTA : 0) |
 		    (g->oob_stamp ? OCT_SB_F_OOB_STAMP : 0);
+	sb->pe_cycles = g->pe_cycles;
 	sb->crc = 0;
 	sb->crc = oct_crc32c(0, sb, OCT_SB_SIZE);
 	return 0;
@@ -218,6 +220,10 @@ int ftl_sb_decode(const struct oct_sb *in, struct ftl_geom *g)
 	for (size_t i = 0; i < sizeof(sb.reserved); i++)
 		if (sb.reserved[i])
 			return -EBADMSG;
+	if (sb.pe_cycles > FTL_PE_MAX)
+		return -EBADMSG;
+	if (sb.pe_cycles)       /* else not recorded: the default */
+		g->pe_cycles = sb.pe_cycles;
 	return 0;
 }
 

@@ -51,6 +51,7 @@ int ftl_info_read(const char *path, struct ftl_info *info)
 	info->oob_inline = g.oob_inline;
 	info->erase_stamps = g.oob_stamp;
 	info->ckpt_delta = g.ckpt_delta;
+	info->pe_cycles = g.pe_cycles;
 	ftl_topo_fill(&g, &info->topo);
 	if (size < g.image_size || (!blkdev && size != g.image_size))
 		r = -EINVAL;
@@ -87,6 +88,7 @@ void ftl_info_print(const struct ftl_info *i, const char *image, FILE *out,
 		oct_json_u64(&j, "oob_size", i->oob_size);
 		oct_json_u64(&j, "nblocks", i->nblocks);
 		oct_json_u64(&j, "op_permille", i->op_permille);
+		oct_json_u64(&j, "pe_cycles", i->pe_cycles);
 		oct_json_u64(&j, "logical_size", i->logical_size);
 		oct_json_u64(&j, "flash_size", i->flash_size);
 		oct_json_u64(&j, "image_size", i->image_size);
@@ -121,6 +123,7 @@ void ftl_info_print(const struct ftl_info *i, const char *image, FILE *out,
 	    SZ((uint64_t)i->page_size * i->pages_per_block, a), i->pages_per_block);
 	ROW("erase blocks", "%u", i->nblocks);
 	ROW("over-provisioning", "%.1f %%", i->op_permille / 10.0);
+	ROW("rated endurance", "%u erases per block", i->pe_cycles);
 	ROW("uuid", "%s", uuid);
 	ROW("medium layout", "%s (%s%s%s)", layout,
 	    i->oob_inline ? "OOB beside its page" : "OOB area",

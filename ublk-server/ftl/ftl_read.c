@@ -144,7 +144,8 @@ static long read_run(struct ftl *f, uint64_t p, uint32_t ppn, uint32_t cnt,
 /*
  * Read @len bytes at logical byte @off.  Unmapped pages read as zeroes,
  * pages recovery found damaged fail with EIO, and so does a page that does
- * not match its OOB record (counted as read_crc_errors).
+ * not match its OOB record (counted as read_crc_errors); an EIO counts as
+ * a media error, a read that succeeds as a host read command.
  * Erases wait for readers (io_rw), so a looked-up page stays valid while
  * it is read.  Only the codewords the request covers decide ECC failures,
  * so a read fails (-EIO) exactly when it covers a sector the ECC cannot
@@ -203,7 +204,13 @@ int ftl_read(struct ftl *f, void *buf, uint64_t off, size_t len)
 		}
 	}
 	pthread_rwlock_unlock(&f->io_rw);
-	if (!r)
+	if (r == -EBADMSG || r == -EILSEQ)
+		r = -EIO;
+	if (!r) {
 		CADD(f, m.host_read_sectors, len / FTL_SECTOR);
-	return r == -EBADMSG || r == -EILSEQ ? -EIO : r;
+		CADD(f, m.host_read_commands, 1);
+	} else if (r == -EIO) {
+		CADD(f, m.media_errors, 1);
+	}
+	return r;
 }

@@ -22,6 +22,16 @@
 	(n.ecc_corrected_bits - f->nbase.ecc_corrected_bits)
 #define SRC_NAND_ecc_uncorrectable(name) \
 	(n.ecc_uncorrectable - f->nbase.ecc_uncorrectable)
+#define SRC_OPEN(name)            0     /* in f->base already */
+#define SRC_TIME(name)            rw_seconds(f)
+
+/* Whole seconds served since a read-write open (0 read-only). */
+static uint64_t rw_seconds(const struct ftl *f)
+{
+	double d = f->rw_t0 > 0 ? ftl_now_ms() - f->rw_t0 : 0;
+
+	return d > 0 ? (uint64_t)(d / 1000) : 0;
+}
 
 /* Counters since create: the checkpointed base plus this mount's. */
 void ftl_counters_snapshot(struct ftl *f, struct ftl_ckpt_counters *c)
@@ -32,6 +42,7 @@ void ftl_counters_snapshot(struct ftl *f, struct ftl_ckpt_counters *c)
 	*c = f->base;
 #define FTL_X_ADD(name, src) c->name += SRC_##src(name);
 	FTL_COUNTERS(FTL_X_ADD)
+	FTL_LIFE_COUNTERS(FTL_X_ADD)
 #undef FTL_X_ADD
 }
 
@@ -104,6 +115,7 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 	pthread_mutex_unlock(&f->lock);
 #define FTL_X_COPY(name, src) st->name = c.name;
 	FTL_COUNTERS(FTL_X_COPY)
+	FTL_LIFE_COUNTERS(FTL_X_COPY)
 #undef FTL_X_COPY
 #define FTL_X_MOUNT(name, src) st->name = SRC_##src(name);
 	FTL_MOUNT_COUNTERS(FTL_X_MOUNT)
@@ -244,6 +256,7 @@ void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json)
 #define FTL_X_KEY(name, src) { #name, st->name },
 		FTL_COUNTERS(FTL_X_KEY)
 		FTL_MOUNT_COUNTERS(FTL_X_KEY)
+		FTL_LIFE_COUNTERS(FTL_X_KEY)
 #undef FTL_X_KEY
 		{ "erase_min", st->erase_min },
 		{ "erase_max", st->erase_max },

@@ -176,7 +176,8 @@ static int check_io(struct ftl *f, uint64_t off, uint64_t len)
 /*
  * Write @len bytes at logical byte @off.  Pages the write covers only in
  * part are read, modified and written (counted as rmw_subpage when the
- * write lies inside one page, rmw_straddle when it spans several).
+ * write lies inside one page, rmw_straddle when it spans several).  A
+ * write done counts as a host write command, an EIO as a media error.
  */
 int ftl_write(struct ftl *f, const void *buf, uint64_t off, size_t len,
 	      unsigned flags)
@@ -223,8 +224,12 @@ int ftl_write(struct ftl *f, const void *buf, uint64_t off, size_t len,
 		CADD(f, m.host_fua, 1);
 	}
 	range_lock(f, p0, p1, false);
-	if (!r)
+	if (!r) {
 		CADD(f, m.host_write_sectors, len / FTL_SECTOR);
+		CADD(f, m.host_write_commands, 1);
+	}
+	if (r == -EIO)
+		CADD(f, m.media_errors, 1);
 	return r;
 }
 
@@ -309,6 +314,8 @@ int ftl_discard(struct ftl *f, uint64_t off, uint64_t len)
 	range_lock(f, p0, p1, false);
 	if (!r)
 		CADD(f, m.host_discard_sectors, len / FTL_SECTOR);
+	if (r == -EIO)
+		CADD(f, m.media_errors, 1);
 	return r;
 }
 

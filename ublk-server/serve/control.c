@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The control socket: live stats and stop for `ublk-flash stats|stop`. */
+/* The control socket: live stats, health and stop for `ublk-flash
+ * stats|health|stop`. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -70,17 +71,25 @@ static bool serve_ctl_answer(struct serve_ctl *c, int fd)
 	cmd[n] = '\0';
 	cmd[strcspn(cmd, "\n")] = '\0';
 
-	if (!strcmp(cmd, "stats json") || !strcmp(cmd, "stats text")) {
+	if (!strcmp(cmd, "stats json") || !strcmp(cmd, "stats text") ||
+	    !strcmp(cmd, "health json") || !strcmp(cmd, "health text")) {
 		struct ftl_stats st;
+		struct ftl_health h;
 		char *buf = NULL;
 		size_t len = 0;
 		FILE *m = open_memstream(&buf, &len);
+		bool json = !strcmp(strchr(cmd, ' ') + 1, "json");
 		if (!m) {
 			serve_ctl_write_all(fd, "error: out of memory\n", 21);
 			return false;
 		}
-		ftl_stats_get(c->s->ftl, &st);
-		ftl_stats_print(&st, m, cmd[6] == 'j');
+		if (cmd[0] == 'h') {
+			ftl_health_get(c->s->ftl, &h);
+			ftl_health_print(&h, m, json);
+		} else {
+			ftl_stats_get(c->s->ftl, &st);
+			ftl_stats_print(&st, m, json);
+		}
 		fclose(m);
 		serve_ctl_write_all(fd, buf, len);
 		free(buf);
