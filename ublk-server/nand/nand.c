@@ -68,17 +68,23 @@ struct nand {
 
 /* ---- backing calls, counted ------------------------------------------ */
 
+/* Past the end of a truncated store (-ENXIO, nand.h) is an I/O error. */
+static int bk_err(int r)
+{
+	return r == -ENXIO ? -EIO : r;
+}
+
 static int bk_pread(struct nand *n, void *buf, size_t len, uint64_t off)
 {
 	CNT_ADD(n, backing_reads);
-	return n->b->ops->pread(n->b, buf, len, off);
+	return bk_err(n->b->ops->pread(n->b, buf, len, off));
 }
 
 static int bk_pwrite(struct nand *n, const void *buf, size_t len,
 		     uint64_t off)
 {
 	CNT_ADD(n, backing_writes);
-	return n->b->ops->pwrite(n->b, buf, len, off);
+	return bk_err(n->b->ops->pwrite(n->b, buf, len, off));
 }
 
 /* Vectored: one call per NAND_IOV_MAX iovecs, or one per iovec. */
@@ -108,7 +114,7 @@ static int bk_rw_vec(struct nand *n, bool wr, const struct iovec *iov,
 		iov += c;
 		cnt -= c;
 	}
-	return r;
+	return bk_err(r);
 }
 
 static bool slots_hole(struct nand *n, uint64_t off, uint64_t len);
@@ -530,13 +536,74 @@ static uint32_t mapped_pages(struct nand *n, uint32_t blk, uint32_t need)
 	return (uint32_t)k;
 }
 
+/* A copy through the mapping, run by nand_guarded (no locks, no
+ * allocation in it). */
+struct map_copy {
+	const struct nand *n;
+	const uint8_t *sd, *so;  /* reads: the mapping's data and OOB */
+	uint8_t *dst;            /* programs: the mapping's first slot */
+	uint8_t *d, *o;          /* reads: the caller's buffers */
+	const uint8_t *cd, *co;  /* programs: the caller's data and OOB */
+	uint64_t ppn;
+	uint32_t count, gen;
+};
+
+static void view_copy(void *ctx)
+{
+	const struct map_copy *m = ctx;
+	const struct nand *n = m->n;
+	uint32_t ps = n->g.page_size, os = n->g.oob_size;
+
+	if (!n->g.oob_inline) {
+		memcpy(m->d, m->sd, (size_t)m->count * ps);
+		memcpy(m->o, m->so, (size_t)m->count * os);
+		return;
+	}
+	for (uint32_t i = 0; i < m->count; i++) {
+		memcpy(m->d + (size_t)i * ps, m->sd + (size_t)i * n->stride, ps);
+		memcpy(m->o + (size_t)i * os, m->so + (size_t)i * n->stride, os);
+	}
+}
+
+static void wview_copy(void *ctx)
+{
+	const struct map_copy *m = ctx;
+	const struct nand *n = m->n;
+	uint32_t ps = n->g.page_size, os = n->g.oob_size;
+	uint32_t rec = n->g.oob_stamp ? os - NAND_STAMP_SIZE : os;
+	uint8_t *dst = m->dst;
+
+	for (uint32_t i = 0; i < m->count; i++, dst += n->stride) {
+		memcpy(dst, m->cd + (size_t)i * ps, ps);
+		memcpy(dst + ps, m->co + (size_t)i * os, rec);
+		if (n->g.oob_stamp)
+			stamp_fill(dst + ps + rec, m->ppn + i, STAMP_PROG,
+				   m->gen);
+	}
+}
+
+/* Run @fn over the mapping's bytes [@lo, @end) under the SIGBUS guard
+ * (nand_guard.c): true when it ran to its end.  After a fault (a file
+ * truncated underneath) the backing looks at the store (mapfault) and the
+ * caller goes through pread / pwrite, which then fail. */
+static bool map_guarded(struct nand *n, const void *lo, const void *end,
+			void (*fn)(void *), struct map_copy *m, uint64_t off)
+{
+	int r = nand_guarded(lo, (size_t)((const uint8_t *)end -
+					  (const uint8_t *)lo), fn, m);
+
+	if (r == -EFAULT && n->b->ops->mapfault)
+		n->b->ops->mapfault(n->b, off);
+	return !r;
+}
+
 /*
  * Copy the run [ppn, ppn + count) with its OOB records from the backing's
  * mapping (view) instead of reading it: counted as one backing read, no
  * syscall.  Only when every page of the run is below its block's write
  * pointer (programmed) and proven allocated (mapped_pages).  The caller
  * excludes an erase of these blocks, as for a pread.  False: not mapped,
- * read it.
+ * or the copy faulted (map_guarded): read it.
  */
 static bool run_view(struct nand *n, uint64_t ppn, uint32_t count,
 		     uint8_t *d, uint8_t *o)
@@ -544,7 +611,8 @@ static bool run_view(struct nand *n, uint64_t ppn, uint32_t count,
 	const struct nand_backing_ops *ops = n->b->ops;
 	uint32_t ps = n->g.page_size, os = n->g.oob_size, ppb = n->g.ppb;
 	uint64_t last = ppn + count - 1;
-	const uint8_t *sd, *so;
+	const uint8_t *sd, *so, *end;
+	struct map_copy m;
 
 	if (!n->mapped)
 		return false;
@@ -561,16 +629,16 @@ static bool run_view(struct nand *n, uint64_t ppn, uint32_t count,
 					 (uint64_t)count * os);
 	if (!sd || !so)
 		return false;
+	m = (struct map_copy){ .n = n, .sd = sd, .so = so, .d = d, .o = o,
+			       .count = count };
+	if (n->g.oob_inline)
+		end = sd + (size_t)count * n->stride;
+	else    /* the lower to the higher of the two regions */
+		end = so > sd ? so + (size_t)count * os : sd + (size_t)count * ps;
+	if (!map_guarded(n, so > sd ? sd : so, end, view_copy, &m,
+			 data_at(n, ppn)))
+		return false;
 	CNT_ADD(n, backing_reads);
-	if (!n->g.oob_inline) {
-		memcpy(d, sd, (size_t)count * ps);
-		memcpy(o, so, (size_t)count * os);
-		return true;
-	}
-	for (uint32_t i = 0; i < count; i++) {
-		memcpy(d + (size_t)i * ps, sd + (size_t)i * n->stride, ps);
-		memcpy(o + (size_t)i * os, so + (size_t)i * n->stride, os);
-	}
 	return true;
 }
 
@@ -585,14 +653,16 @@ static bool run_view(struct nand *n, uint64_t ppn, uint32_t count,
  * the write pointer moves after, so no read sees a page being copied.
  * Only over slots proven allocated (mapped_pages): a store to a tmpfs
  * hole would allocate it and, with the tmpfs full, SIGBUS instead of
- * ENOSPC.  False: not mapped, write it.
+ * ENOSPC.  A SIGBUS all the same (the file truncated underneath) is
+ * caught (map_guarded).  False: not mapped, or the copy faulted part way:
+ * write it.
  */
 static bool run_wview(struct nand *n, uint64_t ppn, uint32_t count,
 		      const uint8_t *d, const uint8_t *o, uint32_t gen)
 {
-	uint32_t ps = n->g.page_size, os = n->g.oob_size, ppb = n->g.ppb;
+	uint32_t ppb = n->g.ppb;
 	uint32_t blk = (uint32_t)(ppn / ppb), last = (uint32_t)(ppn % ppb) + count - 1;
-	uint32_t rec = n->g.oob_stamp ? os - NAND_STAMP_SIZE : os;
+	struct map_copy m;
 	uint8_t *dst;
 
 	if (!n->mapped || !n->b->ops->wview || !n->g.oob_inline)
@@ -606,12 +676,11 @@ static bool run_wview(struct nand *n, uint64_t ppn, uint32_t count,
 	dst = n->b->ops->wview(n->b, data_at(n, ppn), (uint64_t)count * n->stride);
 	if (!dst)
 		return false;
-	for (uint32_t i = 0; i < count; i++, dst += n->stride) {
-		memcpy(dst, d + (size_t)i * ps, ps);
-		memcpy(dst + ps, o + (size_t)i * os, rec);
-		if (n->g.oob_stamp)
-			stamp_fill(dst + ps + rec, ppn + i, STAMP_PROG, gen);
-	}
+	m = (struct map_copy){ .n = n, .dst = dst, .cd = d, .co = o,
+			       .ppn = ppn, .count = count, .gen = gen };
+	if (!map_guarded(n, dst, dst + (size_t)count * n->stride, wview_copy,
+			 &m, data_at(n, ppn)))
+		return false;
 	__atomic_fetch_add(&n->c.backing_writes, 1, __ATOMIC_RELAXED);
 	return true;
 }
@@ -1142,7 +1211,7 @@ int nand_sync(struct nand *n)
 	}
 	CNT_ADD(n, syncs);
 	CNT_ADD(n, backing_writes);
-	return n->b->ops->sync(n->b);
+	return bk_err(n->b->ops->sync(n->b));
 }
 
 /* Set block @blk's write pointer and erase count. */
