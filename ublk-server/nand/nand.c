@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -60,11 +61,15 @@ struct nand {
 	                         proven and tried once (atomic); cleared by
 	                         an erase.  Bounds the mincores of programs
 	                         into a fresh image's holes to one a cycle. */
+	bool failed;          /* a failed program could not be undone
+	                         (prog_undo): nothing is written any more
+	                         (atomic; never cleared) */
 	struct nand_counters c;  /* updated with atomics */
 };
 
 #define CNT_ADD(n, f) __atomic_fetch_add(&(n)->c.f, 1, __ATOMIC_RELAXED)
 #define NAND_IOV_MAX 1024       /* iovecs per vectored call (IOV_MAX) */
+#define NAND_OOB_MAX 1024       /* OOB bytes a failed program can undo */
 
 /* ---- backing calls, counted ------------------------------------------ */
 
@@ -655,7 +660,8 @@ static bool run_view(struct nand *n, uint64_t ppn, uint32_t count,
  * hole would allocate it and, with the tmpfs full, SIGBUS instead of
  * ENOSPC.  A SIGBUS all the same (the file truncated underneath) is
  * caught (map_guarded).  False: not mapped, or the copy faulted part way:
- * write it.
+ * write it (a pwrite that fails then is undone, prog_undo, over what the
+ * copy left too).
  */
 static bool run_wview(struct nand *n, uint64_t ppn, uint32_t count,
 		      const uint8_t *d, const uint8_t *o, uint32_t gen)
@@ -888,6 +894,90 @@ static struct oob_slot *slot_get(struct nand *n, uint32_t blk, int *err)
 	return lru;
 }
 
+/* Has a failed program that could not be undone failed the nand? */
+bool nand_failed(const struct nand *n)
+{
+	return __atomic_load_n(&n->failed, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * A program that failed with an error of the backing (@err; not a status
+ * FAIL of the medium) may still have left pages whole: a pwritev cut
+ * short after a prefix of complete slots (a full tmpfs: ENOSPC), a copy
+ * into the mapping cut by a SIGBUS and a pwrite that failed after it, an
+ * NBD request that failed after the server wrote part of it, the OOB write
+ * of a separate-layout program (data written, OOB in part).  Such a page
+ * holds a valid OOB record, numbered past everything flushed: roll-forward
+ * after a crash would take it in place of data the host still reads (the
+ * map never moved; the host was told the write failed).  So each page of
+ * the failed write [ppn, ppn + count) gets its OOB put back to what it
+ * held erased -- zeroes; page 0 of a block of generation @gen > 0 (erase
+ * stamps): that erase stamp -- and the backing is synced, before the
+ * error goes up.  @oob: the records the program wrote (the stamps are
+ * added here), to tell them when a restore write fails.
+ *
+ * The ordering argument: the restore is written after the failed write,
+ * to the same byte store (the page cache, which survives a killed
+ * server), so whatever reads the store after it -- recovery after a kill
+ * -- finds the restored OOB, never the record; the sync then makes both
+ * durable before the caller (and the host) hears of the failure, so no
+ * crash after that instant can bring the record back.  (A power cut
+ * before it is a cut during the write: the host never saw it fail, and a
+ * write in flight may land, as any.)  A restore write that fails is
+ * checked by reading the OOB back: bytes that are not the record written
+ * cannot pass for it (a tmpfs hole the program could not fill reads
+ * zeroes, a torn record fails its CRC or its stamp), and an OOB past the
+ * end of a store truncated underneath (-ENXIO) is gone.  Otherwise -- the
+ * read fails too or finds the record, or the sync fails -- the record may
+ * be there and durable: the nand is failed (n->failed, logged once) and
+ * writes nothing more (programs, erases and syncs fail with -EIO), so no
+ * flush succeeds after data the host was told did not land.  Runs
+ * outside the caller's lock like the program it undoes (inline layout:
+ * no shared buffer touched).  Returns @err.
+ */
+static int prog_undo(struct nand *n, uint64_t ppn, uint32_t count,
+		     const uint8_t *oob, uint32_t gen, int err)
+{
+	const struct nand_backing_ops *ops = n->b->ops;
+	uint32_t os = n->g.oob_size;
+	uint8_t blank[NAND_OOB_MAX], want[NAND_OOB_MAX], got[NAND_OOB_MAX];
+	const char *why = os > NAND_OOB_MAX ? "OOB too large to undo" : NULL;
+	int r = 0;
+
+	for (uint32_t i = 0; !why && i < count; i++) {
+		uint64_t p = ppn + i, at = oob_at(n, p);
+
+		memset(blank, 0, os);
+		if (n->g.oob_stamp && !(p % n->g.ppb) && gen)
+			stamp_put(n, blank, p, STAMP_ERASE, gen);
+		CNT_ADD(n, backing_writes);
+		if (!ops->pwrite(n->b, blank, os, at))
+			continue;
+		memcpy(want, oob + (size_t)i * os, os);
+		if (n->g.oob_stamp)
+			stamp_put(n, want, p, STAMP_PROG, gen);
+		CNT_ADD(n, backing_reads);
+		r = ops->pread(n->b, got, os, at);
+		if (r != -ENXIO && (r || !memcmp(got, want, os)))
+			why = "they could not be overwritten";
+	}
+	hole_stale(n);
+	if (!why) {     /* -ENXIO: synced, what is gone is gone */
+		CNT_ADD(n, backing_writes);
+		r = ops->sync(n->b);
+		if (r && r != -ENXIO)
+			why = "the sync after undoing them failed";
+	}
+	if (why && !__atomic_exchange_n(&n->failed, true, __ATOMIC_ACQ_REL))
+		fprintf(stderr, "ublk-flash: a failed program (%s) may have "
+			"left flash pages %llu..%llu readable and %s (%s): the "
+			"flash is failed, every later write and flush fails "
+			"(EIO)\n", strerror(-err), (unsigned long long)ppn,
+			(unsigned long long)(ppn + count - 1), why,
+			strerror(r < 0 ? -r : EIO));
+	return err;
+}
+
 /* Program one page (see nand.h). */
 int nand_program(struct nand *n, uint64_t ppn, const void *data,
 		 const void *oob)
@@ -902,6 +992,8 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
 		CNT_ADD(n, violations);
 		return -EIO;
 	}
+	if (nand_failed(n))
+		return -EIO;
 	zeroed_clear(n, blk);
 	r = fault(n, NAND_OP_PROGRAM, ppn, (void *)data, n->g.page_size);
 	if (r < 0)
@@ -935,7 +1027,7 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
 				      (size_t)n->g.page_size + n->g.oob_size,
 				      data_at(n, ppn));
 			if (r)
-				return r;
+				return prog_undo(n, ppn, 1, oob, gen, r);
 		}
 		hole_stale(n);      /* the hole window is stale */
 		__atomic_store_n(&n->wp[blk], pg + 1, __ATOMIC_RELEASE);
@@ -947,7 +1039,7 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
 		return r;
 	r = bk_pwrite(n, data, n->g.page_size, data_at(n, ppn));
 	if (r)
-		return r;
+		return prog_undo(n, ppn, 1, oob, 0, r);
 	memcpy(s->buf + (size_t)pg * n->g.oob_size, oob, n->g.oob_size);
 	if (s->lo >= s->hi)
 		s->lo = pg;
@@ -955,10 +1047,14 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
 	s->used = ++n->stamp;
 	/* Write the OOB through before the program completes: data and OOB
 	 * then sit together in the backing's cache, so a killed server (whose
-	 * page cache survives) never loses a page roll-forward must find. */
+	 * page cache survives) never loses a page roll-forward must find.
+	 * If that fails, the record must not reach the backing later with
+	 * the next writeback of this slot: blank it here, undo it there. */
 	r = slot_writeback(n, s);
-	if (r)
-		return r;
+	if (r) {
+		memset(s->buf + (size_t)pg * n->g.oob_size, 0, n->g.oob_size);
+		return prog_undo(n, ppn, 1, oob, 0, r);
+	}
 	__atomic_store_n(&n->wp[blk], pg + 1, __ATOMIC_RELEASE);
 	CNT_ADD(n, programs);
 	if (pg + 1 == n->g.ppb)         /* block full: release its slot */
@@ -993,6 +1089,8 @@ int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
 		CNT_ADD(n, violations);
 		return -EIO;
 	}
+	if (nand_failed(n))
+		return -EIO;
 	zeroed_clear(n, blk);
 	if (!nand_program_run_unlocked(n) || n->bad[blk]) {
 		/* page by page: the fault seam and the fault model judge
@@ -1043,7 +1141,8 @@ int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
 		r = bk_rw_vec(n, true, iov, v, data_at(n, ppn + i));
 		hole_stale(n);      /* the hole window is stale */
 		if (r)
-			break;
+			return prog_undo(n, ppn + i, c, o + (size_t)i * os, gen,
+					 r);
 		i += c;
 		__atomic_store_n(&n->wp[blk], pg + i, __ATOMIC_RELEASE);
 		__atomic_fetch_add(&n->c.programs, c, __ATOMIC_RELAXED);
@@ -1142,6 +1241,8 @@ int nand_erase(struct nand *n, uint32_t blk)
 
 	if (blk >= n->g.nblocks)
 		return -EINVAL;
+	if (nand_failed(n))
+		return -EIO;
 	zeroed_clear(n, blk);
 	if (n->wtried)          /* a new cycle: programs may prove it again */
 		__atomic_store_n(&n->wtried[blk], 0, __ATOMIC_RELEASE);
@@ -1204,6 +1305,8 @@ int nand_sync(struct nand *n)
 {
 	int r;
 
+	if (nand_failed(n))
+		return -EIO;
 	for (int i = 0; i < NAND_OOB_SLOTS; i++) {
 		r = slot_writeback(n, &n->slot[i]);
 		if (r)

@@ -22,7 +22,11 @@
  * separate, a pwrite of the data and one of the OOB (OOB bytes are also
  * kept per block in a few buffers for nand_read_block_oob).
  *
- * Mapped backings: a SIGBUS in a copy
+ * Failed programs: a program that fails with an error of the backing
+ * (not a status FAIL) leaves no page whose OOB checks out: what it wrote
+ * is undone before it returns (nand.c, prog_undo).  When that cannot be
+ * made sure the nand is failed: every later program, erase and sync
+ * returns -EIO (nand_failed()).  Mapped backings: a SIGBUS in a copy
  * through the mapping (a file truncated underneath) is caught and the
  * copy goes through pread / pwrite, which fail (nand_guard.c).
  *
@@ -121,7 +125,8 @@ const char *nand_backing_nbd_error(void);
 /* True when @path is an NBD URI rather than a file or device path. */
 bool nand_backing_is_uri(const char *path);
 
-/* The memory backing's current bytes (for tests). */
+/* The memory backing's current bytes (for tests; NULL and size 0 for
+ * another backing). */
 uint8_t *nand_mem_bytes(struct nand_backing *b, uint64_t *size);
 
 /*
@@ -259,6 +264,9 @@ bool nand_program_run_unlocked(const struct nand *n);
 int nand_erase(struct nand *n, uint32_t blk);
 /* Flush the backing's write cache (separate layout: OOB buffers first). */
 int nand_sync(struct nand *n);
+/* True once a failed program could not be undone (see the top): nothing
+ * is written any more. */
+bool nand_failed(const struct nand *n);
 
 /* Set a block's write pointer (pages programmed) and erase count, e.g.
  * from a checkpoint. */

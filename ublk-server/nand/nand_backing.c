@@ -611,6 +611,11 @@ uint8_t *nand_mem_bytes(struct nand_backing *b, uint64_t *size)
 {
 	struct mem_backing *m = (struct mem_backing *)b;
 
+	if (b->ops != &mem_ops) {       /* another backing */
+		if (size)
+			*size = 0;
+		return NULL;
+	}
 	if (size)
 		*size = m->size;
 	return m->cur;
