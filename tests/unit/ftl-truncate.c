@@ -40,9 +40,8 @@ static char dir[256], img[300], logf[300];
 static uint8_t buf[MIB];
 
 /* A fresh image, written three times over (so programs and reads go
- * through the mapping: slots proven allocated) and read once, then
- * truncated to 1 MiB by "another process". */
-static struct ftl *setup_truncated(void)
+ * through the mapping: slots proven allocated) and read once. */
+static struct ftl *setup_filled(void)
 {
 	struct ftl_create_opts co = { .size = SIZE, .align = FTL_ALIGN_1M };
 	struct ftl_open_opts oo = { 0 };
@@ -61,6 +60,14 @@ static struct ftl *setup_truncated(void)
 	T_CHECK(ftl_flush(f) == 0, "flush");
 	for (uint64_t o = 0; o < SIZE; o += MIB)
 		T_CHECK(ftl_read(f, buf, o, MIB) == 0, "read");
+	return f;
+}
+
+/* ... then truncated to 1 MiB by "another process". */
+static struct ftl *setup_truncated(void)
+{
+	struct ftl *f = setup_filled();
+
 	T_CHECK(truncate(img, MIB) == 0, "truncate");
 	return f;
 }
@@ -241,25 +248,12 @@ static void case_default(void)
  * so once and goes on with pread (the mapping given up). */
 static void case_holes(void)
 {
-	struct ftl_create_opts co = { .size = SIZE, .align = FTL_ALIGN_1M };
-	struct ftl_open_opts oo = { 0 };
+	struct ftl *f = setup_filled();
 	char fill[320];
-	struct ftl *f;
 	int fd, r;
 
-	unlink(img);
-	if (ftl_create(img, &co) || ftl_open(img, &oo, &f)) {
-		T_CHECK(0, "holes: create / open");
+	if (!f)
 		return;
-	}
-	for (int round = 0; round < 3; round++)
-		for (uint64_t o = 0; o < SIZE; o += MIB) {
-			memset(buf, 'a' + round, sizeof(buf));
-			T_CHECK(ftl_write(f, buf, o, MIB, 0) == 0, "holes: fill");
-		}
-	T_CHECK(ftl_flush(f) == 0, "holes: flush");
-	for (uint64_t o = 0; o < SIZE; o += MIB)
-		T_CHECK(ftl_read(f, buf, o, MIB) == 0, "holes: read");
 	fd = open(img, O_RDWR);
 	T_CHECK(fd >= 0 && !fallocate(fd, FALLOC_FL_PUNCH_HOLE |
 				      FALLOC_FL_KEEP_SIZE, 2 * MIB,
