@@ -135,6 +135,10 @@ struct ftl {
 	uint32_t *map;               /* lpn -> ppn, FTL_UNMAPPED, FTL_DAMAGED;
 	                                atomic */
 	uint32_t *valid;             /* per block: valid pages */
+	uint32_t *run_pages;         /* per block: pages of host runs reserved
+	                                in it and not yet published (f->lock):
+	                                while nonzero the block is out of the
+	                                victim index (ftl_run_busy) */
 	uint8_t  *state;             /* per block: enum ftl_blk_state */
 	uint64_t *mtime;             /* per block: seq of last program */
 	uint64_t *trim_seq;          /* per block: newest trim record in it */
@@ -427,6 +431,10 @@ void ftl_set_state(struct ftl *f, uint32_t b, uint8_t s);
 void ftl_valid_inc(struct ftl *f, uint32_t b);
 void ftl_valid_dec(struct ftl *f, uint32_t b);
 uint32_t ftl_victim(struct ftl *f, uint32_t max_valid);
+/* @n pages of a host run reserved in block @b / published or given up
+ * (ftl_append.c): a block with any in flight is no GC victim. */
+void ftl_run_busy(struct ftl *f, uint32_t b, uint32_t n);
+void ftl_run_unbusy(struct ftl *f, uint32_t b, uint32_t n);
 uint32_t ftl_victim_scan(const struct ftl *f, uint32_t max_valid);
 long ftl_idx_check(const struct ftl *f);
 

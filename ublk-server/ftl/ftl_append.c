@@ -398,6 +398,7 @@ static void run_publish(struct ftl *f, struct ftl_inflight *x)
 		f->mtime[blk] = x->seq0 + x->done - 1;
 		ftl_ckpt_blk_dirty(f, blk);
 	}
+	ftl_run_unbusy(f, blk, x->n);   /* a victim again, valid count true */
 }
 
 void ftl_inflight_drain(struct ftl *f)
@@ -470,6 +471,9 @@ int ftl_run_reserve(struct ftl *f, uint32_t lpn, uint32_t n,
 	pthread_mutex_unlock(&f->io_mx);
 	x->next = f->inflight;
 	f->inflight = x;
+	/* until published the block's valid count leaves these pages out:
+	 * once the next run closes it, it must not look like a free victim */
+	ftl_run_busy(f, blk, x->n);
 	return 0;
 }
 

@@ -18,11 +18,22 @@
 /* Greedy or cost-benefit, from the valid-count buckets (ftl_blkidx.c),
  * among the blocks GC has room to empty (with what is pending erased):
  * cost-benefit's favourite may hold more valid pages than that, and
- * stopping there failed host writes with ENOSPC on a device not full. */
+ * stopping there failed host writes with ENOSPC on a device not full.
+ * Blocks with host runs in flight are not candidates (ftl_run_busy);
+ * when nothing else is, the runs are published (ftl_inflight_drain, as
+ * evacuation would) and the choice made again with their true counts. */
 static uint32_t pick_victim(struct ftl *f, uint64_t room)
 {
+	uint32_t max, v;
+
 	room += (uint64_t)f->npend * f->g.ppb;
-	return ftl_victim(f, room < f->g.ppb ? (uint32_t)room : f->g.ppb);
+	max = room < f->g.ppb ? (uint32_t)room : f->g.ppb;
+	v = ftl_victim(f, max);
+	if (v == FTL_NONE && f->inflight) {
+		ftl_inflight_drain(f);
+		v = ftl_victim(f, max);
+	}
+	return v;
 }
 
 /* GC's stream may take the reserve; when even that is gone, erase what
@@ -312,7 +323,7 @@ static int static_wl_one(struct ftl *f)
 		if (ec > mx)
 			mx = ec;
 		if (f->state[b] == FTL_BLK_FULL && b != f->gc_cur &&
-		    ec < cec) {
+		    !f->run_pages[b] && ec < cec) {
 			cec = ec;
 			cold = b;
 		}

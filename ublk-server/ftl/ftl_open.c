@@ -176,16 +176,17 @@ err:
 	return r;
 }
 
-/* Open an image on any backing (tests; the engine owns @b on success). */
+/* Open an image on any backing (tests; the engine owns @b on success):
+ * a memory backing is its size, any other (a test's wrapper) is taken to
+ * be as large as the image. */
 int ftl_open_backing(struct nand_backing *b, const struct ftl_open_opts *o,
 		     struct ftl **out)
 {
 	struct ftl_open_opts dflt = { 0 };
-	uint8_t *bytes;
 	uint64_t size = 0;
 
-	bytes = nand_mem_bytes(b, &size);
-	(void)bytes;
+	if (!nand_mem_bytes(b, &size))
+		return open_on(b, UINT64_MAX, true, o ? o : &dflt, out);
 	return open_on(b, size, false, o ? o : &dflt, out);
 }
 
