@@ -5,7 +5,8 @@
  * used; both damaged: open refuses with EBADMSG, fsck says so and
  * --repair rebuilds it from the checkpoint); the newest generation wins,
  * a torn update falls back to the older copy; without a table (all zero)
- * the checkpoint's bad blocks are taken over.
+ * the checkpoint's bad blocks are taken over; a read-only flag the
+ * table's count does not justify is a problem fsck --repair clears.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -66,6 +67,106 @@ static int fsck_img(const uint8_t *img, char *out, size_t len)
 	fclose(o);
 	unlink(path);
 	return r;
+}
+
+/* A copy of @img at a temporary path (written to @path). */
+static void img_file(const uint8_t *img, char *path)
+{
+	int fd = mkstemp(path);
+
+	T_CHECK(fd >= 0 && write(fd, img, isz) == (ssize_t)isz, "temp image");
+	close(fd);
+}
+
+/* One 4 KiB write to the image at @path (read-write open): its result. */
+static int write_one(const char *path)
+{
+	struct ftl_open_opts o = { 0 };
+	static uint8_t buf[4096];
+	struct ftl *f = NULL;
+	int r = ftl_open(path, &o, &f), c;
+
+	if (r)
+		return r;
+	r = ftl_write(f, buf, 0, sizeof(buf), 0);
+	c = ftl_close(f);
+	return r ? r : c;
+}
+
+/*
+ * The read-only flag is justified only by more bad blocks than the spares
+ * absorb (the table's own count and limit).  Set with fewer (what 3c48226
+ * wrote when a full backing failed GC): the engine keeps it (EROFS), fsck
+ * reports it as a problem (exit 4) and --repair clears it (exit 1, said
+ * in one line), then the image takes writes.  Set with more: a note, and
+ * --repair leaves it.
+ */
+static void ro_flag(uint8_t *img)
+{
+	char path[] = "/tmp/octant-ftl-bbt-XXXXXX", out[8192];
+	FILE *o;
+	int r;
+
+	memcpy(img, base, isz);
+	for (int cp = 0; cp < 2; cp++) {
+		uint8_t *p = img + (cp ? FTL_BBT_OFF1 : FTL_BBT_OFF0);
+
+		((struct ftl_bbt_hdr *)p)->flags = FTL_BBT_RDONLY;
+		recrc(p);
+	}
+	img_file(img, path);
+	T_CHECK(write_one(path) == -EROFS, "flag honoured: writes EROFS");
+	memset(out, 0, sizeof(out));
+	o = fmemopen(out, sizeof(out), "w");
+	r = ftl_fsck(path, false, o, false);
+	fclose(o);
+	T_CHECK(r == 4 && strstr(out, "read-only flag set with") &&
+		strstr(out, "not justified"), "fsck, unjustified flag: %d: %s",
+		r, out);
+	memset(out, 0, sizeof(out));
+	o = fmemopen(out, sizeof(out), "w");
+	r = ftl_fsck(path, true, o, false);
+	fclose(o);
+	T_CHECK(r == 1 && strstr(out, "read-only flag of the bad-block table "
+		"cleared"), "fsck --repair: %d: %s", r, out);
+	o = fmemopen(out, sizeof(out), "w");
+	r = ftl_fsck(path, false, o, false);
+	fclose(o);
+	T_CHECK(r == 0, "fsck after repair: %d: %s", r, out);
+	r = write_one(path);
+	T_CHECK(r == 0, "repaired image takes writes: %d", r);
+	unlink(path);
+
+	/* justified: as many grown entries as it takes past the limit */
+	memcpy(img, base, isz);
+	for (int cp = 0; cp < 2; cp++) {
+		uint8_t *p = img + (cp ? FTL_BBT_OFF1 : FTL_BBT_OFF0);
+		struct ftl_bbt_hdr *h = (struct ftl_bbt_hdr *)p;
+		uint32_t *e = (uint32_t *)(p + sizeof(*h));
+
+		for (uint32_t b = h->nblocks - 1; h->count <= h->limit; b--) {
+			bool have = false;
+
+			for (uint32_t i = 0; i < h->count; i++)
+				have |= (e[i] & ~FTL_BBT_GROWN) == b;
+			if (!have)
+				e[h->count++] = b | FTL_BBT_GROWN;
+		}
+		h->flags = FTL_BBT_RDONLY;
+		recrc(p);
+	}
+	strcpy(path, "/tmp/octant-ftl-bbt-XXXXXX");
+	img_file(img, path);
+	T_CHECK(write_one(path) == -EROFS, "justified flag: writes EROFS");
+	memset(out, 0, sizeof(out));
+	o = fmemopen(out, sizeof(out), "w");
+	r = ftl_fsck(path, true, o, false);
+	fclose(o);
+	T_CHECK(r == 0 && strstr(out, "spare blocks used up") &&
+		!strstr(out, "not justified"), "fsck, justified flag: %d: %s",
+		r, out);
+	T_CHECK(write_one(path) == -EROFS, "justified flag kept");
+	unlink(path);
 }
 
 int main(void)
@@ -205,6 +306,7 @@ int main(void)
 			"repaired: %d, %llu", r,
 			(unsigned long long)st.bad_blocks_grown);
 	}
+	ro_flag(img);
 	free(img);
 	free(base);
 	return t_result();

@@ -95,6 +95,15 @@ static int check_copy(struct ftl *f, const uint8_t *p)
 	return 0;
 }
 
+/* More bad blocks than the spares absorb (or a full table): the one
+ * reason for the read-only flag, and a fact of the table itself, so a
+ * flag set without it (by an engine that took a full backing for used-up
+ * spares) is known unjustified (fsck; ftl_bb_clear_ro). */
+static bool spares_gone(const struct ftl *f)
+{
+	return f->nbbt > f->bb_limit || f->nbbt >= FTL_BBT_MAX;
+}
+
 /* Load the newest valid copy from the superblock area (OCT_SB_AREA bytes):
  * 0, or -EBADMSG when a table exists and no copy of it is valid. */
 int ftl_bbt_load(struct ftl *f, const uint8_t *area)
@@ -118,8 +127,17 @@ int ftl_bbt_load(struct ftl *f, const uint8_t *area)
 	f->nbbt = best->count;
 	f->bbt_gen = best->gen;
 	memcpy(f->bbt, best + 1, (size_t)best->count * 4);
-	f->worn_out = (best->flags & FTL_BBT_RDONLY) || f->nbbt > f->bb_limit;
+	f->worn_out = (best->flags & FTL_BBT_RDONLY) || spares_gone(f);
 	return 0;
+}
+
+/* The table says read-only although the spares still absorb its bad
+ * blocks (engines up to 3c48226 took a full backing during GC for used-up
+ * spares and wrote the flag).  The engine keeps it (writes fail EROFS)
+ * until fsck --repair clears it. */
+bool ftl_bb_ro_unjustified(const struct ftl *f)
+{
+	return f->worn_out && !spares_gone(f);
 }
 
 /* Write the table (the copy not holding the newest generation), flush. */
@@ -242,8 +260,13 @@ void ftl_bb_apply(struct ftl *f)
 			f->state[b] = FTL_BLK_FULL;     /* no room: not bad */
 		}
 	}
-	if (f->nbbt > f->bb_limit)
+	if (spares_gone(f))
 		f->worn_out = true;
+	else if (f->worn_out)
+		fprintf(stderr, "ublk-flash: the bad-block table says read-only "
+			"with %u bad blocks (the spare area absorbs %u): not "
+			"justified, fsck --repair clears it\n", f->nbbt,
+			f->bb_limit);
 	for (uint32_t i = 0; i < f->nbbt; i++) {
 		uint32_t b = f->bbt[i] & ~FTL_BBT_GROWN;
 
@@ -258,6 +281,46 @@ void ftl_bb_apply(struct ftl *f)
 	f->retire_next = f->g.ckpt_blocks;
 }
 
+/* Write the table; a failure is said in the log. */
+static int store_logged(struct ftl *f)
+{
+	int r = store(f);
+
+	if (r)
+		fprintf(stderr, "ublk-flash: writing the bad-block table "
+			"failed: %s\n", strerror(-r));
+	return r;
+}
+
+/* The spares are used up (spares_gone): read-only from now on, persisted
+ * in the table, said once in the log. */
+static int worn_out(struct ftl *f)
+{
+	f->worn_out = true;
+	fprintf(stderr, "ublk-flash: %u bad blocks, more than the spare area "
+		"absorbs (%u): the device is read-only from now on (all "
+		"written data stays readable)\n", f->nbbt, f->bb_limit);
+	return store_logged(f);
+}
+
+/* fsck --repair (read-write open, f->lock held): clear a read-only flag
+ * the table does not justify (ftl_bb_ro_unjustified); 0 when there is
+ * none, 1 cleared, or -errno writing the table. */
+int ftl_bb_clear_ro(struct ftl *f)
+{
+	int r;
+
+	if (!ftl_bb_ro_unjustified(f) || f->readonly)
+		return 0;
+	f->worn_out = false;
+	r = store_logged(f);
+	if (r) {
+		f->worn_out = true;
+		return r;
+	}
+	return 1;
+}
+
 /*
  * Retire @blk (f->lock held): it goes into the table (written and flushed
  * before anything else happens), leaves the free list and its stream; its
@@ -266,8 +329,6 @@ void ftl_bb_apply(struct ftl *f)
  */
 int ftl_bb_grown(struct ftl *f, uint32_t blk, const char *why)
 {
-	int r;
-
 	if (blk < f->g.ckpt_blocks || blk >= f->g.nblocks)
 		return -EIO;
 	ftl_free_drop(f, blk);
@@ -287,32 +348,9 @@ int ftl_bb_grown(struct ftl *f, uint32_t blk, const char *why)
 		"blocks used\n", blk, why, f->nbbt + 1, f->bb_limit);
 	if (f->nbbt < FTL_BBT_MAX)
 		f->bbt[f->nbbt++] = blk | FTL_BBT_GROWN;
-	if ((f->nbbt > f->bb_limit || f->nbbt >= FTL_BBT_MAX) && !f->worn_out)
-		return ftl_bb_worn_out(f, "more bad blocks than spares");
-	r = store(f);
-	if (r)
-		fprintf(stderr, "ublk-flash: writing the bad-block table "
-			"failed: %s\n", strerror(-r));
-	return r;
-}
-
-/* The spares are used up (@why): read-only from now on, persisted in the
- * table, said once in the log. */
-int ftl_bb_worn_out(struct ftl *f, const char *why)
-{
-	int r;
-
-	if (f->worn_out)
-		return 0;
-	f->worn_out = true;
-	fprintf(stderr, "ublk-flash: %u bad blocks (the spare area absorbs "
-		"%u), %s: the device is read-only from now on (all written "
-		"data stays readable)\n", f->nbbt, f->bb_limit, why);
-	r = store(f);
-	if (r)
-		fprintf(stderr, "ublk-flash: writing the bad-block table "
-			"failed: %s\n", strerror(-r));
-	return r;
+	if (spares_gone(f) && !f->worn_out)
+		return worn_out(f);
+	return store_logged(f);
 }
 
 /* Move the valid pages off one retired block (from ftl_balance: one per

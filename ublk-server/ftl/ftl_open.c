@@ -180,12 +180,17 @@ err:
 int ftl_open_backing(struct nand_backing *b, const struct ftl_open_opts *o,
 		     struct ftl **out)
 {
-	struct ftl_open_opts dflt = { 0 };
-	uint8_t *bytes;
 	uint64_t size = 0;
 
-	bytes = nand_mem_bytes(b, &size);
-	(void)bytes;
+	nand_mem_bytes(b, &size);
+	return ftl_open_backing_sized(b, size, o, out);
+}
+
+int ftl_open_backing_sized(struct nand_backing *b, uint64_t size,
+			   const struct ftl_open_opts *o, struct ftl **out)
+{
+	struct ftl_open_opts dflt = { 0 };
+
 	return open_on(b, size, false, o ? o : &dflt, out);
 }
 
