@@ -189,12 +189,16 @@ int main(void)
 	fb.held = calloc(fb.size / 4096 + 1, 1);
 	T_CHECK(fb.held && nand_backing_mem(fb.size, false, &fb.in) == 0, "mem");
 	fb.b.ops = &fb_ops;
-	/* a seed whose factory bad blocks fit the spares */
-	for (c.bad_block_seed = rs % 1000 + 1;; c.bad_block_seed++)
-		if (ftl_create_backing(&fb.b, &c) == 0)
+	/* a seed drawing factory bad blocks, fewer than the spares absorb */
+	for (c.bad_block_seed = rs % 1000 + 1;; c.bad_block_seed++) {
+		if (ftl_create_backing(&fb.b, &c))
+			continue;
+		f = open_img();
+		ftl_stats_get(f, &st);
+		if (st.bad_blocks_factory)
 			break;
-	f = open_img();
-	ftl_stats_get(f, &st);
+		ftl_close(f);
+	}
 	fprintf(stderr, "factory bad blocks %llu (the spares absorb %llu)\n",
 		(unsigned long long)st.bad_blocks_factory,
 		(unsigned long long)st.bad_block_limit);
