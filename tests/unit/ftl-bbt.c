@@ -205,7 +205,8 @@ int main(void)
 	{
 		static const struct { const char *what; size_t off; uint32_t v; } m[] = {
 			{ "version", 8, 2 }, { "hdr_size", 12, 60 },
-			{ "gen 0", 16, 0 }, { "nblocks", 24, 7 },
+			{ "gen 0", 16, 0 }, { "gen 2^32", 20, 1 },
+			{ "nblocks", 24, 7 },
 			{ "count too big", 28, 10000 }, { "limit", 32, 1 },
 			{ "flags", 36, 2 }, { "pad", 56, 1 },
 		};

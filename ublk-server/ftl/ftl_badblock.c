@@ -81,7 +81,8 @@ static int check_copy(struct ftl *f, const uint8_t *p)
 	    h->hdr_size != sizeof(*h) || h->count > FTL_BBT_MAX ||
 	    tab_crc(h, e) != h->crc || h->nblocks != f->g.nblocks ||
 	    h->limit != bb_limit(&f->g) || (h->flags & ~FTL_BBT_RDONLY) ||
-	    h->pad || memcmp(h->uuid, f->sb.uuid, 16) || !h->gen)
+	    h->pad || memcmp(h->uuid, f->sb.uuid, 16) || !h->gen ||
+	    h->gen >= FTL_BBT_GEN_MAX)
 		return -EBADMSG;
 	for (uint32_t i = 0; i < h->count; i++) {
 		uint32_t b = e[i] & ~FTL_BBT_GROWN;
@@ -148,6 +149,8 @@ static int store(struct ftl *f)
 	uint64_t gen = f->bbt_gen + 1;
 	int r;
 
+	if (gen >= FTL_BBT_GEN_MAX)
+		return -EOVERFLOW;      /* never write one a load refuses */
 	encode(f, gen, buf);
 	r = b->ops->pwrite(b, buf, sizeof(buf), bbt_off[gen & 1]);
 	if (!r)
@@ -344,6 +347,8 @@ int ftl_bb_grown(struct ftl *f, uint32_t blk, const char *why)
 		f->retire_next = blk;
 	if (ftl_bb_is(f, blk, NULL))
 		return 0;
+	if (nand_block_ec(f->nand, blk) >= NAND_EC_MAX)
+		why = "worn out: erase count at NAND_EC_MAX";
 	fprintf(stderr, "ublk-flash: block %u retired (%s), %u of %u spare "
 		"blocks used\n", blk, why, f->nbbt + 1, f->bb_limit);
 	if (f->nbbt < FTL_BBT_MAX)
