@@ -169,6 +169,51 @@ static void ro_flag(uint8_t *img)
 	unlink(path);
 }
 
+static void hook(void *ctx)
+{
+	(*(int *)ctx)++;
+}
+
+/* ftl_on_read_only: called once, when retiring blocks uses up the spares
+ * (not before); on an engine worn out already it says so and keeps
+ * nothing. */
+static void ro_hook(uint8_t *img)
+{
+	char path[] = "/tmp/octant-ftl-bbt-XXXXXX";
+	struct ftl_open_opts o = { 0 };
+	struct ftl *f = NULL;
+	int calls = 0, r;
+	uint32_t lim = 0, b;
+
+	memcpy(img, base, isz);
+	img_file(img, path);
+	r = ftl_open(path, &o, &f);
+	T_CHECK(r == 0, "hook: open %d", r);
+	if (r)
+		return;
+	T_CHECK(!ftl_on_read_only(f, hook, &calls), "hook: not worn out yet");
+	pthread_mutex_lock(&f->lock);
+	lim = f->bb_limit;
+	for (b = f->g.nblocks - 1; f->nbbt <= lim && b >= f->g.ckpt_blocks; b--) {
+		if (ftl_bb_is(f, b, NULL))
+			continue;
+		T_EQ_U64(calls, 0, "hook: called at %u of %u bad blocks", f->nbbt, lim);
+		ftl_bb_grown(f, b, "test");
+	}
+	pthread_mutex_unlock(&f->lock);
+	T_EQ_U64(calls, 1, "hook: calls once the spares are used up");
+	T_CHECK(ftl_read_only(f), "hook: ftl_read_only");
+	T_CHECK(ftl_close(f) == 0, "hook: close");
+	r = ftl_open(path, &o, &f);
+	T_CHECK(r == 0, "hook: reopen %d", r);
+	if (!r) {
+		T_CHECK(ftl_on_read_only(f, hook, &calls), "hook: worn out at open");
+		ftl_close(f);
+	}
+	T_EQ_U64(calls, 1, "hook: no more calls");
+	unlink(path);
+}
+
 int main(void)
 {
 	struct nand_backing *b;
@@ -308,6 +353,7 @@ int main(void)
 			(unsigned long long)st.bad_blocks_grown);
 	}
 	ro_flag(img);
+	ro_hook(img);
 	free(img);
 	free(base);
 	return t_result();

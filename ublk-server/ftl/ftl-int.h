@@ -223,6 +223,9 @@ struct ftl {
 	uint32_t nbbt, bb_limit;
 	uint64_t bbt_gen;
 	bool worn_out;               /* spares used up: host writes EROFS */
+	void (*ro_fn)(void *ctx);    /* f->lock: called when worn_out is set
+	                                (ftl_on_read_only) */
+	void *ro_ctx;
 	bool bbt_dirty;              /* the mount added entries: write it */
 	bool retire_scan;            /* BAD blocks may still hold valid pages */
 	uint32_t retire_next;        /* ftl_bb_retire resumes here: no block

@@ -299,7 +299,9 @@ static int store_logged(struct ftl *f)
  * in the table, said once in the log. */
 static int worn_out(struct ftl *f)
 {
-	f->worn_out = true;
+	__atomic_store_n(&f->worn_out, true, __ATOMIC_RELEASE);
+	if (f->ro_fn)
+		f->ro_fn(f->ro_ctx);    /* a frontend tells the kernel */
 	fprintf(stderr, "ublk-flash: %u bad blocks, more than the spare area "
 		"absorbs (%u): the device is read-only from now on (all "
 		"written data stays readable)\n", f->nbbt, f->bb_limit);
@@ -385,6 +387,23 @@ int ftl_bb_retire(struct ftl *f)
 	f->retire_next = f->g.nblocks;
 	f->retire_scan = false;
 	return 0;
+}
+
+bool ftl_read_only(struct ftl *f)
+{
+	return f->readonly || __atomic_load_n(&f->worn_out, __ATOMIC_ACQUIRE);
+}
+
+bool ftl_on_read_only(struct ftl *f, void (*fn)(void *ctx), void *ctx)
+{
+	bool worn;
+
+	pthread_mutex_lock(&f->lock);
+	worn = f->worn_out;
+	f->ro_fn = worn ? NULL : fn;
+	f->ro_ctx = ctx;
+	pthread_mutex_unlock(&f->lock);
+	return worn;
 }
 
 void ftl_bb_stats(struct ftl *f, struct ftl_stats *st)
