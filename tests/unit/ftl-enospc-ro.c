@@ -11,6 +11,12 @@
  * comes back, writes succeed, and after a close and reopen the device is
  * writable, with every page reading what was last written to it (a write
  * that failed may have left either version).  Seeded: OCTANT_SEED.
+ *
+ * The same kind: a backing error whose code the NAND layer uses for a
+ * medium fault (EREMOTEIO = NAND_EFAIL, a program status FAIL; an NFS
+ * backing can return it) must fail the write with EIO, not retire a good
+ * block (3c48226 retired one per such error, and enough of them turned the
+ * device read-only).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -32,6 +38,7 @@ struct fullb {
 	uint64_t size;
 	bool full;
 	uint64_t refused;            /* writes failed with ENOSPC */
+	int fail_once;               /* the next write fails with this */
 };
 
 static struct fullb fb;
@@ -41,6 +48,8 @@ static bool room(uint64_t off, size_t len)
 {
 	uint64_t a = off / 4096, z = (off + len + 4095) / 4096;
 
+	if (fb.fail_once)
+		return false;
 	for (uint64_t i = a; fb.full && i < z; i++)
 		if (!fb.held[i]) {
 			fb.refused++;
@@ -48,6 +57,15 @@ static bool room(uint64_t off, size_t len)
 		}
 	memset(fb.held + a, 1, z - a);
 	return true;
+}
+
+/* The error of a write room() refused. */
+static int refuse(void)
+{
+	int r = fb.fail_once ? fb.fail_once : -ENOSPC;
+
+	fb.fail_once = 0;
+	return r;
 }
 
 static int fb_pread(struct nand_backing *b, void *buf, size_t len, uint64_t off)
@@ -61,7 +79,7 @@ static int fb_pwrite(struct nand_backing *b, const void *buf, size_t len,
 {
 	(void)b;
 	if (!room(off, len))
-		return -ENOSPC;
+		return refuse();
 	return fb.in->ops->pwrite(fb.in, buf, len, off);
 }
 
@@ -75,7 +93,7 @@ static int fb_pwritev(struct nand_backing *b, const struct iovec *iov, int cnt,
 	for (int i = 0; i < cnt; i++)
 		len += iov[i].iov_len;
 	if (!room(off, len))
-		return -ENOSPC;
+		return refuse();
 	for (int i = 0; i < cnt; i++) {
 		int r = fb.in->ops->pwrite(fb.in, iov[i].iov_base,
 					   iov[i].iov_len, off);
@@ -183,6 +201,7 @@ int main(void)
 	struct ftl_stats st;
 	struct ftl *f;
 	uint32_t enospc = 0, erofs = 0, other = 0, ok_full = 0;
+	uint64_t grown;
 	int r;
 
 	fb.size = ftl_test_image_size(&c);
@@ -257,6 +276,26 @@ int main(void)
 		if (r)
 			break;
 	}
+	/* a program the backing fails with EREMOTEIO: EIO, nothing retired */
+	ftl_stats_get(f, &st);
+	grown = st.bad_blocks_grown;
+	fb.fail_once = -EREMOTEIO;
+	for (int i = 0; i < 200 && fb.fail_once; i++) {
+		r = write_pg(f, (uint32_t)(t_xorshift(&rs) % NPG));
+		T_CHECK(r == 0 || r == -EIO, "write into a failing backing: %d", r);
+	}
+	T_CHECK(!fb.fail_once, "the backing error was hit");
+	T_CHECK(r == -EIO, "the write the backing failed: %d (EIO)", r);
+	ftl_stats_get(f, &st);
+	T_EQ_U64(st.bad_blocks_grown, grown, "blocks retired for a backing error");
+	for (int i = 0; i < 100; i++) {
+		r = write_pg(f, (uint32_t)(t_xorshift(&rs) % NPG));
+		T_CHECK(r == 0, "write %d after the backing error: %d", i, r);
+		if (r)
+			break;
+	}
+	T_CHECK(ftl_flush(f) == 0, "flush after the backing error");
+	verify(f, "after a backing error");
 	T_CHECK(ftl_close(f) == 0, "close");
 	fb.in->ops->destroy(fb.in);
 	free(fb.held);

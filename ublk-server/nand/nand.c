@@ -68,17 +68,27 @@ struct nand {
 
 /* ---- backing calls, counted ------------------------------------------ */
 
+/* A backing's error is never a medium fault: the codes this layer gives
+ * those (-NAND_EFAIL = EREMOTEIO, a program or erase status FAIL; -EBADMSG,
+ * beyond the ECC) coming from a backing (an NFS EREMOTEIO, a filesystem's
+ * EBADMSG for a checksum) become -EIO, or the FTL would retire a good
+ * block (and use up the spares) for an error of the store under it. */
+static int bk_err(int r)
+{
+	return r == -NAND_EFAIL || r == -EBADMSG ? -EIO : r;
+}
+
 static int bk_pread(struct nand *n, void *buf, size_t len, uint64_t off)
 {
 	CNT_ADD(n, backing_reads);
-	return n->b->ops->pread(n->b, buf, len, off);
+	return bk_err(n->b->ops->pread(n->b, buf, len, off));
 }
 
 static int bk_pwrite(struct nand *n, const void *buf, size_t len,
 		     uint64_t off)
 {
 	CNT_ADD(n, backing_writes);
-	return n->b->ops->pwrite(n->b, buf, len, off);
+	return bk_err(n->b->ops->pwrite(n->b, buf, len, off));
 }
 
 /* Vectored: one call per NAND_IOV_MAX iovecs, or one per iovec. */
@@ -98,10 +108,10 @@ static int bk_rw_vec(struct nand *n, bool wr, const struct iovec *iov,
 			       : bk_pread(n, iov->iov_base, iov->iov_len, off);
 		else if (wr) {
 			CNT_ADD(n, backing_writes);
-			r = o->pwritev(n->b, iov, c, off);
+			r = bk_err(o->pwritev(n->b, iov, c, off));
 		} else {
 			CNT_ADD(n, backing_reads);
-			r = o->preadv(n->b, iov, c, off);
+			r = bk_err(o->preadv(n->b, iov, c, off));
 		}
 		for (int i = 0; i < c; i++)
 			off += iov[i].iov_len;
@@ -1145,7 +1155,7 @@ int nand_sync(struct nand *n)
 	}
 	CNT_ADD(n, syncs);
 	CNT_ADD(n, backing_writes);
-	return n->b->ops->sync(n->b);
+	return bk_err(n->b->ops->sync(n->b));
 }
 
 /* Set block @blk's write pointer and erase count (at most NAND_EC_MAX:
