@@ -78,6 +78,19 @@ static void img_file(const uint8_t *img, char *path)
 	close(fd);
 }
 
+/* fsck (--repair) of @path, its report in @out (@len bytes). */
+static int fsck_out(const char *path, bool repair, char *out, size_t len)
+{
+	FILE *o;
+	int r;
+
+	memset(out, 0, len);
+	o = fmemopen(out, len, "w");
+	r = ftl_fsck(path, repair, o, false);
+	fclose(o);
+	return r;
+}
+
 /* One 4 KiB write to the image at @path (read-write open): its result. */
 static int write_one(const char *path)
 {
@@ -104,7 +117,6 @@ static int write_one(const char *path)
 static void ro_flag(uint8_t *img)
 {
 	char path[] = "/tmp/octant-ftl-bbt-XXXXXX", out[8192];
-	FILE *o;
 	int r;
 
 	memcpy(img, base, isz);
@@ -116,22 +128,14 @@ static void ro_flag(uint8_t *img)
 	}
 	img_file(img, path);
 	T_CHECK(write_one(path) == -EROFS, "flag honoured: writes EROFS");
-	memset(out, 0, sizeof(out));
-	o = fmemopen(out, sizeof(out), "w");
-	r = ftl_fsck(path, false, o, false);
-	fclose(o);
+	r = fsck_out(path, false, out, sizeof(out));
 	T_CHECK(r == 4 && strstr(out, "read-only flag set with") &&
 		strstr(out, "not justified"), "fsck, unjustified flag: %d: %s",
 		r, out);
-	memset(out, 0, sizeof(out));
-	o = fmemopen(out, sizeof(out), "w");
-	r = ftl_fsck(path, true, o, false);
-	fclose(o);
+	r = fsck_out(path, true, out, sizeof(out));
 	T_CHECK(r == 1 && strstr(out, "read-only flag of the bad-block table "
 		"cleared"), "fsck --repair: %d: %s", r, out);
-	o = fmemopen(out, sizeof(out), "w");
-	r = ftl_fsck(path, false, o, false);
-	fclose(o);
+	r = fsck_out(path, false, out, sizeof(out));
 	T_CHECK(r == 0, "fsck after repair: %d: %s", r, out);
 	r = write_one(path);
 	T_CHECK(r == 0, "repaired image takes writes: %d", r);
@@ -158,10 +162,7 @@ static void ro_flag(uint8_t *img)
 	strcpy(path, "/tmp/octant-ftl-bbt-XXXXXX");
 	img_file(img, path);
 	T_CHECK(write_one(path) == -EROFS, "justified flag: writes EROFS");
-	memset(out, 0, sizeof(out));
-	o = fmemopen(out, sizeof(out), "w");
-	r = ftl_fsck(path, true, o, false);
-	fclose(o);
+	r = fsck_out(path, true, out, sizeof(out));
 	T_CHECK(r == 0 && strstr(out, "spare blocks used up") &&
 		!strstr(out, "not justified"), "fsck, justified flag: %d: %s",
 		r, out);

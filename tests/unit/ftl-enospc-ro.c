@@ -154,6 +154,18 @@ static int write_pg(struct ftl *f, uint32_t pg)
 	return r;
 }
 
+/* @n writes of random pages, each must succeed (@what names them). */
+static void writes_ok(struct ftl *f, int n, uint64_t *rs, const char *what)
+{
+	for (int i = 0; i < n; i++) {
+		int r = write_pg(f, (uint32_t)(t_xorshift(rs) % NPG));
+
+		T_CHECK(r == 0, "write %d %s: %d", i, what, r);
+		if (r)
+			break;
+	}
+}
+
 static void verify(struct ftl *f, const char *when)
 {
 	uint32_t bad = 0;
@@ -255,12 +267,7 @@ int main(void)
 
 	/* space comes back: the same engine takes writes */
 	fb.full = false;
-	for (int i = 0; i < 300; i++) {
-		r = write_pg(f, (uint32_t)(t_xorshift(&rs) % NPG));
-		T_CHECK(r == 0, "write %d with space back: %d", i, r);
-		if (r)
-			break;
-	}
+	writes_ok(f, 300, &rs, "with space back");
 	T_CHECK(ftl_flush(f) == 0, "flush with space back");
 	verify(f, "live");
 	T_CHECK(ftl_close(f) == 0, "close");
@@ -270,12 +277,7 @@ int main(void)
 	ftl_stats_get(f, &st);
 	T_CHECK(!st.read_only, "reopened read-only");
 	verify(f, "reopened");
-	for (int i = 0; i < 100; i++) {
-		r = write_pg(f, (uint32_t)(t_xorshift(&rs) % NPG));
-		T_CHECK(r == 0, "write %d after reopen: %d", i, r);
-		if (r)
-			break;
-	}
+	writes_ok(f, 100, &rs, "after reopen");
 	/* a program the backing fails with EREMOTEIO: EIO, nothing retired */
 	ftl_stats_get(f, &st);
 	grown = st.bad_blocks_grown;
@@ -288,12 +290,7 @@ int main(void)
 	T_CHECK(r == -EIO, "the write the backing failed: %d (EIO)", r);
 	ftl_stats_get(f, &st);
 	T_EQ_U64(st.bad_blocks_grown, grown, "blocks retired for a backing error");
-	for (int i = 0; i < 100; i++) {
-		r = write_pg(f, (uint32_t)(t_xorshift(&rs) % NPG));
-		T_CHECK(r == 0, "write %d after the backing error: %d", i, r);
-		if (r)
-			break;
-	}
+	writes_ok(f, 100, &rs, "after the backing error");
 	T_CHECK(ftl_flush(f) == 0, "flush after the backing error");
 	verify(f, "after a backing error");
 	T_CHECK(ftl_close(f) == 0, "close");

@@ -7,8 +7,8 @@
  * with SIGFPE, writes failed EOVERFLOW, fsck said clean), and asks that
  * the record does not check out: fsck reports it (exit 4), the engine
  * never takes the value, stats and writes go on, --repair ends clean.
- *  - oob_ec: an OOB record's erase count past NAND_EC_MAX;
- *  - oob_stream: an OOB data record's stream (only 0 and 1 write data);
+ *  - set_ec: an OOB record's erase count past NAND_EC_MAX;
+ *  - set_stream: an OOB data record's stream (only 0 and 1 write data);
  *  - trim_range: a trim record's range past the device (data crc fixed);
  *  - stamp_gen: erase stamps with generation 0xffffffff in every free
  *    block (the next erase of such a block overflowed);
@@ -158,7 +158,9 @@ static void after(const char *what, bool reported)
 		ftl_close(f);
 }
 
-static void oob_ec(void)
+/* One field of a data record below the last flush set by @set (then
+ * resealed): reported, never taken. */
+static void forge_oob(const char *what, void (*set)(struct ftl_oob *o))
 {
 	size_t n;
 	uint8_t *b;
@@ -167,26 +169,14 @@ static void oob_ec(void)
 	make(40, false);
 	b = load(&n);
 	p = middle_page(b, FTL_OOB_DATA);
-	oob_at(b, p)->ec = 0xffffffffu;
+	set(oob_at(b, p));
 	reseal((uint8_t *)oob_at(b, p));
 	store(b, n);
-	after("OOB erase count 0xffffffff", true);
+	after(what, true);
 }
 
-static void oob_stream(void)
-{
-	size_t n;
-	uint8_t *b;
-	uint64_t p;
-
-	make(40, false);
-	b = load(&n);
-	p = middle_page(b, FTL_OOB_DATA);
-	oob_at(b, p)->stream = 9;
-	reseal((uint8_t *)oob_at(b, p));
-	store(b, n);
-	after("OOB data record of stream 9", true);
-}
+static void set_ec(struct ftl_oob *o) { o->ec = 0xffffffffu; }
+static void set_stream(struct ftl_oob *o) { o->stream = 9; }
 
 static void trim_range(void)
 {
@@ -360,8 +350,8 @@ int main(void)
 	snprintf(img, sizeof(img), "/tmp/octant-ftl-fields-%d.img", (int)getpid());
 	null = fopen("/dev/null", "w");
 	ftl_create_opts_geom(&c, &g);
-	oob_ec();
-	oob_stream();
+	forge_oob("OOB erase count 0xffffffff", set_ec);
+	forge_oob("OOB data record of stream 9", set_stream);
 	trim_range();
 	stamp_gen();
 	ckpt_ec_case();
