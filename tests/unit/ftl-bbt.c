@@ -51,7 +51,8 @@ static void recrc(uint8_t *p)
 
 	h->crc = 0;
 	h->crc = oct_crc32c(oct_crc32c(0, h, sizeof(*h)), p + sizeof(*h),
-			    (size_t)h->count * 4);
+			    (size_t)(h->count < FTL_BBT_MAX ? h->count :
+				     FTL_BBT_MAX) * 4);
 }
 
 static int fsck_img(const uint8_t *img, char *out, size_t len)
@@ -167,6 +168,74 @@ static void ro_flag(uint8_t *img)
 		!strstr(out, "not justified"), "fsck, justified flag: %d: %s",
 		r, out);
 	T_CHECK(write_one(path) == -EROFS, "justified flag kept");
+	unlink(path);
+}
+
+/*
+ * Random fields of the table, crc recomputed (one copy or both; 150
+ * rounds, 3000 long): the open refuses (EBADMSG) or takes it, a
+ * read-write open then writes and closes, fsck answers 0 or 4 and a
+ * repair ends clean; nothing crashes (the sanitizer build checks memory).
+ * Seeded: OCTANT_SEED.
+ */
+static void random_fields(uint8_t *img)
+{
+	char path[] = "/tmp/octant-ftl-bbt-XXXXXX", out[8192];
+	uint64_t rs = t_seed() | 1;
+	int rounds = getenv("OCTANT_LONG") ? 3000 : 150, took = 0;
+
+	img_file(base, path);
+	for (int k = 0; k < rounds; k++) {
+		uint64_t x = t_xorshift(&rs);
+		int both = x & 1, r, w;
+		uint32_t at = (uint32_t)(x >> 8) % (sizeof(struct ftl_bbt_hdr) + 64);
+		uint32_t v = (uint32_t)t_xorshift(&rs);
+		int fd;
+
+		memcpy(img, base, isz);
+		for (int cp = 0; cp < 1 + both; cp++) {
+			uint8_t *p = img + (cp ? FTL_BBT_OFF1 : FTL_BBT_OFF0);
+
+			/* a small value, a block number, or any 32 bits */
+			v = x >> 60 < 6 ? v % 4 : x >> 60 < 11 ? v % 96 : v;
+			memcpy(p + at - at % 4, &v, 4);
+			if ((x >> 40) % 8)      /* mostly: crc fixed */
+				recrc(p);
+		}
+		fd = open(path, O_WRONLY);
+		T_CHECK(fd >= 0 && pwrite(fd, img, isz, 0) == (ssize_t)isz, "image");
+		close(fd);
+		w = write_one(path);
+		took += !w;
+		T_CHECK(w == 0 || w == -EBADMSG || w == -EROFS,
+			"round %d (byte %u = %u, %s): open + write %d", k, at, v,
+			both ? "both" : "one copy", w);
+		r = fsck_out(path, false, out, sizeof(out));
+		T_CHECK(r == 0 || r == 4, "round %d: fsck %d", k, r);
+		if (r == 0) {   /* clean: read-only only with the spares gone */
+			struct ftl_stats st = { 0 };
+
+			if (open_count(img, &st) >= 0 && st.read_only)
+				T_CHECK(st.bad_blocks_factory + st.bad_blocks_grown >
+					st.bad_block_limit, "round %d (byte %u = "
+					"%u): fsck clean, read-only with %llu bad "
+					"blocks of %llu", k, at, v,
+					(unsigned long long)(st.bad_blocks_factory +
+							     st.bad_blocks_grown),
+					(unsigned long long)st.bad_block_limit);
+		}
+		if (r == 4) {
+			r = fsck_out(path, true, out, sizeof(out));
+			T_CHECK(r == 1, "round %d: repair %d: %s", k, r, out);
+			r = fsck_out(path, false, out, sizeof(out));
+			T_CHECK(r == 0, "round %d: fsck after repair %d: %s", k,
+				r, out);
+		}
+		if (t_failures)
+			break;
+	}
+	fprintf(stderr, "random table fields: %d rounds, %d took a write\n",
+		rounds, took);
 	unlink(path);
 }
 
@@ -355,6 +424,7 @@ int main(void)
 	}
 	ro_flag(img);
 	ro_hook(img);
+	random_fields(img);
 	free(img);
 	free(base);
 	return t_result();
