@@ -2,6 +2,7 @@
 /* Loop devices over the FUSE disk file (LOOP_CONFIGURE, direct I/O). */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <linux/loop.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,6 +43,7 @@ static int loop_configure(int fd, int backing_fd, const char *name, bool dio,
 			  bool ro)
 {
 	struct loop_config cfg;
+	int rw = 0;
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.fd = (unsigned)backing_fd;
 	cfg.block_size = 512;
@@ -49,7 +51,14 @@ static int loop_configure(int fd, int backing_fd, const char *name, bool dio,
 			    (ro ? LO_FLAGS_READ_ONLY : 0);
 	snprintf((char *)cfg.info.lo_file_name, sizeof(cfg.info.lo_file_name),
 		 "%s", name ? name : "ublk-flash");
-	return ioctl(fd, LOOP_CONFIGURE, &cfg) < 0 ? -errno : 0;
+	if (ioctl(fd, LOOP_CONFIGURE, &cfg) < 0)
+		return -errno;
+	/* a read-only policy (BLKROSET) outlives a binding: one a killed
+	 * server (or anyone) left must not make this device read-only */
+	if (!ro && ioctl(fd, BLKROSET, &rw) < 0)
+		fprintf(stderr, "ublk-flash: warning: BLKROSET 0: %s\n",
+			strerror(errno));
+	return 0;
 }
 
 int loop_attach(struct loop_dev *ld, int backing_fd, const char *name,

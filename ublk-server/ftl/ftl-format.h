@@ -234,6 +234,8 @@ _Static_assert(sizeof(struct ftl_ckpt_delta) == 276, "delta header v2");
 #define FTL_BBT_BYTES   3072u
 #define FTL_BBT_GROWN   0x80000000u
 #define FTL_BBT_RDONLY  0x1u      /* flags: spares ran out, read-only */
+#define FTL_BBT_GEN_MAX (1ull << 32) /* gen stays below (an update per
+                                     retired block: above is damaged) */
 
 struct ftl_bbt_hdr {
 	char     magic[8];            /* FTL_BBT_MAGIC */

@@ -234,6 +234,9 @@ struct ftl {
 	uint32_t nbbt, bb_limit;
 	uint64_t bbt_gen;
 	bool worn_out;               /* spares used up: host writes EROFS */
+	void (*ro_fn)(void *ctx);    /* f->lock: called when worn_out is set
+	                                (ftl_on_read_only) */
+	void *ro_ctx;
 	bool bbt_dirty;              /* the mount added entries: write it */
 	bool retire_scan;            /* BAD blocks may still hold valid pages */
 	uint32_t retire_next;        /* ftl_bb_retire resumes here: no block
@@ -452,7 +455,8 @@ int ftl_bb_sync(struct ftl *f);
 int ftl_bbt_reset(const char *path);
 int ftl_bb_grown(struct ftl *f, uint32_t blk, const char *why);
 int ftl_bb_retire(struct ftl *f);
-int ftl_bb_worn_out(struct ftl *f, const char *why);
+bool ftl_bb_ro_unjustified(const struct ftl *f);
+int ftl_bb_clear_ro(struct ftl *f);
 void ftl_bb_stats(struct ftl *f, struct ftl_stats *st);
 bool ftl_bb_is(const struct ftl *f, uint32_t blk, bool *grown);
 
@@ -503,9 +507,12 @@ uint64_t ftl_test_image_size_full(const struct ftl_create_opts *o);
  * OCT_SB_F_OOB_STAMP: erase zeroes the block); same image size. */
 int ftl_test_create_backing_nostamp(struct nand_backing *b,
 				    const struct ftl_create_opts *o);
-/* Open an image on a backing; the engine owns @b afterwards. */
+/* Open an image on a memory backing; the engine owns @b afterwards. */
 int ftl_open_backing(struct nand_backing *b, const struct ftl_open_opts *o,
 		     struct ftl **out);
+/* The same on any backing of @size bytes (a test's own wrapper). */
+int ftl_open_backing_sized(struct nand_backing *b, uint64_t size,
+			   const struct ftl_open_opts *o, struct ftl **out);
 /* Free without a checkpoint (as if the process died). */
 void ftl_abandon(struct ftl *f);
 struct nand *ftl_test_nand(struct ftl *f);

@@ -162,6 +162,18 @@ int ftl_discard(struct ftl *f, uint64_t off, uint64_t len);
 int ftl_write_zeroes(struct ftl *f, uint64_t off, uint64_t len);
 
 void ftl_stats_get(struct ftl *f, struct ftl_stats *st);
+
+/* Writes fail with EROFS: opened read-only, or the spare blocks are used
+ * up (the bad-block table's read-only state, ftl_stats.read_only). */
+bool ftl_read_only(struct ftl *f);
+
+/* Call @fn(@ctx) once when the spare blocks run out while the engine is
+ * open (it turns read-only: writes fail with EROFS), so a frontend can
+ * tell the kernel.  @fn runs in the thread that hit it with the engine's
+ * lock held: it must only signal (write an eventfd, set a flag).  Returns
+ * true, and keeps nothing, when they ran out already (at open); @fn NULL
+ * forgets the hook. */
+bool ftl_on_read_only(struct ftl *f, void (*fn)(void *ctx), void *ctx);
 /* Print stats as JSON (one object) or a readable table. */
 void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json);
 

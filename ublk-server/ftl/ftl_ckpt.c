@@ -679,6 +679,7 @@ static int check_state(struct ftl *f, const struct ftl_ckpt_hdr *h)
 	for (uint32_t b = 0; b < g->nblocks; b++) {
 		bool ck = b < g->ckpt_blocks;
 		if (tab[b].state > FTL_BLK_BAD || tab[b].pad[0] || tab[b].pad[1] ||
+		    tab[b].ec > NAND_EC_MAX ||
 		    (tab[b].flags & ~FTL_BLKF_MAYBE_DIRTY) ||
 		    (ck != (tab[b].state == FTL_BLK_CKPT)) || tab[b].mtime > h->seq)
 			return -EBADMSG;

@@ -29,6 +29,8 @@ struct fsck {
 	int sb_bad;           /* bit per bad superblock copy */
 	bool no_ckpt, dirty;
 	bool bbt_bad;         /* bad-block table: no valid copy */
+	bool bbt_ro;          /* ... read-only flag it does not justify */
+	uint32_t nbbt, bb_limit; /* ... its bad blocks, what spares absorb */
 	uint64_t gen, mapped;
 };
 
@@ -168,7 +170,15 @@ static int check_bbt(struct ftl *f, int fd, struct fsck *k)
 			(unsigned long long)st.bad_blocks_factory,
 			(unsigned long long)st.bad_blocks_grown,
 			(unsigned long long)st.bad_block_limit);
-	if (st.read_only)
+	k->nbbt = f->nbbt;
+	k->bb_limit = f->bb_limit;
+	k->bbt_ro = ftl_bb_ro_unjustified(f);
+	if (k->bbt_ro)
+		finding(k, true, "bad-block table: read-only flag set with %u "
+			"bad blocks, the spare area absorbs %u: not justified "
+			"(a full backing taken for used-up spares); --repair "
+			"clears it", f->nbbt, f->bb_limit);
+	else if (st.read_only)
 		finding(k, false, "spare blocks used up: the device is "
 			"read-only (its data stays readable)");
 	return 0;
@@ -369,6 +379,9 @@ static int repair(const char *path, struct fsck *k)
 	if (r)
 		return r;
 	pthread_mutex_lock(&f->lock);
+	r = ftl_bb_clear_ro(f);
+	k->bbt_ro = r == 1;
+	r = r < 0 ? r : 0;
 	for (uint32_t i = 0; i < k->nbad; i++)
 		ftl_map_unset(f, k->bad_lpn[i]);
 	/* the close writes one more: then every slot holds a fresh one
@@ -434,6 +447,10 @@ int ftl_fsck(const char *path, bool fix, FILE *out, bool json)
 	if (!json)
 		report(&k, out, false);
 	r = repair(path, &k);
+	if (!r && !json && k.bbt_ro)
+		fprintf(out, "repaired: read-only flag of the bad-block table "
+			"cleared (%u bad blocks, the spare area absorbs %u): "
+			"the device takes writes again\n", k.nbbt, k.bb_limit);
 	fsck_reset(&k, json);
 	if (!r)
 		r = check(path, &k);

@@ -321,17 +321,23 @@ uint64_t ftl_oob_flushed(const void *oob, uint32_t oob_size)
 	return x.flushed;
 }
 
-/* Is @o a well-formed OOB record (magic, version, crc)? */
+/* Is @o a well-formed OOB record (magic, version, crc, every field in
+ * its range)? */
 bool ftl_oob_ok(const struct ftl_oob *o)
 {
 	struct ftl_oob t = *o;
 
 	/* a sequence number (or generation) at or past FTL_SEQ_MAX was never
 	 * written (ckpt_write refuses first): the record is damaged, however
-	 * its crc came out; taken as the newest it wrapped the counter */
+	 * its crc came out; taken as the newest it wrapped the counter.  So
+	 * is an erase count past NAND_EC_MAX (taken as the block's, its next
+	 * erase overflowed) and a stream no writer of that kind uses. */
 	if (t.magic != FTL_OOB_MAGIC || t.version != FTL_FMT_VERSION ||
 	    t.kind < FTL_OOB_DATA || t.kind > FTL_OOB_MOUNT ||
-	    t.seq >= FTL_SEQ_MAX)
+	    t.seq >= FTL_SEQ_MAX || t.ec > NAND_EC_MAX ||
+	    (t.kind <= FTL_OOB_TRIM ? t.stream >= FTL_NSTREAMS :
+	     t.kind == FTL_OOB_MOUNT ? t.stream != FTL_CKPT_STREAM_BASE :
+	     t.stream < FTL_CKPT_STREAM_BASE || t.stream > FTL_CKPT_STREAM_DHDR))
 		return false;
 	t.crc = 0;
 	return oct_crc32c(0, &t, sizeof(t)) == o->crc;

@@ -187,6 +187,15 @@ int ftl_open_backing(struct nand_backing *b, const struct ftl_open_opts *o,
 
 	if (!nand_mem_bytes(b, &size))
 		return open_on(b, UINT64_MAX, true, o ? o : &dflt, out);
+	return ftl_open_backing_sized(b, size, o, out);
+}
+
+/* Open an image on any backing whose store is @size bytes (tests). */
+int ftl_open_backing_sized(struct nand_backing *b, uint64_t size,
+			   const struct ftl_open_opts *o, struct ftl **out)
+{
+	struct ftl_open_opts dflt = { 0 };
+
 	return open_on(b, size, false, o ? o : &dflt, out);
 }
 

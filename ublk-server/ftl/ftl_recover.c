@@ -192,6 +192,22 @@ static int newer_ckpt_lost(struct ftl *f, const uint8_t *cand, bool *lost)
 	return 0;
 }
 
+/* Does trim record @t (its page checked out against @o's data crc) hold
+ * what the OOB record says, ranges inside the device? */
+static bool trim_ok(const struct ftl_geom *g, const struct ftl_oob *o,
+		    const struct ftl_trim *t)
+{
+	uint32_t maxr = (g->ps - sizeof(*t)) / sizeof(struct ftl_trim_range);
+
+	if (t->magic != FTL_TRIM_MAGIC || t->n > maxr || t->n != o->lpn)
+		return false;
+	for (uint32_t i = 0; i < t->n; i++)
+		if (!t->r[i].count ||
+		    (uint64_t)t->r[i].lpn + t->r[i].count > g->nlpn)
+			return false;
+	return true;
+}
+
 /* Collect the records of block @b newer than @after and at most @limit
  * (those whose data fails its crc flagged REC_BAD); raise *flushed to its
  * flush records. */
@@ -201,8 +217,6 @@ static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 		      uint64_t *flushed)
 {
 	const struct ftl_geom *g = &f->g;
-	uint32_t maxr = (g->ps - sizeof(struct ftl_trim)) /
-			sizeof(struct ftl_trim_range);
 	int r;
 
 	*bmax = 0;
@@ -243,7 +257,10 @@ static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 		r = nand_read(f->nand, ppn, 0, f->gcbuf, g->ps);
 		if (r)
 			return r;
-		bad = oct_crc32c(0, f->gcbuf, g->ps) != o->data_crc;
+		/* a trim record that does not hold what it says is damaged
+		 * (its crc came out, its fields did not) */
+		bad = oct_crc32c(0, f->gcbuf, g->ps) != o->data_crc ||
+		      (o->kind == FTL_OOB_TRIM && !trim_ok(g, o, t));
 		if (bad) {      /* torn, or damaged: decided once all is read */
 			r = push((void **)&rs->r, &rs->n, &rs->cap,
 				 sizeof(*rs->r));
@@ -255,9 +272,6 @@ static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 				.stream = (uint8_t)o->stream, .crc = o->data_crc };
 			continue;
 		}
-		if (o->kind == FTL_OOB_TRIM &&
-		    (t->magic != FTL_TRIM_MAGIC || t->n > maxr))
-			continue;
 		if (o->ec > *ec)
 			*ec = o->ec;
 		if (o->seq > *bmax) {

@@ -73,10 +73,15 @@ struct nand {
 
 /* ---- backing calls, counted ------------------------------------------ */
 
-/* Past the end of a truncated store (-ENXIO, nand.h) is an I/O error. */
+/* A backing's error is never a medium fault: the codes this layer gives
+ * those (-NAND_EFAIL = EREMOTEIO, a program or erase status FAIL; -EBADMSG,
+ * beyond the ECC) coming from a backing (an NFS EREMOTEIO, a filesystem's
+ * EBADMSG for a checksum) become -EIO, or the FTL would retire a good
+ * block (and use up the spares) for an error of the store under it.  Past
+ * the end of a truncated store (-ENXIO, nand.h) is an I/O error too. */
 static int bk_err(int r)
 {
-	return r == -ENXIO ? -EIO : r;
+	return r == -NAND_EFAIL || r == -EBADMSG || r == -ENXIO ? -EIO : r;
 }
 
 static int bk_pread(struct nand *n, void *buf, size_t len, uint64_t off)
@@ -109,10 +114,10 @@ static int bk_rw_vec(struct nand *n, bool wr, const struct iovec *iov,
 			       : bk_pread(n, iov->iov_base, iov->iov_len, off);
 		else if (wr) {
 			CNT_ADD(n, backing_writes);
-			r = o->pwritev(n->b, iov, c, off);
+			r = bk_err(o->pwritev(n->b, iov, c, off));
 		} else {
 			CNT_ADD(n, backing_reads);
-			r = o->preadv(n->b, iov, c, off);
+			r = bk_err(o->preadv(n->b, iov, c, off));
 		}
 		for (int i = 0; i < c; i++)
 			off += iov[i].iov_len;
@@ -223,9 +228,9 @@ static int stamp_get(const struct nand *n, uint64_t ppn, const uint8_t *oob,
 
 	memcpy(&s, oob + n->g.oob_size - NAND_STAMP_SIZE, sizeof(s));
 	if (s.magic != STAMP_MAGIC || s.version != STAMP_VERSION ||
-	    s.ppn != (uint32_t)ppn ||
+	    s.ppn != (uint32_t)ppn || s.gen > NAND_EC_MAX ||
 	    s.crc != oct_crc32c(0, &s, offsetof(struct nand_stamp, crc)))
-		return 0;
+		return 0;       /* above the ceiling: damaged or forged */
 	if (s.kind != STAMP_PROG &&
 	    (s.kind != STAMP_ERASE || ppn % n->g.ppb))
 		return 0;
@@ -1217,8 +1222,8 @@ static int erase_stamp(struct nand *n, uint32_t blk, uint32_t *ec)
 		gen = (uint32_t)mx;
 	if (gen < *ec)
 		gen = *ec;
-	if (gen == UINT32_MAX)
-		return -EOVERFLOW;      /* worn past any part's rating */
+	if (gen >= NAND_EC_MAX)
+		return -NAND_EFAIL;     /* worn out (see NAND_EC_MAX) */
 	gen++;
 	memset(st, 0, os);
 	stamp_put(n, st, first, STAMP_ERASE, gen);
@@ -1249,9 +1254,10 @@ int nand_erase(struct nand *n, uint32_t blk)
 	r = fault(n, NAND_OP_ERASE, blk, NULL, 0);
 	if (r < 0)
 		return r;
-	if (n->bad[blk] || (n->fm && blk >= n->fm_first &&
-			    nand_fm_erase_fails(n->fm, blk))) {
-		n->ec[blk]++;           /* it was tried: the cells wore */
+	if (n->bad[blk] || n->ec[blk] >= NAND_EC_MAX ||
+	    (n->fm && blk >= n->fm_first && nand_fm_erase_fails(n->fm, blk))) {
+		if (n->ec[blk] < NAND_EC_MAX)
+			n->ec[blk]++;   /* it was tried: the cells wore */
 		CNT_ADD(n, erase_fails);
 		return -NAND_EFAIL;
 	}
@@ -1266,6 +1272,8 @@ int nand_erase(struct nand *n, uint32_t blk)
 		uint32_t ec = n->ec[blk];
 
 		r = erase_stamp(n, blk, &ec);
+		if (r == -NAND_EFAIL)   /* a stamp at the ceiling: worn out */
+			CNT_ADD(n, erase_fails);
 		if (r)
 			return r;
 		__atomic_store_n(&n->wp[blk], 0, __ATOMIC_RELEASE);
@@ -1317,7 +1325,8 @@ int nand_sync(struct nand *n)
 	return bk_err(n->b->ops->sync(n->b));
 }
 
-/* Set block @blk's write pointer and erase count. */
+/* Set block @blk's write pointer and erase count (at most NAND_EC_MAX:
+ * callers check what they read from the medium; none can get past). */
 void nand_set_block(struct nand *n, uint32_t blk, uint32_t wp, uint32_t ec)
 {
 	if (blk >= n->g.nblocks)
@@ -1325,7 +1334,7 @@ void nand_set_block(struct nand *n, uint32_t blk, uint32_t wp, uint32_t ec)
 	zeroed_clear(n, blk);
 	__atomic_store_n(&n->wp[blk], wp > n->g.ppb ? n->g.ppb : wp,
 			 __ATOMIC_RELEASE);
-	n->ec[blk] = ec;
+	n->ec[blk] = ec < NAND_EC_MAX ? ec : NAND_EC_MAX;
 }
 
 /* Pages programmed in block @blk since its erase. */

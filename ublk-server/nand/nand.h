@@ -255,8 +255,20 @@ int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
  * inline layout, a backing with pwritev, no fault hook and no fault model
  * (and the block not marked bad). */
 bool nand_program_run_unlocked(const struct nand *n);
+/*
+ * Erase-count ceiling: a block's erase count (and erase-stamp generation)
+ * never passes it.  Parts are rated 10^3 (TLC) to 10^5 (SLC, some 10^6)
+ * cycles; this is 16x the best rating, so an emulated device does not
+ * wear out in use, and a count above it read from the medium (an OOB
+ * record, a checkpoint's block table, an erase stamp) can only be damaged
+ * or forged: it does not check out.  A block that reaches it fails its
+ * next erase (worn out: the FTL retires it), so nothing can wrap.
+ */
+#define NAND_EC_MAX (1u << 24)
+
 /* Erase a block: its pages read 0xff and may be programmed again.
- * -NAND_EFAIL: the erase failed (the block is as before; retire it).
+ * -NAND_EFAIL: the erase failed (the block is as before; retire it), also
+ * when its erase count (or generation) is at NAND_EC_MAX: worn out.
  * With oob_stamp one erase stamp is written (the first erase of a block
  * after nand_create may read the block's OOB once) and the erase count
  * becomes its generation: one more than the erase count or than any stamp

@@ -171,6 +171,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 {
 	struct fe_server s = { .opts = o, .stop_fd = -1 };
 	struct serve_ctl *ctl = NULL;
+	struct serve_ro *ro = NULL;
 	struct sigaction sa;
 	sigset_t block, old;
 	char pid[32], dmpath[128] = "", why[256] = "", line[PATH_MAX + 192];
@@ -235,6 +236,13 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 		}
 		dm = true;
 	}
+	/* spares used up (now or later): the kernel device read-only too */
+	err = o->read_only ? 0 : serve_ro_start(&ro, s.ftl, s.devpath,
+						dm ? dmpath : NULL);
+	if (err) {
+		code = cli_fail("serve: read-only watch", err);
+		goto out;
+	}
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
 	serve_entry_put(o->run_dir, "image", o->image);
 	serve_entry_put(o->run_dir, "dev", s.devpath);
@@ -296,6 +304,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	}
 out:
 	serve_ctl_stop(ctl);      /* stop requesters wait for the outcome */
+	serve_ro_stop(ro);
 	if (dm && dmstack_detach(o->dm_name) < 0)
 		fprintf(stderr, "ublk-flash: warning: --dm %s: %s\n", o->dm_name,
 			dmstack_errmsg());

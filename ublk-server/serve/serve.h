@@ -149,6 +149,17 @@ int serve_ctl_request(const struct serve_entry *e, const char *cmd, FILE *out);
 int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms,
 		      bool force, char *why, size_t len);
 
+/* ---- read-only watch (rowatch.c) ---- */
+struct serve_ro;
+
+/* Make the served device @dev (and @dm, NULL: none) read-only (BLKROSET)
+ * now if the engine's spare blocks are used up already, else once they
+ * run out; one log line says why.  Call before the device is reported;
+ * serve_ro_stop (NULL-safe) before it is removed. */
+int serve_ro_start(struct serve_ro **out, struct ftl *f, const char *dev,
+		   const char *dm);
+void serve_ro_stop(struct serve_ro *w);
+
 /* ---- lifecycle ---- */
 
 /* `ublk-flash serve`: run a server for @o (engine options @oo) and return
