@@ -69,6 +69,15 @@ struct ftl_open_opts {
 	                               watermarks, writers only below the low
 	                               one; false: only inline, in the writer
 	                               (deterministic: unit tests) */
+	int lock_fd;                /* read-write opens of a path: > 0 a
+	                               descriptor of the same file on which the
+	                               caller already holds the image lock
+	                               (flock LOCK_EX, e.g. taken before a
+	                               fork): the lock is taken on it (a no-op
+	                               when held), never dropped in between;
+	                               the caller keeps it open until
+	                               ftl_close.  0: the engine locks its own
+	                               descriptor.  Not the same file: -EINVAL */
 };
 
 /* Counters; all monotonic since create unless noted. */
