@@ -16,6 +16,8 @@ teardown() {
 	for d in "${UBLK_FLASH_RUN_DIR:-/nonexistent}"/img-*; do
 		[ -f "$d/pid" ] && kill -9 "$(cat "$d/pid")" 2>/dev/null || true
 	done
+	# a server whose registry entry a test removed
+	[ -z "${UNLISTED_PID:-}" ] || kill -9 "$UNLISTED_PID" 2>/dev/null || true
 	fuse_teardown
 }
 
@@ -256,4 +258,88 @@ entry_dir() {
 	[ "$(losetup -l -n -O BACK-FILE | grep -c "$UBLK_FLASH_RUN_DIR")" -eq 1 ]
 	"$UBLK_FLASH" stop "$DEV"
 	[ "$(ls -A "$UBLK_FLASH_RUN_DIR")" = "$(basename "$dira").log" ]
+}
+
+# rm_run: remove the run folder as an admin would (rm -rf); the FUSE
+# mountpoint of a live server cannot go (busy), the rest does.
+rm_run() {
+	rm -rf "$UBLK_FLASH_RUN_DIR" 2>/dev/null || true
+	[ ! -e "$UBLK_FLASH_RUN_DIR" ] || [ -z "$(find "$UBLK_FLASH_RUN_DIR" -name pid -o -name lock)" ]
+}
+
+@test "rm -rf of the run folder under a live server: serve of its image exits 5 and touches nothing of it (ext4 mounted)" {
+	fuse_requires_fs ext4
+	fuse_create a 64M 1m
+	img=$SCRATCH/a.img
+	fuse_serve "$img"
+	dev=$DEV
+	pid=$(fuse_pid "$img")
+	UNLISTED_PID=$pid
+	back=$(losetup -n -O BACK-FILE "$dev")
+	fuse_mkfs ext4 "$dev"
+	mount "$dev" "$SCRATCH/m"
+	head -c 1M /dev/urandom > "$SCRATCH/m/f1"
+	sync
+	rm_run
+	run "$UBLK_FLASH" serve "$img" --frontend fuse
+	echo "$output"
+	[ "$status" -eq 5 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"already served on $dev (pid $pid)"* ]]
+	# nothing of the live server was touched: its loop is bound to its
+	# FUSE file, the FUSE mount is there, ext4 writes and syncs
+	[ "$(losetup -n -O BACK-FILE "$dev")" = "$back" ]
+	grep -q " ${back%/*} " /proc/self/mountinfo
+	fuse_running "$pid"
+	head -c 1M /dev/urandom > "$SCRATCH/m/f2"
+	sync -f "$SCRATCH/m/f2"
+	sums=$(sha256sum "$SCRATCH"/m/f?)
+	# nor by the sweep of another image's serve
+	fuse_create b 64M 1m
+	fuse_serve "$SCRATCH/b.img"
+	"$UBLK_FLASH" stop "$DEV"
+	[ "$(losetup -n -O BACK-FILE "$dev")" = "$back" ]
+	umount "$SCRATCH/m"
+	run e2fsck -fn "$dev"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	"$UBLK_FLASH" stop "$img"
+	refute fuse_running "$pid"
+	UNLISTED_PID=
+	fuse_serve "$img"
+	mount "$DEV" "$SCRATCH/m"
+	[ "$(sha256sum "$SCRATCH"/m/f?)" = "$sums" ]
+	umount "$SCRATCH/m"
+	"$UBLK_FLASH" stop "$img"
+}
+
+@test "rm -rf of the run folder under a live server: it writes its entry again; list, stats and stop find it at once" {
+	fuse_create a 64M 1m
+	img=$SCRATCH/a.img
+	fuse_serve "$img"
+	dev=$DEV
+	pid=$(fuse_pid "$img")
+	UNLISTED_PID=$pid
+	sleep 2          # an uptime to keep
+	rm_run
+	run "$UBLK_FLASH" list -n -r -o DEVICE,PID,STATE,UPTIME
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "$dev $pid running "* ]]
+	[ "$("$UBLK_FLASH" list -J -o UPTIME | tr -dc 0-9)" -ge 2 ]
+	rm_run
+	run "$UBLK_FLASH" stats "$dev" --json
+	[ "$status" -eq 0 ]
+	[[ "$output" == *'"host_write_sectors"'* ]]
+	rm_run
+	run "$UBLK_FLASH" stop "$img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	refute fuse_running "$pid"
+	UNLISTED_PID=
+	refute grep -q "$UBLK_FLASH_RUN_DIR" /proc/self/mountinfo
+	# it wrote its clean checkpoint
+	fuse_serve "$img"
+	[ "$(fuse_stat_field "$DEV" last_mount | tr -d '"')" = clean ]
+	"$UBLK_FLASH" stop "$img"
 }

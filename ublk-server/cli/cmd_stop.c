@@ -74,7 +74,11 @@ static int stop_dead(const struct serve_entry *e, const char *arg, bool force)
 			return EXIT_IO;
 		}
 	}
-	serve_entry_cleanup(e->dir);
+	if (serve_entry_cleanup(e->dir) == -EBUSY) {
+		fprintf(stderr, "ublk-flash: stop: %s: a live server holds its "
+			"entry; touched nothing\n", arg);
+		return EXIT_IO;
+	}
 	serve_entry_remove(e->dir, false);
 	if (!err)
 		fprintf(stderr, "ublk-flash: stop: the server of %s had died; "
@@ -165,13 +169,21 @@ int cmd_stop(int argc, char **argv)
 		return cli_fail(what, err);
 	}
 	if (!e.live) {
-		/* The server died: clean what it left, under its lock. */
+		/* The server died: clean what it left, under its lock, once
+		 * that is proven (a free lock at the path is not enough: the
+		 * folder may have been removed under a live server, which then
+		 * holds the removed lock file and writes its entry again). */
 		int fd;
+		pid_t owner;
 		if (serve_entry_lock(e.dir, &fd) == 0) {
-			int code = stop_dead(&e, arg, force);
+			if (serve_entry_dead(e.dir, &owner) == 0) {
+				int code = stop_dead(&e, arg, force);
 
-			close(fd);
-			return code;
+				close(fd);
+				return code;
+			}
+			close(fd);     /* it is live: let it take its lock back */
+			serve_entry_wait_orphans(3000);
 		}
 		if (serve_entry_load(e.dir, &e) < 0 || !e.live) {
 			fprintf(stderr, "ublk-flash: stop: %s is not served\n", arg);

@@ -23,6 +23,10 @@
  * lock holder is stale (the server died) and is cleaned by the next serve
  * of the same image, the next successful serve of any image, or stop.  A server that ends, however
  * it ends, removes its folder (and RUNDIR.log after a clean stop).
+ * Nothing of an entry is cleaned before its server is proven gone
+ * (serve_entry_dead): a free lock at the path is not enough when the
+ * folder was removed under a live server, which holds the removed lock
+ * file and writes its entry again within a second (serve_entry_repair).
  */
 #ifndef OCTANT_SERVE_H
 #define OCTANT_SERVE_H
@@ -31,6 +35,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "frontend.h"
 
@@ -91,6 +96,48 @@ bool serve_entry_verify(const struct serve_entry *e);
  * entry for the next attempt. */
 bool serve_entry_waits(const char *dir);
 
+/* What a live server writes in its entry, kept to write it again when the
+ * entry is removed under it (serve_entry_repair). */
+struct serve_record {
+	char image[PATH_MAX];
+	char dev[128], dm[128];   /* "" when none */
+	char frontend[16], access[4];
+	char backing[64];         /* "" when none */
+	char pid[16];
+	struct timespec started;  /* when "pid" was first written (its mtime
+	                             dates the start: kept when written again) */
+};
+
+/* Write @r's registry files in @dir, "pid" last (it marks the entry). */
+void serve_entry_publish(const char *dir, const struct serve_record *r);
+
+/* A live server's check of its own entry (once a second): when its lock
+ * file is no longer the one @lock_fd holds (the folder or the run folder
+ * was removed), take the lock at the path again and dup it onto @lock_fd;
+ * then write the registry files of @r that are missing.  1 when it wrote
+ * something, 0 when the entry was whole, -EBUSY another process holds the
+ * lock at the path for now (try again later), else -errno. */
+int serve_entry_repair(const char *dir, int lock_fd,
+		       const struct serve_record *r);
+
+/* ---- who owns an entry (serve/owner.c) ---- */
+
+/* Is the server of entry @dir proven gone?  0: no process holds a lock file
+ * of @dir flocked LOCK_EX (a removed one, or one at the path other than
+ * the file there now: the caller holds that), and the pid @dir records,
+ * if running, holds no lock on its image.  -EBUSY: a live server, its pid
+ * in *pid.  Asked before anything of @dir's server is touched. */
+int serve_entry_dead(const char *dir, pid_t *pid);
+
+/* A live server whose entry folder was removed under it (it holds the
+ * removed lock file): its pid, its entry folder in @dir (may be NULL); 0
+ * when there is none. */
+pid_t serve_entry_orphan(char *dir, size_t len);
+
+/* Wait up to @ms until no server is without its entry (each writes it
+ * again within a second of its removal): 0, or -ETIMEDOUT. */
+int serve_entry_wait_orphans(unsigned ms);
+
 /* Write one registry file @name = @value in @dir. */
 int serve_entry_put(const char *dir, const char *name, const char *value);
 
@@ -99,7 +146,8 @@ void serve_entry_clear(const char *dir);
 
 /* Clean what a dead server left in @dir: loop devices backed by its FUSE
  * file, the FUSE mount (lazily unmounted), the registry files.  The caller
- * holds the lock.  Returns how many things it cleaned (>= 0). */
+ * holds the lock.  Returns how many things it cleaned (>= 0); -EBUSY, and
+ * nothing touched, unless its server is proven gone (serve_entry_dead). */
 int serve_entry_cleanup(const char *dir);
 
 /* ---- the image lock (serve/imagelock.c) ---- */
@@ -132,6 +180,10 @@ struct serve_ctl;
 /* Listen on @dir/ctl.sock and answer requests in a thread. */
 int serve_ctl_start(struct serve_ctl **out, const char *dir,
 		    struct fe_server *s);
+/* From now on, once a second, write the entry @r again if it was removed
+ * (serve_entry_repair with the entry lock @lock_fd), the socket too. */
+void serve_ctl_keep(struct serve_ctl *c, int lock_fd,
+		    const struct serve_record *r);
 /* Stop answering (the socket is removed); stop requesters keep waiting. */
 void serve_ctl_stop(struct serve_ctl *c);
 /* Tell the stop requesters the outcome ("stopped", or "failed CODE WHY"
