@@ -171,6 +171,57 @@ stop_force_mounted() {
 	umount "$SCRATCH/t"
 }
 
+# no_ctl IMG: the server of IMG can no longer be asked over its control
+# socket (a file bind-mounted over ctl.sock: connect is refused, and the
+# server cannot bind it again); undo with ctl_back.
+no_ctl() {
+	CTL=$(entry_dir "$1")/ctl.sock
+	: > "$SCRATCH/notsock"
+	mount --bind "$SCRATCH/notsock" "$CTL"
+}
+ctl_back() {
+	umount "$CTL"
+	rm -rf "${CTL%/ctl.sock}"
+}
+
+@test "stop: a server that does not answer on its control socket gets SIGTERM; exit 0 only if its clean checkpoint is on the image" {
+	mkdir "$SCRATCH/t"
+	mount -t tmpfs -o size=40M tmpfs "$SCRATCH/t"
+	img=$SCRATCH/t/s.img
+	"$UBLK_FLASH" create "$img" --size 64M --align 1m
+	fuse_serve "$img"
+	pid=$(fuse_pid "$img")
+	head -c 8M /dev/urandom > "$SCRATCH/data"
+	dd if="$SCRATCH/data" of="$DEV" bs=1M oflag=direct conv=fsync status=none
+	# the backing is full: its clean checkpoint cannot be written
+	dd if=/dev/zero of="$SCRATCH/t/fill" bs=1M status=none 2>/dev/null || true
+	no_ctl "$img"
+	run "$UBLK_FLASH" stop "$img"
+	echo "$output"
+	[ "$status" -eq 3 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"stopped with SIGTERM"* ]]
+	[[ "$output" == *"clean checkpoint is not on the image"* ]]
+	refute fuse_running "$pid"
+	ctl_back
+	rm "$SCRATCH/t/fill"
+	fuse_serve "$img"
+	[ "$(fuse_stat_field "$DEV" last_mount | tr -d '"')" = roll-forward ]
+	cmp -n $((8 << 20)) "$SCRATCH/data" "$DEV"
+	# with room for it: exit 0, and the checkpoint is there
+	pid=$(fuse_pid "$img")
+	no_ctl "$img"
+	run "$UBLK_FLASH" stop "$img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	refute fuse_running "$pid"
+	ctl_back
+	fuse_serve "$img"
+	[ "$(fuse_stat_field "$DEV" last_mount | tr -d '"')" = clean ]
+	"$UBLK_FLASH" stop "$DEV"
+	umount "$SCRATCH/t"
+}
+
 # entry_dir IMG: the image's registry folder.
 entry_dir() {
 	local d

@@ -91,6 +91,38 @@ static int stop_dead(const struct serve_entry *e, const char *arg, bool force)
 	return 0;
 }
 
+/*
+ * The server of @e exited without saying how its stop went: it did not
+ * answer on its control socket and was sent SIGTERM (@signalled), or the
+ * connection ended before its answer.  Whether it wrote its clean
+ * checkpoint is then read from the image: exit 0 only when it is there.
+ */
+static int stop_unreported(const struct serve_entry *e, bool signalled)
+{
+	char who[PATH_MAX + 64];
+	const char *how = signalled ? "did not answer on its control socket "
+		"and was stopped with SIGTERM" : "exited without reporting";
+	int err = serve_image_closed_clean(e);
+
+	if (!err)
+		return 0;
+	if (err == -EUCLEAN) {
+		fprintf(stderr, "ublk-flash: stop: the server of %s (pid %d) %s; "
+			"its clean checkpoint is not on the image: the next serve "
+			"rolls forward as after a crash\n", e->image, (int)e->pid,
+			how);
+		return EXIT_IO;
+	}
+	if (err == -EBUSY)
+		serve_image_holder(e->image, who, sizeof(who));
+	else
+		snprintf(who, sizeof(who), "unreadable: %s", strerror(-err));
+	fprintf(stderr, "ublk-flash: stop: the server of %s (pid %d) %s; cannot "
+		"tell whether it wrote its clean checkpoint (the image is %s)\n",
+		e->image, (int)e->pid, how, who);
+	return EXIT_IO;
+}
+
 int cmd_stop(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -132,10 +164,15 @@ int cmd_stop(int argc, char **argv)
 			       "too once it proves to be the one its entry recorded (its\n"
 			       "image's tag and pid), else its entry is kept (exit 3;\n"
 			       "in use: 5 unless --force, which cuts it off).\n"
-			       "Exit: 0 stopped with a clean checkpoint (or a dead\n"
+			       "A server that does not answer on its control socket is\n"
+			       "sent SIGTERM; whether it wrote its clean checkpoint is\n"
+			       "then read from the image once it has exited.\n"
+			       "Exit: 0 stopped with a clean checkpoint (the server said\n"
+			       "so, or after SIGTERM the image shows it; or a dead\n"
 			       "server's leftovers cleaned); 2 usage; 3 not served, did\n"
-			       "not stop, could not close the image cleanly, or a dead\n"
-			       "server's device that could not be removed; 5 busy.\n");
+			       "not stop, could not close the image cleanly (its clean\n"
+			       "checkpoint is not on the image, or it cannot be told), or\n"
+			       "a dead server's device that could not be removed; 5 busy.\n");
 			return 0;
 		default:
 			return cli_bad_option("stop", c, argv);
@@ -219,17 +256,20 @@ int cmd_stop(int argc, char **argv)
 				"anyway\n", top);
 	}
 	char why[256];
-	err = serve_stop_server(&e, timeout * 1000, force, why, sizeof(why));
+	bool signalled;
+	err = serve_stop_server(&e, timeout * 1000, force, why, sizeof(why),
+				&signalled);
 	if (err == -ETIMEDOUT) {
 		fprintf(stderr, "ublk-flash: stop: the server (pid %d) did not exit "
 			"within %u s\n", (int)e.pid, timeout);
 		return EXIT_IO;
 	}
-	if (err == -EIO || err == -EPIPE) {
+	if (err == -EPIPE)
+		return stop_unreported(&e, signalled);
+	if (err == -EIO) {
 		fprintf(stderr, "ublk-flash: stop: the server of %s stopped but "
 			"could not close the image cleanly (%s); the next serve "
-			"rolls forward as after a crash\n", e.image,
-			err == -EIO ? why : "it exited without reporting");
+			"rolls forward as after a crash\n", e.image, why);
 		return EXIT_IO;
 	}
 	if (err)

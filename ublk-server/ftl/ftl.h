@@ -153,6 +153,11 @@ int ftl_open(const char *path, const struct ftl_open_opts *o, struct ftl **out);
 int ftl_close(struct ftl *f);
 
 uint64_t ftl_size(const struct ftl *f);                 /* bytes */
+/* How this open found the image: FTL_MOUNT_CLEAN when its last writer
+ * closed it cleanly (a clean checkpoint and no mount marker after it: a
+ * read-only open tells that without writing), else the roll-forward (or
+ * the scan) it took. */
+enum ftl_mount_kind ftl_mount_kind(const struct ftl *f);
 void ftl_topology(const struct ftl *f, struct align_topology *t);
 
 /* @off and @len are multiples of FTL_SECTOR. */

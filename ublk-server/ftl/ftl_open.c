@@ -241,6 +241,12 @@ uint64_t ftl_size(const struct ftl *f)
 	return f->g.size;
 }
 
+/* How this open found the image (see ftl.h). */
+enum ftl_mount_kind ftl_mount_kind(const struct ftl *f)
+{
+	return f->mount_kind;
+}
+
 /* The topology to report to the kernel (same as libalign reads). */
 void ftl_topo_fill(const struct ftl_geom *g, struct align_topology *t)
 {

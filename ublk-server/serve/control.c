@@ -392,7 +392,7 @@ static bool serve_pid_running(pid_t pid)
 }
 
 int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms,
-		      bool force, char *why, size_t len)
+		      bool force, char *why, size_t len, bool *signalled)
 {
 	char p[PATH_MAX];
 	struct timespec ts = { 0, 20 * 1000000L };
@@ -400,14 +400,27 @@ int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms,
 	int res;
 
 	why[0] = '\0';
+	*signalled = false;
 	res = serve_stop_request(e, force, deadline, why, len);
+	/* Its socket file gone (removed with the entry): a live server binds
+	 * it again within a second (serve_ctl_check). */
+	for (int i = 0; res == -ENOENT && i < 20 && serve_pid_running(e->pid);
+	     i++) {
+		struct timespec w = { 0, 100 * 1000000L };
+
+		nanosleep(&w, NULL);
+		res = serve_stop_request(e, force, deadline, why, len);
+	}
 	if (res == -ETIMEDOUT)
 		return res;
 	if (res && res != -EIO && res != -EPIPE && e->pid > 0) {
-		/* No control socket: SIGTERM (the outcome is then unknown). */
+		/* No answer on the control socket: SIGTERM.  The server does
+		 * the same clean stop, but its outcome only shows on the image
+		 * (the caller reads it there): -EPIPE once it has exited. */
 		if (kill(e->pid, SIGTERM) < 0 && errno != ESRCH)
 			return -errno;
-		res = 0;
+		*signalled = true;
+		res = -EPIPE;
 	}
 	/* The server is done once its lock is free (or its folder gone),
 	 * and has exited once its process is gone too. */

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nand.h"
 #include "oct-proc.h"
 #include "serve.h"
 
@@ -99,4 +100,29 @@ void serve_image_holder(const char *path, char *buf, size_t len)
 		snprintf(buf, len, "in use (mounted or held by another device)");
 	else
 		snprintf(buf, len, "open for writing by another process");
+}
+
+int serve_image_closed_clean(const struct serve_entry *e)
+{
+	struct ftl_open_opts o = { .readonly = true };
+	struct ftl *f;
+	int fd = -1, err;
+
+	if (e->read_only)
+		return 0;       /* it never writes the image: nothing to write */
+	/* shared: no writer (a restarted server) opens it meanwhile and
+	 * programs its mount marker; an NBD medium has no lock */
+	if (!nand_backing_is_uri(e->image)) {
+		err = serve_image_share(e->image, &fd);
+		if (err)
+			return err;
+	}
+	err = ftl_open(e->image, &o, &f);
+	if (!err) {
+		err = ftl_mount_kind(f) == FTL_MOUNT_CLEAN ? 0 : -EUCLEAN;
+		ftl_close(f);
+	}
+	if (fd >= 0)
+		close(fd);
+	return err;
 }

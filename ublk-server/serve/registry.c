@@ -296,6 +296,9 @@ int serve_entry_load(const char *dir, struct serve_entry *e)
 	serve_entry_get(dir, "frontend", e->frontend, sizeof(e->frontend));
 	serve_entry_get(dir, "dm", e->dm, sizeof(e->dm));
 	serve_entry_get(dir, "backing", e->backing, sizeof(e->backing));
+	char acc[8] = "";
+	serve_entry_get(dir, "access", acc, sizeof(acc));
+	e->read_only = !strcmp(acc, "ro");
 	e->live = serve_entry_held(dir);
 	return 0;
 }

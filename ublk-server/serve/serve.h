@@ -48,6 +48,7 @@ struct serve_entry {
 	char backing[64];         /* "MAJ:MIN:INO" of the loop's file, "" if none */
 	pid_t pid;
 	bool live;                /* a server holds the lock */
+	bool read_only;           /* access "ro": serve --read-only */
 };
 
 /* The registry's base folder ($UBLK_FLASH_RUN_DIR or /run/octant). */
@@ -193,13 +194,25 @@ void serve_ctl_finish(struct serve_ctl *c, int code, const char *why);
 /* Send @cmd to the live server of @e and copy its answer to @out. */
 int serve_ctl_request(const struct serve_entry *e, const char *cmd, FILE *out);
 
-/* Ask the live server of @e to stop (socket, else SIGTERM; @force: cut
- * the device off even if it is still in use) and wait up to @timeout_ms
- * for it to exit.  0 stopped cleanly; -EIO the server could not close
- * cleanly (its reason in @why, e.g. "clean checkpoint: No space left on
- * device"); -EPIPE it exited without saying; -ETIMEDOUT it did not exit. */
+/* Ask the live server of @e to stop (socket, else SIGTERM: *signalled;
+ * @force: cut the device off even if it is still in use) and wait up to
+ * @timeout_ms for it to exit.  0 it said it stopped cleanly; -EIO it
+ * could not close cleanly (its reason in @why, e.g. "clean checkpoint: No
+ * space left on device"); -EPIPE it exited without saying (signalled, or
+ * its connection ended): whether its clean checkpoint was written is then
+ * read from the image (serve_image_closed_clean); -ETIMEDOUT it did not
+ * exit. */
 int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms,
-		      bool force, char *why, size_t len);
+		      bool force, char *why, size_t len, bool *signalled);
+
+/* After its server exited without saying how: was @e's image closed
+ * cleanly?  Taken shared (no writer meanwhile) and opened read-only: 0 its
+ * newest checkpoint is a clean one with no mount marker after it (a
+ * read-only server: the image is as it was, nothing to write); -EUCLEAN
+ * it is not (the next read-write open rolls forward); -EBUSY another
+ * program has it open for writing now (cannot tell); another -errno the
+ * image cannot be read (cannot tell). */
+int serve_image_closed_clean(const struct serve_entry *e);
 
 /* ---- lifecycle ---- */
 
