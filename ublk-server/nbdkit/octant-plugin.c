@@ -124,28 +124,60 @@ static int oc_config(const char *key, const char *value)
 	return -1;
 }
 
+/* size= and no image: make the file (O_EXCL) and take the image lock on
+ * it before it is written, kept as the lock get_ready would take, so of two
+ * nbdkit creating one path exactly one writes it.  0, or -1 when the file
+ * is there now (another made it) or cannot be made. */
+static int oc_create_new(void)
+{
+	int fd;
+
+	if (nand_backing_is_uri(oc_image))
+		return 0;       /* an export: ftl_create checks it is blank */
+	fd = open(oc_image, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (fd > 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		oc_lock_fd = fd;
+		return 0;
+	}
+	close(fd);
+	return -EBUSY;          /* another locked it first */
+}
+
 /* The image must exist (or be created from size= and align=), be an
  * octant image, and have the mode align= names. */
 static int oc_config_complete(void)
 {
 	struct ftl_info info;
-	int r;
+	int r, made = 1;
 
 	if (!oc_image) {
 		nbdkit_error("no image: nbdkit octant IMG (or file=IMG)");
 		return -1;
 	}
 	r = ftl_info_read(oc_image, &info);
-	if (r == -ENOENT && oc_create_size > 0) {
+	if (r == -ENOENT && oc_create_size > 0)
+		made = oc_create_new();
+	if (r == -ENOENT && oc_create_size > 0 && !made) {
 		struct ftl_create_opts co = { .size = (uint64_t)oc_create_size,
 			.align = oc_align ? oc_align : FTL_ALIGN_1M };
 
 		r = ftl_create(oc_image, &co);
 		if (r) {
+			unlink(oc_image);       /* ours, and not an image */
 			nbdkit_error("%s: create: %s", oc_image, strerror(-r));
 			return -1;
 		}
 		r = ftl_info_read(oc_image, &info);
+	} else if (r == -ENOENT && oc_create_size > 0) {
+		/* another nbdkit (or create) made it a moment ago */
+		if (made == -EEXIST || made == -EBUSY)
+			nbdkit_error("%s is in use (being created by another "
+				     "nbdkit or ublk-flash create)", oc_image);
+		else
+			nbdkit_error("%s: create: %s", oc_image, strerror(-made));
+		return -1;
 	}
 	if (r) {
 		nbdkit_error("%s: %s", oc_image, r == -EBADMSG ?
@@ -185,8 +217,9 @@ static int oc_get_ready(void)
 {
 	int fd;
 
-	if (nand_backing_is_uri(oc_image))
-		return 0;       /* an NBD export has no lock (docs/network.md) */
+	if (nand_backing_is_uri(oc_image) || oc_lock_fd >= 0)
+		return 0;       /* an NBD export has no lock (docs/network.md);
+				   or size= made the image and holds it */
 	fd = open(oc_image, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		nbdkit_error("%s: %m", oc_image);
