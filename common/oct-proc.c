@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,8 +75,9 @@ int oct_fd_flock(long pid, int fd)
 	FILE *f;
 
 	snprintf(p, sizeof(p), "/proc/%ld/fdinfo/%d", pid, fd);
-	if (!(f = fopen(p, "re")))
-		return 0;
+	if (!(f = fopen(p, "re")))    /* closed, or its process gone: none */
+		return errno == ENOENT || errno == ESRCH || errno == EACCES ?
+		       0 : -errno;
 	/* "lock:\t1: FLOCK  ADVISORY  WRITE PID MAJ:MIN:INO 0 EOF" */
 	while (fgets(line, sizeof(line), f))
 		if (!strncmp(line, "lock:", 5) && strstr(line, " FLOCK ") &&
@@ -85,8 +87,8 @@ int oct_fd_flock(long pid, int fd)
 	return held;
 }
 
-long oct_proc_fd_find(bool (*fn)(long pid, int fd, const char *target,
-				 const struct stat *st, void *arg), void *arg)
+long oct_proc_fd_find(int (*fn)(long pid, int fd, const char *target,
+				const struct stat *st, void *arg), void *arg)
 {
 	char fdir[64], link[400], target[4096];
 	struct dirent *de, *fe;
@@ -95,7 +97,7 @@ long oct_proc_fd_find(bool (*fn)(long pid, int fd, const char *target,
 	DIR *d = opendir("/proc");
 
 	if (!d)
-		return 0;
+		return -errno;
 	while (!hit && (de = readdir(d))) {
 		char *end;
 		long pid = strtol(de->d_name, &end, 10);
@@ -104,8 +106,15 @@ long oct_proc_fd_find(bool (*fn)(long pid, int fd, const char *target,
 		if (*end || pid <= 0 || pid == self)
 			continue;
 		snprintf(fdir, sizeof(fdir), "/proc/%ld/fd", pid);
-		if (!(fds = opendir(fdir)))
+		if (!(fds = opendir(fdir))) {
+			/* gone, or another user's (not root): passed over;
+			 * out of descriptors or memory: no answer */
+			if (errno != ENOENT && errno != ESRCH && errno != EACCES) {
+				hit = -errno;
+				break;
+			}
 			continue;
+		}
 		while (!hit && (fe = readdir(fds))) {
 			ssize_t n;
 			long fd = strtol(fe->d_name, &end, 10);
@@ -117,8 +126,9 @@ long oct_proc_fd_find(bool (*fn)(long pid, int fd, const char *target,
 			if (n < 0 || stat(link, &st) < 0)
 				continue;
 			target[n] = '\0';
-			if (fn(pid, (int)fd, target, &st, arg))
-				hit = pid;
+			int r = fn(pid, (int)fd, target, &st, arg);
+			if (r)
+				hit = r < 0 ? r : pid;
 		}
 		closedir(fds);
 	}
@@ -132,17 +142,17 @@ struct oct_owner_q {
 	bool write;
 };
 
-static bool oct_owner_match(long pid, int fd, const char *target,
-			    const struct stat *st, void *arg)
+static int oct_owner_match(long pid, int fd, const char *target,
+			   const struct stat *st, void *arg)
 {
 	const struct oct_owner_q *q = arg;
 	int held;
 
 	(void)target;
 	if (st->st_dev != q->dev || st->st_ino != q->ino)
-		return false;
+		return 0;
 	held = oct_fd_flock(pid, fd);
-	return q->write ? held == 2 : held > 0;
+	return held < 0 ? held : q->write ? held == 2 : held > 0;
 }
 
 long oct_flock_owner(dev_t dev, ino_t ino, bool write)

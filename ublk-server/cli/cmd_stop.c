@@ -74,9 +74,10 @@ static int stop_dead(const struct serve_entry *e, const char *arg, bool force)
 			return EXIT_IO;
 		}
 	}
-	if (serve_entry_cleanup(e->dir) == -EBUSY) {
-		fprintf(stderr, "ublk-flash: stop: %s: a live server holds its "
-			"entry; touched nothing\n", arg);
+	if (serve_entry_cleanup(e->dir) < 0) {
+		fprintf(stderr, "ublk-flash: stop: %s: its server is not proven "
+			"gone (a live server holds its entry); touched nothing\n",
+			arg);
 		return EXIT_IO;
 	}
 	serve_entry_remove(e->dir, false);
@@ -213,13 +214,20 @@ int cmd_stop(int argc, char **argv)
 		int fd;
 		pid_t owner;
 		if (serve_entry_lock(e.dir, &fd) == 0) {
-			if (serve_entry_dead(e.dir, &owner) == 0) {
+			err = serve_entry_dead(e.dir, &owner);
+			if (!err) {
 				int code = stop_dead(&e, arg, force);
 
 				close(fd);
 				return code;
 			}
 			close(fd);     /* it is live: let it take its lock back */
+			if (err != -EBUSY) {
+				fprintf(stderr, "ublk-flash: stop: %s: cannot tell "
+					"whether its server is gone (/proc: %s); "
+					"touched nothing\n", arg, strerror(-err));
+				return EXIT_IO;
+			}
 			serve_entry_wait_orphans(3000);
 		}
 		if (serve_entry_load(e.dir, &e) < 0 || !e.live) {

@@ -57,17 +57,19 @@ struct owner_q {
 
 /* A descriptor of a lock file of the entry (at the path but another file,
  * or removed) whose open file holds LOCK_EX. */
-static bool owner_match(long pid, int fd, const char *target,
-			const struct stat *st, void *arg)
+static int owner_match(long pid, int fd, const char *target,
+		       const struct stat *st, void *arg)
 {
 	const struct owner_q *q = arg;
+	int held;
 
 	if (strncmp(target, q->lock, q->n) != 0 ||
 	    (target[q->n] && strcmp(target + q->n, OWNER_DELETED) != 0))
-		return false;
+		return 0;
 	if (q->cur && st->st_dev == q->dev && st->st_ino == q->ino)
-		return false;
-	return oct_fd_flock(pid, fd) == 2;
+		return 0;
+	held = oct_fd_flock(pid, fd);
+	return held < 0 ? held : held == 2;
 }
 
 /* Does process @pid hold a flock on the file @img? */
@@ -112,6 +114,8 @@ int serve_entry_dead(const char *dir, pid_t *pid)
 		q.ino = st.st_ino;
 	}
 	holder = oct_proc_fd_find(owner_match, &q);
+	if (holder < 0)
+		return (int)holder;   /* no answer is no proof */
 	if (holder > 0) {
 		*pid = (pid_t)holder;
 		return -EBUSY;
@@ -136,8 +140,8 @@ struct orphan_q {
 
 /* A removed lock file of some entry, flocked LOCK_EX: a server whose
  * entry folder (or run folder) was removed under it. */
-static bool orphan_match(long pid, int fd, const char *target,
-			 const struct stat *st, void *arg)
+static int orphan_match(long pid, int fd, const char *target,
+			const struct stat *st, void *arg)
 {
 	struct orphan_q *q = arg;
 	static const char tail[] = "/lock" OWNER_DELETED;
@@ -147,12 +151,12 @@ static bool orphan_match(long pid, int fd, const char *target,
 	(void)st;
 	if (len <= q->n + t || strncmp(target, q->prefix, q->n) != 0 ||
 	    strcmp(target + len - t, tail) != 0)
-		return false;
+		return 0;
 	slash = strchr(target + q->n, '/');
 	if (slash != target + len - t || oct_fd_flock(pid, fd) != 2)
-		return false;
+		return 0;
 	snprintf(q->dir, sizeof(q->dir), "%.*s", (int)(len - t), target);
-	return true;
+	return 1;
 }
 
 pid_t serve_entry_orphan(char *dir, size_t len)
@@ -168,7 +172,7 @@ pid_t serve_entry_orphan(char *dir, size_t len)
 	pid = oct_proc_fd_find(orphan_match, &q);
 	if (pid > 0 && dir)
 		snprintf(dir, len, "%s", q.dir);
-	return (pid_t)pid;
+	return pid > 0 ? (pid_t)pid : 0;
 }
 
 int serve_entry_wait_orphans(unsigned ms)

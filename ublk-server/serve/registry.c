@@ -214,6 +214,8 @@ int serve_entry_put(const char *dir, const char *name, const char *value)
 		err = -errno;
 	if (!err && rename(tmp, p) < 0)
 		err = -errno;
+	if (err)
+		unlink(tmp);
 	return err;
 }
 
@@ -234,13 +236,15 @@ static size_t serve_record_files(const struct serve_record *r,
 	return n;
 }
 
-void serve_entry_publish(const char *dir, const struct serve_record *r)
+int serve_entry_publish(const char *dir, const struct serve_record *r)
 {
 	const char *f[8][2];
 	size_t n = serve_record_files(r, f);
+	int err = 0;
 
-	for (size_t i = 0; i < n; i++)
-		serve_entry_put(dir, f[i][0], f[i][1]);
+	for (size_t i = 0; i < n && !err; i++)
+		err = serve_entry_put(dir, f[i][0], f[i][1]);
+	return err;
 }
 
 int serve_entry_repair(const char *dir, int lock_fd,
@@ -477,13 +481,26 @@ int serve_entry_find(const char *arg, struct serve_entry *e)
 	return err;
 }
 
+bool serve_entry_recorded(const char *dir)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/pid", dir);
+	return stat(p, &st) == 0 || errno != ENOENT;
+}
+
 bool serve_entry_waits(const char *dir)
 {
 	struct serve_entry e;
 	struct stat st;
 
-	return serve_entry_load(dir, &e) == 0 && !strcmp(e.frontend, "ublk") &&
-	       e.dev[0] && stat(e.dev, &st) == 0 && S_ISBLK(st.st_mode);
+	if (!serve_entry_recorded(dir))
+		return false;
+	if (serve_entry_load(dir, &e) < 0)
+		return true;          /* unreadable now (no descriptor left?) */
+	return !strcmp(e.frontend, "ublk") && e.dev[0] &&
+	       stat(e.dev, &st) == 0 && S_ISBLK(st.st_mode);
 }
 
 void serve_entry_clear(const char *dir)
@@ -560,8 +577,10 @@ int serve_entry_cleanup(const char *dir)
 	pid_t owner;
 	int n;
 
-	if (serve_entry_dead(dir, &owner) < 0)
-		return -EBUSY;        /* a live server's: touch nothing */
+	int err = serve_entry_dead(dir, &owner);
+
+	if (err)
+		return err;           /* a live server's, or not proven: touch nothing */
 	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
 	serve_abort_fuse(mnt);
 	n = serve_cleanup_loops(mnt);

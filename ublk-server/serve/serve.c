@@ -177,7 +177,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	sigset_t block, old;
 	char dmpath[128] = "", why[256] = "", line[PATH_MAX + 192];
 	bool tried = false, dm = false, pidfile = false, marked = false;
-	int code = 0, err, share_fd = -1;
+	int code = 0, err, share_fd = -1, spare_fd = -1;
 
 	struct ftl_open_opts open_opts = *oo;
 	open_opts.unshifted = o->dm_name != NULL;   /* dm carries the shift */
@@ -217,13 +217,24 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
-	tried = true;
-	err = ops->start(&s);
+	/* The control socket before the device: what can fail for want of
+	 * resources fails before the frontend changes anything (a failed
+	 * --recover leaves the device as the dead server left it). */
+	err = serve_ctl_start(&ctl, o->run_dir, &s);
+	if (err)
+		fprintf(stderr, "ublk-flash: serve: control socket: %s\n",
+			strerror(-err));
+	/* the descriptor the registry files are written through once the
+	 * device is live (a server short of descriptors must not leave a
+	 * dead server's pid in its entry) */
+	if (!err && (spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+		err = -errno;
+		fprintf(stderr, "ublk-flash: serve: a descriptor for the run "
+			"registry: %s\n", strerror(-err));
+	}
 	if (!err) {
-		err = serve_ctl_start(&ctl, o->run_dir, &s);
-		if (err)
-			fprintf(stderr, "ublk-flash: serve: control socket: %s\n",
-				strerror(-err));
+		tried = true;
+		err = ops->start(&s);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
@@ -251,7 +262,15 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 		snprintf(rec.backing, sizeof(rec.backing), "%u:%u:%llu",
 			 major(bdev), minor(bdev), (unsigned long long)bino);
 	snprintf(rec.pid, sizeof(rec.pid), "%d", (int)getpid());
-	serve_entry_publish(o->run_dir, &rec);   /* "pid" last: marks it */
+	close(spare_fd);
+	spare_fd = -1;
+	err = serve_entry_publish(o->run_dir, &rec);   /* "pid" last: marks it */
+	if (err) {
+		fprintf(stderr, "ublk-flash: serve: run registry %s: %s\n",
+			o->run_dir, strerror(-err));
+		code = EXIT_IO;
+		goto out;
+	}
 	marked = true;
 	struct stat pst;
 	snprintf(line, sizeof(line), "%s/pid", o->run_dir);
@@ -319,6 +338,8 @@ out:
 	}
 	if (share_fd >= 0)
 		close(share_fd);
+	if (spare_fd >= 0)
+		close(spare_fd);
 	serve_stop_fd = -1;
 	if (s.stop_fd >= 0)
 		close(s.stop_fd);
@@ -452,12 +473,19 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	 * a live server (it holds the removed lock file): nothing of it is
 	 * touched, the image is served (exit 5). */
 	pid_t owner;
-	if (serve_entry_dead(dir, &owner) < 0) {
-		if (serve_entry_load(dir, &e) < 0)
+	err = serve_entry_dead(dir, &owner);
+	if (err) {
+		if (!serve_entry_recorded(dir))
 			serve_entry_remove(dir, false);   /* made just now */
 		close(lock_fd);
-		serve_busy_unlisted(image, dir, owner);
-		return EXIT_BUSY;
+		if (err == -EBUSY) {
+			serve_busy_unlisted(image, dir, owner);
+			return EXIT_BUSY;
+		}
+		fprintf(stderr, "ublk-flash: serve: %s: cannot tell whether the "
+			"server of its run registry entry is gone (/proc: %s); "
+			"touched nothing\n", image, strerror(-err));
+		return EXIT_IO;
 	}
 	/* A server that died (kill -9) left its device, mount and entry.
 	 * --recover (ublk) re-attaches to what it left: keep the entry. */
@@ -468,7 +496,7 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	 * and a dead server's entry stay as they are, for the right serve. */
 	err = ops->prepare ? ops->prepare(o) : 0;
 	if (err) {
-		if (serve_entry_load(dir, &e) < 0)
+		if (!serve_entry_recorded(dir))
 			serve_entry_remove(dir, false);   /* made just now */
 		close(lock_fd);
 		return err == -EROFS ? EXIT_USAGE :
@@ -477,14 +505,14 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 
 	if (o->foreground) {
 		code = serve_daemon(o, oo, ops, -1, lock_fd);
-		if (serve_entry_load(dir, &e) < 0)   /* unless kept for --recover */
+		if (!serve_entry_recorded(dir))   /* unless kept for --recover */
 			serve_entry_remove(dir, false);   /* nothing left behind */
 		close(lock_fd);
 		return code;
 	}
 	if (pipe2(pipefd, O_CLOEXEC) < 0) {
 		code = cli_fail("serve: pipe", -errno);
-		if (serve_entry_load(dir, &e) < 0)
+		if (!serve_entry_recorded(dir))
 			serve_entry_remove(dir, false);
 		close(lock_fd);
 		return code;
@@ -495,7 +523,7 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 		code = cli_fail("serve: fork", -errno);
 		close(pipefd[0]);
 		close(pipefd[1]);
-		if (serve_entry_load(dir, &e) < 0)
+		if (!serve_entry_recorded(dir))
 			serve_entry_remove(dir, false);
 		close(lock_fd);
 		return code;
@@ -514,7 +542,7 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	/* However it ended, the entry goes (but a dead server's, kept by a
 	 * failed --recover); the log only after a clean stop (a failed start
 	 * wrote none: its error went to the caller). */
-	if (serve_entry_load(dir, &e) < 0)
+	if (!serve_entry_recorded(dir))
 		serve_entry_remove(dir, code == 0);
 	close(lock_fd);
 	_exit(code);

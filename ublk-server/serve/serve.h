@@ -92,9 +92,14 @@ int serve_entry_find(const char *arg, struct serve_entry *e);
  * device bound to the entry's FUSE file; other devices: true) */
 bool serve_entry_verify(const struct serve_entry *e);
 
+/* Does @dir record a server (its pid file is there, or cannot be told
+ * absent)?  Asked without a descriptor: a serve that fails for want of
+ * them must not take a dead server's entry for one it made itself. */
+bool serve_entry_recorded(const char *dir);
+
 /* Does @dir record a dead or live ublk server whose device is still there
  * (a block device at its path)?  A failed `serve --recover` keeps such an
- * entry for the next attempt. */
+ * entry for the next attempt; one it cannot read now counts as such. */
 bool serve_entry_waits(const char *dir);
 
 /* What a live server writes in its entry, kept to write it again when the
@@ -109,8 +114,9 @@ struct serve_record {
 	                             dates the start: kept when written again) */
 };
 
-/* Write @r's registry files in @dir, "pid" last (it marks the entry). */
-void serve_entry_publish(const char *dir, const struct serve_record *r);
+/* Write @r's registry files in @dir, "pid" last (it marks the entry): 0,
+ * or the first -errno (the files after it are not written). */
+int serve_entry_publish(const char *dir, const struct serve_record *r);
 
 /* A live server's check of its own entry (once a second): when its lock
  * file is no longer the one @lock_fd holds (the folder or the run folder
@@ -127,7 +133,8 @@ int serve_entry_repair(const char *dir, int lock_fd,
  * of @dir flocked LOCK_EX (a removed one, or one at the path other than
  * the file there now: the caller holds that), and the pid @dir records,
  * if running, holds no lock on its image.  -EBUSY: a live server, its pid
- * in *pid.  Asked before anything of @dir's server is touched. */
+ * in *pid; another -errno: /proc could not be read (out of descriptors):
+ * not proven either.  Asked before anything of @dir's server is touched. */
 int serve_entry_dead(const char *dir, pid_t *pid);
 
 /* A live server whose entry folder was removed under it (it holds the
@@ -147,8 +154,8 @@ void serve_entry_clear(const char *dir);
 
 /* Clean what a dead server left in @dir: loop devices backed by its FUSE
  * file, the FUSE mount (lazily unmounted), the registry files.  The caller
- * holds the lock.  Returns how many things it cleaned (>= 0); -EBUSY, and
- * nothing touched, unless its server is proven gone (serve_entry_dead). */
+ * holds the lock.  Returns how many things it cleaned (>= 0); nothing
+ * touched and serve_entry_dead's -errno unless its server is proven gone. */
 int serve_entry_cleanup(const char *dir);
 
 /* ---- the image lock (serve/imagelock.c) ---- */
