@@ -147,7 +147,9 @@ stop_force_mounted() {
 	stop_force_mounted busy
 }
 
-@test "stop: a failed clean checkpoint (backing full) exits 3 with the reason; the next serve rolls forward" {
+# serve_full: serve $img, an image on a 40M tmpfs ($SCRATCH/t), write 8M
+# ($SCRATCH/data) and fill the tmpfs: the clean checkpoint cannot be written.
+serve_full() {
 	mkdir "$SCRATCH/t"
 	mount -t tmpfs -o size=40M tmpfs "$SCRATCH/t"
 	img=$SCRATCH/t/s.img
@@ -156,6 +158,19 @@ stop_force_mounted() {
 	head -c 8M /dev/urandom > "$SCRATCH/data"
 	dd if="$SCRATCH/data" of="$DEV" bs=1M oflag=direct conv=fsync status=none
 	dd if=/dev/zero of="$SCRATCH/t/fill" bs=1M status=none 2>/dev/null || true
+}
+
+# full_rolls_forward: after serve_full's server stopped without its clean
+# checkpoint, with room again the next serve rolls forward, data intact.
+full_rolls_forward() {
+	rm "$SCRATCH/t/fill"
+	fuse_serve "$img"
+	[ "$(fuse_stat_field "$DEV" last_mount | tr -d '"')" = roll-forward ]
+	cmp -n $((8 << 20)) "$SCRATCH/data" "$DEV"
+}
+
+@test "stop: a failed clean checkpoint (backing full) exits 3 with the reason; the next serve rolls forward" {
+	serve_full
 	run "$UBLK_FLASH" stop "$DEV"
 	echo "$output"
 	[ "$status" -eq 3 ]
@@ -163,10 +178,7 @@ stop_force_mounted() {
 	[[ "$output" == *"clean checkpoint: No space left on device"* ]]
 	[[ "$output" == *"rolls forward"* ]]
 	[ -z "$(ls "$UBLK_FLASH_RUN_DIR"/img-*/pid 2>/dev/null)" ]
-	rm "$SCRATCH/t/fill"
-	fuse_serve "$img"
-	[ "$(fuse_stat_field "$DEV" last_mount | tr -d '"')" = roll-forward ]
-	cmp -n $((8 << 20)) "$SCRATCH/data" "$DEV"
+	full_rolls_forward
 	"$UBLK_FLASH" stop "$DEV"
 	umount "$SCRATCH/t"
 }
@@ -185,16 +197,8 @@ ctl_back() {
 }
 
 @test "stop: a server that does not answer on its control socket gets SIGTERM; exit 0 only if its clean checkpoint is on the image" {
-	mkdir "$SCRATCH/t"
-	mount -t tmpfs -o size=40M tmpfs "$SCRATCH/t"
-	img=$SCRATCH/t/s.img
-	"$UBLK_FLASH" create "$img" --size 64M --align 1m
-	fuse_serve "$img"
+	serve_full
 	pid=$(fuse_pid "$img")
-	head -c 8M /dev/urandom > "$SCRATCH/data"
-	dd if="$SCRATCH/data" of="$DEV" bs=1M oflag=direct conv=fsync status=none
-	# the backing is full: its clean checkpoint cannot be written
-	dd if=/dev/zero of="$SCRATCH/t/fill" bs=1M status=none 2>/dev/null || true
 	no_ctl "$img"
 	run "$UBLK_FLASH" stop "$img"
 	echo "$output"
@@ -204,10 +208,7 @@ ctl_back() {
 	[[ "$output" == *"clean checkpoint is not on the image"* ]]
 	refute fuse_running "$pid"
 	ctl_back
-	rm "$SCRATCH/t/fill"
-	fuse_serve "$img"
-	[ "$(fuse_stat_field "$DEV" last_mount | tr -d '"')" = roll-forward ]
-	cmp -n $((8 << 20)) "$SCRATCH/data" "$DEV"
+	full_rolls_forward
 	# with room for it: exit 0, and the checkpoint is there
 	pid=$(fuse_pid "$img")
 	no_ctl "$img"
