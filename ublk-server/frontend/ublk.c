@@ -215,13 +215,17 @@ static int ublk_queues_attach(struct ublk_dev *d)
 
 	snprintf(path, sizeof(path), "/dev/ublkc%u", d->info.dev_id);
 	ret = ublk_wait_node(path, 5000);
-	if (ret)
+	if (!ret) {
+		close(d->spare_fd);
+		d->spare_fd = -1;
+		d->cdev_fd = open(path, O_RDWR | O_CLOEXEC);
+		ret = d->cdev_fd < 0 ? -errno : 0;
+	}
+	if (ret) {
+		fprintf(stderr, "ublk-flash: ublk: %s: %s\n", path, strerror(-ret));
+		ublk_q_fetch(d, false);
 		return ret;
-	close(d->spare_fd);
-	d->spare_fd = -1;
-	d->cdev_fd = open(path, O_RDWR | O_CLOEXEC);
-	if (d->cdev_fd < 0)
-		return -errno;
+	}
 	for (i = 0; i < d->info.nr_hw_queues; i++) {
 		ret = ublk_q_map(d, i);
 		if (ret) {
@@ -415,8 +419,9 @@ static int ublk_recover(struct ublk_dev *d, const struct fe_serve_opts *o,
 	/* Whatever can fail for want of resources fails now, while the
 	 * device still waits as the dead server left it: after
 	 * START_USER_RECOVERY a failure can only be undone by STOP_DEV on
-	 * the drivers of 6.1-6.14 (their next START_USER_RECOVERY is refused
-	 * with EINVAL, or on 6.1 dereferences NULL), which removes it. */
+	 * the 6.1 and 6.12 drivers (their next START_USER_RECOVERY is
+	 * refused with EINVAL, or on 6.1 dereferences NULL), which removes
+	 * it (docs/ublk.md). */
 	ret = ublk_queues_prepare(d);
 	if (ret)
 		return ret;
