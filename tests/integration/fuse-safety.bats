@@ -233,6 +233,30 @@ entry_dir() {
 	return 1
 }
 
+@test "stop: no SIGTERM to a pid the entry names unless that process holds the entry (a stale pid file, the socket not answering)" {
+	fuse_create a 64M 1m
+	img=$SCRATCH/a.img
+	fuse_serve "$img"
+	pid=$(fuse_pid "$img")
+	d=$(entry_dir "$img")
+	sleep 600 &
+	other=$!
+	echo "$other" > "$d/pid"
+	no_ctl "$img"
+	run "$UBLK_FLASH" stop --timeout 5 "$img"
+	echo "$output"
+	[ "$status" -eq 3 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"nothing signalled"* ]]
+	kill -0 "$other"
+	fuse_running "$pid"
+	umount "$CTL"
+	echo "$pid" > "$d/pid"
+	"$UBLK_FLASH" stop "$img"
+	refute fuse_running "$pid"
+	kill "$other"
+}
+
 @test "stop DEV: a reused loop number is refused, never acted on; the server now on it is the one stopped" {
 	fuse_create a 64M 1m
 	fuse_create b 64M 1m

@@ -274,6 +274,13 @@ int cmd_stop(int argc, char **argv)
 	}
 	if (err == -EPIPE)
 		return stop_unreported(&e, signalled);
+	if (err == -ESRCH) {
+		fprintf(stderr, "ublk-flash: stop: the server of %s does not answer "
+			"on its control socket, and pid %d that its entry names "
+			"is not the process holding the entry: nothing signalled\n",
+			e.image, (int)e.pid);
+		return EXIT_IO;
+	}
 	if (err == -EIO) {
 		fprintf(stderr, "ublk-flash: stop: the server of %s stopped but "
 			"could not close the image cleanly (%s); the next serve "

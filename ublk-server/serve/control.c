@@ -416,7 +416,11 @@ int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms,
 	if (res && res != -EIO && res != -EPIPE && e->pid > 0) {
 		/* No answer on the control socket: SIGTERM.  The server does
 		 * the same clean stop, but its outcome only shows on the image
-		 * (the caller reads it there): -EPIPE once it has exited. */
+		 * (the caller reads it there): -EPIPE once it has exited.
+		 * Only to the process proven to hold the entry: a pid file
+		 * can name a pid that another program has now. */
+		if (!serve_entry_held_by(e->dir, e->pid))
+			return -ESRCH;
 		if (kill(e->pid, SIGTERM) < 0 && errno != ESRCH)
 			return -errno;
 		*signalled = true;

@@ -132,6 +132,37 @@ int serve_entry_dead(const char *dir, pid_t *pid)
 	return 0;
 }
 
+struct holder_q {
+	char lock[PATH_MAX + 8];  /* "RUNDIR/lock" as /proc shows it */
+	size_t n;
+	long pid;
+};
+
+/* A descriptor of @pid on a lock file of the entry, flocked LOCK_EX. */
+static int holder_match(long pid, int fd, const char *target,
+			const struct stat *st, void *arg)
+{
+	const struct holder_q *q = arg;
+
+	(void)st;
+	if (pid != q->pid || strncmp(target, q->lock, q->n) != 0 ||
+	    (target[q->n] && strcmp(target + q->n, OWNER_DELETED) != 0))
+		return 0;
+	return oct_fd_flock(pid, fd) == 2;
+}
+
+bool serve_entry_held_by(const char *dir, pid_t pid)
+{
+	struct holder_q q = { .pid = pid };
+	char canon[PATH_MAX];
+
+	if (pid <= 0)
+		return false;
+	owner_canon(dir, canon, sizeof(canon));
+	q.n = (size_t)snprintf(q.lock, sizeof(q.lock), "%s/lock", canon);
+	return oct_proc_fd_find(holder_match, &q) == pid;
+}
+
 struct orphan_q {
 	char prefix[PATH_MAX];  /* "BASE/img-" as /proc shows it */
 	size_t n;

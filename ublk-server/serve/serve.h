@@ -137,6 +137,11 @@ int serve_entry_repair(const char *dir, int lock_fd,
  * not proven either.  Asked before anything of @dir's server is touched. */
 int serve_entry_dead(const char *dir, pid_t *pid);
 
+/* Does process @pid hold a lock file of entry @dir flocked LOCK_EX (the
+ * one at the path or a removed one): is it that entry's server?  Asked
+ * before a signal is sent to the pid an entry records. */
+bool serve_entry_held_by(const char *dir, pid_t pid);
+
 /* A live server whose entry folder was removed under it (it holds the
  * removed lock file): its pid, its entry folder in @dir (may be NULL); 0
  * when there is none. */
@@ -207,8 +212,9 @@ int serve_ctl_request(const struct serve_entry *e, const char *cmd, FILE *out);
  * could not close cleanly (its reason in @why, e.g. "clean checkpoint: No
  * space left on device"); -EPIPE it exited without saying (signalled, or
  * its connection ended): whether its clean checkpoint was written is then
- * read from the image (serve_image_closed_clean); -ETIMEDOUT it did not
- * exit. */
+ * read from the image (serve_image_closed_clean); -ESRCH the socket did
+ * not answer and the recorded pid is not the entry's server (a stale pid
+ * file): nothing signalled; -ETIMEDOUT it did not exit. */
 int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms,
 		      bool force, char *why, size_t len, bool *signalled);
 
