@@ -75,6 +75,23 @@ sum() { md5sum "$1" | cut -d' ' -f1; }
 	[ ! -e "$IMG" ] || [ ! -s "$IMG" ]
 }
 
+@test "create: of two creates of one new image at once exactly one writes it (exit 0), the other exits 5; the image is whole (20 pairs)" {
+	local r a b ra rb
+	for r in $(seq 20); do
+		rm -f "$IMG"
+		"$UBLK_FLASH" create "$IMG" --size 64M --align odd 2>"$SCRATCH/a.err" & a=$!
+		"$UBLK_FLASH" create "$IMG" --size 64M --align 1m 2>"$SCRATCH/b.err" & b=$!
+		ra=0; wait $a || ra=$?
+		rb=0; wait $b || rb=$?
+		echo "round $r: exit $ra $rb"
+		[ $((ra == 0)) -ne $((rb == 0)) ] || { cat "$SCRATCH"/?.err; false; }
+		[ $((ra + rb)) -eq 5 ]
+		run "$UBLK_FLASH" fsck "$IMG"
+		echo "$output"
+		[ "$status" -eq 0 ]
+	done
+}
+
 @test "fsck: clean image exits 0, JSON is one object" {
 	"$UBLK_FLASH" create "$IMG" --size 8M --align odd
 	run "$UBLK_FLASH" fsck "$IMG"

@@ -84,7 +84,10 @@ int ublk_ctrl_end_recovery(struct ublk_ctrl *c, uint32_t id, int pid,
 /* ---- queues (ublk-queue.c) ---- */
 struct ublk_dev;
 
-enum ublk_q_state { UBLK_Q_NEW = 0, UBLK_Q_READY, UBLK_Q_FAILED, UBLK_Q_DONE };
+/* NEW -> ARMED (ring and workers up, nothing asked of the driver yet) ->
+ * READY (every tag fetched) -> DONE; FAILED from any of them. */
+enum ublk_q_state { UBLK_Q_NEW = 0, UBLK_Q_READY, UBLK_Q_FAILED, UBLK_Q_DONE,
+		    UBLK_Q_ARMED };
 
 /* Engine worker threads per queue.  Two: while one waits for the engine's
  * lock (a short write, GC) or computes a run's CRCs, the other runs the
@@ -142,13 +145,24 @@ struct ublk_dev {
 	bool read_only;                /* serve --read-only: UBLK_ATTR_READ_ONLY */
 	struct ublk_queue *q;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;           /* a queue changed state */
+	pthread_cond_t cond;           /* a queue changed state, or go/quit */
+	bool go, quit;                 /* under lock: ARMED queues fetch / end */
 	int event_fd;                  /* written when a queue thread ends */
+	int spare_fd;                  /* held from ublk_q_prepare until
+	                                  /dev/ublkcN is opened in its place */
 };
 
-/* Map queue @i's descriptors, allocate its buffers, start its thread and
- * wait until every tag has been fetched (or it failed). */
-int ublk_q_start(struct ublk_dev *d, unsigned i);
+/* Everything queue @i needs that can fail for want of memory, threads or
+ * descriptors, before the driver is asked anything that cannot be undone
+ * (START_USER_RECOVERY): its buffers, its thread, ring and workers; the
+ * thread then waits (ARMED) for ublk_q_fetch.  0, or -errno (FAILED). */
+int ublk_q_prepare(struct ublk_dev *d, unsigned i);
+/* Map queue @i's descriptors (d->cdev_fd open): 0 or -errno. */
+int ublk_q_map(struct ublk_dev *d, unsigned i);
+/* Let every ARMED queue fetch (@go) or end without touching the driver
+ * (!@go), and wait until each has fetched every tag, or ended: 0 or the
+ * first queue's -errno. */
+int ublk_q_fetch(struct ublk_dev *d, bool go);
 /* Wait for a queue thread to end (the device was stopped) and free it. */
 void ublk_q_join(struct ublk_dev *d, unsigned i);
 

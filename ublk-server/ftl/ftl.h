@@ -75,6 +75,15 @@ struct ftl_open_opts {
 	                               watermarks, writers only below the low
 	                               one; false: only inline, in the writer
 	                               (deterministic: unit tests) */
+	int lock_fd;                /* read-write opens of a path: > 0 a
+	                               descriptor of the same file on which the
+	                               caller already holds the image lock
+	                               (flock LOCK_EX, e.g. taken before a
+	                               fork): the lock is taken on it (a no-op
+	                               when held), never dropped in between;
+	                               the caller keeps it open until
+	                               ftl_close.  0: the engine locks its own
+	                               descriptor.  Not the same file: -EINVAL */
 };
 
 /* Counters; all monotonic since create unless noted. */
@@ -151,6 +160,11 @@ int ftl_open(const char *path, const struct ftl_open_opts *o, struct ftl **out);
 int ftl_close(struct ftl *f);
 
 uint64_t ftl_size(const struct ftl *f);                 /* bytes */
+/* How this open found the image: FTL_MOUNT_CLEAN when its last writer
+ * closed it cleanly (a clean checkpoint and no mount marker after it: a
+ * read-only open tells that without writing), else the roll-forward (or
+ * the scan) it took. */
+enum ftl_mount_kind ftl_mount_kind(const struct ftl *f);
 void ftl_topology(const struct ftl *f, struct align_topology *t);
 
 /* @off and @len are multiples of FTL_SECTOR. */

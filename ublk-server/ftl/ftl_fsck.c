@@ -352,9 +352,9 @@ static int repair(const char *path, struct fsck *k)
 	int fd, r, bad;
 
 	/* The engine's image lock (see ftl_open) is held over the raw fixes
-	 * below, so nothing that serves the image sees them half done; it is
-	 * let go just before ftl_open takes it again (flock locks belong to
-	 * an open file, so this process cannot hold it twice). */
+	 * below, so nothing that serves the image sees them half done, and
+	 * into the open, which takes it on this descriptor (lock_fd): it is
+	 * never let go in between for a server to take. */
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -372,12 +372,17 @@ static int repair(const char *path, struct fsck *k)
 	}
 	if (!r && k->bbt_bad)
 		r = ftl_bbt_reset(path);
-	close(fd);
+	o.lock_fd = fd;             /* (0 is "none": then the open locks) */
+	if (r || !fd)
+		close(fd);
 	if (r)
 		return r;
 	r = ftl_open(path, &o, &f);
-	if (r)
+	if (r) {
+		if (fd)
+			close(fd);
 		return r;
+	}
 	pthread_mutex_lock(&f->lock);
 	r = ftl_bb_clear_ro(f);
 	k->bbt_ro = r == 1;
@@ -392,11 +397,13 @@ static int repair(const char *path, struct fsck *k)
 	}
 	ftl_ckpt_force_base(f);
 	pthread_mutex_unlock(&f->lock);
-	if (r) {
+	if (r)
 		ftl_close(f);
-		return r;
-	}
-	return ftl_close(f);
+	else
+		r = ftl_close(f);
+	if (fd)
+		close(fd);          /* after the close: the lock goes last */
+	return r;
 }
 
 static void report(struct fsck *k, FILE *out, bool repaired)

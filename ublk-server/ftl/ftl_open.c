@@ -127,6 +127,16 @@ static int open_on(struct nand_backing *b, uint64_t bsize, bool blkdev,
 	return 0;
 }
 
+/* 0 if descriptors @a and @b are open on one file, else -EINVAL. */
+static int ftl_same_file(int a, int b)
+{
+	struct stat x, y;
+
+	if (fstat(a, &x) < 0 || fstat(b, &y) < 0)
+		return -errno;
+	return x.st_dev == y.st_dev && x.st_ino == y.st_ino ? 0 : -EINVAL;
+}
+
 /* Open the image at @path (see ftl.h). */
 int ftl_open(const char *path, const struct ftl_open_opts *o,
 	     struct ftl **out)
@@ -154,7 +164,11 @@ int ftl_open(const char *path, const struct ftl_open_opts *o,
 	fd = open(path, (o->readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (!o->readonly && flock(fd, LOCK_EX | LOCK_NB)) {
+	r = o->readonly || o->lock_fd <= 0 ? 0 : ftl_same_file(fd, o->lock_fd);
+	if (r)
+		goto err;
+	if (!o->readonly && flock(o->lock_fd > 0 ? o->lock_fd : fd,
+				  LOCK_EX | LOCK_NB)) {
 		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
 		goto err;
 	}
@@ -235,6 +249,12 @@ void ftl_abandon(struct ftl *f)
 uint64_t ftl_size(const struct ftl *f)
 {
 	return f->g.size;
+}
+
+/* How this open found the image (see ftl.h). */
+enum ftl_mount_kind ftl_mount_kind(const struct ftl *f)
+{
+	return f->mount_kind;
 }
 
 /* The topology to report to the kernel (same as libalign reads). */
