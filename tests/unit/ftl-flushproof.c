@@ -24,6 +24,8 @@
  *     page, flush mark, sync), images with prefixes / subsets of the
  *     unsynced writes, one torn: the open never refuses, no page reads
  *     EIO or an older version than the last completed flush, fsck clean.
+ *  Format: create sets the flag, a 40-byte OOB with it is refused, a
+ *     damaged flush mark copy is ignored.
  *  8. Cost: a 4 KiB write + flush loop programs one summary page per
  *     flush (a flush with nothing new none, writes without flushes none,
  *     one more page per FTL_FSUM_PER_PAGE pages); an image of the older
@@ -36,6 +38,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "crc32c.h"
 #include "ftl-int.h"
 #include "test.h"
 
@@ -373,6 +376,50 @@ static void summary_and_page(void)
 	free(m);
 }
 
+/* Format: create sets OCT_SB_F_FLUSH_SUM; the flag with an OOB too small
+ * for the flush record is refused; a damaged flush mark copy is ignored
+ * (the other one is used), both damaged: recovery goes on without one. */
+static void format(void)
+{
+	struct ftl_create_opts c = opts(64);
+	struct nand_backing *b;
+	struct ftl *f = fresh(&c, false, &b, false);
+	struct ftl_geom g;
+	struct oct_sb sb;
+	uint64_t isz, gen;
+	uint8_t *m;
+	struct ftl *h;
+
+	T_CHECK((f->sb.flags & OCT_SB_F_FLUSH_SUM) && f->g.flush_sum,
+		"create sets OCT_SB_F_FLUSH_SUM");
+	T_CHECK(ftl_geom_compute(&g, SIZE, FTL_ALIGN_1M, 4096, 16, 40, 250) ==
+		0 && ftl_sb_build(&sb, &g) == 0, "a 40-byte OOB geometry");
+	sb.flags |= OCT_SB_F_FLUSH_SUM;
+	sb.crc = 0;
+	sb.crc = oct_crc32c(0, &sb, OCT_SB_SIZE);
+	T_CHECK(ftl_sb_decode(&sb, &g) == -EBADMSG, "flush summaries with a "
+		"40-byte OOB accepted");
+	workload(f, 100, 3);
+	workload(f, 10, 3);             /* two marks: both copies written */
+	gen = f->fm.gen;
+	m = crash(f, b, &isz);
+	m[(gen & 1 ? FTL_FMARK_OFF1 : FTL_FMARK_OFF0) + 40] ^= 1;
+	T_CHECK(open_img(m, isz, &h) == 0, "open, newest mark damaged");
+	if (!t_failures) {
+		T_CHECK(h->fm_bad == 1 && h->fm.gen == gen - 1, "mark copies: %u "
+			"bad, gen %llu used (newest %llu)", h->fm_bad,
+			(unsigned long long)h->fm.gen, (unsigned long long)gen);
+		ftl_abandon(h);
+	}
+	m[(gen & 1 ? FTL_FMARK_OFF0 : FTL_FMARK_OFF1) + 40] ^= 1;
+	T_CHECK(open_img(m, isz, &h) == 0, "open, both marks damaged");
+	if (!t_failures)
+		ftl_abandon(h);
+	T_CHECK(fsck_img(m, isz, false, NULL) == 0, "two damaged marks: fsck "
+		"notes them only");
+	free(m);
+}
+
 /* ---- 7: power cuts inside a flush ------------------------------------ */
 
 #define CUT_IMAGES 6
@@ -537,6 +584,7 @@ int main(void)
 	null = fopen("/dev/null", "w");
 	snprintf(path, sizeof(path), "%s/ftl-flushproof-%d.img",
 		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+	format();
 	for (int how = 0; how < 3; how++) {
 		last_page(64, how);
 		last_page(48, how);
