@@ -21,7 +21,7 @@ sum() { md5sum "$1" | cut -d' ' -f1; }
 	[[ "$output" == *"alignment offset     3584 bytes"* ]]
 	[[ "$output" == *"logical size         64 MiB (67108864 bytes, 131072 sectors of 512)"* ]]
 	[[ "$output" == *"io_min               4 KiB"* ]]
-	[[ "$output" == *"medium layout        1.2 (OOB beside its page, erase stamps, delta checkpoints)"* ]]
+	[[ "$output" == *"medium layout        1.2 (OOB beside its page, erase stamps, delta checkpoints, flush summaries)"* ]]
 	run "$UBLK_FLASH" info "$IMG" --json
 	[ "$status" -eq 0 ]
 	[[ "$output" == *'"align":"odd"'* ]]

@@ -41,6 +41,8 @@ struct ftl_geom {
 	uint32_t pe_cycles;          /* rated endurance, erases per block
 	                                (superblock; FTL_PE_DEFAULT when it
 	                                records none) */
+	bool flush_sum;              /* OCT_SB_F_FLUSH_SUM: flush summaries
+	                                (ftl_fsum.c) */
 };
 
 /* Byte offsets of flash page @ppn's data and OOB in the image. */
@@ -67,6 +69,7 @@ struct ftl_inflight {
 	uint64_t ppn, seq0;          /* first page and its sequence number */
 	uint64_t ticket;             /* programs go to the nand in this order */
 	uint32_t lpn, n;             /* logical pages lpn .. lpn + n - 1 */
+	const uint8_t *oob;          /* their OOB records (the owner's) */
 	uint32_t done;               /* pages the nand programmed */
 	int r;                       /* the program's result */
 	bool io_done;                /* under io_mx */
@@ -161,10 +164,35 @@ struct ftl {
 	uint64_t sync_gen;           /* completed nand_syncs */
 	uint64_t flushed_seq;        /* f->seq at the last completed sync: goes
 	                                into every page's flush record */
+	struct ftl_fsum_ent *fsum;   /* host pages programmed since the last
+	                                flush summary or checkpoint (ftl_fsum.c;
+	                                g.flush_sum) */
+	uint32_t fsum_n, fsum_cap;
+	bool fsum_need;              /* a host page since then: the next host
+	                                flush programs a summary */
+	bool fsum_oom;               /* an entry could not be kept: the next
+	                                host flush writes a checkpoint */
+	uint64_t fsum_host;          /* host pages programmed since the last
+	                                checkpoint (the flush mark's count) */
+	struct ftl_fmark fm;         /* the newest valid flush mark read at
+	                                open (fm.gen 0: none) */
+	uint32_t fm_bad;             /* flush mark copies that did not check
+	                                out (fsck note) */
+	uint64_t rf_unknown;         /* after roll-forward: flushed host pages
+	                                lost with their logical page unknown
+	                                (the flush mark counts more than the
+	                                medium holds): the open refuses */
+	uint64_t rf_lost_sums;       /* after roll-forward: flush summaries
+	                                damaged at or below the last flush */
+	uint64_t rf_sum_trims;       /* ... trim records lost to damage,
+	                                restored from a summary */
 	uint64_t rf_lost, rf_lost_trims; /* after roll-forward: logical pages
 	                                lost to damage, damaged trim records */
 	uint64_t rf_lost_unknown;    /* flushed pages whose OOB is damaged */
 	uint64_t ckpt_gen, ckpt_seq; /* newest durable checkpoint */
+	uint64_t ckpt_prev_seq;      /* the one before it (0: unknown, after
+	                                an open); flush summaries: a block is
+	                                erased only once both cover it */
 	bool ckpt_fallback;          /* a damaged slot may have held a newer
 	                                one: roll forward, never a clean mount */
 	bool ckpt_lost;              /* roll-forward found pages numbered
@@ -302,8 +330,16 @@ void ftl_oob_fill_crc(struct ftl_oob *o, uint8_t kind, uint16_t stream,
 		      uint32_t lpn, uint64_t seq, uint32_t ec,
 		      uint32_t data_crc);
 bool ftl_oob_ok(const struct ftl_oob *o);
-void ftl_oob_set_flushed(void *oob, uint32_t oob_size, uint64_t flushed);
-uint64_t ftl_oob_flushed(const void *oob, uint32_t oob_size);
+/* The flush record of flash page @ppn's OOB @oob (ftl-format.h): add it
+ * (after the filled OOB record); its value, 0 when absent or bad. */
+void ftl_oob_set_flushed(const struct ftl_geom *g, void *oob, uint64_t ppn,
+			 uint64_t flushed);
+uint64_t ftl_oob_flushed(const struct ftl_geom *g, const void *oob,
+			 uint64_t ppn);
+/* Is @oob a valid OOB record of flash page @ppn: ftl_oob_ok, and on images
+ * with flush summaries a flush record bound to @ppn (data, trim records,
+ * summaries): a record programmed at another page does not check out. */
+bool ftl_oob_at(const struct ftl_geom *g, const void *oob, uint64_t ppn);
 
 /* ftl_open.c, ftl_stats.c */
 /* Size of a regular file or block device; -EISDIR for a directory,
@@ -378,6 +414,20 @@ void ftl_ckpt_blank_page(const struct ftl_geom *g, uint32_t i, uint8_t *buf);
 
 /* ftl_recover.c */
 int ftl_roll_forward(struct ftl *f, bool full_scan);
+
+/* ftl_fsum.c: flush summaries (g.flush_sum; f->lock held) */
+/* Host page @seq (data or trim record @data) was programmed at @ppn:
+ * remember it for the next summary (@crc: the data CRC). */
+void ftl_fsum_note(struct ftl *f, uint8_t kind, uint32_t lpn, uint64_t ppn,
+		   uint64_t seq, uint32_t crc, const void *data);
+/* A checkpoint covers every page programmed so far. */
+void ftl_fsum_covered(struct ftl *f);
+/* A host flush: sync, then (after host pages) the proof of it on the
+ * medium, a summary or a checkpoint, synced too. */
+int ftl_fsum_sync(struct ftl *f);
+/* The flush mark copies in the superblock area @area (OCT_SB_AREA bytes)
+ * into f->fm (the newest valid one), f->fm_bad. */
+void ftl_fmark_load(struct ftl *f, const uint8_t *area);
 
 /* ftl_append.c: the only code that programs data pages; talks to the
  * nand only (never GC or checkpoints).  f->lock held. */
@@ -507,7 +557,11 @@ uint64_t ftl_test_image_size_full(const struct ftl_create_opts *o);
  * OCT_SB_F_OOB_STAMP: erase zeroes the block); same image size. */
 int ftl_test_create_backing_nostamp(struct nand_backing *b,
 				    const struct ftl_create_opts *o);
-/* Open an image on a memory backing; the engine owns @b afterwards. */
+/* Delta checkpoints and erase stamps, no flush summaries (images made
+ * before OCT_SB_F_FLUSH_SUM); same image size. */
+int ftl_test_create_backing_nofsum(struct nand_backing *b,
+				   const struct ftl_create_opts *o);
+/* Open an image on a backing; the engine owns @b afterwards. */
 int ftl_open_backing(struct nand_backing *b, const struct ftl_open_opts *o,
 		     struct ftl **out);
 /* The same on any backing of @size bytes (a test's own wrapper). */

@@ -70,6 +70,11 @@ struct ftl_open_opts {
 	                               the measured sync time (1, 4 or 16);
 	                               else fixed at this (up to the spare
 	                               area's limit): deterministic tests */
+	bool accept_loss;           /* open even when recovery found flushed
+	                               pages lost to media damage whose
+	                               logical pages are unknown (they may read
+	                               an older version): fsck --repair; else
+	                               such an open fails with -EUCLEAN */
 	bool bg_gc;                 /* read-write opens: collect garbage in a
 	                               background thread between two free-block
 	                               watermarks, writers only below the low
@@ -121,7 +126,8 @@ struct ftl_stats {
 	bool     read_only;         /* spares ran out: writes fail EROFS */
 	/* flash programs by origin (derived, since create): programs_gc =
 	 * gc_relocations + wl_relocations (the GC stream), programs_ckpt =
-	 * ckpt_bytes / page size (the checkpoint pages programmed), programs_host = the
+	 * ckpt_bytes / page size + fsum_pages (the checkpoint and flush
+	 * summary pages programmed), programs_host = the
 	 * rest (host stream: host data, RMW rewrites, scrub and bad-block
 	 * moves) */
 	uint64_t programs_host, programs_gc, programs_ckpt;
@@ -250,6 +256,7 @@ struct ftl_info {
 	bool erase_stamps;         /* layout 1.2: OCT_SB_F_OOB_STAMP */
 	bool ckpt_delta;           /* OCT_SB_F_CKPT_DELTA */
 	uint32_t pe_cycles;        /* rated endurance, erases per block */
+	bool flush_sum;            /* OCT_SB_F_FLUSH_SUM: flush summaries */
 };
 int ftl_info_read(const char *path, struct ftl_info *info);
 /* @image (NULL: left out) is the path shown as "image". */

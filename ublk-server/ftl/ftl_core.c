@@ -135,6 +135,7 @@ void ftl_free(struct ftl *f)
 		free(f->ev[i].run);
 	}
 	free(f->runoob);
+	free(f->fsum);
 	free(f->zero);
 	free(f->oobbuf);
 	free(f->oobbuf2);
@@ -239,6 +240,10 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 	}
 	if (r)
 		return r;
+	/* flushed pages gone without a trace of their logical page: any
+	 * sector may read an older version; only a repair takes that */
+	if (f->rf_unknown && !o->accept_loss)
+		return -EUCLEAN;
 	ftl_bb_apply(f);                /* the bad-block table has the say */
 	ftl_rebuild_lists(f);
 	ftl_ckpt_blk_dirty_all(f);      /* recovery moved any of them */

@@ -106,7 +106,7 @@ static int check_blocks(struct ftl *f, struct fsck *k)
 		if (!why && ((r = nand_read_oob(f->nand, p, oob)) ||
 			     (r = nand_read(f->nand, p, 0, page, g->ps))))
 			goto out;
-		if (!why && (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA))
+		if (!why && (!ftl_oob_at(g, oob, p) || o->kind != FTL_OOB_DATA))
 			why = "has no valid OOB record";
 		if (!why && o->lpn != l)
 			why = "OOB names another logical page";
@@ -155,6 +155,12 @@ static int check_bbt(struct ftl *f, int fd, struct fsck *k)
 
 	if (pread(fd, area, sizeof(area), 0) != (ssize_t)sizeof(area))
 		return -EIO;
+	ftl_fmark_load(f, area);
+	if (f->fm_bad)
+		finding(k, false, "%u flush mark cop%s in the superblock area "
+			"do%s not check out (a flush cut by a crash, or "
+			"damage)", f->fm_bad, f->fm_bad > 1 ? "ies" : "y",
+			f->fm_bad > 1 ? "" : "es");
 	if (ftl_bbt_load(f, area)) {
 		finding(k, true, "bad-block table: no valid copy (damaged; "
 			"--repair rebuilds it from the checkpoint)");
@@ -313,6 +319,30 @@ static int check(const char *path, struct fsck *k)
 			"recorded flush damaged: discarded data may read back",
 			(unsigned long long)f->rf_lost_trims,
 			f->rf_lost_trims > 1 ? "s" : "");
+	if (f->rf_unknown)
+		finding(k, true, "%llu flushed page%s written since checkpoint "
+			"%llu lost to media damage with %s logical page%s "
+			"unknown (the flush mark counts more than the medium "
+			"and its flush summaries hold): the open refuses; "
+			"--repair accepts the loss (%s may read an older "
+			"version)", (unsigned long long)f->rf_unknown,
+			f->rf_unknown > 1 ? "s" : "",
+			(unsigned long long)k->gen,
+			f->rf_unknown > 1 ? "their" : "its",
+			f->rf_unknown > 1 ? "s" : "",
+			f->rf_unknown > 1 ? "they" : "it");
+	if (f->rf_sum_trims)
+		finding(k, true, "%llu trim record%s written before the last "
+			"recorded flush lost to media damage (restored from "
+			"a flush summary)", (unsigned long long)f->rf_sum_trims,
+			f->rf_sum_trims > 1 ? "s" : "");
+	if (f->rf_lost_sums)
+		finding(k, true, "%llu flush summar%s written before the last "
+			"recorded flush damaged (damage to the pages %s lists "
+			"may read an older version until the next checkpoint)",
+			(unsigned long long)f->rf_lost_sums,
+			f->rf_lost_sums > 1 ? "ies" : "y",
+			f->rf_lost_sums > 1 ? "they" : "it");
 	if (f->base.nand_violations)
 		finding(k, true, "%llu NAND rule violations were counted",
 			(unsigned long long)f->base.nand_violations);
@@ -344,7 +374,7 @@ static void fsck_reset(struct fsck *k, bool json)
  * missing checkpoints (scan).  Leaves a cleanly closed image. */
 static int repair(const char *path, struct fsck *k)
 {
-	struct ftl_open_opts o = { .scan = k->no_ckpt };
+	struct ftl_open_opts o = { .scan = k->no_ckpt, .accept_loss = true };
 	uint8_t area[OCT_SB_AREA];
 	struct oct_sb sb;
 	struct ftl_geom g;

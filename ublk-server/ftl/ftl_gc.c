@@ -214,7 +214,7 @@ static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
 				(e->oob + (size_t)e->pg * g->oob);
 			uint64_t ppn = (uint64_t)v * g->ppb + e->pg;
 
-			if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA ||
+			if (!ftl_oob_at(g, o, ppn) || o->kind != FTL_OOB_DATA ||
 			    o->lpn >= g->nlpn || ftl_map_get(f, o->lpn) != ppn)
 				continue;
 			if (!e->whole || e->res[e->pg] || !e->run)
@@ -363,10 +363,25 @@ static int static_wl(struct ftl *f)
 }
 
 /*
+ * With flush summaries (ftl_fsum.c), does pending block @b hold a page
+ * the two newest checkpoints do not both cover?  Erased, it would be gone
+ * from the log while it may still be needed: a summary lists it (so a
+ * missing page is media damage), and a roll-forward from the checkpoint
+ * before, should the newest one be damaged, needs it (data, trim
+ * records).
+ */
+static bool pend_uncovered(const struct ftl *f, uint32_t b)
+{
+	return f->g.flush_sum && f->mtime[b] > f->ckpt_prev_seq;
+}
+
+/*
  * Erase every PENDING block.  Their data was superseded (relocated,
  * overwritten or trimmed); make that durable first: a sync, or a
  * checkpoint when a block holds trim records the last checkpoint does not
- * cover.  Readers are excluded while blocks are erased.
+ * cover (with flush summaries: pages the two newest checkpoints do not
+ * both cover, two checkpoints if need be).  Readers are excluded while
+ * blocks are erased.
  */
 int ftl_erase_pending(struct ftl *f, bool force_sync)
 {
@@ -379,11 +394,17 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 	for (uint32_t i = 0; i < f->npend; i++) {
 		if (f->pend_gen[i] >= f->sync_gen)
 			need_sync = true;
-		if (f->trim_seq[f->pend[i]] > f->ckpt_seq)
+		if (f->trim_seq[f->pend[i]] > f->ckpt_seq ||
+		    pend_uncovered(f, f->pend[i]))
 			need_ckpt = true;
 	}
 	if (need_ckpt) {
 		r = ftl_ckpt_write(f, false);
+		for (uint32_t i = 0; !r && i < f->npend; i++)
+			if (pend_uncovered(f, f->pend[i])) {
+				r = ftl_ckpt_write(f, false);
+				break;
+			}
 	} else if (need_sync) {
 		/* a sync only for the erase: learn what it costs, and batch
 		 * more victims per sync when it is expensive (a disk file) */

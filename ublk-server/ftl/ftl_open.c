@@ -103,6 +103,7 @@ static int open_on(struct nand_backing *b, uint64_t bsize, bool blkdev,
 	f->nand = n;
 	f->sb = sb;
 	r = ftl_bbt_load(f, area);
+	ftl_fmark_load(f, area);
 	if (!r)
 		r = ftl_mount(f, o);
 	if (!r && o->faults) {

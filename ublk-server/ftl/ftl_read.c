@@ -43,7 +43,7 @@ static int read_checked(struct ftl *f, uint32_t lpn, uint32_t ppn,
 			r = res;
 		if (r)
 			return r;
-		if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA ||
+		if (!ftl_oob_at(&f->g, oob, ppn) || o->kind != FTL_OOB_DATA ||
 		    o->lpn != lpn || oct_crc32c(0, page, ps) != o->data_crc)
 			return -EILSEQ;
 		if (page != dst)
@@ -57,7 +57,8 @@ static int read_checked(struct ftl *f, uint32_t lpn, uint32_t ppn,
 	r = nand_read_oob(f->nand, ppn, oob);
 	if (r)
 		return r;
-	if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA || o->lpn != lpn)
+	if (!ftl_oob_at(&f->g, oob, ppn) || o->kind != FTL_OOB_DATA ||
+	    o->lpn != lpn)
 		return -EILSEQ;
 	if (a || b != ps) {
 		/* the stored page, past the ECC model: its read errors and
@@ -133,8 +134,8 @@ static long read_run(struct ftl *f, uint64_t p, uint32_t ppn, uint32_t cnt,
 
 		if (res[i])
 			return res[i];
-		if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA ||
-		    o->lpn != p + i ||
+		if (!ftl_oob_at(&f->g, o, ppn + i) ||
+		    o->kind != FTL_OOB_DATA || o->lpn != p + i ||
 		    oct_crc32c(0, d + (size_t)i * ps, ps) != o->data_crc)
 			return i;       /* this one goes the page path */
 	}

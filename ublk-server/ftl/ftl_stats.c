@@ -74,8 +74,9 @@ static void programs_split(const struct ftl_geom *g, struct ftl_stats *st)
 	st->programs_gc = st->gc_relocations + st->wl_relocations;
 	left = st->page_programs > st->programs_gc ?
 	       st->page_programs - st->programs_gc : 0;
-	/* every checkpoint page programmed (empty payload pages are not) */
-	st->programs_ckpt = st->ckpt_bytes / g->ps;
+	/* every checkpoint page programmed (empty payload pages are not),
+	 * and the flush summaries' (log metadata too) */
+	st->programs_ckpt = st->ckpt_bytes / g->ps + st->fsum_pages;
 	if (st->programs_ckpt > left)
 		st->programs_ckpt = left;
 	st->programs_host = left - st->programs_ckpt;

@@ -219,7 +219,7 @@ int ftl_write(struct ftl *f, const void *buf, uint64_t off, size_t len,
 	}
 	if (!r && (flags & FTL_FUA)) {
 		pthread_mutex_lock(&f->lock);
-		r = ftl_sync(f);
+		r = ftl_fsum_sync(f);
 		pthread_mutex_unlock(&f->lock);
 		CADD(f, m.host_fua, 1);
 	}
@@ -241,7 +241,7 @@ int ftl_flush(struct ftl *f)
 	if (f->readonly)
 		return 0;
 	pthread_mutex_lock(&f->lock);
-	r = ftl_sync(f);
+	r = ftl_fsum_sync(f);   /* and the proof of it (flush summary) */
 	pthread_mutex_unlock(&f->lock);
 	CADD(f, m.host_flushes, 1);
 	return r;
