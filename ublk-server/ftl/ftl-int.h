@@ -460,6 +460,13 @@ int ftl_bb_clear_ro(struct ftl *f);
 void ftl_bb_stats(struct ftl *f, struct ftl_stats *st);
 bool ftl_bb_is(const struct ftl *f, uint32_t blk, bool *grown);
 
+/* ftl_read.c: the whole of logical page @lpn into @buf (ps bytes; f->lock
+ * not held), checked as ftl_read() checks it: the old data a write or
+ * discard covering the page in part merges with.  Unmapped: zeroes.  -EIO
+ * when it does not read back as written (FTL_DAMAGED, beyond the ECC, not
+ * matching its OOB record: read_crc_errors), else 0 or -errno. */
+int ftl_read_whole(struct ftl *f, uint32_t lpn, uint8_t *buf);
+
 /* ftl_scrub.c */
 int ftl_read_page(struct ftl *f, uint32_t lpn, uint32_t ppn, uint32_t off,
 		  void *buf, uint32_t len);
