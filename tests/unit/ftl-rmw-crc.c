@@ -13,6 +13,11 @@
  *   page replaces it: it reads the new data (zeroes), fsck is clean.
  * - The same over a page recovery found damaged (FTL_DAMAGED: flushed data
  *   lost, after a crash): EIO, no zeroes merged; a whole-page write fixes it.
+ * - Copies carry the source's data CRC, whichever path reads the page:
+ *   a scrub rewrite (ECC model, corrected bits queue it) and the move off a
+ *   retired block (with an ECC model every page goes the page-by-page path;
+ *   without one, the block-run path) leave the damage detectable: the copy
+ *   reads EIO and fsck reports it.
  * Both alignment modes.  Deterministic (no seed): the damage is one chosen bit.
  */
 #include <errno.h>
@@ -272,6 +277,76 @@ static void rmw_lost(enum ftl_align_mode mode)
 	teardown(&e);
 }
 
+/* After a copy moved damaged logical page 10 (from @ppn): the copy still
+ * fails its CRC, every other page reads its data, fsck reports it. */
+static void copy_checked(struct env *e, uint32_t ppn, const char *what)
+{
+	uint8_t r[PS];
+	int rc, bad = 0;
+
+	T_CHECK(ftl_map_get(e->f, 10) != ppn &&
+		ftl_map_get(e->f, 10) < FTL_DAMAGED,
+		"%s: the page was moved", what);
+	rc = rd(e, 10, r);
+	T_CHECK(rc == -EIO, "%s: the moved copy reads %d%s", what, rc,
+		rc ? "" : " (the damage laundered into good data)");
+	for (uint32_t l = 1; l <= 48; l++)
+		bad += l != 10 && !holds(e, l, 1);
+	T_CHECK(bad == 0, "%s: %d other pages read wrong", what, bad);
+	rc = close_fsck(e);
+	T_CHECK(rc == 4, "%s: fsck after the move %d, want 4", what, rc);
+}
+
+/* A scrub rewrite (an ECC model: 7 corrected bits of 8 queue the page)
+ * of a page whose data also holds a bit the ECC missed. */
+static void scrub_damaged(enum ftl_align_mode mode)
+{
+	const char *m = mode == FTL_ALIGN_ODD ? "odd scrub" : "1m scrub";
+	struct ftl_stats st;
+	uint8_t r[PS];
+	struct env e;
+	uint32_t ppn;
+
+	if (!setup(&e, mode, true, 1, 48))
+		return;
+	ppn = ftl_map_get(e.f, 10);
+	T_CHECK(nand_fault_inject_bits(e.f->nand, ppn, 0, 7) == 0, "inject");
+	damage(&e, 10, 1500);
+	T_CHECK(rd(&e, 10, r) == -EIO, "%s: the damaged page reads EIO", m);
+	T_CHECK(wr(&e, 1, 1), "%s: a write runs the scrub", m);
+	ftl_stats_get(e.f, &st);
+	T_EQ_U64(st.scrubbed_pages, 1, "%s: scrubbed", m);
+	copy_checked(&e, ppn, m);
+	teardown(&e);
+}
+
+/* The move off a retired block (ftl_bb_retire -> ftl_gc_evacuate, as GC
+ * and static WL): with an ECC model page by page, else one block run. */
+static void retire_damaged(enum ftl_align_mode mode, bool faults)
+{
+	char m[64];
+	struct ftl_stats st;
+	struct env e;
+	uint32_t ppn;
+	int rc;
+
+	snprintf(m, sizeof(m), "%s retire%s", mode == FTL_ALIGN_ODD ? "odd" :
+		 "1m", faults ? " (ECC model)" : "");
+	if (!setup(&e, mode, faults, 1, 48))
+		return;
+	ppn = ftl_map_get(e.f, 10);
+	damage(&e, 10, 3000);
+	pthread_mutex_lock(&e.f->lock);
+	rc = ftl_bb_grown(e.f, ppn / e.f->g.ppb, "test");
+	pthread_mutex_unlock(&e.f->lock);
+	T_CHECK(rc == 0, "%s: retire the block: %d", m, rc);
+	T_CHECK(wr(&e, 1, 1), "%s: a write moves its pages", m);
+	ftl_stats_get(e.f, &st);
+	T_CHECK(st.bad_relocations > 0, "%s: pages moved", m);
+	copy_checked(&e, ppn, m);
+	teardown(&e);
+}
+
 int main(void)
 {
 	static const enum ftl_align_mode modes[2] = { FTL_ALIGN_1M,
@@ -284,6 +359,9 @@ int main(void)
 		for (int op = 0; op < NOPS; op++)
 			rmw_damaged(modes[i], (enum op)op);
 		rmw_lost(modes[i]);
+		scrub_damaged(modes[i]);
+		retire_damaged(modes[i], false);
+		retire_damaged(modes[i], true);
 	}
 	unlink(img);
 	if (null)
