@@ -209,7 +209,7 @@ int loop_detach_if_backed_by(const char *path, const char *backing)
 {
 	struct loop_info64 li;
 	char buf[4096];
-	int number, fd, err;
+	int number, fd, err, rw = 0;
 
 	if (sscanf(path, "/dev/loop%d", &number) != 1)
 		return -ENOENT;
@@ -227,6 +227,13 @@ int loop_detach_if_backed_by(const char *path, const char *backing)
 		close(fd);
 		return -ENOENT;
 	}
+	/* a read-only policy (BLKROSET) its server set (the engine worn out:
+	 * serve/rowatch.c) outlives the binding: taken back here, for a
+	 * server killed before its stop could, so that the next user of the
+	 * number (losetup, any tool) does not inherit it */
+	if (ioctl(fd, BLKROSET, &rw) < 0)
+		fprintf(stderr, "ublk-flash: warning: %s: BLKROSET 0: %s\n",
+			path, strerror(errno));
 	err = ioctl(fd, LOOP_CLR_FD, 0) < 0 ? -errno : 0;
 	close(fd);
 	if (err == -ENXIO)

@@ -438,6 +438,10 @@ bool ftl_seq_room(const struct ftl *f, uint64_t n);
 int ftl_alloc_page(struct ftl *f, int stream, uint64_t *ppn);
 int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		  uint8_t kind, uint64_t *seq_out);
+/* The same for one copy of a data page (GC, scrub): @crc is its source
+ * page's data CRC (from its OOB record), carried, not recomputed. */
+int ftl_prog_copy(struct ftl *f, int stream, uint32_t lpn, const void *data,
+		  uint32_t crc);
 /* @crc: the pages' data CRCs, computed by the caller before it took
  * f->lock (NULL: computed here, under it). */
 int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
@@ -510,6 +514,13 @@ int ftl_bb_clear_ro(struct ftl *f);
 void ftl_bb_stats(struct ftl *f, struct ftl_stats *st);
 bool ftl_bb_is(const struct ftl *f, uint32_t blk, bool *grown);
 
+/* ftl_read.c: the whole of logical page @lpn into @buf (ps bytes; f->lock
+ * not held), checked as ftl_read() checks it: the old data a write or
+ * discard covering the page in part merges with.  Unmapped: zeroes.  -EIO
+ * when it does not read back as written (FTL_DAMAGED, beyond the ECC, not
+ * matching its OOB record: read_crc_errors), else 0 or -errno. */
+int ftl_read_whole(struct ftl *f, uint32_t lpn, uint8_t *buf);
+
 /* ftl_scrub.c */
 int ftl_read_page(struct ftl *f, uint32_t lpn, uint32_t ppn, uint32_t off,
 		  void *buf, uint32_t len);
@@ -519,7 +530,7 @@ int ftl_scrub_run(struct ftl *f);
 int ftl_gc_free_space(struct ftl *f);
 int ftl_gc_evacuate(struct ftl *f, uint32_t blk, uint64_t *counter);
 int ftl_gc_stream_ready(struct ftl *f);
-int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data);
+int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data, uint32_t crc);
 int ftl_erase_pending(struct ftl *f, bool force_sync);
 /* One step of background GC toward @target free blocks (f->lock held):
  * at most FTL_GC_STEP_PAGES copies of one victim, or one erase round.

@@ -189,10 +189,12 @@ int ftl_alloc_page(struct ftl *f, int s, uint64_t *ppn)
  * Sequence numbers stay below ckpt_seq + seq_gap (recovery relies on it):
  * ftl_balance() checkpoints early enough; running past it is a bug.
  * A failed program retires its block and the page goes to the next one
- * (up to FTL_PROG_RETRIES blocks, dipping into GC's reserve).
+ * (up to FTL_PROG_RETRIES blocks, dipping into GC's reserve).  @crc: the
+ * data CRC the OOB record carries (NULL: computed over @data).
  */
-int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
-		  uint8_t kind, uint64_t *seq_out)
+static int prog_page(struct ftl *f, int stream, uint32_t lpn,
+		     const void *data, uint8_t kind, const uint32_t *crc,
+		     uint64_t *seq_out)
 {
 	uint8_t oob[1024];
 	uint64_t ppn, seq;
@@ -210,8 +212,14 @@ int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		blk = (uint32_t)(ppn / f->g.ppb);
 		seq = ++f->seq;
 		memset(oob, 0, f->g.oob);
-		ftl_oob_fill((struct ftl_oob *)oob, kind, (uint16_t)stream, lpn,
-			     seq, nand_block_ec(f->nand, blk), data, f->g.ps);
+		if (crc)
+			ftl_oob_fill_crc((struct ftl_oob *)oob, kind,
+					 (uint16_t)stream, lpn, seq,
+					 nand_block_ec(f->nand, blk), *crc);
+		else
+			ftl_oob_fill((struct ftl_oob *)oob, kind,
+				     (uint16_t)stream, lpn, seq,
+				     nand_block_ec(f->nand, blk), data, f->g.ps);
 		ftl_oob_set_flushed(&f->g, oob, ppn, f->flushed_seq);
 		r = nand_program(f->nand, ppn, data, oob);
 		if (r != -NAND_EFAIL)
@@ -238,6 +246,18 @@ int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 	if (seq_out)
 		*seq_out = seq;
 	return 0;
+}
+
+int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
+		  uint8_t kind, uint64_t *seq_out)
+{
+	return prog_page(f, stream, lpn, data, kind, NULL, seq_out);
+}
+
+int ftl_prog_copy(struct ftl *f, int stream, uint32_t lpn, const void *data,
+		  uint32_t crc)
+{
+	return prog_page(f, stream, lpn, data, FTL_OOB_DATA, &crc, NULL);
 }
 
 /*

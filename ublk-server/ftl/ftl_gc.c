@@ -59,17 +59,17 @@ static uint64_t gc_room(const struct ftl *f)
 	return left + (uint64_t)f->nfree * f->g.ppb;
 }
 
-/* Program a data page for @lpn into the GC stream; when a failed program
- * used up the free blocks, erase what is pending and go on. */
-int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data)
+/* Program a copy of a data page for @lpn into the GC stream, carrying
+ * @crc, its source's data CRC (see evac_run); when a failed program used
+ * up the free blocks, erase what is pending and go on. */
+int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data, uint32_t crc)
 {
 	int r;
 
 	for (;;) {
 		r = ftl_gc_stream_ready(f);
 		if (!r)
-			r = ftl_prog_page(f, STREAM_GC, lpn, data, FTL_OOB_DATA,
-					  NULL);
+			r = ftl_prog_copy(f, STREAM_GC, lpn, data, crc);
 		if (r != -ENOSPC || !f->npend)
 			return r;
 		r = ftl_erase_pending(f, true);
@@ -132,7 +132,8 @@ static int evac_prog(struct ftl *f, struct ftl_evac *e, uint32_t n,
 					    n - *done, &d, counter);
 		if (r == -ENOMEM && !d) {       /* no run buffer: one page */
 			r = ftl_gc_prog(f, e->lpn[*done],
-					e->run + (size_t)*done * g->ps);
+					e->run + (size_t)*done * g->ps,
+					e->crc[*done]);
 			if (!r)
 				__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
 			d = !r;
@@ -177,9 +178,10 @@ static int evac_prog(struct ftl *f, struct ftl_evac *e, uint32_t n,
  * fails its CRC like any page that does (torn past the recorded flush,
  * else damaged: FTL_DAMAGED unless an intact page with the same CRC is
  * still mapped, ftl_recover.c) -- never as good data.  The single-page
- * paths (a page read on its own through the ECC model, which corrects or
- * reports it; no run buffer) still compute the CRC over what they read,
- * as before.
+ * paths (a page read on its own through the ECC model; no run buffer)
+ * carry it too: the ECC corrects what it sees, never a bit it missed
+ * (they recomputed the CRC until 2026-12, which laundered such a bit:
+ * tests/unit/ftl-rmw-crc.c).
  */
 static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
 		    uint32_t budget)
@@ -240,7 +242,8 @@ static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
 				continue;
 			}
 			if (!r)
-				r = ftl_gc_prog(f, o->lpn, f->gcbuf);
+				r = ftl_gc_prog(f, o->lpn, f->gcbuf,
+						o->data_crc);
 			if (r)
 				return r;
 			__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);

@@ -87,6 +87,40 @@ static int read_lpn(struct ftl *f, uint32_t lpn, uint32_t a, uint32_t b,
 }
 
 /*
+ * read_lpn(); a page that does not match its OOB record is looked at again
+ * with writers held off: a writer may have remapped it, or be moving OOB
+ * records between the nand's cache and the medium (their lock order:
+ * f->lock, then io_rw).  Still -EILSEQ: counted in read_crc_errors.
+ * io_rw held for reading on entry and on return.
+ */
+static int read_settled(struct ftl *f, uint32_t lpn, uint32_t a, uint32_t b,
+			uint8_t *d)
+{
+	int r = read_lpn(f, lpn, a, b, d);
+
+	if (r != -EILSEQ)
+		return r;
+	pthread_rwlock_unlock(&f->io_rw);
+	pthread_mutex_lock(&f->lock);
+	pthread_rwlock_rdlock(&f->io_rw);
+	r = read_lpn(f, lpn, a, b, d);
+	pthread_mutex_unlock(&f->lock);
+	if (r == -EILSEQ)
+		CADD(f, m.read_crc_errors, 1);
+	return r;
+}
+
+int ftl_read_whole(struct ftl *f, uint32_t lpn, uint8_t *buf)
+{
+	int r;
+
+	pthread_rwlock_rdlock(&f->io_rw);
+	r = read_settled(f, lpn, 0, f->g.ps, buf);
+	pthread_rwlock_unlock(&f->io_rw);
+	return r == -EBADMSG || r == -EILSEQ ? -EIO : r;
+}
+
+/*
  * Whole logical pages [p, p + *cnt) mapped to consecutive flash pages, at
  * most FTL_RUN_MAX (and as many OOB records as runoob holds): *cnt is set
  * to the run's length (1 when @p starts none) and its first flash page
@@ -189,20 +223,7 @@ int ftl_read(struct ftl *f, void *buf, uint64_t off, size_t len)
 			lo = p * ps;
 			d = dst + (lo - mo);
 		}
-		r = read_lpn(f, (uint32_t)p, (uint32_t)a, (uint32_t)b, d);
-		if (r == -EILSEQ) {
-			/* a writer may have remapped the page, or be moving
-			 * OOB records between the nand's cache and the
-			 * medium: look again with writers held off (their
-			 * lock order: f->lock, then io_rw) */
-			pthread_rwlock_unlock(&f->io_rw);
-			pthread_mutex_lock(&f->lock);
-			pthread_rwlock_rdlock(&f->io_rw);
-			r = read_lpn(f, (uint32_t)p, (uint32_t)a, (uint32_t)b, d);
-			pthread_mutex_unlock(&f->lock);
-			if (r == -EILSEQ)
-				CADD(f, m.read_crc_errors, 1);
-		}
+		r = read_settled(f, (uint32_t)p, (uint32_t)a, (uint32_t)b, d);
 	}
 	pthread_rwlock_unlock(&f->io_rw);
 	if (r == -EBADMSG || r == -EILSEQ)

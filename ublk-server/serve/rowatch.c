@@ -13,8 +13,9 @@
  * issued here, never in the I/O path).  BLKROSET sets a policy of the
  * block device that outlives a loop device's binding: it is taken back
  * (BLKROSET 0) when the server stops, before the device is removed, so the
- * next user of /dev/loopN does not inherit it (loop_attach clears one a
- * killed server left).
+ * next user of /dev/loopN does not inherit it; for a killed server, by the
+ * cleanup of its entry (`stop`, the sweep: loop_detach_if_backed_by, on
+ * the loop device proven its), and loop_attach clears any left anyway.
  */
 #include <errno.h>
 #include <fcntl.h>
