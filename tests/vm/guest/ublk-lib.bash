@@ -43,12 +43,14 @@ ublk_server_pid() {
 	return 1
 }
 
-# ublk_wait_dead PID [TENTHS]: wait until PID has exited (gone or a zombie; default 20 s).
+# ublk_wait_dead PID [TENTHS]: wait until PID has exited (gone, or a zombie whose every
+# thread has ended: a zombie leader's queue threads may still be in their exit, holding the
+# process's files -- its registry lock -- as 7.3's guest showed; default 20 s).
 ublk_wait_dead() {
 	local i=0 max=${2:-200} st
 	while [ -e "/proc/$1" ]; do
 		st=$(awk '/^State:/ { print $2 }' "/proc/$1/status" 2>/dev/null)
-		[ "$st" = Z ] && return 0
+		[ "$st" = Z ] && [ "$(ls "/proc/$1/task" 2>/dev/null | wc -l)" -le 1 ] && return 0
 		i=$((i + 1)); [ $i -ge "$max" ] && return 1
 		sleep 0.1
 	done

@@ -2,10 +2,10 @@
 # Guest test: the ublk frontend speaks the opcode set of the running kernel (issue 15).
 #   6.1  (out-of-tree ublk_drv): GET_FEATURES does not answer, so legacy opcodes and 6.1's
 #        flag set; the device's flags lack UBLK_F_CMD_IOCTL_ENCODE.
-#   6.12 (in-tree ublk_drv): GET_FEATURES answers with a mask that has every flag the server
+#   6.12, 7.3 (in-tree ublk_drv): GET_FEATURES answers with a mask that has every flag the server
 #        asks for (CMD_IOCTL_ENCODE, USER_RECOVERY, USER_RECOVERY_REISSUE), the server sends
 #        ioctl-encoded opcodes and the live device carries UBLK_F_CMD_IOCTL_ENCODE, so FETCH and
-#        COMMIT are ioctl-encoded too.  (6.12 also still accepts the legacy numbers with
+#        COMMIT are ioctl-encoded too.  (6.12 and 7.3 also still accept the legacy numbers with
 #        CONFIG_BLKDEV_UBLK_LEGACY_OPCODES=y, so I/O working proves nothing: the flags do.)
 . /octant/tests/vm/guest-lib.sh
 . /octant/tests/vm/guest/ublk-lib.bash
