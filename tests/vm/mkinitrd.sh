@@ -162,6 +162,7 @@ build_run() {
 	printf 'OCTANT_VM_SCRIPT_NAME=%s\n' "$(sh_quote "$(basename "$script")")" >>"$run/octant/run/env"
 	printf 'OCTANT_VM_SCRATCH_FS=%s\n' "${OCTANT_VM_SCRATCH_FS:-}" >>"$run/octant/run/env"
 	printf 'OCTANT_VM_OUT_TAG=%s\n' "${OCTANT_VM_OUT_TAG:-}" >>"$run/octant/run/env"
+	printf 'export OCTANT_VM_ALL_KERNELS=%s\n' "$(sh_quote "${OCTANT_VM_ALL_KERNELS:-0}")" >>"$run/octant/run/env"
 	vm_cpio "$run" "$out"
 }
 
