@@ -86,14 +86,7 @@ t_eq "$kver: the server asks only for offered flags" "$(names $((asks & ~feat)))
 t_eq "$kver: the server asks for every wanted flag offered" "$(names "$asks")" "$(names $((WANTED & feat)))"
 
 # 3. what the live device carries
-img=/tmp/ublk-features.img
-if ! out=$(ublk_mkimg "$img" 64M 1m 2>&1); then t_fail "create image" "$out"; t_done; fi
-t_cleanup "rm -f $img"
-if ! dev=$(ublk_serve "$img"); then t_fail "$kver: serve --frontend ublk" "$dev"; t_done; fi
-t_cleanup "$UBLK_FLASH stop $img"
-id=${dev#/dev/ublkb}
-if ! out=$("$PROBE" info "$id" 2>&1); then t_fail "ublk-probe info $id" "$out"; t_done; fi
-flags=$(sed -n 's/^flags //p' <<<"$out")
+ublk_serve_probed ublk-features
 echo "# $kver: $dev carries $(hex "$flags") ($(names "$flags"))"
 t_eq "$kver: $dev carries every flag the server asked for" "$(names $((asks & ~flags)))" ""
 lacks "$kver: $dev" "$flags" "${PROTOCOL[@]}"
@@ -106,13 +99,6 @@ case $series in
           UPDATE_SIZE QUIESCE SAFE_STOP_DEV ;;
 esac
 
-# 4. and it serves with them: data written with O_DIRECT, flushed, read back
-if out=$(dd if=/dev/urandom of=/tmp/ublk-features.dat bs=64k count=16 status=none &&
-         dd if=/tmp/ublk-features.dat of="$dev" bs=64k oflag=direct conv=fsync status=none &&
-         cmp -n $((1 << 20)) /tmp/ublk-features.dat "$dev" 2>&1); then
-	t_ok "$kver: 1 MiB written, flushed and read back through $dev"
-else
-	t_fail "$kver: 1 MiB written, flushed and read back through $dev" "$out"
-fi
-rm -f /tmp/ublk-features.dat
+# 4. and it serves with them
+ublk_check_io "$dev"
 t_done
