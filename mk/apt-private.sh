@@ -54,9 +54,15 @@ APT=(-o "Dir::Etc::SourceList=$src" -o Dir::Etc::SourceParts=/dev/null
      -o "Dir::State::status=/dev/null" -o APT::Sandbox::User=root -q)
 
 # update: refresh the private lists (once per fetch failure; never the host's).
+# (apt-get update exits 0 when an index cannot be fetched: its lists must be there after it)
 update() {
-	apt-get "${APT[@]}" update >"$dir/.apt.err" 2>&1 ||
-		skip "cannot read the Debian archive's $suites lists from $(mirror): $(grep -m1 '^E:' "$dir/.apt.err" || tail -n1 "$dir/.apt.err")"
+	local s ok=1
+	apt-get "${APT[@]}" update >"$dir/.apt.err" 2>&1 || ok=0
+	for s in $suites; do
+		ls "$dir/lists/"*"_dists_${s}_main_binary-amd64_Packages"* >/dev/null 2>&1 || ok=0
+	done
+	[ $ok -eq 1 ] ||
+		skip "cannot read the Debian archive's $suites lists from $(mirror): $(grep -m1 '^\(E:\|W:\|Err:\)' "$dir/.apt.err" || tail -n1 "$dir/.apt.err")"
 	touch "$dir/.updated"
 }
 [ -e "$dir/.updated" ] || update
