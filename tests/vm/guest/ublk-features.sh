@@ -8,10 +8,11 @@
 #         UPDATE_SIZE, QUIESCE, AUTO_BUF_REG, PER_IO_DAEMON, BATCH_IO, INTEGRITY,
 #         SAFE_STOP_DEV: the server does not ask for those and the device lacks them.
 #   7.3   GET_FEATURES offers all of them, and the device carries UPDATE_SIZE, QUIESCE and
-#         SAFE_STOP_DEV (for online resize, live upgrade and a safe stop).
+#         SAFE_STOP_DEV (for online resize, live upgrade and a safe stop), PER_IO_DAEMON (the
+#         queues' daemons) and AUTO_BUF_REG (zero copy: ublk-daemon.c, ublk-zc.sh).
 # On every kernel: the server asks only for offered flags; the driver grants everything it
-# asked; none of the flags that change the I/O protocol (zero copy, user copy, zoned, auto
-# buffer registration, batch I/O, integrity, get-data) is on the live device, whose I/O works.
+# asked; none of the other flags that change the I/O protocol (explicit zero copy, user copy,
+# zoned, batch I/O, integrity, get-data) is on the live device, whose I/O works.
 # The expectations are written out here, bit by bit, not taken from the server's table.
 . /octant/tests/vm/guest-lib.sh
 . /octant/tests/vm/guest/ublk-lib.bash
@@ -49,10 +50,12 @@ lacks() {
 kver=$(uname -r)
 case "$kver" in 6.1.*) series=6.1 ;; 6.12.*) series=6.12 ;; 7.3.*) series=7.3 ;; *) series=other ;; esac
 # what the server is meant to ask for wherever it is offered (docs/ublk.md)
-WANTED=$(mask USER_RECOVERY USER_RECOVERY_REISSUE CMD_IOCTL_ENCODE UPDATE_SIZE QUIESCE SAFE_STOP_DEV)
-# flags that would change the I/O protocol the server speaks: never on its device (yet)
+WANTED=$(mask USER_RECOVERY USER_RECOVERY_REISSUE CMD_IOCTL_ENCODE UPDATE_SIZE AUTO_BUF_REG QUIESCE \
+              PER_IO_DAEMON SAFE_STOP_DEV)
+# flags that would change the I/O protocol the server speaks (besides zero copy): never on its
+# device (yet)
 PROTOCOL=(ZERO_COPY NEED_GET_DATA UNPRIVILEGED_DEV USER_COPY ZONED USER_RECOVERY_FAIL_IO
-          AUTO_BUF_REG BATCH_IO INTEGRITY SHMEM_ZC IO_DESC_SIZE NO_AUTO_PART_SCAN)
+          BATCH_IO INTEGRITY SHMEM_ZC IO_DESC_SIZE NO_AUTO_PART_SCAN)
 NEW612=(UPDATE_SIZE AUTO_BUF_REG QUIESCE PER_IO_DAEMON BUF_REG_OFF_DAEMON BATCH_IO INTEGRITY
         SAFE_STOP_DEV)
 
@@ -96,7 +99,7 @@ case $series in
 6.12) has "$kver: $dev" "$flags" USER_RECOVERY USER_RECOVERY_REISSUE CMD_IOCTL_ENCODE
       lacks "$kver: $dev" "$flags" "${NEW612[@]}" ;;
 7.3)  has "$kver: $dev" "$flags" USER_RECOVERY USER_RECOVERY_REISSUE CMD_IOCTL_ENCODE \
-          UPDATE_SIZE QUIESCE SAFE_STOP_DEV ;;
+          UPDATE_SIZE AUTO_BUF_REG QUIESCE PER_IO_DAEMON SAFE_STOP_DEV ;;
 esac
 
 # 4. and it serves with them
