@@ -64,7 +64,12 @@ _Static_assert(sizeof(struct oct_sb) == OCT_SB_SIZE, "superblock size");
  * generation); an erase writes one stamp into page 0's OOB instead of
  * zeroing the block (ublk-server/nand/nand.h, docs/image-format.md) */
 #define OCT_SB_F_OOB_STAMP  0x4u
+/* OCT_SB_F_FLUSH_SUM (image revision 3): every host flush leaves a flush
+ * summary page in the log (the pages written since the last one), and a
+ * block written since the last checkpoint is erased only after a newer
+ * checkpoint (ublk-server/ftl/ftl-format.h, docs/image-format.md) */
+#define OCT_SB_F_FLUSH_SUM  0x8u
 #define OCT_SB_F_KNOWN      (OCT_SB_F_OOB_INLINE | OCT_SB_F_CKPT_DELTA | \
-			     OCT_SB_F_OOB_STAMP)
+			     OCT_SB_F_OOB_STAMP | OCT_SB_F_FLUSH_SUM)
 
 #endif /* OCTANT_OCT_FORMAT_H */

@@ -14,8 +14,12 @@
  *      is the engine's own work, system mostly the kernel filling new
  *      backing pages (memory is warmed before each timed write: see
  *      warm_memory).
+ *   5. flush: what a host flush costs the medium (revision 3 writes a flush
+ *      summary page per flush after host pages) against revision 2: page
+ *      programs per flush by origin and WA for 4 KiB / 64 KiB / 1 MiB
+ *      writes each followed by a flush, and flushes per second on a file.
  * usage: bench-engine [DIR] [SECTION...]  (DIR for images: $TMPDIR or
- * /var/tmp; SECTION: throughput, wa, open, scale; default all)
+ * /var/tmp; SECTION: throughput, wa, open, scale, flush; default all)
  * e.g. the scale measurement alone: tests/bench/bench-engine /dev/shm scale
  * BENCH_QUICK=1 runs smaller sizes (scale: 1 GiB vs 16 GiB, 256 MiB written).
  * BENCH_GC_THREAD=1: the throughput engines run the background GC thread
@@ -463,6 +467,139 @@ static void scale(const char *dir)
 	       ul[rounds / 2] / us[rounds / 2], sl[rounds / 2] / ss[rounds / 2]);
 }
 
+/* ---- 5. flush cost ------------------------------------------------------ */
+
+struct flush_res {
+	double prog, host, gc, fsum, ckpt;      /* programs per flush */
+	double wa;                              /* all programs / host pages */
+	double syncs, writes;                   /* backing calls per flush
+						   (writes: the nand's; a
+						   flush mark is one more) */
+	double fps;                             /* flushes per second */
+};
+
+/*
+ * @n writes of @pages 4 KiB pages at random places of the first @fill of
+ * an image of @size, each followed by a flush, on an image of revision 3
+ * (flush summaries) or 2 (@old): page programs per flush by origin and
+ * flushes per second.  In memory (@path NULL) or on the file @path.
+ */
+static void flush_run(const char *path, uint64_t size, double fill,
+		      uint32_t pages, int n, bool old, struct flush_res *res)
+{
+	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M,
+		.force = true };
+	struct nand_backing *b;
+	struct ftl_stats a, z;
+	struct nand_counters na, nz;
+	uint64_t span = (uint64_t)((double)(size / 4096) * fill);
+	static uint8_t buf[1 << 20];
+	struct ftl *f;
+	double t0;
+	int r;
+
+	if (path) {
+		int fd;
+
+		unlink(path);
+		fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || ftruncate(fd, (off_t)ftl_test_image_size(&c)) ||
+		    (r = nand_backing_fd(fd, &b)))
+			die("flush image", -1);
+		r = old ? ftl_test_create_backing_nofsum(b, &c) :
+			  ftl_create_backing(b, &c);
+		b->ops->destroy(b);
+		close(fd);
+		if (r || (r = ftl_open(path, NULL, &f)))
+			die("flush open", r);
+	} else {
+		if ((r = nand_backing_mem(ftl_test_image_size(&c), false, &b)) ||
+		    (r = old ? ftl_test_create_backing_nofsum(b, &c) :
+			       ftl_create_backing(b, &c)) ||
+		    (r = ftl_open_backing(b, NULL, &f)))
+			die("flush image", r);
+	}
+	for (uint64_t o = 0; o < span * 4096; o += sizeof(buf))
+		ftl_write(f, buf, o, span * 4096 - o < sizeof(buf) ?
+			  span * 4096 - o : sizeof(buf), 0);
+	ftl_flush(f);
+	ftl_stats_get(f, &a);
+	nand_counters_get(ftl_test_nand(f), &na);
+	t0 = now();
+	for (int i = 0; i < n; i++) {
+		uint64_t p = rnd() % (span - pages + 1);
+
+		buf[0] = (uint8_t)i;
+		if ((r = ftl_write(f, buf, p * 4096, (size_t)pages * 4096, 0)) ||
+		    (r = ftl_flush(f)))
+			die("flush loop", r);
+	}
+	res->fps = n / (now() - t0);
+	ftl_stats_get(f, &z);
+	nand_counters_get(ftl_test_nand(f), &nz);
+	res->syncs = (double)(nz.syncs - na.syncs) / n;
+	res->writes = (double)(nz.backing_writes - na.backing_writes) / n;
+	res->prog = (double)(z.page_programs - a.page_programs) / n;
+	res->gc = (double)(z.gc_relocations - a.gc_relocations) / n;
+	res->fsum = (double)(z.fsum_pages - a.fsum_pages) / n;
+	res->host = (double)pages;
+	res->ckpt = res->prog - res->gc - res->fsum - res->host;
+	res->wa = res->prog / pages;
+	ftl_close(f);
+	if (path)
+		unlink(path);
+}
+
+static void flush_cost(const char *dir)
+{
+	static const struct { const char *what; double fill; uint32_t pages; }
+	rows[] = {
+		{ "4K + flush, half full", 0.5, 1 },
+		{ "4K + flush, full (GC)", 1.0, 1 },
+		{ "64K + flush, half full", 0.5, 16 },
+		{ "1M + flush, half full", 0.5, 256 },
+	};
+	uint64_t size = quick ? 64ull << 20 : 256ull << 20;
+	int n = quick ? 20000 : 60000, nf = quick ? 300 : 1000;
+	int rounds = quick ? 3 : 5;
+	double fps[2][5];
+	struct flush_res x[2];
+	char img[512];
+
+	printf("\n5. flush cost: writes at random, each followed by a flush, "
+	       "%llu MiB images at 7 %% OP, 64-page blocks;\n   page programs "
+	       "per flush (host + GC copies + flush summaries + checkpoint "
+	       "pages) and WA (all programs / host pages),\n   image revision "
+	       "3 (flush summaries) against 2; in memory\n",
+	       (unsigned long long)(size >> 20));
+	printf("%-23s %44s %34s\n", "", "revision 3: prog (gc, sum, ckpt) WA "
+	       "syncs writes", "revision 2: prog (gc, ckpt) WA syncs writes");
+	for (unsigned i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		int k = rows[i].pages > 16 ? n / 64 : n;
+
+		for (int o = 0; o < 2; o++)
+			flush_run(NULL, size, rows[i].fill, rows[i].pages, k, o,
+				  &x[o]);
+		printf("%-23s %7.2f (%5.2f %4.2f %4.2f) %6.3f %4.2f %5.2f "
+		       "%8.2f (%5.2f %4.2f) %6.3f %4.2f %5.2f\n", rows[i].what,
+		       x[0].prog, x[0].gc, x[0].fsum, x[0].ckpt, x[0].wa,
+		       x[0].syncs, x[0].writes, x[1].prog, x[1].gc, x[1].ckpt,
+		       x[1].wa, x[1].syncs, x[1].writes);
+	}
+	snprintf(img, sizeof(img), "%s/bench-engine-flush.img", dir);
+	for (int i = 0; i < rounds; i++)        /* interleaved: noisy disks */
+		for (int o = 0; o < 2; o++) {
+			flush_run(img, size, 0.5, 1, nf, o, &x[o]);
+			fps[o][i] = x[o].fps;
+		}
+	qsort(fps[0], (size_t)rounds, sizeof(double), cmp_dbl);
+	qsort(fps[1], (size_t)rounds, sizeof(double), cmp_dbl);
+	printf("4K + flush on a file in %s (half full, %d flushes, median of "
+	       "%d interleaved rounds): %.0f flushes/s revision 3, %.0f "
+	       "revision 2 (%.2fx)\n", dir, nf, rounds, fps[0][rounds / 2],
+	       fps[1][rounds / 2], fps[0][rounds / 2] / fps[1][rounds / 2]);
+}
+
 static bool want(int argc, char **argv, const char *name)
 {
 	bool any = false;
@@ -490,5 +627,7 @@ int main(int argc, char **argv)
 		open_times(dir);
 	if (want(argc, argv, "scale"))
 		scale(dir);
+	if (want(argc, argv, "flush"))
+		flush_cost(dir);
 	return 0;
 }

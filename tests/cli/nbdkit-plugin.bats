@@ -23,6 +23,12 @@ setup() {
 
 teardown() {
 	nbd_down -9
+	# any other nbdkit a test started (-P SCRATCH/NAME.pid): a daemon left
+	# running would keep bats waiting on the descriptors it inherited
+	local p
+	for p in "${SCRATCH:-/nonexistent}"/*.pid; do
+		[ -f "$p" ] && nbd_stop "$p" -9
+	done
 	teardown_scratch
 }
 
@@ -119,6 +125,72 @@ PY
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"in use"* ]]
 	[ ! -S "$SCRATCH/two.sock" ]
+}
+
+@test "nbdkit octant: readonly=true holds the shared image lock (no create --force, fsck --repair, read-write nbdkit meanwhile)" {
+	mkimg 1m
+	local before
+	before=$(sha256sum < "$SCRATCH/f.img")
+	nbd_up "$SCRATCH/f.img" readonly=true
+	run "$UBLK_FLASH" create "$SCRATCH/f.img" --size 48M --align odd --force
+	echo "$output"
+	[ "$status" -eq 5 ]
+	[[ "$output" == *"(nbdkit)"* ]]
+	run "$UBLK_FLASH" fsck --repair "$SCRATCH/f.img"
+	echo "$output"
+	[ "$status" -eq 5 ]
+	[[ "$output" == *"(nbdkit)"* ]]
+	# a read-write nbdkit fails at start; another reader shares the lock
+	run nbdkit -U "$SCRATCH/rw.sock" -P "$SCRATCH/rw.pid" "$PLUGIN" "$SCRATCH/f.img"
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"in use"* ]]
+	[ ! -S "$SCRATCH/rw.sock" ]
+	nbd_start "$SCRATCH/ro2.sock" "$SCRATCH/ro2.pid" "$PLUGIN" "$SCRATCH/f.img" readonly=true
+	nbd_stop "$SCRATCH/ro2.pid"
+	run "$EXERCISE" "$URI" expect-error
+	[ "$status" -eq 0 ]
+	nbd_down
+	[ "$(sha256sum < "$SCRATCH/f.img")" = "$before" ]
+	# once it is gone the image is free again
+	run "$UBLK_FLASH" fsck --repair "$SCRATCH/f.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "nbdkit octant: of two nbdkit started together on one image exactly one exits 0 (20 pairs)" {
+	mkimg 1m
+	local r ra rb a b w p pid i
+	for r in $(seq 20); do
+		nbdkit -U "$SCRATCH/a.sock" -P "$SCRATCH/a.pid" "$PLUGIN" "$SCRATCH/f.img" 2>"$SCRATCH/a.err" & a=$!
+		nbdkit -U "$SCRATCH/b.sock" -P "$SCRATCH/b.pid" "$PLUGIN" "$SCRATCH/f.img" 2>"$SCRATCH/b.err" & b=$!
+		ra=0; wait $a || ra=$?
+		rb=0; wait $b || rb=$?
+		echo "round $r: exit $ra $rb"
+		# kill -9 whichever started (its pid file comes after the fork)
+		for w in "a $ra" "b $rb"; do
+			set -- $w
+			[ "$2" -eq 0 ] || continue
+			p=$SCRATCH/$1.pid
+			for i in $(seq 100); do [ -s "$p" ] && break; sleep 0.02; done
+			pid=$(cat "$p")
+			kill -9 "$pid"
+			# gone or a zombie (holding no lock): init may reap it late
+			for i in $(seq 250); do
+				[ "$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null || echo Z)" = Z ] && break
+				sleep 0.02
+			done
+			rm -f "$p"
+		done
+		rm -f "$SCRATCH"/?.sock
+		# exactly one started; the loser failed before it daemonized,
+		# on its own stderr
+		[ $((ra == 0)) -ne $((rb == 0)) ] || { cat "$SCRATCH"/?.err; false; }
+		grep -q "in use" "$SCRATCH/$([ "$ra" -eq 0 ] && echo b || echo a).err"
+	done
+	run "$UBLK_FLASH" fsck "$SCRATCH/f.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
 }
 
 @test "nbdkit octant: bad parameters get one clear line and touch nothing" {

@@ -21,7 +21,7 @@ sum() { md5sum "$1" | cut -d' ' -f1; }
 	[[ "$output" == *"alignment offset     3584 bytes"* ]]
 	[[ "$output" == *"logical size         64 MiB (67108864 bytes, 131072 sectors of 512)"* ]]
 	[[ "$output" == *"io_min               4 KiB"* ]]
-	[[ "$output" == *"medium layout        1.2 (OOB beside its page, erase stamps, delta checkpoints)"* ]]
+	[[ "$output" == *"medium layout        1.2 (OOB beside its page, erase stamps, delta checkpoints, flush summaries)"* ]]
 	run "$UBLK_FLASH" info "$IMG" --json
 	[ "$status" -eq 0 ]
 	[[ "$output" == *'"align":"odd"'* ]]
@@ -73,6 +73,23 @@ sum() { md5sum "$1" | cut -d' ' -f1; }
 	run "$UBLK_FLASH" create "$IMG" --size 8M
 	[ "$status" -eq 2 ]
 	[ ! -e "$IMG" ] || [ ! -s "$IMG" ]
+}
+
+@test "create: of two creates of one new image at once exactly one writes it (exit 0), the other exits 5; the image is whole (20 pairs)" {
+	local r a b ra rb
+	for r in $(seq 20); do
+		rm -f "$IMG"
+		"$UBLK_FLASH" create "$IMG" --size 64M --align odd 2>"$SCRATCH/a.err" & a=$!
+		"$UBLK_FLASH" create "$IMG" --size 64M --align 1m 2>"$SCRATCH/b.err" & b=$!
+		ra=0; wait $a || ra=$?
+		rb=0; wait $b || rb=$?
+		echo "round $r: exit $ra $rb"
+		[ $((ra == 0)) -ne $((rb == 0)) ] || { cat "$SCRATCH"/?.err; false; }
+		[ $((ra + rb)) -eq 5 ]
+		run "$UBLK_FLASH" fsck "$IMG"
+		echo "$output"
+		[ "$status" -eq 0 ]
+	done
 }
 
 @test "fsck: clean image exits 0, JSON is one object" {

@@ -88,6 +88,16 @@ static void normalize(uint8_t *img, uint64_t size, const struct ftl_geom *g)
 		memcpy(sb->uuid, FZ_UUID, 16);
 		sb->create_time = 0;
 	}
+	for (int c = 0; c < 2; c++) {   /* the flush marks name it too */
+		struct ftl_fmark *m = (struct ftl_fmark *)(img +
+			(c ? FTL_FMARK_OFF1 : FTL_FMARK_OFF0));
+
+		if (memcmp(m->magic, FTL_FMARK_MAGIC, 8))
+			continue;
+		memcpy(m->uuid, FZ_UUID, 16);
+		m->crc = 0;
+		m->crc = oct_crc32c(0, m, sizeof(*m));
+	}
 	for (uint32_t slot = 0; slot < FTL_CKPT_SLOTS; slot++) {
 		uint64_t p = (uint64_t)slot * g->slot_blocks * g->ppb;
 		struct ftl_ckpt_hdr *h =
@@ -268,9 +278,19 @@ void fz_fixup(uint8_t *img, uint64_t size, const struct ftl_geom *g,
 		}
 	}
 	if (fix & FZ_FIX_OOB)
-		for (uint64_t p = 0; p < total; p++)
-			if (page_oob(img, g, p)->magic == FTL_OOB_MAGIC)
-				fix_oob(page_oob(img, g, p));
+		for (uint64_t p = 0; p < total; p++) {
+			struct ftl_oob *o = page_oob(img, g, p);
+			struct ftl_oob_flush x;
+
+			if (o->magic != FTL_OOB_MAGIC)
+				continue;
+			fix_oob(o);
+			/* its flush record is seeded with that crc */
+			memcpy(&x, o + 1, sizeof(x));
+			if (g->oob >= FTL_OOB_FLUSH_MIN &&
+			    x.magic == FTL_OOB_FLUSH_MAGIC)
+				ftl_oob_set_flushed(g, o, p, x.flushed);
+		}
 	if (fix & FZ_FIX_SB)
 		for (int c = 0; c < 2; c++) {
 			struct oct_sb *sb = (struct oct_sb *)(img +

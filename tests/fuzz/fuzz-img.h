@@ -48,7 +48,8 @@ enum fz_region {
 
 #define FZ_FIX_SB    0x01u  /* superblock crc (both copies) */
 #define FZ_FIX_CKPT  0x02u  /* checkpoint header crc, payload crc, OOB */
-#define FZ_FIX_OOB   0x04u  /* OOB record crc of every page with the magic */
+#define FZ_FIX_OOB   0x04u  /* OOB record crc of every page with the magic
+                               (and its flush record, seeded with it) */
 #define FZ_FIX_DATA  0x08u  /* OOB data_crc follows the page's data */
 
 #define FZ_NBASES 6

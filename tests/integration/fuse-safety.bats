@@ -16,6 +16,8 @@ teardown() {
 	for d in "${UBLK_FLASH_RUN_DIR:-/nonexistent}"/img-*; do
 		[ -f "$d/pid" ] && kill -9 "$(cat "$d/pid")" 2>/dev/null || true
 	done
+	# a server whose registry entry a test removed
+	[ -z "${UNLISTED_PID:-}" ] || kill -9 "$UNLISTED_PID" 2>/dev/null || true
 	fuse_teardown
 }
 
@@ -145,7 +147,9 @@ stop_force_mounted() {
 	stop_force_mounted busy
 }
 
-@test "stop: a failed clean checkpoint (backing full) exits 3 with the reason; the next serve rolls forward" {
+# serve_full: serve $img, an image on a 40M tmpfs ($SCRATCH/t), write 8M
+# ($SCRATCH/data) and fill the tmpfs: the clean checkpoint cannot be written.
+serve_full() {
 	mkdir "$SCRATCH/t"
 	mount -t tmpfs -o size=40M tmpfs "$SCRATCH/t"
 	img=$SCRATCH/t/s.img
@@ -154,6 +158,19 @@ stop_force_mounted() {
 	head -c 8M /dev/urandom > "$SCRATCH/data"
 	dd if="$SCRATCH/data" of="$DEV" bs=1M oflag=direct conv=fsync status=none
 	dd if=/dev/zero of="$SCRATCH/t/fill" bs=1M status=none 2>/dev/null || true
+}
+
+# full_rolls_forward: after serve_full's server stopped without its clean
+# checkpoint, with room again the next serve rolls forward, data intact.
+full_rolls_forward() {
+	rm "$SCRATCH/t/fill"
+	fuse_serve "$img"
+	[ "$(fuse_stat_field "$DEV" last_mount | tr -d '"')" = roll-forward ]
+	cmp -n $((8 << 20)) "$SCRATCH/data" "$DEV"
+}
+
+@test "stop: a failed clean checkpoint (backing full) exits 3 with the reason; the next serve rolls forward" {
+	serve_full
 	run "$UBLK_FLASH" stop "$DEV"
 	echo "$output"
 	[ "$status" -eq 3 ]
@@ -161,10 +178,47 @@ stop_force_mounted() {
 	[[ "$output" == *"clean checkpoint: No space left on device"* ]]
 	[[ "$output" == *"rolls forward"* ]]
 	[ -z "$(ls "$UBLK_FLASH_RUN_DIR"/img-*/pid 2>/dev/null)" ]
-	rm "$SCRATCH/t/fill"
+	full_rolls_forward
+	"$UBLK_FLASH" stop "$DEV"
+	umount "$SCRATCH/t"
+}
+
+# no_ctl IMG: the server of IMG can no longer be asked over its control
+# socket (a file bind-mounted over ctl.sock: connect is refused, and the
+# server cannot bind it again); undo with ctl_back.
+no_ctl() {
+	CTL=$(entry_dir "$1")/ctl.sock
+	: > "$SCRATCH/notsock"
+	mount --bind "$SCRATCH/notsock" "$CTL"
+}
+ctl_back() {
+	umount "$CTL"
+	rm -rf "${CTL%/ctl.sock}"
+}
+
+@test "stop: a server that does not answer on its control socket gets SIGTERM; exit 0 only if its clean checkpoint is on the image" {
+	serve_full
+	pid=$(fuse_pid "$img")
+	no_ctl "$img"
+	run "$UBLK_FLASH" stop "$img"
+	echo "$output"
+	[ "$status" -eq 3 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"stopped with SIGTERM"* ]]
+	[[ "$output" == *"clean checkpoint is not on the image"* ]]
+	refute fuse_running "$pid"
+	ctl_back
+	full_rolls_forward
+	# with room for it: exit 0, and the checkpoint is there
+	pid=$(fuse_pid "$img")
+	no_ctl "$img"
+	run "$UBLK_FLASH" stop "$img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	refute fuse_running "$pid"
+	ctl_back
 	fuse_serve "$img"
-	[ "$(fuse_stat_field "$DEV" last_mount | tr -d '"')" = roll-forward ]
-	cmp -n $((8 << 20)) "$SCRATCH/data" "$DEV"
+	[ "$(fuse_stat_field "$DEV" last_mount | tr -d '"')" = clean ]
 	"$UBLK_FLASH" stop "$DEV"
 	umount "$SCRATCH/t"
 }
@@ -177,6 +231,30 @@ entry_dir() {
 			echo "${d%/}" && return 0
 	done
 	return 1
+}
+
+@test "stop: no SIGTERM to a pid the entry names unless that process holds the entry (a stale pid file, the socket not answering)" {
+	fuse_create a 64M 1m
+	img=$SCRATCH/a.img
+	fuse_serve "$img"
+	pid=$(fuse_pid "$img")
+	d=$(entry_dir "$img")
+	sleep 600 &
+	other=$!
+	echo "$other" > "$d/pid"
+	no_ctl "$img"
+	run "$UBLK_FLASH" stop --timeout 5 "$img"
+	echo "$output"
+	[ "$status" -eq 3 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"nothing signalled"* ]]
+	kill -0 "$other"
+	fuse_running "$pid"
+	umount "$CTL"
+	echo "$pid" > "$d/pid"
+	"$UBLK_FLASH" stop "$img"
+	refute fuse_running "$pid"
+	kill "$other"
 }
 
 @test "stop DEV: a reused loop number is refused, never acted on; the server now on it is the one stopped" {
@@ -256,4 +334,88 @@ entry_dir() {
 	[ "$(losetup -l -n -O BACK-FILE | grep -c "$UBLK_FLASH_RUN_DIR")" -eq 1 ]
 	"$UBLK_FLASH" stop "$DEV"
 	[ "$(ls -A "$UBLK_FLASH_RUN_DIR")" = "$(basename "$dira").log" ]
+}
+
+# rm_run: remove the run folder as an admin would (rm -rf); the FUSE
+# mountpoint of a live server cannot go (busy), the rest does.
+rm_run() {
+	rm -rf "$UBLK_FLASH_RUN_DIR" 2>/dev/null || true
+	[ ! -e "$UBLK_FLASH_RUN_DIR" ] || [ -z "$(find "$UBLK_FLASH_RUN_DIR" -name pid -o -name lock)" ]
+}
+
+@test "rm -rf of the run folder under a live server: serve of its image exits 5 and touches nothing of it (ext4 mounted)" {
+	fuse_requires_fs ext4
+	fuse_create a 64M 1m
+	img=$SCRATCH/a.img
+	fuse_serve "$img"
+	dev=$DEV
+	pid=$(fuse_pid "$img")
+	UNLISTED_PID=$pid
+	back=$(losetup -n -O BACK-FILE "$dev")
+	fuse_mkfs ext4 "$dev"
+	mount "$dev" "$SCRATCH/m"
+	head -c 1M /dev/urandom > "$SCRATCH/m/f1"
+	sync
+	rm_run
+	run "$UBLK_FLASH" serve "$img" --frontend fuse
+	echo "$output"
+	[ "$status" -eq 5 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"already served on $dev (pid $pid)"* ]]
+	# nothing of the live server was touched: its loop is bound to its
+	# FUSE file, the FUSE mount is there, ext4 writes and syncs
+	[ "$(losetup -n -O BACK-FILE "$dev")" = "$back" ]
+	grep -q " ${back%/*} " /proc/self/mountinfo
+	fuse_running "$pid"
+	head -c 1M /dev/urandom > "$SCRATCH/m/f2"
+	sync -f "$SCRATCH/m/f2"
+	sums=$(sha256sum "$SCRATCH"/m/f?)
+	# nor by the sweep of another image's serve
+	fuse_create b 64M 1m
+	fuse_serve "$SCRATCH/b.img"
+	"$UBLK_FLASH" stop "$DEV"
+	[ "$(losetup -n -O BACK-FILE "$dev")" = "$back" ]
+	umount "$SCRATCH/m"
+	run e2fsck -fn "$dev"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	"$UBLK_FLASH" stop "$img"
+	refute fuse_running "$pid"
+	UNLISTED_PID=
+	fuse_serve "$img"
+	mount "$DEV" "$SCRATCH/m"
+	[ "$(sha256sum "$SCRATCH"/m/f?)" = "$sums" ]
+	umount "$SCRATCH/m"
+	"$UBLK_FLASH" stop "$img"
+}
+
+@test "rm -rf of the run folder under a live server: it writes its entry again; list, stats and stop find it at once" {
+	fuse_create a 64M 1m
+	img=$SCRATCH/a.img
+	fuse_serve "$img"
+	dev=$DEV
+	pid=$(fuse_pid "$img")
+	UNLISTED_PID=$pid
+	sleep 2          # an uptime to keep
+	rm_run
+	run "$UBLK_FLASH" list -n -r -o DEVICE,PID,STATE,UPTIME
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "$dev $pid running "* ]]
+	[ "$("$UBLK_FLASH" list -J -o UPTIME | tr -dc 0-9)" -ge 2 ]
+	rm_run
+	run "$UBLK_FLASH" stats "$dev" --json
+	[ "$status" -eq 0 ]
+	[[ "$output" == *'"host_write_sectors"'* ]]
+	rm_run
+	run "$UBLK_FLASH" stop "$img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	refute fuse_running "$pid"
+	UNLISTED_PID=
+	refute grep -q "$UBLK_FLASH_RUN_DIR" /proc/self/mountinfo
+	# it wrote its clean checkpoint
+	fuse_serve "$img"
+	[ "$(fuse_stat_field "$DEV" last_mount | tr -d '"')" = clean ]
+	"$UBLK_FLASH" stop "$img"
 }

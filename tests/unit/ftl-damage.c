@@ -1,18 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Media damage after a crash: a random workload of whole-page writes and
- * flushes, a crash, then one bit of one data page flipped.  A page written
- * after the last checkpoint and at or below the newest flush the log
- * recorded (the OOB flush records) was flushed: its logical page must read
- * EIO (never an older version) and fsck must report it (exit 4), --repair
- * must leave a clean image.  A page older than the checkpoint: fsck must
- * report it.  A third of the flips hit the page's OOB record instead: its
- * logical page is then unknown, fsck must report it when the records
- * around it bracket it in the flushed range (before the next mount: its
- * checkpoint covers the loss).  (Damage to a page written after the last recorded flush
- * reads as a torn write: the workload records its last flush by one more
- * write, see docs/image-format.md.)  Every other logical page reads its newest value.  A fresh
- * seed per run (OCTANT_SEED replays); 150 trials, 1,500 with OCTANT_LONG=1.
+ * flushes ending with a flush, a crash (nothing programmed after that
+ * flush), then one bit of one mapped page flipped: in its data, or (a
+ * third of the flips) in its OOB record.  Whatever the page -- older than
+ * the last checkpoint (the checkpoint's map names it), or written since
+ * (the flush summaries list it, ftl_fsum.c) -- its logical page must read
+ * EIO (never an older version, never zeroes), fsck must report it (exit
+ * 4) and --repair must leave a clean image; every other logical page
+ * reads its newest value.  (Before flush summaries the workload had to
+ * record its last flush with one more write, and damage to an OOB record
+ * was found only when the records around it bracketed it.)  A fresh seed
+ * per run (OCTANT_SEED replays); 150 trials, 1,500 with OCTANT_LONG=1.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -55,7 +54,7 @@ static uint64_t image_flushed(const uint8_t *m, const struct ftl_geom *g)
 
 		if (!ftl_oob_ok((const struct ftl_oob *)oob))
 			continue;
-		fl = ftl_oob_flushed(oob, g->oob);
+		fl = ftl_oob_flushed(g, oob, p);
 		if (fl > best)
 			best = fl;
 	}
@@ -75,7 +74,7 @@ static void trial(int n)
 	struct ftl *f = NULL;
 	uint32_t id = 1, victim = 0, ppn;
 	int fd, rc, ops = 20 + (int)(rnd() % 300);
-	bool flushed_damage, in_oob = rnd() % 3 == 0, oob_known = false;
+	bool in_oob = rnd() % 3 == 0;
 
 	memset(cur, 0, sizeof(cur));
 	if (!m || nand_backing_mem(isz, false, &b) || ftl_create_backing(b, &c) ||
@@ -94,12 +93,7 @@ static void trial(int n)
 		if (rnd() % 8 == 0)
 			T_CHECK(ftl_flush(f) == 0, "flush");
 	}
-	/* the log records a flush in the next page programmed: one more
-	 * write (logical page 0, never the victim) records the last flush */
-	T_CHECK(ftl_flush(f) == 0, "flush");
-	fill(w, 0, id);
-	T_CHECK(ftl_write(f, w, 0, 4096, 0) == 0 && ftl_flush(f) == 0, "write");
-	cur[0] = id++;
+	T_CHECK(ftl_flush(f) == 0, "flush");  /* the last program: none after */
 	/* the victim: a mapped page, newer than the checkpoint 3 times in 4 */
 	ckpt_seq = f->ckpt_seq;
 	for (int tries = 0; tries < 1000; tries++) {
@@ -120,36 +114,22 @@ static void trial(int n)
 	fl = image_flushed(m, &g);
 	if (fl < ckpt_seq)
 		fl = ckpt_seq;
-	flushed_damage = seq > ckpt_seq && seq <= fl;
-	if (in_oob) {
-		/* its OOB record: the page is lost, which logical page it held
-		 * is not known; recovery can tell when the records around it
-		 * (same erase cycle) bracket it inside the flushed range */
-		const struct ftl_oob *a = (const void *)(m + ftl_oob_off(&g, ppn - 1));
-		const struct ftl_oob *z = (const void *)(m + ftl_oob_off(&g, ppn + 1));
-
-		oob_known = flushed_damage && ppn % g.ppb &&
-			    ppn % g.ppb < g.ppb - 1 && ftl_oob_ok(a) &&
-			    ftl_oob_ok(z) && a->kind == FTL_OOB_DATA &&
-			    z->kind == FTL_OOB_DATA && a->ec == z->ec &&
-			    a->seq > ckpt_seq && z->seq <= fl;
+	if (in_oob)
 		m[ftl_oob_off(&g, ppn) + rnd() % 32] ^=
 			(uint8_t)(1u << (rnd() % 8));
-	} else {
+	else
 		m[ftl_page_off(&g, ppn) + rnd() % g.ps] ^=
 			(uint8_t)(1u << (rnd() % 8));
-	}
 	fd = open(img, O_CREAT | O_TRUNC | O_WRONLY, 0644);
 	T_CHECK(fd >= 0 && write(fd, m, isz) == (ssize_t)isz, "store");
 	close(fd);
 	free(m);
 
 	rc = ftl_fsck(img, false, null, false);
-	T_CHECK(rc == 4 || (in_oob && !oob_known), "trial %d: page %u (lpn %u, "
-		"seq %llu, checkpoint %llu, flushed %llu) damaged (%s): fsck %d",
-		n, ppn, victim, (unsigned long long)seq,
-		(unsigned long long)ckpt_seq, (unsigned long long)fl,
-		in_oob ? "OOB" : "data", rc);
+	T_CHECK(rc == 4, "trial %d: page %u (lpn %u, seq %llu, checkpoint "
+		"%llu, flushed %llu) damaged (%s): fsck %d", n, ppn, victim,
+		(unsigned long long)seq, (unsigned long long)ckpt_seq,
+		(unsigned long long)fl, in_oob ? "OOB" : "data", rc);
 	nfsck[in_oob] += rc == 4;
 	if (ftl_open(img, NULL, &f)) {
 		T_CHECK(0, "trial %d: open", n);
@@ -160,16 +140,17 @@ static void trial(int n)
 		fill(w, l, cur[l]);
 		if (!cur[l])
 			memset(w, 0, sizeof(w));
-		if (l == victim && flushed_damage && !in_oob) {
-			T_CHECK(rc == -EIO, "trial %d: damaged flushed lpn %u "
-				"(seq %llu, flushed %llu) reads %d%s", n, l,
-				(unsigned long long)seq, (unsigned long long)fl,
-				rc, rc ? "" : " and data");
+		if (l == victim) {
+			T_CHECK(rc == -EIO, "trial %d: damaged lpn %u (%s, seq "
+				"%llu, checkpoint %llu, flushed %llu) reads %d%s",
+				n, l, in_oob ? "OOB" : "data",
+				(unsigned long long)seq,
+				(unsigned long long)ckpt_seq,
+				(unsigned long long)fl, rc, rc ? "" :
+				memcmp(r, w, sizeof(w)) ? " (older data)" :
+				" (its data)");
 			continue;
 		}
-		if (l == victim)
-			continue;       /* older than the checkpoint: no ECC yet;
-			                   OOB damaged: which page is unknown */
 		if (rc || memcmp(r, w, sizeof(w))) {
 			T_CHECK(0, "trial %d: lpn %u reads %d / wrong data", n,
 				l, rc);
@@ -178,8 +159,7 @@ static void trial(int n)
 	}
 	T_CHECK(ftl_close(f) == 0, "close");
 	rc = ftl_fsck(img, true, null, false);
-	/* (an OOB loss is reported until a mount's checkpoint covers it) */
-	T_CHECK(rc == 1 || (in_oob && rc == 0), "trial %d: repair %d", n, rc);
+	T_CHECK(rc == 1, "trial %d: repair %d", n, rc);
 	rc = ftl_fsck(img, false, null, false);
 	T_CHECK(rc == 0, "trial %d: after repair %d", n, rc);
 }

@@ -157,6 +157,66 @@ static void old_ckpt(void)
 }
 
 /*
+ * Issue 28 item 8 (repro erase-count-overflow): one OOB record's erase
+ * count forged to 0xffffffff, its crc recomputed.  3c48226 took it as the
+ * block's count: stats died with SIGFPE (the histogram's span wrapped to
+ * 0), writes failed with EOVERFLOW at that block's erase, fsck said clean.
+ * The record does not check out now: fsck reports it, stats run, writes
+ * over the whole device twice succeed, --repair ends clean.
+ */
+static void erase_count_overflow(void)
+{
+	struct ftl_stats st;
+	struct ftl *f = NULL;
+	int r;
+
+	unpack("erase-count-overflow");
+	T_EQ_U64(fsck(false), 4, "erase count: fsck reports the record");
+	T_CHECK(ftl_open(img, NULL, &f) == 0, "erase count: open");
+	if (!f)
+		return;
+	ftl_stats_get(f, &st);
+	T_CHECK(st.erase_max <= NAND_EC_MAX, "erase count: max %u", st.erase_max);
+	write_some(f, 8192, "erase count");
+	check_stats(f, "erase count");
+	T_CHECK(ftl_close(f) == 0, "erase count: close");
+	r = fsck(true);
+	T_CHECK(r == 0 || r == 1, "erase count: fsck --repair: %d", r);
+	T_EQ_U64(fsck(false), 0, "erase count: fsck after repair");
+}
+
+/*
+ * Issue 28 item 2: an image 3c48226 turned read-only when the tmpfs under
+ * it was full (repro backing-faults/enospc-readonly; 2 factory bad
+ * blocks, the spares absorb 9).  The flag is kept (EROFS) until fsck
+ * --repair, which reports it (exit 4) and clears it (exit 1); then the
+ * image takes writes.
+ */
+static void enospc_readonly(void)
+{
+	static uint8_t buf[4096];
+	struct ftl *f = NULL;
+
+	unpack("enospc-readonly");
+	T_CHECK(ftl_open(img, NULL, &f) == 0, "enospc-readonly: open");
+	if (!f)
+		return;
+	T_EQ_U64(ftl_write(f, buf, 0, sizeof(buf), 0), -EROFS,
+		 "enospc-readonly: the flag is kept until repaired");
+	T_CHECK(ftl_close(f) == 0, "enospc-readonly: close");
+	T_EQ_U64(fsck(false), 4, "enospc-readonly: fsck reports the flag");
+	T_EQ_U64(fsck(true), 1, "enospc-readonly: fsck --repair clears it");
+	T_EQ_U64(fsck(false), 0, "enospc-readonly: fsck after repair");
+	T_CHECK(ftl_open(img, NULL, &f) == 0, "enospc-readonly: reopen");
+	if (!f)
+		return;
+	write_some(f, 512, "enospc-readonly");
+	check_stats(f, "enospc-readonly");
+	T_CHECK(ftl_close(f) == 0, "enospc-readonly: close");
+	T_EQ_U64(fsck(false), 0, "enospc-readonly: fsck after writes");
+}
+
+/*
  * Oracle images (tests/fuzz/found, image seeds 1017/3, 1028/3, 1013/4):
  * an older checkpoint slot damaged on a clean image (repair rewrote too
  * few slots: "1 damaged checkpoint" stayed, exit 4); one bit of an
@@ -396,6 +456,8 @@ int main(void)
 	oracle_repair("oracle-1115-6");
 	flushed_damage();
 	old_slot_damaged();
+	erase_count_overflow();
+	enospc_readonly();
 	unlink(img);
 	return t_result();
 }

@@ -305,9 +305,23 @@ struct gcut {
 	bool cut;
 };
 
+/* Is the page just below GC write position @gpos a flush summary (a
+ * flush's proof, revision 3: it goes into the GC stream too)? */
+static bool gc_wrote_summary(const struct gcut *c, uint64_t gpos)
+{
+	const uint8_t *img = nand_mem_bytes(c->b, NULL);
+	const struct ftl_oob *o;
+
+	if (!gpos || gpos % c->f->g.ppb == 0)
+		return false;
+	o = (const struct ftl_oob *)(img + ftl_oob_off(&c->f->g, gpos - 1));
+	return ftl_oob_ok(o) && o->kind == FTL_OOB_FSUM;
+}
+
 /* After each medium write (f->lock held, by this thread): a write that
- * moved the GC stream's write pointer programmed copies; at the k-th,
- * take the image a power cut leaves. */
+ * moved the GC stream's write pointer programmed copies (or, by one page,
+ * a flush summary: not a copy, not counted); at the k-th, take the image
+ * a power cut leaves. */
 static void gc_fire(void *ctx)
 {
 	struct gcut *c = ctx;
@@ -316,7 +330,9 @@ static void gc_fire(void *ctx)
 	struct nand_counters nc;
 
 	nand_counters_get(ftl_test_nand(c->f), &nc);
-	if (gpos != c->gpos && !c->cut && ++c->n == c->k) {
+	if (gpos != c->gpos && !c->cut &&
+	    !(gpos == c->gpos + 1 && gc_wrote_summary(c, gpos)) &&
+	    ++c->n == c->k) {
 		nand_mem_crash_image(c->b, c->seed, true, c->img);
 		c->run_pages = (uint32_t)(nc.programs - c->programs);
 		c->cut = true;

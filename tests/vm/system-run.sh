@@ -7,7 +7,7 @@
 # poweroff.
 # usage: tests/vm/system-run.sh [--kernel K] [--timeout SECS] [--mem MB] [--boots N] DEBDIR [ARGS...]
 #   --kernel K     6.12 (default, or $OCTANT_VM_SYSTEM_KERNEL), or another vm-lib.sh kernel
-#                  whose package has ublk_drv (7.3 where vm-lib.sh knows it)
+#                  whose package has ublk_drv in tree (7.3)
 #   --timeout SECS kill qemu after SECS, all boots together (default 600) and exit 124
 #   --boots N      at most N boots (default 2): a guest asking for one more is stopped, exit
 #                  125 (as is a guest that stops without "OCTANT-EXIT" or "OCTANT-REBOOT": a

@@ -2,7 +2,7 @@
 # The system guest in the `vm` tier (tests/runner vm picks up tests/vm/*-tap.sh): octant as a
 # Debian 12 administrator meets it.  `make deb` (mk/deb.sh: dpkg-buildpackage -us -uc -b of
 # the tree as from a clean clone, then lintian) and, per kernel of OCTANT_VM_SYSTEM_KERNELS
-# (default 6.12; 7.3 where vm-lib.sh has it), one system guest (system-run.sh): a Debian 12
+# (default 6.12; "6.12 7.3" adds 7.3), one system guest (system-run.sh): a Debian 12
 # root with systemd as PID 1 where the .debs are installed with apt, the service, the udev
 # rule, an fstab mount, a reboot, kill -9, stop, remove and purge are tried
 # (system/cases.sh).  TAP, every case named with its kernel:

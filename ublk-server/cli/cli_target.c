@@ -70,8 +70,24 @@ static int cli_find_dm_entry(const char *mapper, struct serve_entry *e)
 	return err;
 }
 
+static int cli_find_once(const char *arg, struct serve_entry *e, bool *blk,
+			 char *path, size_t len);
+
 int cli_find(const char *arg, struct serve_entry *e, bool *blk, char *path,
 	     size_t len)
+{
+	int err = cli_find_once(arg, e, blk, path, len);
+
+	/* Its entry removed under a live server (rm -rf of the run folder)?
+	 * The server writes it again within a second: look once more. */
+	if (err == -ENOENT && serve_entry_orphan(NULL, 0) > 0 &&
+	    serve_entry_wait_orphans(3000) == 0)
+		err = cli_find_once(arg, e, blk, path, len);
+	return err;
+}
+
+static int cli_find_once(const char *arg, struct serve_entry *e, bool *blk,
+			 char *path, size_t len)
 {
 	char mapper[PATH_MAX], parent[PATH_MAX];
 	struct stat st;

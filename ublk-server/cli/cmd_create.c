@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* ublk-flash create IMG --size SIZE --align odd|1m [geometry options]. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -13,6 +15,7 @@
 #include "commands.h"
 #include "ftl.h"
 #include "ftl-format.h"
+#include "nand.h"
 #include "oct-parse.h"
 #include "serve.h"
 
@@ -43,6 +46,24 @@ static void usage(FILE *out)
 }
 
 /* The geometry options, each against the engine's limits (ftl_geom.c). */
+/* @path does not exist: make it (empty, O_EXCL) and lock it, the fd; else
+ * (it exists, an NBD URI, or another create locked it first) -1. */
+static int create_new_locked(const char *path)
+{
+	int fd;
+
+	if (nand_backing_is_uri(path))
+		return -1;
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);          /* another create locked it first */
+		return -1;
+	}
+	return fd;
+}
+
 static int check_geometry(const struct ftl_create_opts *o,
 			  const char *const arg[3])
 {
@@ -235,14 +256,24 @@ int cmd_create(int argc, char **argv)
 			(unsigned long long)o.bad_block_seed);
 	}
 	/* The engine's image lock, held while the image is rewritten: a
-	 * served image is refused, and no server can open it meanwhile. */
-	int lock_fd;
-	r = cli_image_lock("create", argv[optind],
-			   "stop it first (--force does not override this)",
-			   &lock_fd);
-	if (r)
-		return r;
+	 * served image is refused, and no server can open it meanwhile.  A
+	 * new file is made here (O_EXCL) and locked before it is written, so
+	 * of two creates of one new path exactly one writes it; the other
+	 * finds it locked or holding an image (exit 5). */
+	bool made = false;
+	int lock_fd = create_new_locked(argv[optind]);
+
+	made = lock_fd >= 0;
+	if (!made) {
+		r = cli_image_lock("create", argv[optind],
+				   "stop it first (--force does not override "
+				   "this)", &lock_fd);
+		if (r)
+			return r;
+	}
 	r = ftl_create(argv[optind], &o);
+	if (r && made)
+		unlink(argv[optind]);   /* ours, and not an image */
 	if (lock_fd >= 0)
 		close(lock_fd);
 	if (r == -ENOSPC && o.bad_block_rate > 0) {

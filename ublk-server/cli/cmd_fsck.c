@@ -2,6 +2,7 @@
 /* ublk-flash fsck IMG [--json] [--repair]: check (and fix) an image. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -74,5 +75,14 @@ int cmd_fsck(int argc, char **argv)
 	r = ftl_fsck(argv[optind], repair, stdout, json);
 	if (r >= 0)
 		return r == 4 ? EXIT_CORRUPT : r;
+	if (r == -EBUSY && repair) {
+		/* served since the check began: the repair wrote nothing */
+		char who[PATH_MAX + 64];
+
+		serve_image_holder(argv[optind], who, sizeof(who));
+		fprintf(stderr, "ublk-flash: fsck: %s is %s; stop it before "
+			"--repair (nothing was repaired)\n", argv[optind], who);
+		return EXIT_BUSY;
+	}
 	return cli_image_fail("fsck", argv[optind], r);
 }

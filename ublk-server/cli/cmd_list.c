@@ -231,6 +231,22 @@ static int list_table(const struct list_row *rows, int nrows, const int *sel,
 	return err;
 }
 
+/* A server whose entry was removed under it writes it again within a
+ * second: wait for that (a few seconds at most), else say it is missing. */
+static void list_wait_unlisted(void)
+{
+	char dir[PATH_MAX];
+	pid_t pid;
+
+	if (serve_entry_wait_orphans(3000) == 0)
+		return;
+	pid = serve_entry_orphan(dir, sizeof(dir));
+	if (pid > 0)
+		fprintf(stderr, "ublk-flash: list: pid %d serves an image whose "
+			"run registry entry %s was removed and is not back yet: "
+			"not listed\n", (int)pid, dir);
+}
+
 static void list_help(void)
 {
 	printf("Usage: ublk-flash list [--json] [-o COLS] [-n] [-r]\n"
@@ -294,6 +310,7 @@ int cmd_list(int argc, char **argv)
 		for (c = 0; c < C_NCOLS; c++)
 			if (list_cols[c].dflt)
 				sel[ncol++] = c;
+	list_wait_unlisted();
 	n = serve_entry_list(&e, &unreadable);
 	if (n < 0)
 		return cli_fail("list: the run registry", n);

@@ -74,7 +74,12 @@ static int stop_dead(const struct serve_entry *e, const char *arg, bool force)
 			return EXIT_IO;
 		}
 	}
-	serve_entry_cleanup(e->dir);
+	if (serve_entry_cleanup(e->dir) < 0) {
+		fprintf(stderr, "ublk-flash: stop: %s: its server is not proven "
+			"gone (a live server holds its entry); touched nothing\n",
+			arg);
+		return EXIT_IO;
+	}
 	serve_entry_remove(e->dir, false);
 	if (!err)
 		fprintf(stderr, "ublk-flash: stop: the server of %s had died; "
@@ -85,6 +90,38 @@ static int stop_dead(const struct serve_entry *e, const char *arg, bool force)
 		fprintf(stderr, "ublk-flash: stop: the server of %s had died; "
 			"cleaned up what it left\n", arg);
 	return 0;
+}
+
+/*
+ * The server of @e exited without saying how its stop went: it did not
+ * answer on its control socket and was sent SIGTERM (@signalled), or the
+ * connection ended before its answer.  Whether it wrote its clean
+ * checkpoint is then read from the image: exit 0 only when it is there.
+ */
+static int stop_unreported(const struct serve_entry *e, bool signalled)
+{
+	char who[PATH_MAX + 64];
+	const char *how = signalled ? "did not answer on its control socket "
+		"and was stopped with SIGTERM" : "exited without reporting";
+	int err = serve_image_closed_clean(e);
+
+	if (!err)
+		return 0;
+	if (err == -EUCLEAN) {
+		fprintf(stderr, "ublk-flash: stop: the server of %s (pid %d) %s; "
+			"its clean checkpoint is not on the image: the next serve "
+			"rolls forward as after a crash\n", e->image, (int)e->pid,
+			how);
+		return EXIT_IO;
+	}
+	if (err == -EBUSY)
+		serve_image_holder(e->image, who, sizeof(who));
+	else
+		snprintf(who, sizeof(who), "unreadable: %s", strerror(-err));
+	fprintf(stderr, "ublk-flash: stop: the server of %s (pid %d) %s; cannot "
+		"tell whether it wrote its clean checkpoint (the image is %s)\n",
+		e->image, (int)e->pid, how, who);
+	return EXIT_IO;
 }
 
 int cmd_stop(int argc, char **argv)
@@ -128,10 +165,15 @@ int cmd_stop(int argc, char **argv)
 			       "too once it proves to be the one its entry recorded (its\n"
 			       "image's tag and pid), else its entry is kept (exit 3;\n"
 			       "in use: 5 unless --force, which cuts it off).\n"
-			       "Exit: 0 stopped with a clean checkpoint (or a dead\n"
+			       "A server that does not answer on its control socket is\n"
+			       "sent SIGTERM; whether it wrote its clean checkpoint is\n"
+			       "then read from the image once it has exited.\n"
+			       "Exit: 0 stopped with a clean checkpoint (the server said\n"
+			       "so, or after SIGTERM the image shows it; or a dead\n"
 			       "server's leftovers cleaned); 2 usage; 3 not served, did\n"
-			       "not stop, could not close the image cleanly, or a dead\n"
-			       "server's device that could not be removed; 5 busy.\n");
+			       "not stop, could not close the image cleanly (its clean\n"
+			       "checkpoint is not on the image, or it cannot be told), or\n"
+			       "a dead server's device that could not be removed; 5 busy.\n");
 			return 0;
 		default:
 			return cli_bad_option("stop", c, argv);
@@ -165,13 +207,28 @@ int cmd_stop(int argc, char **argv)
 		return cli_fail(what, err);
 	}
 	if (!e.live) {
-		/* The server died: clean what it left, under its lock. */
+		/* The server died: clean what it left, under its lock, once
+		 * that is proven (a free lock at the path is not enough: the
+		 * folder may have been removed under a live server, which then
+		 * holds the removed lock file and writes its entry again). */
 		int fd;
+		pid_t owner;
 		if (serve_entry_lock(e.dir, &fd) == 0) {
-			int code = stop_dead(&e, arg, force);
+			err = serve_entry_dead(e.dir, &owner);
+			if (!err) {
+				int code = stop_dead(&e, arg, force);
 
-			close(fd);
-			return code;
+				close(fd);
+				return code;
+			}
+			close(fd);     /* it is live: let it take its lock back */
+			if (err != -EBUSY) {
+				fprintf(stderr, "ublk-flash: stop: %s: cannot tell "
+					"whether its server is gone (/proc: %s); "
+					"touched nothing\n", arg, strerror(-err));
+				return EXIT_IO;
+			}
+			serve_entry_wait_orphans(3000);
 		}
 		if (serve_entry_load(e.dir, &e) < 0 || !e.live) {
 			fprintf(stderr, "ublk-flash: stop: %s is not served\n", arg);
@@ -207,17 +264,27 @@ int cmd_stop(int argc, char **argv)
 				"anyway\n", top);
 	}
 	char why[256];
-	err = serve_stop_server(&e, timeout * 1000, force, why, sizeof(why));
+	bool signalled;
+	err = serve_stop_server(&e, timeout * 1000, force, why, sizeof(why),
+				&signalled);
 	if (err == -ETIMEDOUT) {
 		fprintf(stderr, "ublk-flash: stop: the server (pid %d) did not exit "
 			"within %u s\n", (int)e.pid, timeout);
 		return EXIT_IO;
 	}
-	if (err == -EIO || err == -EPIPE) {
+	if (err == -EPIPE)
+		return stop_unreported(&e, signalled);
+	if (err == -ESRCH) {
+		fprintf(stderr, "ublk-flash: stop: the server of %s does not answer "
+			"on its control socket, and pid %d that its entry names "
+			"is not the process holding the entry: nothing signalled\n",
+			e.image, (int)e.pid);
+		return EXIT_IO;
+	}
+	if (err == -EIO) {
 		fprintf(stderr, "ublk-flash: stop: the server of %s stopped but "
 			"could not close the image cleanly (%s); the next serve "
-			"rolls forward as after a crash\n", e.image,
-			err == -EIO ? why : "it exited without reporting");
+			"rolls forward as after a crash\n", e.image, why);
 		return EXIT_IO;
 	}
 	if (err)

@@ -2,6 +2,7 @@
 /* Loop devices over the FUSE disk file (LOOP_CONFIGURE, direct I/O). */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <linux/loop.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,6 +43,7 @@ static int loop_configure(int fd, int backing_fd, const char *name, bool dio,
 			  bool ro)
 {
 	struct loop_config cfg;
+	int rw = 0;
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.fd = (unsigned)backing_fd;
 	cfg.block_size = 512;
@@ -49,7 +51,14 @@ static int loop_configure(int fd, int backing_fd, const char *name, bool dio,
 			    (ro ? LO_FLAGS_READ_ONLY : 0);
 	snprintf((char *)cfg.info.lo_file_name, sizeof(cfg.info.lo_file_name),
 		 "%s", name ? name : "ublk-flash");
-	return ioctl(fd, LOOP_CONFIGURE, &cfg) < 0 ? -errno : 0;
+	if (ioctl(fd, LOOP_CONFIGURE, &cfg) < 0)
+		return -errno;
+	/* a read-only policy (BLKROSET) outlives a binding: one a killed
+	 * server (or anyone) left must not make this device read-only */
+	if (!ro && ioctl(fd, BLKROSET, &rw) < 0)
+		fprintf(stderr, "ublk-flash: warning: BLKROSET 0: %s\n",
+			strerror(errno));
+	return 0;
 }
 
 int loop_attach(struct loop_dev *ld, int backing_fd, const char *name,
@@ -200,7 +209,7 @@ int loop_detach_if_backed_by(const char *path, const char *backing)
 {
 	struct loop_info64 li;
 	char buf[4096];
-	int number, fd, err;
+	int number, fd, err, rw = 0;
 
 	if (sscanf(path, "/dev/loop%d", &number) != 1)
 		return -ENOENT;
@@ -218,6 +227,13 @@ int loop_detach_if_backed_by(const char *path, const char *backing)
 		close(fd);
 		return -ENOENT;
 	}
+	/* a read-only policy (BLKROSET) its server set (the engine worn out:
+	 * serve/rowatch.c) outlives the binding: taken back here, for a
+	 * server killed before its stop could, so that the next user of the
+	 * number (losetup, any tool) does not inherit it */
+	if (ioctl(fd, BLKROSET, &rw) < 0)
+		fprintf(stderr, "ublk-flash: warning: %s: BLKROSET 0: %s\n",
+			path, strerror(errno));
 	err = ioctl(fd, LOOP_CLR_FD, 0) < 0 ? -errno : 0;
 	close(fd);
 	if (err == -ENXIO)

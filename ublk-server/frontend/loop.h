@@ -42,7 +42,8 @@ int loop_backing(const char *path, dev_t *dev, ino_t *ino, char *file,
 
 /* Detach loop device @path if (and only if) its backing file is
  * @backing (a path as /sys/block/loopN/loop/backing_file shows it; one
- * ending in '/': any file directly in that folder).
+ * ending in '/': any file directly in that folder), and take back a
+ * read-only policy (BLKROSET) set on it.
  * 0 detached, -ENOENT not a loop device or not backed by @backing. */
 int loop_detach_if_backed_by(const char *path, const char *backing);
 

@@ -30,11 +30,14 @@
 #define UBLK_IOC_RW(nr) _IOWR('u', nr, struct ublksrv_ctrl_cmd)
 #define UBLK_IOC_IO(nr) _IOWR('u', nr, struct ublksrv_io_cmd)
 
-/* Flags Linux 6.1 knows (UBLK_F_ALL there), assumed when GET_FEATURES is
- * missing. */
-#define UBLK_FEATURES_6_1 (UBLK_F_SUPPORT_ZERO_COPY | \
-	UBLK_F_URING_CMD_COMP_IN_TASK | UBLK_F_NEED_GET_DATA | \
-	UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE)
+/* The kernel whose uapi header the build used (ublk-server/module.mk). */
+#ifndef OCTANT_UBLK_UAPI
+#define OCTANT_UBLK_UAPI "unknown"
+#endif
+
+/* Every feature flag, the kernel that brought it and whether ADD_DEV asks
+ * for it: one table (ublk-features.h). */
+#include "ublk-features.h"
 
 /* dev_info.ublksrv_flags ("for ublksrv internal use"): our tag in the top
  * 16 bits, a hash of the image's identity below, so `serve --recover`
@@ -49,7 +52,8 @@ struct ublk_ctrl {
 	bool ring_ok;
 	bool ioctl_encode;       /* send UBLK_U_CMD_* instead of UBLK_CMD_* */
 	bool have_get_features;  /* GET_FEATURES answered */
-	uint64_t features;       /* what the driver supports */
+	uint64_t features;       /* what the driver supports: GET_FEATURES'
+	                            mask, else the table's rows <= 6.1 */
 	uint64_t seq;            /* user_data of the next command */
 	bool lost;               /* a command timed out: the ring is unusable
 	                            and this struct must never be freed */
@@ -62,6 +66,11 @@ struct ublk_ctrl {
 
 /* Open /dev/ublk-control, set up a 128-byte-SQE ring, probe features. */
 int ublk_ctrl_open(struct ublk_ctrl *c);
+/* The flags ADD_DEV asks for: every feature ublk-features.h wants that the
+ * driver offers (c->features); never one it does not. */
+uint64_t ublk_ctrl_add_flags(const struct ublk_ctrl *c);
+/* The table's name of feature bit @bit ("QUIESCE"), or NULL. */
+const char *ublk_feature_name(unsigned bit);
 void ublk_ctrl_close(struct ublk_ctrl *c);
 /* ADD_DEV: in/out @info (dev_id UINT32_MAX = any); fails after @timeout_ms. */
 int ublk_ctrl_add_dev(struct ublk_ctrl *c, struct ublksrv_ctrl_dev_info *info,
@@ -84,7 +93,10 @@ int ublk_ctrl_end_recovery(struct ublk_ctrl *c, uint32_t id, int pid,
 /* ---- queues (ublk-queue.c) ---- */
 struct ublk_dev;
 
-enum ublk_q_state { UBLK_Q_NEW = 0, UBLK_Q_READY, UBLK_Q_FAILED, UBLK_Q_DONE };
+/* NEW -> ARMED (ring and workers up, nothing asked of the driver yet) ->
+ * READY (every tag fetched) -> DONE; FAILED from any of them. */
+enum ublk_q_state { UBLK_Q_NEW = 0, UBLK_Q_READY, UBLK_Q_FAILED, UBLK_Q_DONE,
+		    UBLK_Q_ARMED };
 
 /* Engine worker threads per queue.  Two: while one waits for the engine's
  * lock (a short write, GC) or computes a run's CRCs, the other runs the
@@ -142,13 +154,24 @@ struct ublk_dev {
 	bool read_only;                /* serve --read-only: UBLK_ATTR_READ_ONLY */
 	struct ublk_queue *q;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;           /* a queue changed state */
+	pthread_cond_t cond;           /* a queue changed state, or go/quit */
+	bool go, quit;                 /* under lock: ARMED queues fetch / end */
 	int event_fd;                  /* written when a queue thread ends */
+	int spare_fd;                  /* held from ublk_q_prepare until
+	                                  /dev/ublkcN is opened in its place */
 };
 
-/* Map queue @i's descriptors, allocate its buffers, start its thread and
- * wait until every tag has been fetched (or it failed). */
-int ublk_q_start(struct ublk_dev *d, unsigned i);
+/* Everything queue @i needs that can fail for want of memory, threads or
+ * descriptors, before the driver is asked anything that cannot be undone
+ * (START_USER_RECOVERY): its buffers, its thread, ring and workers; the
+ * thread then waits (ARMED) for ublk_q_fetch.  0, or -errno (FAILED). */
+int ublk_q_prepare(struct ublk_dev *d, unsigned i);
+/* Map queue @i's descriptors (d->cdev_fd open): 0 or -errno. */
+int ublk_q_map(struct ublk_dev *d, unsigned i);
+/* Let every ARMED queue fetch (@go) or end without touching the driver
+ * (!@go), and wait until each has fetched every tag, or ended: 0 or the
+ * first queue's -errno. */
+int ublk_q_fetch(struct ublk_dev *d, bool go);
 /* Wait for a queue thread to end (the device was stopped) and free it. */
 void ublk_q_join(struct ublk_dev *d, unsigned i);
 

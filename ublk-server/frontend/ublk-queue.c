@@ -410,6 +410,7 @@ static void q_loop(struct ublk_queue *q)
 static void *q_thread(void *arg)
 {
 	struct ublk_queue *q = arg;
+	bool go;
 	int ret;
 
 	q_thread_setup("ublk-q%u", q->id);
@@ -428,6 +429,21 @@ static void *q_thread(void *arg)
 	ret = q_workers_start(q);
 	if (ret)
 		goto fail;
+	/* Armed: nothing can fail for want of resources any more.  Fetch
+	 * once the driver is ready for it (ublk_q_fetch), or end. */
+	q_set_state(q, UBLK_Q_ARMED, 0);
+	pthread_mutex_lock(&q->dev->lock);
+	while (!q->dev->go && !q->dev->quit)
+		pthread_cond_wait(&q->dev->cond, &q->dev->lock);
+	go = q->dev->go && !q->dev->quit;
+	pthread_mutex_unlock(&q->dev->lock);
+	if (!go) {
+		q_workers_stop(q);
+		io_uring_queue_exit(&q->ring);
+		q->ring_ok = false;
+		q_set_state(q, UBLK_Q_DONE, 0);
+		return NULL;
+	}
 	ret = q_fetch_all(q);
 	if (ret)
 		goto fail;
@@ -445,12 +461,10 @@ fail:
 	return NULL;
 }
 
-int ublk_q_start(struct ublk_dev *d, unsigned i)
+int ublk_q_prepare(struct ublk_dev *d, unsigned i)
 {
 	struct ublk_queue *q = &d->q[i];
 	size_t page = q_page();
-	size_t max_sz = q_round(UBLK_MAX_QUEUE_DEPTH *
-				sizeof(struct ublksrv_io_desc), page);
 	void *p;
 	int ret;
 
@@ -458,13 +472,6 @@ int ublk_q_start(struct ublk_dev *d, unsigned i)
 	q->id = i;
 	q->depth = d->info.queue_depth;
 	q->iods_len = q_round(q->depth * sizeof(struct ublksrv_io_desc), page);
-	p = mmap(NULL, q->iods_len, PROT_READ, MAP_SHARED | MAP_POPULATE,
-		 d->cdev_fd, (off_t)(UBLKSRV_CMD_BUF_OFFSET + i * max_sz));
-	if (p == MAP_FAILED) {
-		q->iods = NULL;
-		return -errno;
-	}
-	q->iods = p;
 	ret = posix_memalign(&p, page, (size_t)q->depth * d->buf_size);
 	if (ret)
 		return -ret;
@@ -478,6 +485,43 @@ int ublk_q_start(struct ublk_dev *d, unsigned i)
 	while (q->state == UBLK_Q_NEW)
 		pthread_cond_wait(&d->cond, &d->lock);
 	ret = q->state == UBLK_Q_FAILED ? (q->err ? q->err : -EIO) : 0;
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
+int ublk_q_map(struct ublk_dev *d, unsigned i)
+{
+	struct ublk_queue *q = &d->q[i];
+	size_t max_sz = q_round(UBLK_MAX_QUEUE_DEPTH *
+				sizeof(struct ublksrv_io_desc), q_page());
+	void *p = mmap(NULL, q->iods_len, PROT_READ, MAP_SHARED | MAP_POPULATE,
+		       d->cdev_fd, (off_t)(UBLKSRV_CMD_BUF_OFFSET + i * max_sz));
+
+	if (p == MAP_FAILED)
+		return -errno;
+	q->iods = p;
+	return 0;
+}
+
+int ublk_q_fetch(struct ublk_dev *d, bool go)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&d->lock);
+	if (go)
+		d->go = true;
+	else
+		d->quit = true;
+	pthread_cond_broadcast(&d->cond);
+	for (unsigned i = 0; d->q && i < d->info.nr_hw_queues; i++) {
+		struct ublk_queue *q = &d->q[i];
+
+		while (q->thread_ok && (q->state == UBLK_Q_ARMED ||
+					q->state == UBLK_Q_NEW))
+			pthread_cond_wait(&d->cond, &d->lock);
+		if (q->state == UBLK_Q_FAILED && !ret)
+			ret = q->err ? q->err : -EIO;
+	}
 	pthread_mutex_unlock(&d->lock);
 	return ret;
 }

@@ -2,7 +2,8 @@
 /*
  * ublk frontend: the engine as /dev/ublkbN through the kernel's ublk driver.
  *
- * start: ADD_DEV (with USER_RECOVERY | USER_RECOVERY_REISSUE, a timeout),
+ * start: ADD_DEV (the wanted features the driver offers: USER_RECOVERY |
+ *   USER_RECOVERY_REISSUE and more, ublk-features.h; a timeout),
  *   SET_PARAMS (topology from the engine, write cache + FUA, discard), open
  *   /dev/ublkcN, start the queue threads (ublk-queue.c), START_DEV with our
  *   pid.  With --recover: find the device a dead server of the same image
@@ -175,8 +176,39 @@ static int ublk_find_tagged(struct ublk_dev *d, uint64_t tag,
 	return -ENOENT;
 }
 
-/* Open /dev/ublkcN and bring up every queue. */
-static int ublk_queues_up(struct ublk_dev *d)
+/* What every queue needs that can fail for want of memory, threads or
+ * descriptors -- buffers, rings, workers, and the descriptor /dev/ublkcN
+ * will take -- before the driver is asked anything that cannot be undone
+ * (START_DEV, START_USER_RECOVERY). */
+static int ublk_queues_prepare(struct ublk_dev *d)
+{
+	unsigned i;
+	int ret;
+
+	d->io_ioctl = !!(d->info.flags & UBLK_F_CMD_IOCTL_ENCODE);
+	d->buf_size = d->info.max_io_buf_bytes;
+	d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	d->q = calloc(d->info.nr_hw_queues, sizeof(*d->q));
+	if (d->spare_fd < 0 || !d->q) {
+		ret = d->spare_fd < 0 ? -errno : -ENOMEM;
+		fprintf(stderr, "ublk-flash: ublk queues: %s\n", strerror(-ret));
+		return ret;
+	}
+	for (i = 0; i < d->info.nr_hw_queues; i++) {
+		ret = ublk_q_prepare(d, i);
+		if (ret) {
+			fprintf(stderr, "ublk-flash: ublk queue %u: %s\n", i,
+				strerror(-ret));
+			ublk_q_fetch(d, false);   /* the others end, untouched */
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* Open /dev/ublkcN (in the spare descriptor's place), map every queue's
+ * descriptors and let the queues fetch every tag. */
+static int ublk_queues_attach(struct ublk_dev *d)
 {
 	char path[64];
 	unsigned i;
@@ -184,25 +216,30 @@ static int ublk_queues_up(struct ublk_dev *d)
 
 	snprintf(path, sizeof(path), "/dev/ublkc%u", d->info.dev_id);
 	ret = ublk_wait_node(path, 5000);
-	if (ret)
+	if (!ret) {
+		close(d->spare_fd);
+		d->spare_fd = -1;
+		d->cdev_fd = open(path, O_RDWR | O_CLOEXEC);
+		ret = d->cdev_fd < 0 ? -errno : 0;
+	}
+	if (ret) {
+		fprintf(stderr, "ublk-flash: ublk: %s: %s\n", path, strerror(-ret));
+		ublk_q_fetch(d, false);
 		return ret;
-	d->cdev_fd = open(path, O_RDWR | O_CLOEXEC);
-	if (d->cdev_fd < 0)
-		return -errno;
-	d->io_ioctl = !!(d->info.flags & UBLK_F_CMD_IOCTL_ENCODE);
-	d->buf_size = d->info.max_io_buf_bytes;
-	d->q = calloc(d->info.nr_hw_queues, sizeof(*d->q));
-	if (!d->q)
-		return -ENOMEM;
+	}
 	for (i = 0; i < d->info.nr_hw_queues; i++) {
-		ret = ublk_q_start(d, i);
+		ret = ublk_q_map(d, i);
 		if (ret) {
-			fprintf(stderr, "ublk-flash: ublk queue %u: %s\n", i,
+			fprintf(stderr, "ublk-flash: ublk queue %u: map: %s\n", i,
 				strerror(-ret));
+			ublk_q_fetch(d, false);
 			return ret;
 		}
 	}
-	return 0;
+	ret = ublk_q_fetch(d, true);
+	if (ret)
+		fprintf(stderr, "ublk-flash: ublk queues: %s\n", strerror(-ret));
+	return ret;
 }
 
 static int ublk_add(struct ublk_dev *d, const struct fe_serve_opts *o,
@@ -226,9 +263,7 @@ static int ublk_add(struct ublk_dev *d, const struct fe_serve_opts *o,
 	}
 	info.max_io_buf_bytes = UBLK_BUF_BYTES;
 	info.dev_id = o->dev_id < 0 ? UINT32_MAX : (uint32_t)o->dev_id;
-	info.flags = UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE;
-	if (d->ctrl.features & UBLK_F_CMD_IOCTL_ENCODE)
-		info.flags |= UBLK_F_CMD_IOCTL_ENCODE;
+	info.flags = ublk_ctrl_add_flags(&d->ctrl);   /* ublk-features.h */
 	info.ublksrv_flags = tag;
 	ret = ublk_ctrl_add_dev(&d->ctrl, &info, UBLK_ADD_TIMEOUT);
 	if (ret) {
@@ -255,7 +290,9 @@ static int ublk_add(struct ublk_dev *d, const struct fe_serve_opts *o,
 		fprintf(stderr, "ublk-flash: ublk: SET_PARAMS: %s\n", strerror(-ret));
 		return ret;
 	}
-	ret = ublk_queues_up(d);
+	ret = ublk_queues_prepare(d);
+	if (!ret)
+		ret = ublk_queues_attach(d);
 	if (ret)
 		return ret;
 	ret = ublk_ctrl_start_dev(&d->ctrl, info.dev_id, (int)getpid(),
@@ -378,6 +415,15 @@ static int ublk_recover(struct ublk_dev *d, const struct fe_serve_opts *o,
 			"another size than %s\n", d->info.dev_id, o->image);
 		return -EINVAL;
 	}
+	/* Whatever can fail for want of resources fails now, while the
+	 * device still waits as the dead server left it: after
+	 * START_USER_RECOVERY a failure can only be undone by STOP_DEV on
+	 * the 6.1 and 6.12 drivers (their next START_USER_RECOVERY is
+	 * refused with EINVAL, or on 6.1 dereferences NULL), which removes
+	 * it (docs/ublk.md). */
+	ret = ublk_queues_prepare(d);
+	if (ret)
+		return ret;
 	/* The driver quiesces the device once it notices the dead server
 	 * (at once on new I/O, else within ~5 s): -EBUSY until then. */
 	while ((ret = ublk_ctrl_start_recovery(&d->ctrl, d->info.dev_id)) ==
@@ -391,7 +437,7 @@ static int ublk_recover(struct ublk_dev *d, const struct fe_serve_opts *o,
 		return ret == -EBUSY ? -EBUSY : ret;
 	}
 	d->added = true;
-	ret = ublk_queues_up(d);
+	ret = ublk_queues_attach(d);
 	if (ret)
 		return ret;
 	ret = ublk_ctrl_end_recovery(&d->ctrl, d->info.dev_id, (int)getpid(),
@@ -417,13 +463,17 @@ static int ublk_start(struct fe_server *s)
 	d->read_only = s->opts->read_only;
 	d->cdev_fd = -1;
 	d->event_fd = -1;
+	d->spare_fd = -1;
 	d->ctrl.fd = -1;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
 	s->priv = d;
 	d->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (d->event_fd < 0)
-		return -errno;
+	if (d->event_fd < 0) {
+		ret = -errno;
+		fprintf(stderr, "ublk-flash: ublk: eventfd: %s\n", strerror(-ret));
+		return ret;
+	}
 	ret = ublk_ctrl_open(&d->ctrl);
 	if (ret) {
 		if (ret == -ENOENT)
@@ -515,6 +565,10 @@ static void ublk_stop(struct fe_server *s)
 
 	if (!d)
 		return;
+	ublk_q_fetch(d, false);   /* queues still armed end, untouched */
+	if (d->spare_fd >= 0)
+		close(d->spare_fd);
+	d->spare_fd = -1;
 	if (d->added && !d->ctrl.lost) {
 		if (d->started)
 			ublk_drain(s->devpath);

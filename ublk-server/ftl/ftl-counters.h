@@ -32,8 +32,10 @@
  * bytes of pages programmed by checkpoints (header, payload and mount
  * marker: what checkpoints cost the medium), garbage collection run by a
  * host write in its own critical section (foreground: the writer waited),
- * victims emptied and erase rounds done by the background GC thread, and
- * errors that thread hit (each one also failed the next host write).
+ * victims emptied and erase rounds done by the background GC thread,
+ * errors that thread hit (each one also failed the next host write), and
+ * flush summary pages programmed (what the proof of host flushes costs,
+ * ftl_fsum.c).
  */
 #ifndef OCTANT_FTL_COUNTERS_H
 #define OCTANT_FTL_COUNTERS_H
@@ -75,6 +77,7 @@
 	X(gc_fg_runs,           ENG)   \
 	X(gc_bg_victims,        ENG)   \
 	X(gc_bg_erase_rounds,   ENG)   \
-	X(gc_bg_errors,         ENG)
+	X(gc_bg_errors,         ENG)   \
+	X(fsum_pages,           ENG)
 
 #endif

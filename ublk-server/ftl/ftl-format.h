@@ -25,6 +25,7 @@ enum ftl_oob_kind {
 	FTL_OOB_TRIM = 2,    /* data = struct ftl_trim; lpn = range count */
 	FTL_OOB_CKPT = 3,    /* lpn = page index inside the checkpoint, seq = gen */
 	FTL_OOB_MOUNT = 4,   /* mount marker after a clean checkpoint, seq = gen */
+	FTL_OOB_FSUM = 5,    /* flush summary (struct ftl_fsum); lpn = entries */
 };
 
 struct ftl_oob {
@@ -50,6 +51,11 @@ _Static_assert(sizeof(struct ftl_oob) == 32, "oob size");
  */
 #define FTL_OOB_FLUSH_MAGIC   0x4c46u   /* "FL" */
 #define FTL_OOB_FLUSH_VERSION 1u
+#define FTL_OOB_FLUSH_VERSION_AT 2u     /* images with OCT_SB_F_FLUSH_SUM:
+					   the crc also covers the flash
+					   page number (u32) after the seed,
+					   and every data, trim and summary
+					   page carries one */
 struct ftl_oob_flush {
 	uint64_t flushed;     /* every page with seq <= this was durable */
 	uint16_t magic;       /* FTL_OOB_FLUSH_MAGIC */
@@ -60,6 +66,81 @@ struct ftl_oob_flush {
 } __attribute__((packed));
 _Static_assert(sizeof(struct ftl_oob_flush) == 16, "oob flush size");
 #define FTL_OOB_FLUSH_MIN 48u     /* oob_size that holds both records */
+
+/* ---- flush summary: a page a host flush programs (OCT_SB_F_FLUSH_SUM) ----
+ * After the sync of a host flush (or FUA write) that followed host pages,
+ * the engine programs a summary page (more if needed) into the GC
+ * stream's open block, never a block holding the pages it lists: this
+ * header, then one entry per host page (data page, or range of a trim
+ * record) programmed since the previous summary or checkpoint.  Its OOB
+ * (kind FTL_OOB_FSUM, stream 1, lpn = entries) carries the flush record of
+ * that sync: the flush is on the medium even when nothing is programmed
+ * after it.  Its entries let recovery tell a flushed page that was lost
+ * (its block erased, its OOB record damaged, a page programmed over it)
+ * from one never written: a block holding a page newer than the last
+ * checkpoint is erased only after a newer checkpoint, so a listed page
+ * goes missing only through damage.  docs/image-format.md.
+ */
+#define FTL_FSUM_MAGIC   "OCTFSUM1"
+#define FTL_FSUM_VERSION 1u
+struct ftl_fsum_ent {
+	uint64_t seq;         /* the page's sequence number */
+	uint32_t ppn;         /* where it was programmed */
+	uint32_t lpn;         /* data: logical page; trim: first one */
+	uint32_t aux;         /* data: its data crc; trim: pages trimmed */
+	uint8_t  kind;        /* FTL_OOB_DATA or FTL_OOB_TRIM */
+	uint8_t  pad[3];      /* 0 */
+} __attribute__((packed));
+_Static_assert(sizeof(struct ftl_fsum_ent) == 24, "fsum entry size");
+
+struct ftl_fsum {
+	char     magic[8];            /* FTL_FSUM_MAGIC */
+	uint32_t version;             /* FTL_FSUM_VERSION */
+	uint32_t hdr_size;            /* sizeof(struct ftl_fsum) */
+	uint32_t count;               /* entries that follow the header */
+	uint32_t crc;                 /* crc32c of header (crc = 0) and the
+	                                 entries */
+} __attribute__((packed));
+_Static_assert(sizeof(struct ftl_fsum) == 24, "fsum header size");
+/* entries one summary page holds */
+#define FTL_FSUM_PER_PAGE(ps) \
+	(((ps) - sizeof(struct ftl_fsum)) / sizeof(struct ftl_fsum_ent))
+
+/* ---- flush mark: the newest flush, outside the flash (OCT_SB_F_FLUSH_SUM)
+ * Two copies in the superblock area (bytes FTL_FMARK_OFF0 and
+ * FTL_FMARK_OFF1, after each superblock copy), written in turn (gen
+ * mod 2) with each flush summary, before the sync that ends the flush.
+ * A second witness of that flush, in a place apart from the flash: how far
+ * it went, and how many host pages had been programmed since the
+ * checkpoint it counts from.  When damage took a flush summary too, the
+ * medium holding fewer of those pages than counted tells recovery that
+ * flushed pages were lost whose logical pages nobody knows: the open
+ * refuses (EUCLEAN) rather than serve older data, fsck reports it.  The
+ * valid copy (magic, version, crc, uuid) with the highest gen is used; a
+ * copy that does not check out is ignored (a torn update falls back).
+ */
+#define FTL_FMARK_MAGIC   "OCTFMRK1"
+#define FTL_FMARK_VERSION 1u
+#define FTL_FMARK_OFF0    512u      /* after superblock copy 0 */
+#define FTL_FMARK_OFF1    4608u     /* after superblock copy 1 */
+#define FTL_FMARK_BYTES   512u      /* written whole (zero padded) */
+struct ftl_fmark {
+	char     magic[8];            /* FTL_FMARK_MAGIC */
+	uint32_t version;             /* FTL_FMARK_VERSION */
+	uint32_t hdr_size;            /* sizeof(struct ftl_fmark) */
+	uint64_t gen;                 /* update count, newest copy wins */
+	uint8_t  uuid[16];            /* the superblock's */
+	uint64_t ckpt_gen;            /* the checkpoint it counts from */
+	uint64_t ckpt_seq;            /* ... and its seq */
+	uint64_t flushed;             /* every page numbered <= this was
+	                                 durable */
+	uint64_t host_pages;          /* host pages (data, trim records)
+	                                 numbered in (ckpt_seq, flushed] */
+	uint64_t sum_seq;             /* the flush summary written with it */
+	uint32_t sum_ppn;             /* ... and where */
+	uint32_t crc;                 /* crc32c of these bytes with crc = 0 */
+} __attribute__((packed));
+_Static_assert(sizeof(struct ftl_fmark) == 88, "fmark size");
 
 /* ---- trim record: a page that unmaps logical page ranges ---------------- */
 #define FTL_TRIM_MAGIC 0x4d495254u  /* "TRIM" */
@@ -234,6 +315,8 @@ _Static_assert(sizeof(struct ftl_ckpt_delta) == 276, "delta header v2");
 #define FTL_BBT_BYTES   3072u
 #define FTL_BBT_GROWN   0x80000000u
 #define FTL_BBT_RDONLY  0x1u      /* flags: spares ran out, read-only */
+#define FTL_BBT_GEN_MAX (1ull << 32) /* gen stays below (an update per
+                                     retired block: above is damaged) */
 
 struct ftl_bbt_hdr {
 	char     magic[8];            /* FTL_BBT_MAGIC */

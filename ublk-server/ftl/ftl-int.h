@@ -41,6 +41,8 @@ struct ftl_geom {
 	uint32_t pe_cycles;          /* rated endurance, erases per block
 	                                (superblock; FTL_PE_DEFAULT when it
 	                                records none) */
+	bool flush_sum;              /* OCT_SB_F_FLUSH_SUM: flush summaries
+	                                (ftl_fsum.c) */
 };
 
 /* Byte offsets of flash page @ppn's data and OOB in the image. */
@@ -67,6 +69,7 @@ struct ftl_inflight {
 	uint64_t ppn, seq0;          /* first page and its sequence number */
 	uint64_t ticket;             /* programs go to the nand in this order */
 	uint32_t lpn, n;             /* logical pages lpn .. lpn + n - 1 */
+	const uint8_t *oob;          /* their OOB records (the owner's) */
 	uint32_t done;               /* pages the nand programmed */
 	int r;                       /* the program's result */
 	bool io_done;                /* under io_mx */
@@ -135,6 +138,10 @@ struct ftl {
 	uint32_t *map;               /* lpn -> ppn, FTL_UNMAPPED, FTL_DAMAGED;
 	                                atomic */
 	uint32_t *valid;             /* per block: valid pages */
+	uint32_t *run_pages;         /* per block: pages of host runs reserved
+	                                in it and not yet published (f->lock):
+	                                while nonzero the block is out of the
+	                                victim index (ftl_run_busy) */
 	uint8_t  *state;             /* per block: enum ftl_blk_state */
 	uint64_t *mtime;             /* per block: seq of last program */
 	uint64_t *trim_seq;          /* per block: newest trim record in it */
@@ -157,10 +164,35 @@ struct ftl {
 	uint64_t sync_gen;           /* completed nand_syncs */
 	uint64_t flushed_seq;        /* f->seq at the last completed sync: goes
 	                                into every page's flush record */
+	struct ftl_fsum_ent *fsum;   /* host pages programmed since the last
+	                                flush summary or checkpoint (ftl_fsum.c;
+	                                g.flush_sum) */
+	uint32_t fsum_n, fsum_cap;
+	bool fsum_need;              /* a host page since then: the next host
+	                                flush programs a summary */
+	bool fsum_oom;               /* an entry could not be kept: the next
+	                                host flush writes a checkpoint */
+	uint64_t fsum_host;          /* host pages programmed since the last
+	                                checkpoint (the flush mark's count) */
+	struct ftl_fmark fm;         /* the newest valid flush mark read at
+	                                open (fm.gen 0: none) */
+	uint32_t fm_bad;             /* flush mark copies that did not check
+	                                out (fsck note) */
+	uint64_t rf_unknown;         /* after roll-forward: flushed host pages
+	                                lost with their logical page unknown
+	                                (the flush mark counts more than the
+	                                medium holds): the open refuses */
+	uint64_t rf_lost_sums;       /* after roll-forward: flush summaries
+	                                damaged at or below the last flush */
+	uint64_t rf_sum_trims;       /* ... trim records lost to damage,
+	                                restored from a summary */
 	uint64_t rf_lost, rf_lost_trims; /* after roll-forward: logical pages
 	                                lost to damage, damaged trim records */
 	uint64_t rf_lost_unknown;    /* flushed pages whose OOB is damaged */
 	uint64_t ckpt_gen, ckpt_seq; /* newest durable checkpoint */
+	uint64_t ckpt_prev_seq;      /* the one before it (0: unknown, after
+	                                an open); flush summaries: a block is
+	                                erased only once both cover it */
 	bool ckpt_fallback;          /* a damaged slot may have held a newer
 	                                one: roll forward, never a clean mount */
 	bool ckpt_lost;              /* roll-forward found pages numbered
@@ -230,6 +262,9 @@ struct ftl {
 	uint32_t nbbt, bb_limit;
 	uint64_t bbt_gen;
 	bool worn_out;               /* spares used up: host writes EROFS */
+	void (*ro_fn)(void *ctx);    /* f->lock: called when worn_out is set
+	                                (ftl_on_read_only) */
+	void *ro_ctx;
 	bool bbt_dirty;              /* the mount added entries: write it */
 	bool retire_scan;            /* BAD blocks may still hold valid pages */
 	uint32_t retire_next;        /* ftl_bb_retire resumes here: no block
@@ -295,8 +330,16 @@ void ftl_oob_fill_crc(struct ftl_oob *o, uint8_t kind, uint16_t stream,
 		      uint32_t lpn, uint64_t seq, uint32_t ec,
 		      uint32_t data_crc);
 bool ftl_oob_ok(const struct ftl_oob *o);
-void ftl_oob_set_flushed(void *oob, uint32_t oob_size, uint64_t flushed);
-uint64_t ftl_oob_flushed(const void *oob, uint32_t oob_size);
+/* The flush record of flash page @ppn's OOB @oob (ftl-format.h): add it
+ * (after the filled OOB record); its value, 0 when absent or bad. */
+void ftl_oob_set_flushed(const struct ftl_geom *g, void *oob, uint64_t ppn,
+			 uint64_t flushed);
+uint64_t ftl_oob_flushed(const struct ftl_geom *g, const void *oob,
+			 uint64_t ppn);
+/* Is @oob a valid OOB record of flash page @ppn: ftl_oob_ok, and on images
+ * with flush summaries a flush record bound to @ppn (data, trim records,
+ * summaries): a record programmed at another page does not check out. */
+bool ftl_oob_at(const struct ftl_geom *g, const void *oob, uint64_t ppn);
 
 /* ftl_open.c, ftl_stats.c */
 /* Size of a regular file or block device; -EISDIR for a directory,
@@ -372,6 +415,20 @@ void ftl_ckpt_blank_page(const struct ftl_geom *g, uint32_t i, uint8_t *buf);
 /* ftl_recover.c */
 int ftl_roll_forward(struct ftl *f, bool full_scan);
 
+/* ftl_fsum.c: flush summaries (g.flush_sum; f->lock held) */
+/* Host page @seq (data or trim record @data) was programmed at @ppn:
+ * remember it for the next summary (@crc: the data CRC). */
+void ftl_fsum_note(struct ftl *f, uint8_t kind, uint32_t lpn, uint64_t ppn,
+		   uint64_t seq, uint32_t crc, const void *data);
+/* A checkpoint covers every page programmed so far. */
+void ftl_fsum_covered(struct ftl *f);
+/* A host flush: sync, then (after host pages) the proof of it on the
+ * medium, a summary or a checkpoint, synced too. */
+int ftl_fsum_sync(struct ftl *f);
+/* The flush mark copies in the superblock area @area (OCT_SB_AREA bytes)
+ * into f->fm (the newest valid one), f->fm_bad. */
+void ftl_fmark_load(struct ftl *f, const uint8_t *area);
+
 /* ftl_append.c: the only code that programs data pages; talks to the
  * nand only (never GC or checkpoints).  f->lock held. */
 int ftl_sync(struct ftl *f);
@@ -381,6 +438,10 @@ bool ftl_seq_room(const struct ftl *f, uint64_t n);
 int ftl_alloc_page(struct ftl *f, int stream, uint64_t *ppn);
 int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		  uint8_t kind, uint64_t *seq_out);
+/* The same for one copy of a data page (GC, scrub): @crc is its source
+ * page's data CRC (from its OOB record), carried, not recomputed. */
+int ftl_prog_copy(struct ftl *f, int stream, uint32_t lpn, const void *data,
+		  uint32_t crc);
 /* @crc: the pages' data CRCs, computed by the caller before it took
  * f->lock (NULL: computed here, under it). */
 int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
@@ -427,6 +488,10 @@ void ftl_set_state(struct ftl *f, uint32_t b, uint8_t s);
 void ftl_valid_inc(struct ftl *f, uint32_t b);
 void ftl_valid_dec(struct ftl *f, uint32_t b);
 uint32_t ftl_victim(struct ftl *f, uint32_t max_valid);
+/* @n pages of a host run reserved in block @b / published or given up
+ * (ftl_append.c): a block with any in flight is no GC victim. */
+void ftl_run_busy(struct ftl *f, uint32_t b, uint32_t n);
+void ftl_run_unbusy(struct ftl *f, uint32_t b, uint32_t n);
 uint32_t ftl_victim_scan(const struct ftl *f, uint32_t max_valid);
 long ftl_idx_check(const struct ftl *f);
 
@@ -444,9 +509,17 @@ int ftl_bb_sync(struct ftl *f);
 int ftl_bbt_reset(const char *path);
 int ftl_bb_grown(struct ftl *f, uint32_t blk, const char *why);
 int ftl_bb_retire(struct ftl *f);
-int ftl_bb_worn_out(struct ftl *f, const char *why);
+bool ftl_bb_ro_unjustified(const struct ftl *f);
+int ftl_bb_clear_ro(struct ftl *f);
 void ftl_bb_stats(struct ftl *f, struct ftl_stats *st);
 bool ftl_bb_is(const struct ftl *f, uint32_t blk, bool *grown);
+
+/* ftl_read.c: the whole of logical page @lpn into @buf (ps bytes; f->lock
+ * not held), checked as ftl_read() checks it: the old data a write or
+ * discard covering the page in part merges with.  Unmapped: zeroes.  -EIO
+ * when it does not read back as written (FTL_DAMAGED, beyond the ECC, not
+ * matching its OOB record: read_crc_errors), else 0 or -errno. */
+int ftl_read_whole(struct ftl *f, uint32_t lpn, uint8_t *buf);
 
 /* ftl_scrub.c */
 int ftl_read_page(struct ftl *f, uint32_t lpn, uint32_t ppn, uint32_t off,
@@ -457,7 +530,7 @@ int ftl_scrub_run(struct ftl *f);
 int ftl_gc_free_space(struct ftl *f);
 int ftl_gc_evacuate(struct ftl *f, uint32_t blk, uint64_t *counter);
 int ftl_gc_stream_ready(struct ftl *f);
-int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data);
+int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data, uint32_t crc);
 int ftl_erase_pending(struct ftl *f, bool force_sync);
 /* One step of background GC toward @target free blocks (f->lock held):
  * at most FTL_GC_STEP_PAGES copies of one victim, or one erase round.
@@ -495,9 +568,16 @@ uint64_t ftl_test_image_size_full(const struct ftl_create_opts *o);
  * OCT_SB_F_OOB_STAMP: erase zeroes the block); same image size. */
 int ftl_test_create_backing_nostamp(struct nand_backing *b,
 				    const struct ftl_create_opts *o);
+/* Delta checkpoints and erase stamps, no flush summaries (images made
+ * before OCT_SB_F_FLUSH_SUM); same image size. */
+int ftl_test_create_backing_nofsum(struct nand_backing *b,
+				   const struct ftl_create_opts *o);
 /* Open an image on a backing; the engine owns @b afterwards. */
 int ftl_open_backing(struct nand_backing *b, const struct ftl_open_opts *o,
 		     struct ftl **out);
+/* The same on any backing of @size bytes (a test's own wrapper). */
+int ftl_open_backing_sized(struct nand_backing *b, uint64_t size,
+			   const struct ftl_open_opts *o, struct ftl **out);
 /* Free without a checkpoint (as if the process died). */
 void ftl_abandon(struct ftl *f);
 struct nand *ftl_test_nand(struct ftl *f);

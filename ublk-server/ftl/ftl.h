@@ -70,11 +70,25 @@ struct ftl_open_opts {
 	                               the measured sync time (1, 4 or 16);
 	                               else fixed at this (up to the spare
 	                               area's limit): deterministic tests */
+	bool accept_loss;           /* open even when recovery found flushed
+	                               pages lost to media damage whose
+	                               logical pages are unknown (they may read
+	                               an older version): fsck --repair; else
+	                               such an open fails with -EUCLEAN */
 	bool bg_gc;                 /* read-write opens: collect garbage in a
 	                               background thread between two free-block
 	                               watermarks, writers only below the low
 	                               one; false: only inline, in the writer
 	                               (deterministic: unit tests) */
+	int lock_fd;                /* read-write opens of a path: > 0 a
+	                               descriptor of the same file on which the
+	                               caller already holds the image lock
+	                               (flock LOCK_EX, e.g. taken before a
+	                               fork): the lock is taken on it (a no-op
+	                               when held), never dropped in between;
+	                               the caller keeps it open until
+	                               ftl_close.  0: the engine locks its own
+	                               descriptor.  Not the same file: -EINVAL */
 };
 
 /* Counters; all monotonic since create unless noted. */
@@ -112,7 +126,8 @@ struct ftl_stats {
 	bool     read_only;         /* spares ran out: writes fail EROFS */
 	/* flash programs by origin (derived, since create): programs_gc =
 	 * gc_relocations + wl_relocations (the GC stream), programs_ckpt =
-	 * ckpt_bytes / page size (the checkpoint pages programmed), programs_host = the
+	 * ckpt_bytes / page size + fsum_pages (the checkpoint and flush
+	 * summary pages programmed), programs_host = the
 	 * rest (host stream: host data, RMW rewrites, scrub and bad-block
 	 * moves) */
 	uint64_t programs_host, programs_gc, programs_ckpt;
@@ -151,6 +166,11 @@ int ftl_open(const char *path, const struct ftl_open_opts *o, struct ftl **out);
 int ftl_close(struct ftl *f);
 
 uint64_t ftl_size(const struct ftl *f);                 /* bytes */
+/* How this open found the image: FTL_MOUNT_CLEAN when its last writer
+ * closed it cleanly (a clean checkpoint and no mount marker after it: a
+ * read-only open tells that without writing), else the roll-forward (or
+ * the scan) it took. */
+enum ftl_mount_kind ftl_mount_kind(const struct ftl *f);
 void ftl_topology(const struct ftl *f, struct align_topology *t);
 
 /* @off and @len are multiples of FTL_SECTOR. */
@@ -162,6 +182,18 @@ int ftl_discard(struct ftl *f, uint64_t off, uint64_t len);
 int ftl_write_zeroes(struct ftl *f, uint64_t off, uint64_t len);
 
 void ftl_stats_get(struct ftl *f, struct ftl_stats *st);
+
+/* Writes fail with EROFS: opened read-only, or the spare blocks are used
+ * up (the bad-block table's read-only state, ftl_stats.read_only). */
+bool ftl_read_only(struct ftl *f);
+
+/* Call @fn(@ctx) once when the spare blocks run out while the engine is
+ * open (it turns read-only: writes fail with EROFS), so a frontend can
+ * tell the kernel.  @fn runs in the thread that hit it with the engine's
+ * lock held: it must only signal (write an eventfd, set a flag).  Returns
+ * true, and keeps nothing, when they ran out already (at open); @fn NULL
+ * forgets the hook. */
+bool ftl_on_read_only(struct ftl *f, void (*fn)(void *ctx), void *ctx);
 /* Print stats as JSON (one object) or a readable table. */
 void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json);
 
@@ -224,6 +256,7 @@ struct ftl_info {
 	bool erase_stamps;         /* layout 1.2: OCT_SB_F_OOB_STAMP */
 	bool ckpt_delta;           /* OCT_SB_F_CKPT_DELTA */
 	uint32_t pe_cycles;        /* rated endurance, erases per block */
+	bool flush_sum;            /* OCT_SB_F_FLUSH_SUM: flush summaries */
 };
 int ftl_info_read(const char *path, struct ftl_info *info);
 /* @image (NULL: left out) is the path shown as "image". */

@@ -189,10 +189,12 @@ int ftl_alloc_page(struct ftl *f, int s, uint64_t *ppn)
  * Sequence numbers stay below ckpt_seq + seq_gap (recovery relies on it):
  * ftl_balance() checkpoints early enough; running past it is a bug.
  * A failed program retires its block and the page goes to the next one
- * (up to FTL_PROG_RETRIES blocks, dipping into GC's reserve).
+ * (up to FTL_PROG_RETRIES blocks, dipping into GC's reserve).  @crc: the
+ * data CRC the OOB record carries (NULL: computed over @data).
  */
-int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
-		  uint8_t kind, uint64_t *seq_out)
+static int prog_page(struct ftl *f, int stream, uint32_t lpn,
+		     const void *data, uint8_t kind, const uint32_t *crc,
+		     uint64_t *seq_out)
 {
 	uint8_t oob[1024];
 	uint64_t ppn, seq;
@@ -210,9 +212,15 @@ int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		blk = (uint32_t)(ppn / f->g.ppb);
 		seq = ++f->seq;
 		memset(oob, 0, f->g.oob);
-		ftl_oob_fill((struct ftl_oob *)oob, kind, (uint16_t)stream, lpn,
-			     seq, nand_block_ec(f->nand, blk), data, f->g.ps);
-		ftl_oob_set_flushed(oob, f->g.oob, f->flushed_seq);
+		if (crc)
+			ftl_oob_fill_crc((struct ftl_oob *)oob, kind,
+					 (uint16_t)stream, lpn, seq,
+					 nand_block_ec(f->nand, blk), *crc);
+		else
+			ftl_oob_fill((struct ftl_oob *)oob, kind,
+				     (uint16_t)stream, lpn, seq,
+				     nand_block_ec(f->nand, blk), data, f->g.ps);
+		ftl_oob_set_flushed(&f->g, oob, ppn, f->flushed_seq);
 		r = nand_program(f->nand, ppn, data, oob);
 		if (r != -NAND_EFAIL)
 			break;
@@ -232,9 +240,24 @@ int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		ftl_map_set(f, lpn, (uint32_t)ppn);
 	else if (kind == FTL_OOB_TRIM)
 		f->trim_seq[blk] = seq;
+	if (stream == STREAM_HOST)      /* for the next flush summary */
+		ftl_fsum_note(f, kind, lpn, ppn, seq,
+			      ((struct ftl_oob *)oob)->data_crc, data);
 	if (seq_out)
 		*seq_out = seq;
 	return 0;
+}
+
+int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
+		  uint8_t kind, uint64_t *seq_out)
+{
+	return prog_page(f, stream, lpn, data, kind, NULL, seq_out);
+}
+
+int ftl_prog_copy(struct ftl *f, int stream, uint32_t lpn, const void *data,
+		  uint32_t crc)
+{
+	return prog_page(f, stream, lpn, data, FTL_OOB_DATA, &crc, NULL);
 }
 
 /*
@@ -298,7 +321,7 @@ static int prog_run(struct ftl *f, int stream, uint32_t lpn,
 				seq, nand_block_ec(f->nand, blk),
 				crcs ? crcs[k] : oct_crc32c(0, src +
 					(size_t)k * g->ps, g->ps));
-			ftl_oob_set_flushed(oob, g->oob, f->flushed_seq);
+			ftl_oob_set_flushed(g, oob, ppn + i, f->flushed_seq);
 		}
 		seq -= c;               /* the seq before the run's first */
 		r = nand_program_run(f->nand, ppn, (uint32_t)c,
@@ -314,6 +337,11 @@ static int prog_run(struct ftl *f, int stream, uint32_t lpn,
 			if (counter)
 				__atomic_fetch_add(counter, 1,
 						   __ATOMIC_RELAXED);
+			if (stream == STREAM_HOST)
+				ftl_fsum_note(f, FTL_OOB_DATA, l, ppn + i,
+					      seq + 1 + i, ((struct ftl_oob *)
+					      (f->runoob + (size_t)i * g->oob))
+					      ->data_crc, NULL);
 		}
 		if (pd) {
 			f->mtime[blk] = seq + pd;
@@ -392,12 +420,17 @@ static void run_publish(struct ftl *f, struct ftl_inflight *x)
 	if (x->published)
 		return;
 	x->published = true;
-	for (uint32_t i = 0; i < x->done; i++)
+	for (uint32_t i = 0; i < x->done; i++) {
 		ftl_map_set(f, x->lpn + i, (uint32_t)(x->ppn + i));
+		ftl_fsum_note(f, FTL_OOB_DATA, x->lpn + i, x->ppn + i,
+			      x->seq0 + i, ((const struct ftl_oob *)
+			      (x->oob + (size_t)i * f->g.oob))->data_crc, NULL);
+	}
 	if (x->done && f->mtime[blk] < x->seq0 + x->done - 1) {
 		f->mtime[blk] = x->seq0 + x->done - 1;
 		ftl_ckpt_blk_dirty(f, blk);
 	}
+	ftl_run_unbusy(f, blk, x->n);   /* a victim again, valid count true */
 }
 
 void ftl_inflight_drain(struct ftl *f)
@@ -415,13 +448,13 @@ void ftl_inflight_drain(struct ftl *f)
 /* One page's OOB: data record with the data CRC computed before the lock
  * was taken, and the flush record. */
 static void oob_fill_crc(struct ftl *f, uint8_t *oob, uint32_t lpn,
-			 uint64_t seq, uint32_t ec, uint32_t crc)
+			 uint64_t ppn, uint64_t seq, uint32_t ec, uint32_t crc)
 {
 	struct ftl_oob *o = (struct ftl_oob *)oob;
 
 	memset(oob, 0, f->g.oob);
 	ftl_oob_fill_crc(o, FTL_OOB_DATA, STREAM_HOST, lpn, seq, ec, crc);
-	ftl_oob_set_flushed(oob, f->g.oob, f->flushed_seq);
+	ftl_oob_set_flushed(&f->g, oob, ppn, f->flushed_seq);
 }
 
 int ftl_run_reserve(struct ftl *f, uint32_t lpn, uint32_t n,
@@ -455,6 +488,7 @@ int ftl_run_reserve(struct ftl *f, uint32_t lpn, uint32_t n,
 	st->wp += (uint32_t)c - 1;
 	ec = nand_block_ec(f->nand, blk);
 	x->ppn = ppn;
+	x->oob = oob;
 	x->seq0 = f->seq + 1;
 	x->lpn = lpn;
 	x->n = (uint32_t)c;
@@ -463,13 +497,16 @@ int ftl_run_reserve(struct ftl *f, uint32_t lpn, uint32_t n,
 	x->io_done = false;
 	x->published = false;
 	for (uint32_t i = 0; i < c; i++)
-		oob_fill_crc(f, oob + (size_t)i * g->oob, lpn + i, ++f->seq,
-			     ec, crc[i]);
+		oob_fill_crc(f, oob + (size_t)i * g->oob, lpn + i, ppn + i,
+			     ++f->seq, ec, crc[i]);
 	pthread_mutex_lock(&f->io_mx);
 	x->ticket = f->io_next++;
 	pthread_mutex_unlock(&f->io_mx);
 	x->next = f->inflight;
 	f->inflight = x;
+	/* until published the block's valid count leaves these pages out:
+	 * once the next run closes it, it must not look like a free victim */
+	ftl_run_busy(f, blk, x->n);
 	return 0;
 }
 

@@ -81,7 +81,8 @@ static int check_copy(struct ftl *f, const uint8_t *p)
 	    h->hdr_size != sizeof(*h) || h->count > FTL_BBT_MAX ||
 	    tab_crc(h, e) != h->crc || h->nblocks != f->g.nblocks ||
 	    h->limit != bb_limit(&f->g) || (h->flags & ~FTL_BBT_RDONLY) ||
-	    h->pad || memcmp(h->uuid, f->sb.uuid, 16) || !h->gen)
+	    h->pad || memcmp(h->uuid, f->sb.uuid, 16) || !h->gen ||
+	    h->gen >= FTL_BBT_GEN_MAX)
 		return -EBADMSG;
 	for (uint32_t i = 0; i < h->count; i++) {
 		uint32_t b = e[i] & ~FTL_BBT_GROWN;
@@ -93,6 +94,15 @@ static int check_copy(struct ftl *f, const uint8_t *p)
 				return -EBADMSG;
 	}
 	return 0;
+}
+
+/* More bad blocks than the spares absorb (or a full table): the one
+ * reason for the read-only flag, and a fact of the table itself, so a
+ * flag set without it (by an engine that took a full backing for used-up
+ * spares) is known unjustified (fsck; ftl_bb_clear_ro). */
+static bool spares_gone(const struct ftl *f)
+{
+	return f->nbbt > f->bb_limit || f->nbbt >= FTL_BBT_MAX;
 }
 
 /* Load the newest valid copy from the superblock area (OCT_SB_AREA bytes):
@@ -118,8 +128,17 @@ int ftl_bbt_load(struct ftl *f, const uint8_t *area)
 	f->nbbt = best->count;
 	f->bbt_gen = best->gen;
 	memcpy(f->bbt, best + 1, (size_t)best->count * 4);
-	f->worn_out = (best->flags & FTL_BBT_RDONLY) || f->nbbt > f->bb_limit;
+	f->worn_out = (best->flags & FTL_BBT_RDONLY) || spares_gone(f);
 	return 0;
+}
+
+/* The table says read-only although the spares still absorb its bad
+ * blocks (engines up to 3c48226 took a full backing during GC for used-up
+ * spares and wrote the flag).  The engine keeps it (writes fail EROFS)
+ * until fsck --repair clears it. */
+bool ftl_bb_ro_unjustified(const struct ftl *f)
+{
+	return f->worn_out && !spares_gone(f);
 }
 
 /* Write the table (the copy not holding the newest generation), flush. */
@@ -130,6 +149,8 @@ static int store(struct ftl *f)
 	uint64_t gen = f->bbt_gen + 1;
 	int r;
 
+	if (gen >= FTL_BBT_GEN_MAX)
+		return -EOVERFLOW;      /* never write one a load refuses */
 	encode(f, gen, buf);
 	r = b->ops->pwrite(b, buf, sizeof(buf), bbt_off[gen & 1]);
 	if (!r)
@@ -242,8 +263,13 @@ void ftl_bb_apply(struct ftl *f)
 			f->state[b] = FTL_BLK_FULL;     /* no room: not bad */
 		}
 	}
-	if (f->nbbt > f->bb_limit)
+	if (spares_gone(f))
 		f->worn_out = true;
+	else if (f->worn_out)
+		fprintf(stderr, "ublk-flash: the bad-block table says read-only "
+			"with %u bad blocks (the spare area absorbs %u): not "
+			"justified, fsck --repair clears it\n", f->nbbt,
+			f->bb_limit);
 	for (uint32_t i = 0; i < f->nbbt; i++) {
 		uint32_t b = f->bbt[i] & ~FTL_BBT_GROWN;
 
@@ -258,6 +284,48 @@ void ftl_bb_apply(struct ftl *f)
 	f->retire_next = f->g.ckpt_blocks;
 }
 
+/* Write the table; a failure is said in the log. */
+static int store_logged(struct ftl *f)
+{
+	int r = store(f);
+
+	if (r)
+		fprintf(stderr, "ublk-flash: writing the bad-block table "
+			"failed: %s\n", strerror(-r));
+	return r;
+}
+
+/* The spares are used up (spares_gone): read-only from now on, persisted
+ * in the table, said once in the log. */
+static int worn_out(struct ftl *f)
+{
+	__atomic_store_n(&f->worn_out, true, __ATOMIC_RELEASE);
+	if (f->ro_fn)
+		f->ro_fn(f->ro_ctx);    /* a frontend tells the kernel */
+	fprintf(stderr, "ublk-flash: %u bad blocks, more than the spare area "
+		"absorbs (%u): the device is read-only from now on (all "
+		"written data stays readable)\n", f->nbbt, f->bb_limit);
+	return store_logged(f);
+}
+
+/* fsck --repair (read-write open, f->lock held): clear a read-only flag
+ * the table does not justify (ftl_bb_ro_unjustified); 0 when there is
+ * none, 1 cleared, or -errno writing the table. */
+int ftl_bb_clear_ro(struct ftl *f)
+{
+	int r;
+
+	if (!ftl_bb_ro_unjustified(f) || f->readonly)
+		return 0;
+	f->worn_out = false;
+	r = store_logged(f);
+	if (r) {
+		f->worn_out = true;
+		return r;
+	}
+	return 1;
+}
+
 /*
  * Retire @blk (f->lock held): it goes into the table (written and flushed
  * before anything else happens), leaves the free list and its stream; its
@@ -266,8 +334,6 @@ void ftl_bb_apply(struct ftl *f)
  */
 int ftl_bb_grown(struct ftl *f, uint32_t blk, const char *why)
 {
-	int r;
-
 	if (blk < f->g.ckpt_blocks || blk >= f->g.nblocks)
 		return -EIO;
 	ftl_free_drop(f, blk);
@@ -283,36 +349,15 @@ int ftl_bb_grown(struct ftl *f, uint32_t blk, const char *why)
 		f->retire_next = blk;
 	if (ftl_bb_is(f, blk, NULL))
 		return 0;
+	if (nand_block_ec(f->nand, blk) >= NAND_EC_MAX)
+		why = "worn out: erase count at NAND_EC_MAX";
 	fprintf(stderr, "ublk-flash: block %u retired (%s), %u of %u spare "
 		"blocks used\n", blk, why, f->nbbt + 1, f->bb_limit);
 	if (f->nbbt < FTL_BBT_MAX)
 		f->bbt[f->nbbt++] = blk | FTL_BBT_GROWN;
-	if ((f->nbbt > f->bb_limit || f->nbbt >= FTL_BBT_MAX) && !f->worn_out)
-		return ftl_bb_worn_out(f, "more bad blocks than spares");
-	r = store(f);
-	if (r)
-		fprintf(stderr, "ublk-flash: writing the bad-block table "
-			"failed: %s\n", strerror(-r));
-	return r;
-}
-
-/* The spares are used up (@why): read-only from now on, persisted in the
- * table, said once in the log. */
-int ftl_bb_worn_out(struct ftl *f, const char *why)
-{
-	int r;
-
-	if (f->worn_out)
-		return 0;
-	f->worn_out = true;
-	fprintf(stderr, "ublk-flash: %u bad blocks (the spare area absorbs "
-		"%u), %s: the device is read-only from now on (all written "
-		"data stays readable)\n", f->nbbt, f->bb_limit, why);
-	r = store(f);
-	if (r)
-		fprintf(stderr, "ublk-flash: writing the bad-block table "
-			"failed: %s\n", strerror(-r));
-	return r;
+	if (spares_gone(f) && !f->worn_out)
+		return worn_out(f);
+	return store_logged(f);
 }
 
 /* Move the valid pages off one retired block (from ftl_balance: one per
@@ -342,6 +387,23 @@ int ftl_bb_retire(struct ftl *f)
 	f->retire_next = f->g.nblocks;
 	f->retire_scan = false;
 	return 0;
+}
+
+bool ftl_read_only(struct ftl *f)
+{
+	return f->readonly || __atomic_load_n(&f->worn_out, __ATOMIC_ACQUIRE);
+}
+
+bool ftl_on_read_only(struct ftl *f, void (*fn)(void *ctx), void *ctx)
+{
+	bool worn;
+
+	pthread_mutex_lock(&f->lock);
+	worn = f->worn_out;
+	f->ro_fn = worn ? NULL : fn;
+	f->ro_ctx = ctx;
+	pthread_mutex_unlock(&f->lock);
+	return worn;
 }
 
 void ftl_bb_stats(struct ftl *f, struct ftl_stats *st)

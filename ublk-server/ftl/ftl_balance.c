@@ -24,8 +24,9 @@ static bool seq_room_low(const struct ftl *f)
  * collection while the host stream would have to open a block from GC's
  * reserve (the low watermark: with a background GC thread, ftl_bggc.c,
  * only when it has not kept up; above it the thread is woken instead).
- * -EROFS once the spares are used up; an error the GC thread hit since
- * the last host write is returned once.
+ * -EROFS once the spares are used up (ftl_bb_grown); -ENOSPC when GC
+ * found no room (a backing that is full: the device stays writable); an
+ * error the GC thread hit since the last host write is returned once.
  */
 int ftl_balance(struct ftl *f)
 {
@@ -56,12 +57,12 @@ int ftl_balance(struct ftl *f)
 			return 0;
 		CADD(f, m.gc_fg_runs, 1);       /* the writer waits */
 		r = ftl_gc_free_space(f);
-		if (r == -ENOSPC && f->nbbt) {
-			/* bad blocks took the room GC needs: stop writing
-			 * rather than fail every write for ever */
-			ftl_bb_worn_out(f, "garbage collection found no room");
-			return -EROFS;
-		}
+		/* -ENOSPC here is not "bad blocks took the spares": the
+		 * spares absorb bb_limit bad blocks with room for GC to
+		 * spare, and more turn the engine read-only where they are
+		 * retired (ftl_bb_grown).  It is the backing's (a full
+		 * filesystem under a sparse image): the write fails, the
+		 * next one tries again, nothing is persisted. */
 		if (r)
 			return r;
 	}

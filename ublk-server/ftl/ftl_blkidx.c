@@ -11,7 +11,11 @@
  *    lowest non-empty bucket's first block; cost-benefit the best of the
  *    buckets' first blocks (within a bucket the oldest scores best).  Both
  *    pick exactly the block the scan of every block (ftl_victim_scan)
- *    picks: ties go to the lower block number.
+ *    picks: ties go to the lower block number.  A FULL block holding
+ *    pages of a host run still in flight (f->run_pages: reserved, not
+ *    published) is left out until the run is published: its valid count
+ *    does not count those pages yet, and a victim chosen by it would be
+ *    data written a moment ago (ftl_run_busy).
  * The indexes are rebuilt from the block states at every mount
  * (ftl_rebuild_lists) and kept up to date by ftl_set_state(),
  * ftl_valid_inc/dec() and the free-set calls.  A bucket grows by realloc;
@@ -196,6 +200,8 @@ static void full_add(struct ftl *f, uint32_t b)
 {
 	uint32_t v = f->valid[b] < f->g.ppb ? f->valid[b] : f->g.ppb;
 
+	if (f->run_pages[b])
+		return;                 /* joins when the run is published */
 	f->vkey[b] = f->o.gc == FTL_GC_COST_BENEFIT ? f->mtime[b] : 0;
 	if (h_push(&f->vh[v], b))
 		f->idx_lost = true;             /* scan until rebuilt */
@@ -232,6 +238,27 @@ static void refile(struct ftl *f, uint32_t b)
 		return;
 	full_del(f, b);
 	full_add(f, b);
+}
+
+/* A host run reserved @n pages of block @b (f->lock held): out of the
+ * victim index until ftl_run_unbusy has taken them all back.  (A block is
+ * reserved in while it is its stream's open block, never indexed; the
+ * next run's allocation may close it at once, FULL with a valid count
+ * short of those pages: greedy then took it first and copied data just
+ * written.) */
+void ftl_run_busy(struct ftl *f, uint32_t b, uint32_t n)
+{
+	f->run_pages[b] += n;
+	full_del(f, b);
+}
+
+/* The run's @n pages in block @b are published (or given up). */
+void ftl_run_unbusy(struct ftl *f, uint32_t b, uint32_t n)
+{
+	f->run_pages[b] -= n;
+	if (!f->run_pages[b] && f->state[b] == FTL_BLK_FULL &&
+	    b >= f->g.ckpt_blocks && f->vbk[b] == FTL_NONE)
+		full_add(f, b);
 }
 
 void ftl_valid_inc(struct ftl *f, uint32_t b)
@@ -282,7 +309,7 @@ uint32_t ftl_victim_scan(const struct ftl *f, uint32_t max_valid)
 		uint32_t v = f->valid[b];
 
 		if (f->state[b] != FTL_BLK_FULL || v >= g->ppb || v > max_valid ||
-		    b == f->gc_cur)
+		    b == f->gc_cur || f->run_pages[b])
 			continue;
 		if (f->o.gc == FTL_GC_COST_BENEFIT) {
 			double u = (double)v / g->ppb;
@@ -306,7 +333,8 @@ uint32_t ftl_victim_scan(const struct ftl *f, uint32_t max_valid)
  * The GC victim: a FULL block with fewer valid pages than a block holds
  * and at most @max_valid (what GC has room to copy); greedy: the fewest
  * valid pages; cost-benefit: the highest (1-u)·age/(1+u); never the GC
- * thread's victim (f->gc_cur).  FTL_NONE if there is none.  O(ppb + log n).
+ * thread's victim (f->gc_cur), never a block with a host run in flight
+ * (not indexed).  FTL_NONE if there is none.  O(ppb + log n).
  */
 uint32_t ftl_victim(struct ftl *f, uint32_t max_valid)
 {
@@ -365,9 +393,10 @@ static int h_check(const struct ftl_heap *h)
 
 /*
  * Every invariant of the indexes: the free set is exactly the FREE data
- * blocks, keyed by their erase count; every FULL data block sits in the
- * bucket of its valid count, keyed by its last program (cost-benefit);
- * nothing else is indexed; every heap is a heap.  0 or the first broken
+ * blocks, keyed by their erase count; every FULL data block without a
+ * host run in flight sits in the bucket of its valid count, keyed by its
+ * last program (cost-benefit); nothing else is indexed; every heap is a
+ * heap.  0 or the first broken
  * block + 1 (a negative number for a broken heap).
  */
 long ftl_idx_check(const struct ftl *f)
@@ -386,7 +415,8 @@ long ftl_idx_check(const struct ftl *f)
 	for (uint32_t b = 0; b < g->nblocks; b++) {
 		bool data = b >= g->ckpt_blocks;
 		bool isfree = data && f->state[b] == FTL_BLK_FREE;
-		bool full = data && f->state[b] == FTL_BLK_FULL;
+		bool full = data && f->state[b] == FTL_BLK_FULL &&
+			    !f->run_pages[b];
 		uint32_t v = f->valid[b] < g->ppb ? f->valid[b] : g->ppb;
 
 		if (isfree != ftl_free_has(f, b) ||

@@ -411,9 +411,11 @@ static int write_delta(struct ftl *f, bool clean, uint32_t nblk)
 	f->ck_didx++;
 	f->ck_mark = e->pos + 1;
 	f->ck_pos = e->pos + 2;
+	f->ckpt_prev_seq = f->ckpt_seq;
 	f->ckpt_seq = f->seq;
 	f->allocs_since_ckpt = 0;
 	f->ckpt_due = false;
+	ftl_fsum_covered(f);
 out:
 	free(e);
 	return r;
@@ -514,9 +516,11 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 	f->ck_mark = g->payload_pages + 1;
 	f->ck_didx = 0;
 	f->ckpt_gen = gen;
+	f->ckpt_prev_seq = f->ckpt_seq;
 	f->ckpt_seq = f->seq;
 	f->allocs_since_ckpt = 0;
 	f->ckpt_due = false;
+	ftl_fsum_covered(f);
 	return 0;
 }
 
@@ -679,6 +683,7 @@ static int check_state(struct ftl *f, const struct ftl_ckpt_hdr *h)
 	for (uint32_t b = 0; b < g->nblocks; b++) {
 		bool ck = b < g->ckpt_blocks;
 		if (tab[b].state > FTL_BLK_BAD || tab[b].pad[0] || tab[b].pad[1] ||
+		    tab[b].ec > NAND_EC_MAX ||
 		    (tab[b].flags & ~FTL_BLKF_MAYBE_DIRTY) ||
 		    (ck != (tab[b].state == FTL_BLK_CKPT)) || tab[b].mtime > h->seq)
 			return -EBADMSG;

@@ -21,6 +21,7 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 	f->fd = -1;
 	f->map = malloc((size_t)g->nlpn * sizeof(*f->map));
 	f->valid = calloc(nb, sizeof(*f->valid));
+	f->run_pages = calloc(nb, sizeof(*f->run_pages));
 	f->state = calloc(nb, 1);
 	f->mtime = calloc(nb, sizeof(*f->mtime));
 	f->trim_seq = calloc(nb, sizeof(*f->trim_seq));
@@ -47,7 +48,7 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 		f->ev[i].res = calloc(g->ppb, sizeof(int));
 	}
 	f->gc_cur = FTL_NONE;
-	if (!f->map || !f->valid || !f->state || !f->mtime || !f->trim_seq ||
+	if (!f->map || !f->valid || !f->run_pages || !f->state || !f->mtime || !f->trim_seq ||
 	    !f->fdirty || ftl_idx_init(f) || !f->pend || !f->pend_gen || !f->gcbuf || !f->zero ||
 	    !f->oobbuf || !f->oobbuf2 || !f->ckbuf || !f->bbt ||
 	    !f->bb_done || !f->ev[0].oob || !f->ev[0].res || !f->ev[1].oob ||
@@ -118,6 +119,7 @@ void ftl_free(struct ftl *f)
 		nand_destroy(f->nand);
 	free(f->map);
 	free(f->valid);
+	free(f->run_pages);
 	free(f->state);
 	free(f->mtime);
 	free(f->trim_seq);
@@ -133,6 +135,7 @@ void ftl_free(struct ftl *f)
 		free(f->ev[i].run);
 	}
 	free(f->runoob);
+	free(f->fsum);
 	free(f->zero);
 	free(f->oobbuf);
 	free(f->oobbuf2);
@@ -237,6 +240,10 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 	}
 	if (r)
 		return r;
+	/* flushed pages gone without a trace of their logical page: any
+	 * sector may read an older version; only a repair takes that */
+	if (f->rf_unknown && !o->accept_loss)
+		return -EUCLEAN;
 	ftl_bb_apply(f);                /* the bad-block table has the say */
 	ftl_rebuild_lists(f);
 	ftl_ckpt_blk_dirty_all(f);      /* recovery moved any of them */

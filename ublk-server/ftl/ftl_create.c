@@ -63,7 +63,7 @@ uint64_t ftl_create_max_size(const struct ftl_create_opts *o)
  */
 static int create_backing(struct nand_backing *b,
 			  const struct ftl_create_opts *o, bool delta,
-			  bool stamp)
+			  bool stamp, bool fsum)
 {
 	uint8_t area[OCT_SB_AREA];
 	struct nand_geom ng;
@@ -78,6 +78,7 @@ static int create_backing(struct nand_backing *b,
 	if (r)
 		return r;
 	g.oob_stamp = g.oob_stamp && stamp;
+	g.flush_sum = g.flush_sum && fsum;
 	r = ftl_alloc(&g, &f);
 	if (r)
 		return r;
@@ -115,7 +116,7 @@ out:
 
 int ftl_create_backing(struct nand_backing *b, const struct ftl_create_opts *o)
 {
-	return create_backing(b, o, true, true);
+	return create_backing(b, o, true, true, true);
 }
 
 /* The same in the older format: checkpoint slots without delta records
@@ -124,7 +125,7 @@ int ftl_create_backing(struct nand_backing *b, const struct ftl_create_opts *o)
 int ftl_test_create_backing_full(struct nand_backing *b,
 				 const struct ftl_create_opts *o)
 {
-	return create_backing(b, o, false, false);
+	return create_backing(b, o, false, false, false);
 }
 
 /* Format 1.1 with delta checkpoints, without erase stamps (no
@@ -132,7 +133,15 @@ int ftl_test_create_backing_full(struct nand_backing *b,
 int ftl_test_create_backing_nostamp(struct nand_backing *b,
 				    const struct ftl_create_opts *o)
 {
-	return create_backing(b, o, true, false);
+	return create_backing(b, o, true, false, false);
+}
+
+/* Layout 1.2 without flush summaries (no OCT_SB_F_FLUSH_SUM: images made
+ * before them, revision 2); same image size. */
+int ftl_test_create_backing_nofsum(struct nand_backing *b,
+				   const struct ftl_create_opts *o)
+{
+	return create_backing(b, o, true, true, false);
 }
 
 uint64_t ftl_test_image_size_full(const struct ftl_create_opts *o)

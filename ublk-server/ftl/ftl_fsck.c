@@ -29,6 +29,8 @@ struct fsck {
 	int sb_bad;           /* bit per bad superblock copy */
 	bool no_ckpt, dirty;
 	bool bbt_bad;         /* bad-block table: no valid copy */
+	bool bbt_ro;          /* ... read-only flag it does not justify */
+	uint32_t nbbt, bb_limit; /* ... its bad blocks, what spares absorb */
 	uint64_t gen, mapped;
 };
 
@@ -104,7 +106,7 @@ static int check_blocks(struct ftl *f, struct fsck *k)
 		if (!why && ((r = nand_read_oob(f->nand, p, oob)) ||
 			     (r = nand_read(f->nand, p, 0, page, g->ps))))
 			goto out;
-		if (!why && (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA))
+		if (!why && (!ftl_oob_at(g, oob, p) || o->kind != FTL_OOB_DATA))
 			why = "has no valid OOB record";
 		if (!why && o->lpn != l)
 			why = "OOB names another logical page";
@@ -153,6 +155,12 @@ static int check_bbt(struct ftl *f, int fd, struct fsck *k)
 
 	if (pread(fd, area, sizeof(area), 0) != (ssize_t)sizeof(area))
 		return -EIO;
+	ftl_fmark_load(f, area);
+	if (f->fm_bad)
+		finding(k, false, "%u flush mark cop%s in the superblock area "
+			"do%s not check out (a flush cut by a crash, or "
+			"damage)", f->fm_bad, f->fm_bad > 1 ? "ies" : "y",
+			f->fm_bad > 1 ? "" : "es");
 	if (ftl_bbt_load(f, area)) {
 		finding(k, true, "bad-block table: no valid copy (damaged; "
 			"--repair rebuilds it from the checkpoint)");
@@ -168,7 +176,15 @@ static int check_bbt(struct ftl *f, int fd, struct fsck *k)
 			(unsigned long long)st.bad_blocks_factory,
 			(unsigned long long)st.bad_blocks_grown,
 			(unsigned long long)st.bad_block_limit);
-	if (st.read_only)
+	k->nbbt = f->nbbt;
+	k->bb_limit = f->bb_limit;
+	k->bbt_ro = ftl_bb_ro_unjustified(f);
+	if (k->bbt_ro)
+		finding(k, true, "bad-block table: read-only flag set with %u "
+			"bad blocks, the spare area absorbs %u: not justified "
+			"(a full backing taken for used-up spares); --repair "
+			"clears it", f->nbbt, f->bb_limit);
+	else if (st.read_only)
 		finding(k, false, "spare blocks used up: the device is "
 			"read-only (its data stays readable)");
 	return 0;
@@ -303,6 +319,30 @@ static int check(const char *path, struct fsck *k)
 			"recorded flush damaged: discarded data may read back",
 			(unsigned long long)f->rf_lost_trims,
 			f->rf_lost_trims > 1 ? "s" : "");
+	if (f->rf_unknown)
+		finding(k, true, "%llu flushed page%s written since checkpoint "
+			"%llu lost to media damage with %s logical page%s "
+			"unknown (the flush mark counts more than the medium "
+			"and its flush summaries hold): the open refuses; "
+			"--repair accepts the loss (%s may read an older "
+			"version)", (unsigned long long)f->rf_unknown,
+			f->rf_unknown > 1 ? "s" : "",
+			(unsigned long long)k->gen,
+			f->rf_unknown > 1 ? "their" : "its",
+			f->rf_unknown > 1 ? "s" : "",
+			f->rf_unknown > 1 ? "they" : "it");
+	if (f->rf_sum_trims)
+		finding(k, true, "%llu trim record%s written before the last "
+			"recorded flush lost to media damage (restored from "
+			"a flush summary)", (unsigned long long)f->rf_sum_trims,
+			f->rf_sum_trims > 1 ? "s" : "");
+	if (f->rf_lost_sums)
+		finding(k, true, "%llu flush summar%s written before the last "
+			"recorded flush damaged (damage to the pages %s lists "
+			"may read an older version until the next checkpoint)",
+			(unsigned long long)f->rf_lost_sums,
+			f->rf_lost_sums > 1 ? "ies" : "y",
+			f->rf_lost_sums > 1 ? "they" : "it");
 	if (f->base.nand_violations)
 		finding(k, true, "%llu NAND rule violations were counted",
 			(unsigned long long)f->base.nand_violations);
@@ -334,7 +374,7 @@ static void fsck_reset(struct fsck *k, bool json)
  * missing checkpoints (scan).  Leaves a cleanly closed image. */
 static int repair(const char *path, struct fsck *k)
 {
-	struct ftl_open_opts o = { .scan = k->no_ckpt };
+	struct ftl_open_opts o = { .scan = k->no_ckpt, .accept_loss = true };
 	uint8_t area[OCT_SB_AREA];
 	struct oct_sb sb;
 	struct ftl_geom g;
@@ -342,9 +382,9 @@ static int repair(const char *path, struct fsck *k)
 	int fd, r, bad;
 
 	/* The engine's image lock (see ftl_open) is held over the raw fixes
-	 * below, so nothing that serves the image sees them half done; it is
-	 * let go just before ftl_open takes it again (flock locks belong to
-	 * an open file, so this process cannot hold it twice). */
+	 * below, so nothing that serves the image sees them half done, and
+	 * into the open, which takes it on this descriptor (lock_fd): it is
+	 * never let go in between for a server to take. */
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -362,13 +402,21 @@ static int repair(const char *path, struct fsck *k)
 	}
 	if (!r && k->bbt_bad)
 		r = ftl_bbt_reset(path);
-	close(fd);
+	o.lock_fd = fd;             /* (0 is "none": then the open locks) */
+	if (r || !fd)
+		close(fd);
 	if (r)
 		return r;
 	r = ftl_open(path, &o, &f);
-	if (r)
+	if (r) {
+		if (fd)
+			close(fd);
 		return r;
+	}
 	pthread_mutex_lock(&f->lock);
+	r = ftl_bb_clear_ro(f);
+	k->bbt_ro = r == 1;
+	r = r < 0 ? r : 0;
 	for (uint32_t i = 0; i < k->nbad; i++)
 		ftl_map_unset(f, k->bad_lpn[i]);
 	/* the close writes one more: then every slot holds a fresh one
@@ -379,11 +427,13 @@ static int repair(const char *path, struct fsck *k)
 	}
 	ftl_ckpt_force_base(f);
 	pthread_mutex_unlock(&f->lock);
-	if (r) {
+	if (r)
 		ftl_close(f);
-		return r;
-	}
-	return ftl_close(f);
+	else
+		r = ftl_close(f);
+	if (fd)
+		close(fd);          /* after the close: the lock goes last */
+	return r;
 }
 
 static void report(struct fsck *k, FILE *out, bool repaired)
@@ -434,6 +484,10 @@ int ftl_fsck(const char *path, bool fix, FILE *out, bool json)
 	if (!json)
 		report(&k, out, false);
 	r = repair(path, &k);
+	if (!r && !json && k.bbt_ro)
+		fprintf(out, "repaired: read-only flag of the bad-block table "
+			"cleared (%u bad blocks, the spare area absorbs %u): "
+			"the device takes writes again\n", k.nbbt, k.bb_limit);
 	fsck_reset(&k, json);
 	if (!r)
 		r = check(path, &k);

@@ -18,11 +18,22 @@
 /* Greedy or cost-benefit, from the valid-count buckets (ftl_blkidx.c),
  * among the blocks GC has room to empty (with what is pending erased):
  * cost-benefit's favourite may hold more valid pages than that, and
- * stopping there failed host writes with ENOSPC on a device not full. */
+ * stopping there failed host writes with ENOSPC on a device not full.
+ * Blocks with host runs in flight are not candidates (ftl_run_busy);
+ * when nothing else is, the runs are published (ftl_inflight_drain, as
+ * evacuation would) and the choice made again with their true counts. */
 static uint32_t pick_victim(struct ftl *f, uint64_t room)
 {
+	uint32_t max, v;
+
 	room += (uint64_t)f->npend * f->g.ppb;
-	return ftl_victim(f, room < f->g.ppb ? (uint32_t)room : f->g.ppb);
+	max = room < f->g.ppb ? (uint32_t)room : f->g.ppb;
+	v = ftl_victim(f, max);
+	if (v == FTL_NONE && f->inflight) {
+		ftl_inflight_drain(f);
+		v = ftl_victim(f, max);
+	}
+	return v;
 }
 
 /* GC's stream may take the reserve; when even that is gone, erase what
@@ -48,17 +59,17 @@ static uint64_t gc_room(const struct ftl *f)
 	return left + (uint64_t)f->nfree * f->g.ppb;
 }
 
-/* Program a data page for @lpn into the GC stream; when a failed program
- * used up the free blocks, erase what is pending and go on. */
-int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data)
+/* Program a copy of a data page for @lpn into the GC stream, carrying
+ * @crc, its source's data CRC (see evac_run); when a failed program used
+ * up the free blocks, erase what is pending and go on. */
+int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data, uint32_t crc)
 {
 	int r;
 
 	for (;;) {
 		r = ftl_gc_stream_ready(f);
 		if (!r)
-			r = ftl_prog_page(f, STREAM_GC, lpn, data, FTL_OOB_DATA,
-					  NULL);
+			r = ftl_prog_copy(f, STREAM_GC, lpn, data, crc);
 		if (r != -ENOSPC || !f->npend)
 			return r;
 		r = ftl_erase_pending(f, true);
@@ -121,7 +132,8 @@ static int evac_prog(struct ftl *f, struct ftl_evac *e, uint32_t n,
 					    n - *done, &d, counter);
 		if (r == -ENOMEM && !d) {       /* no run buffer: one page */
 			r = ftl_gc_prog(f, e->lpn[*done],
-					e->run + (size_t)*done * g->ps);
+					e->run + (size_t)*done * g->ps,
+					e->crc[*done]);
 			if (!r)
 				__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
 			d = !r;
@@ -166,9 +178,10 @@ static int evac_prog(struct ftl *f, struct ftl_evac *e, uint32_t n,
  * fails its CRC like any page that does (torn past the recorded flush,
  * else damaged: FTL_DAMAGED unless an intact page with the same CRC is
  * still mapped, ftl_recover.c) -- never as good data.  The single-page
- * paths (a page read on its own through the ECC model, which corrects or
- * reports it; no run buffer) still compute the CRC over what they read,
- * as before.
+ * paths (a page read on its own through the ECC model; no run buffer)
+ * carry it too: the ECC corrects what it sees, never a bit it missed
+ * (they recomputed the CRC until 2026-12, which laundered such a bit:
+ * tests/unit/ftl-rmw-crc.c).
  */
 static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
 		    uint32_t budget)
@@ -203,7 +216,7 @@ static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
 				(e->oob + (size_t)e->pg * g->oob);
 			uint64_t ppn = (uint64_t)v * g->ppb + e->pg;
 
-			if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA ||
+			if (!ftl_oob_at(g, o, ppn) || o->kind != FTL_OOB_DATA ||
 			    o->lpn >= g->nlpn || ftl_map_get(f, o->lpn) != ppn)
 				continue;
 			if (!e->whole || e->res[e->pg] || !e->run)
@@ -229,7 +242,8 @@ static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
 				continue;
 			}
 			if (!r)
-				r = ftl_gc_prog(f, o->lpn, f->gcbuf);
+				r = ftl_gc_prog(f, o->lpn, f->gcbuf,
+						o->data_crc);
 			if (r)
 				return r;
 			__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
@@ -312,7 +326,7 @@ static int static_wl_one(struct ftl *f)
 		if (ec > mx)
 			mx = ec;
 		if (f->state[b] == FTL_BLK_FULL && b != f->gc_cur &&
-		    ec < cec) {
+		    !f->run_pages[b] && ec < cec) {
 			cec = ec;
 			cold = b;
 		}
@@ -352,10 +366,25 @@ static int static_wl(struct ftl *f)
 }
 
 /*
+ * With flush summaries (ftl_fsum.c), does pending block @b hold a page
+ * the two newest checkpoints do not both cover?  Erased, it would be gone
+ * from the log while it may still be needed: a summary lists it (so a
+ * missing page is media damage), and a roll-forward from the checkpoint
+ * before, should the newest one be damaged, needs it (data, trim
+ * records).
+ */
+static bool pend_uncovered(const struct ftl *f, uint32_t b)
+{
+	return f->g.flush_sum && f->mtime[b] > f->ckpt_prev_seq;
+}
+
+/*
  * Erase every PENDING block.  Their data was superseded (relocated,
  * overwritten or trimmed); make that durable first: a sync, or a
  * checkpoint when a block holds trim records the last checkpoint does not
- * cover.  Readers are excluded while blocks are erased.
+ * cover (with flush summaries: pages the two newest checkpoints do not
+ * both cover, two checkpoints if need be).  Readers are excluded while
+ * blocks are erased.
  */
 int ftl_erase_pending(struct ftl *f, bool force_sync)
 {
@@ -368,11 +397,17 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 	for (uint32_t i = 0; i < f->npend; i++) {
 		if (f->pend_gen[i] >= f->sync_gen)
 			need_sync = true;
-		if (f->trim_seq[f->pend[i]] > f->ckpt_seq)
+		if (f->trim_seq[f->pend[i]] > f->ckpt_seq ||
+		    pend_uncovered(f, f->pend[i]))
 			need_ckpt = true;
 	}
 	if (need_ckpt) {
 		r = ftl_ckpt_write(f, false);
+		for (uint32_t i = 0; !r && i < f->npend; i++)
+			if (pend_uncovered(f, f->pend[i])) {
+				r = ftl_ckpt_write(f, false);
+				break;
+			}
 	} else if (need_sync) {
 		/* a sync only for the erase: learn what it costs, and batch
 		 * more victims per sync when it is expensive (a disk file) */

@@ -66,6 +66,7 @@ int ftl_geom_compute(struct ftl_geom *g, uint64_t size, enum ftl_align_mode a,
 	g->oob_inline = true;
 	r = ftl_geom_ckpt(g, true);
 	g->oob_stamp = !r && ftl_geom_stamp_ok(g);
+	g->flush_sum = oob >= FTL_OOB_FLUSH_MIN;
 	return r;
 }
 
@@ -167,7 +168,8 @@ int ftl_sb_build(struct oct_sb *sb, const struct ftl_geom *g)
 	sb->create_time = (uint64_t)time(NULL);
 	sb->flags = (g->oob_inline ? OCT_SB_F_OOB_INLINE : 0) |
 		    (g->ckpt_delta ? OCT_SB_F_CKPT_DELTA : 0) |
-		    (g->oob_stamp ? OCT_SB_F_OOB_STAMP : 0);
+		    (g->oob_stamp ? OCT_SB_F_OOB_STAMP : 0) |
+		    (g->flush_sum ? OCT_SB_F_FLUSH_SUM : 0);
 	sb->pe_cycles = g->pe_cycles;
 	sb->crc = 0;
 	sb->crc = oct_crc32c(0, sb, OCT_SB_SIZE);
@@ -213,6 +215,10 @@ int ftl_sb_decode(const struct oct_sb *in, struct ftl_geom *g)
 	/* stamps: only where they fit (a builder never sets it elsewhere) */
 	g->oob_stamp = sb.flags & OCT_SB_F_OOB_STAMP;
 	if (g->oob_stamp && !ftl_geom_stamp_ok(g))
+		return -EBADMSG;
+	/* summaries carry the flush in their flush record: room for it */
+	g->flush_sum = sb.flags & OCT_SB_F_FLUSH_SUM;
+	if (g->flush_sum && g->oob < FTL_OOB_FLUSH_MIN)
 		return -EBADMSG;
 	if (g->nblocks != sb.nblocks || g->flash_off != sb.flash_offset ||
 	    g->oob_off != sb.oob_offset || g->ckpt_blocks != sb.ckpt_blocks)
@@ -288,50 +294,100 @@ void ftl_oob_fill(struct ftl_oob *o, uint8_t kind, uint16_t stream,
 			 data ? oct_crc32c(0, data, ps) : 0);
 }
 
-/* Add the flush record after the OOB record @oob (filled) of an OOB area of
- * @oob_size bytes, if it has room. */
-void ftl_oob_set_flushed(void *oob, uint32_t oob_size, uint64_t flushed)
+/* The crc of flush record @x (crc 0) after OOB record @o: seeded with the
+ * record's crc, and on images with flush summaries with the flash page it
+ * belongs to (version 2: a record programmed elsewhere does not check
+ * out). */
+static uint32_t flush_crc(const struct ftl_geom *g, const struct ftl_oob *o,
+			  const struct ftl_oob_flush *x, uint64_t ppn)
+{
+	uint32_t seed = o->crc, p = (uint32_t)ppn;
+
+	if (g->flush_sum)
+		seed = oct_crc32c(seed, &p, sizeof(p));
+	return oct_crc32c(seed, x, sizeof(*x));
+}
+
+/* Add the flush record after the OOB record @oob (filled) of flash page
+ * @ppn, if the OOB area has room. */
+void ftl_oob_set_flushed(const struct ftl_geom *g, void *oob, uint64_t ppn,
+			 uint64_t flushed)
 {
 	const struct ftl_oob *o = oob;
 	struct ftl_oob_flush x = { .flushed = flushed,
-		.magic = FTL_OOB_FLUSH_MAGIC, .version = FTL_OOB_FLUSH_VERSION };
+		.magic = FTL_OOB_FLUSH_MAGIC,
+		.version = g->flush_sum ? FTL_OOB_FLUSH_VERSION_AT :
+					  FTL_OOB_FLUSH_VERSION };
 
-	if (oob_size < FTL_OOB_FLUSH_MIN)
+	if (g->oob < FTL_OOB_FLUSH_MIN)
 		return;
-	x.crc = oct_crc32c(o->crc, &x, sizeof(x));
+	x.crc = flush_crc(g, o, &x, ppn);
 	memcpy((uint8_t *)oob + sizeof(*o), &x, sizeof(x));
 }
 
-/* The flush record of a valid OOB area: its value, or 0 if absent or bad. */
-uint64_t ftl_oob_flushed(const void *oob, uint32_t oob_size)
+/* The flush record of OOB area @oob (whose record is valid) of flash page
+ * @ppn: true and its value in *val when it checks out. */
+static bool flush_rec(const struct ftl_geom *g, const void *oob, uint64_t ppn,
+		      uint64_t *val)
 {
 	const struct ftl_oob *o = oob;
 	struct ftl_oob_flush x;
 	uint32_t crc;
 
-	if (oob_size < FTL_OOB_FLUSH_MIN)
-		return 0;
+	if (g->oob < FTL_OOB_FLUSH_MIN)
+		return false;
 	memcpy(&x, (const uint8_t *)oob + sizeof(*o), sizeof(x));
 	crc = x.crc;
 	x.crc = 0;
-	if (x.magic != FTL_OOB_FLUSH_MAGIC || x.version != FTL_OOB_FLUSH_VERSION ||
-	    x.pad || oct_crc32c(o->crc, &x, sizeof(x)) != crc ||
-	    x.flushed >= o->seq)
-		return 0;
-	return x.flushed;
+	*val = x.flushed;
+	return x.magic == FTL_OOB_FLUSH_MAGIC && !x.pad &&
+	       x.version == (g->flush_sum ? FTL_OOB_FLUSH_VERSION_AT :
+					    FTL_OOB_FLUSH_VERSION) &&
+	       flush_crc(g, o, &x, ppn) == crc && x.flushed < o->seq;
 }
 
-/* Is @o a well-formed OOB record (magic, version, crc)? */
+uint64_t ftl_oob_flushed(const struct ftl_geom *g, const void *oob,
+			 uint64_t ppn)
+{
+	uint64_t v;
+
+	return flush_rec(g, oob, ppn, &v) ? v : 0;
+}
+
+bool ftl_oob_at(const struct ftl_geom *g, const void *oob, uint64_t ppn)
+{
+	const struct ftl_oob *o = oob;
+	uint64_t v;
+
+	if (!ftl_oob_ok(o))
+		return false;
+	/* checkpoint pages carry no flush record (their slot page index
+	 * and generation place them) */
+	if (!g->flush_sum || o->kind == FTL_OOB_CKPT ||
+	    o->kind == FTL_OOB_MOUNT)
+		return true;
+	return flush_rec(g, oob, ppn, &v);
+}
+
+/* Is @o a well-formed OOB record (magic, version, crc, every field in
+ * its range)? */
 bool ftl_oob_ok(const struct ftl_oob *o)
 {
 	struct ftl_oob t = *o;
 
 	/* a sequence number (or generation) at or past FTL_SEQ_MAX was never
 	 * written (ckpt_write refuses first): the record is damaged, however
-	 * its crc came out; taken as the newest it wrapped the counter */
+	 * its crc came out; taken as the newest it wrapped the counter.  So
+	 * is an erase count past NAND_EC_MAX (taken as the block's, its next
+	 * erase overflowed) and a stream no writer of that kind uses (data, trim
+	 * and flush-summary pages: a host or GC stream). */
 	if (t.magic != FTL_OOB_MAGIC || t.version != FTL_FMT_VERSION ||
-	    t.kind < FTL_OOB_DATA || t.kind > FTL_OOB_MOUNT ||
-	    t.seq >= FTL_SEQ_MAX)
+	    t.kind < FTL_OOB_DATA || t.kind > FTL_OOB_FSUM ||
+	    t.seq >= FTL_SEQ_MAX || t.ec > NAND_EC_MAX ||
+	    (t.kind <= FTL_OOB_TRIM || t.kind == FTL_OOB_FSUM ?
+	     t.stream >= FTL_NSTREAMS :
+	     t.kind == FTL_OOB_MOUNT ? t.stream != FTL_CKPT_STREAM_BASE :
+	     t.stream < FTL_CKPT_STREAM_BASE || t.stream > FTL_CKPT_STREAM_DHDR))
 		return false;
 	t.crc = 0;
 	return oct_crc32c(0, &t, sizeof(t)) == o->crc;

@@ -52,6 +52,7 @@ int ftl_info_read(const char *path, struct ftl_info *info)
 	info->erase_stamps = g.oob_stamp;
 	info->ckpt_delta = g.ckpt_delta;
 	info->pe_cycles = g.pe_cycles;
+	info->flush_sum = g.flush_sum;
 	ftl_topo_fill(&g, &info->topo);
 	if (size < g.image_size || (!blkdev && size != g.image_size))
 		r = -EINVAL;
@@ -96,6 +97,7 @@ void ftl_info_print(const struct ftl_info *i, const char *image, FILE *out,
 		oct_json_str(&j, "layout", layout);
 		oct_json_bool(&j, "erase_stamps", i->erase_stamps);
 		oct_json_bool(&j, "ckpt_delta", i->ckpt_delta);
+		oct_json_bool(&j, "flush_summaries", i->flush_sum);
 		oct_json_u64(&j, "logical_block_size", i->topo.logical);
 		oct_json_u64(&j, "physical_block_size", i->topo.physical);
 		oct_json_u64(&j, "alignment_offset", i->topo.alignment_offset);
@@ -125,10 +127,11 @@ void ftl_info_print(const struct ftl_info *i, const char *image, FILE *out,
 	ROW("over-provisioning", "%.1f %%", i->op_permille / 10.0);
 	ROW("rated endurance", "%u erases per block", i->pe_cycles);
 	ROW("uuid", "%s", uuid);
-	ROW("medium layout", "%s (%s%s%s)", layout,
+	ROW("medium layout", "%s (%s%s%s%s)", layout,
 	    i->oob_inline ? "OOB beside its page" : "OOB area",
 	    i->erase_stamps ? ", erase stamps" : "",
-	    i->ckpt_delta ? ", delta checkpoints" : "");
+	    i->ckpt_delta ? ", delta checkpoints" : "",
+	    i->flush_sum ? ", flush summaries" : "");
 	ROW("logical block", "%s", SZ(i->topo.logical, a));
 	ROW("physical block", "%s", SZ(i->topo.physical, a));
 	ROW("alignment offset", "%u bytes", i->topo.alignment_offset);

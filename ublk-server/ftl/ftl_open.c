@@ -103,6 +103,7 @@ static int open_on(struct nand_backing *b, uint64_t bsize, bool blkdev,
 	f->nand = n;
 	f->sb = sb;
 	r = ftl_bbt_load(f, area);
+	ftl_fmark_load(f, area);
 	if (!r)
 		r = ftl_mount(f, o);
 	if (!r && o->faults) {
@@ -125,6 +126,16 @@ static int open_on(struct nand_backing *b, uint64_t bsize, bool blkdev,
 	}
 	*out = f;
 	return 0;
+}
+
+/* 0 if descriptors @a and @b are open on one file, else -EINVAL. */
+static int ftl_same_file(int a, int b)
+{
+	struct stat x, y;
+
+	if (fstat(a, &x) < 0 || fstat(b, &y) < 0)
+		return -errno;
+	return x.st_dev == y.st_dev && x.st_ino == y.st_ino ? 0 : -EINVAL;
 }
 
 /* Open the image at @path (see ftl.h). */
@@ -154,7 +165,11 @@ int ftl_open(const char *path, const struct ftl_open_opts *o,
 	fd = open(path, (o->readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (!o->readonly && flock(fd, LOCK_EX | LOCK_NB)) {
+	r = o->readonly || o->lock_fd <= 0 ? 0 : ftl_same_file(fd, o->lock_fd);
+	if (r)
+		goto err;
+	if (!o->readonly && flock(o->lock_fd > 0 ? o->lock_fd : fd,
+				  LOCK_EX | LOCK_NB)) {
 		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
 		goto err;
 	}
@@ -176,16 +191,26 @@ err:
 	return r;
 }
 
-/* Open an image on any backing (tests; the engine owns @b on success). */
+/* Open an image on any backing (tests; the engine owns @b on success):
+ * a memory backing is its size, any other (a test's wrapper) is taken to
+ * be as large as the image. */
 int ftl_open_backing(struct nand_backing *b, const struct ftl_open_opts *o,
 		     struct ftl **out)
 {
 	struct ftl_open_opts dflt = { 0 };
-	uint8_t *bytes;
 	uint64_t size = 0;
 
-	bytes = nand_mem_bytes(b, &size);
-	(void)bytes;
+	if (!nand_mem_bytes(b, &size))
+		return open_on(b, UINT64_MAX, true, o ? o : &dflt, out);
+	return ftl_open_backing_sized(b, size, o, out);
+}
+
+/* Open an image on any backing whose store is @size bytes (tests). */
+int ftl_open_backing_sized(struct nand_backing *b, uint64_t size,
+			   const struct ftl_open_opts *o, struct ftl **out)
+{
+	struct ftl_open_opts dflt = { 0 };
+
 	return open_on(b, size, false, o ? o : &dflt, out);
 }
 
@@ -225,6 +250,12 @@ void ftl_abandon(struct ftl *f)
 uint64_t ftl_size(const struct ftl *f)
 {
 	return f->g.size;
+}
+
+/* How this open found the image (see ftl.h). */
+enum ftl_mount_kind ftl_mount_kind(const struct ftl *f)
+{
+	return f->mount_kind;
 }
 
 /* The topology to report to the kernel (same as libalign reads). */

@@ -43,7 +43,7 @@ static int read_checked(struct ftl *f, uint32_t lpn, uint32_t ppn,
 			r = res;
 		if (r)
 			return r;
-		if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA ||
+		if (!ftl_oob_at(&f->g, oob, ppn) || o->kind != FTL_OOB_DATA ||
 		    o->lpn != lpn || oct_crc32c(0, page, ps) != o->data_crc)
 			return -EILSEQ;
 		if (page != dst)
@@ -57,7 +57,8 @@ static int read_checked(struct ftl *f, uint32_t lpn, uint32_t ppn,
 	r = nand_read_oob(f->nand, ppn, oob);
 	if (r)
 		return r;
-	if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA || o->lpn != lpn)
+	if (!ftl_oob_at(&f->g, oob, ppn) || o->kind != FTL_OOB_DATA ||
+	    o->lpn != lpn)
 		return -EILSEQ;
 	if (a || b != ps) {
 		/* the stored page, past the ECC model: its read errors and
@@ -83,6 +84,40 @@ static int read_lpn(struct ftl *f, uint32_t lpn, uint32_t a, uint32_t b,
 	if (ppn == FTL_DAMAGED)
 		return -EIO;    /* flushed data lost to media damage */
 	return read_checked(f, lpn, ppn, a, b, d);
+}
+
+/*
+ * read_lpn(); a page that does not match its OOB record is looked at again
+ * with writers held off: a writer may have remapped it, or be moving OOB
+ * records between the nand's cache and the medium (their lock order:
+ * f->lock, then io_rw).  Still -EILSEQ: counted in read_crc_errors.
+ * io_rw held for reading on entry and on return.
+ */
+static int read_settled(struct ftl *f, uint32_t lpn, uint32_t a, uint32_t b,
+			uint8_t *d)
+{
+	int r = read_lpn(f, lpn, a, b, d);
+
+	if (r != -EILSEQ)
+		return r;
+	pthread_rwlock_unlock(&f->io_rw);
+	pthread_mutex_lock(&f->lock);
+	pthread_rwlock_rdlock(&f->io_rw);
+	r = read_lpn(f, lpn, a, b, d);
+	pthread_mutex_unlock(&f->lock);
+	if (r == -EILSEQ)
+		CADD(f, m.read_crc_errors, 1);
+	return r;
+}
+
+int ftl_read_whole(struct ftl *f, uint32_t lpn, uint8_t *buf)
+{
+	int r;
+
+	pthread_rwlock_rdlock(&f->io_rw);
+	r = read_settled(f, lpn, 0, f->g.ps, buf);
+	pthread_rwlock_unlock(&f->io_rw);
+	return r == -EBADMSG || r == -EILSEQ ? -EIO : r;
 }
 
 /*
@@ -133,8 +168,8 @@ static long read_run(struct ftl *f, uint64_t p, uint32_t ppn, uint32_t cnt,
 
 		if (res[i])
 			return res[i];
-		if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA ||
-		    o->lpn != p + i ||
+		if (!ftl_oob_at(&f->g, o, ppn + i) ||
+		    o->kind != FTL_OOB_DATA || o->lpn != p + i ||
 		    oct_crc32c(0, d + (size_t)i * ps, ps) != o->data_crc)
 			return i;       /* this one goes the page path */
 	}
@@ -188,20 +223,7 @@ int ftl_read(struct ftl *f, void *buf, uint64_t off, size_t len)
 			lo = p * ps;
 			d = dst + (lo - mo);
 		}
-		r = read_lpn(f, (uint32_t)p, (uint32_t)a, (uint32_t)b, d);
-		if (r == -EILSEQ) {
-			/* a writer may have remapped the page, or be moving
-			 * OOB records between the nand's cache and the
-			 * medium: look again with writers held off (their
-			 * lock order: f->lock, then io_rw) */
-			pthread_rwlock_unlock(&f->io_rw);
-			pthread_mutex_lock(&f->lock);
-			pthread_rwlock_rdlock(&f->io_rw);
-			r = read_lpn(f, (uint32_t)p, (uint32_t)a, (uint32_t)b, d);
-			pthread_mutex_unlock(&f->lock);
-			if (r == -EILSEQ)
-				CADD(f, m.read_crc_errors, 1);
-		}
+		r = read_settled(f, (uint32_t)p, (uint32_t)a, (uint32_t)b, d);
 	}
 	pthread_rwlock_unlock(&f->io_rw);
 	if (r == -EBADMSG || r == -EILSEQ)

@@ -20,6 +20,10 @@
 #define REC_BAD 0x80      /* kind flag: data does not match its crc */
 #define REC_LOST 0x40     /* kind: a page whose OOB record is damaged, seq
                              the next record's (it was programmed before) */
+#define REC_GONE 0x20     /* kind flag: a page a flush summary lists, not
+                             on the medium as listed (media damage) */
+#define REC_SUMMED 0x10   /* kind flag: a damaged page a flush summary
+                             lists (REC_LOST: its logical page is known) */
 
 struct rec {
 	uint64_t seq;
@@ -36,6 +40,8 @@ struct recs {
 	size_t n, cap;
 	struct ftl_trim_range *t;
 	size_t nt, tcap;
+	struct ftl_fsum_ent *s;         /* flush summaries' entries */
+	size_t ns, scap;
 };
 
 static int push(void **arr, size_t *n, size_t *cap, size_t sz)
@@ -67,10 +73,14 @@ static bool oob_zero(const uint8_t *o, size_t n)
 	return true;
 }
 
-static bool usable(const struct ftl_oob *o)
+/* A record of the log at flash page @ppn: a data page, a trim record, a
+ * flush summary. */
+static bool usable(const struct ftl_geom *g, const struct ftl_oob *o,
+		   uint64_t ppn)
 {
-	return ftl_oob_ok(o) &&
-	       (o->kind == FTL_OOB_DATA || o->kind == FTL_OOB_TRIM);
+	return ftl_oob_at(g, o, ppn) &&
+	       (o->kind == FTL_OOB_DATA || o->kind == FTL_OOB_TRIM ||
+		o->kind == FTL_OOB_FSUM);
 }
 
 /*
@@ -92,7 +102,7 @@ static int lost_records(struct ftl *f, uint32_t b, uint64_t after,
 		const struct ftl_oob *o =
 			(const struct ftl_oob *)(f->oobbuf + (size_t)pg * g->oob);
 
-		if (!usable(o))
+		if (!usable(g, o, (uint64_t)b * g->ppb + pg))
 			continue;
 		if (prev && pg > pp + 1 && prev->seq > after &&
 		    prev->ec == o->ec && prev->seq < o->seq) {
@@ -172,9 +182,10 @@ static int newer_ckpt_lost(struct ftl *f, const uint8_t *cand, bool *lost)
 			const struct ftl_oob *o = (const struct ftl_oob *)
 				(f->oobbuf + (size_t)pg * g->oob);
 
-			uint64_t fl = ftl_oob_flushed(o, g->oob);
+			uint64_t ppn = (uint64_t)b * g->ppb + pg;
+			uint64_t fl = ftl_oob_flushed(g, o, ppn);
 
-			if (!usable(o) || o->seq <= limit ||
+			if (!usable(g, o, ppn) || o->seq <= limit ||
 			    o->seq > FTL_SEQ_MAX ||
 			    (o->kind == FTL_OOB_DATA && o->lpn >= g->nlpn) ||
 			    (o->seq > limit + f->seq_gap &&
@@ -192,17 +203,77 @@ static int newer_ckpt_lost(struct ftl *f, const uint8_t *cand, bool *lost)
 	return 0;
 }
 
+/* Does trim record @t (its page checked out against @o's data crc) hold
+ * what the OOB record says, ranges inside the device? */
+static bool trim_ok(const struct ftl_geom *g, const struct ftl_oob *o,
+		    const struct ftl_trim *t)
+{
+	uint32_t maxr = (g->ps - sizeof(*t)) / sizeof(struct ftl_trim_range);
+
+	if (t->magic != FTL_TRIM_MAGIC || t->n > maxr || t->n != o->lpn)
+		return false;
+	for (uint32_t i = 0; i < t->n; i++)
+		if (!t->r[i].count ||
+		    (uint64_t)t->r[i].lpn + t->r[i].count > g->nlpn)
+			return false;
+	return true;
+}
+
+/*
+ * Flush summary @h (the data of a page numbered @seq, which passed its
+ * crc): keep its entries newer than @after.  *ok false when it does not
+ * check out (taken as damaged).  0 or -ENOMEM.
+ */
+static int take_summary(struct ftl *f, const struct ftl_fsum *h,
+			uint64_t seq, uint64_t after, struct recs *rs,
+			bool *ok)
+{
+	const struct ftl_geom *g = &f->g;
+	const struct ftl_fsum_ent *e = (const struct ftl_fsum_ent *)(h + 1);
+	uint64_t first = (uint64_t)g->ckpt_blocks * g->ppb;
+	uint64_t total = (uint64_t)g->nblocks * g->ppb;
+	struct ftl_fsum t = *h;
+
+	t.crc = 0;
+	*ok = !memcmp(h->magic, FTL_FSUM_MAGIC, 8) &&
+	      h->version == FTL_FSUM_VERSION && h->hdr_size == sizeof(*h) &&
+	      h->count <= FTL_FSUM_PER_PAGE(g->ps);
+	if (*ok) {
+		uint32_t crc = oct_crc32c(0, &t, sizeof(t));
+
+		crc = oct_crc32c(crc, e, (size_t)h->count * sizeof(*e));
+		*ok = crc == h->crc;
+	}
+	for (uint32_t i = 0; *ok && i < h->count; i++) {
+		bool data = e[i].kind == FTL_OOB_DATA;
+		int r;
+
+		/* an entry that cannot be right is skipped (the crc vouches
+		 * for the page; a bug would put it there, not damage) */
+		if (e[i].seq <= after || e[i].seq >= seq ||
+		    e[i].ppn < first || e[i].ppn >= total ||
+		    e[i].pad[0] || e[i].pad[1] || e[i].pad[2] ||
+		    (!data && e[i].kind != FTL_OOB_TRIM) ||
+		    e[i].lpn >= g->nlpn ||
+		    (!data && e[i].aux > g->nlpn - e[i].lpn))
+			continue;
+		r = push((void **)&rs->s, &rs->ns, &rs->scap, sizeof(*rs->s));
+		if (r)
+			return r;
+		rs->s[rs->ns - 1] = e[i];
+	}
+	return 0;
+}
+
 /* Collect the records of block @b newer than @after and at most @limit
- * (those whose data fails its crc flagged REC_BAD); raise *flushed to its
- * flush records. */
+ * (those whose data fails its crc flagged REC_BAD) and the entries of its
+ * flush summaries; raise *flushed to its flush records. */
 static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 		      uint64_t limit, struct recs *rs, uint64_t *bmax,
 		      uint32_t *ec, uint32_t *used, int *bstream,
 		      uint64_t *flushed)
 {
 	const struct ftl_geom *g = &f->g;
-	uint32_t maxr = (g->ps - sizeof(struct ftl_trim)) /
-			sizeof(struct ftl_trim_range);
 	int r;
 
 	*bmax = 0;
@@ -229,13 +300,12 @@ static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 		struct rec *x;
 		bool bad;
 
-		if (!ftl_oob_ok(o) ||
-		    (o->kind != FTL_OOB_DATA && o->kind != FTL_OOB_TRIM))
+		if (!usable(g, o, ppn))
 			continue;
 		if (o->seq > limit)
 			continue;       /* past the log: a damaged record */
-		if (ftl_oob_flushed(o, g->oob) > *flushed)
-			*flushed = ftl_oob_flushed(o, g->oob);
+		if (ftl_oob_flushed(g, o, ppn) > *flushed)
+			*flushed = ftl_oob_flushed(g, o, ppn);
 		if (o->seq <= after)
 			continue;
 		if (o->kind == FTL_OOB_DATA && o->lpn >= g->nlpn)
@@ -243,7 +313,10 @@ static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 		r = nand_read(f->nand, ppn, 0, f->gcbuf, g->ps);
 		if (r)
 			return r;
-		bad = oct_crc32c(0, f->gcbuf, g->ps) != o->data_crc;
+		/* a trim record that does not hold what it says is damaged
+		 * (its crc came out, its fields did not) */
+		bad = oct_crc32c(0, f->gcbuf, g->ps) != o->data_crc ||
+		      (o->kind == FTL_OOB_TRIM && !trim_ok(g, o, t));
 		if (bad) {      /* torn, or damaged: decided once all is read */
 			r = push((void **)&rs->r, &rs->n, &rs->cap,
 				 sizeof(*rs->r));
@@ -255,9 +328,24 @@ static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 				.stream = (uint8_t)o->stream, .crc = o->data_crc };
 			continue;
 		}
-		if (o->kind == FTL_OOB_TRIM &&
-		    (t->magic != FTL_TRIM_MAGIC || t->n > maxr))
-			continue;
+		if (o->kind == FTL_OOB_FSUM) {
+			bool ok;
+
+			r = take_summary(f, (const struct ftl_fsum *)f->gcbuf,
+					 o->seq, after, rs, &ok);
+			if (r)
+				return r;
+			if (!ok) {      /* damaged, its data crc in spite */
+				r = push((void **)&rs->r, &rs->n, &rs->cap,
+					 sizeof(*rs->r));
+				if (r)
+					return r;
+				rs->r[rs->n - 1] = (struct rec){ .seq = o->seq,
+					.ppn = (uint32_t)ppn,
+					.kind = FTL_OOB_FSUM | REC_BAD };
+				continue;
+			}
+		}
 		if (o->ec > *ec)
 			*ec = o->ec;
 		if (o->seq > *bmax) {
@@ -303,7 +391,7 @@ static bool same_older(struct ftl *f, uint32_t lpn, uint64_t seq, uint32_t crc)
 
 	if (old == FTL_UNMAPPED || old == FTL_DAMAGED ||
 	    old >= (uint64_t)f->g.nblocks * f->g.ppb ||
-	    nand_read_oob(f->nand, old, oob) || !ftl_oob_ok(o) ||
+	    nand_read_oob(f->nand, old, oob) || !ftl_oob_at(&f->g, oob, old) ||
 	    o->kind != FTL_OOB_DATA || o->lpn != lpn || o->seq >= seq ||
 	    o->data_crc != crc)
 		return false;           /* not the same content */
@@ -326,8 +414,9 @@ static bool same_older(struct ftl *f, uint32_t lpn, uint64_t seq, uint32_t crc)
  */
 static void apply_damaged(struct ftl *f, const struct rec *x)
 {
-	if ((x->kind & ~REC_BAD) == FTL_OOB_TRIM) {
-		f->rf_lost_trims++;
+	if ((x->kind & ~(REC_BAD | REC_SUMMED)) == FTL_OOB_TRIM) {
+		/* a summary restores it (REC_GONE, applied as a trim) */
+		f->rf_lost_trims += !(x->kind & REC_SUMMED);
 		return;
 	}
 	if (!same_older(f, x->lpn, x->seq, x->crc))
@@ -355,10 +444,10 @@ static bool is_candidate(struct ftl *f, uint32_t b, bool full)
 		return true;
 	if (nand_read_oob(f->nand, (uint64_t)b * f->g.ppb, oob))
 		return true;            /* can't tell: look closer */
-	if (!ftl_oob_ok(o))             /* damaged: pages after it may count */
+	/* damaged (or programmed elsewhere): pages after it may count */
+	if (!ftl_oob_at(&f->g, oob, (uint64_t)b * f->g.ppb))
 		return !oob_zero(oob, f->g.oob);
-	return o->seq > f->ckpt_seq &&
-	       (o->kind == FTL_OOB_DATA || o->kind == FTL_OOB_TRIM);
+	return o->seq > f->ckpt_seq && usable(&f->g, o, (uint64_t)b * f->g.ppb);
 }
 
 /*
@@ -384,10 +473,128 @@ static int stale_entries(struct ftl *f, const uint8_t *scanned)
 		r = nand_read_oob(f->nand, p, oob);
 		if (r)
 			return r;
-		if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA || o->lpn != l)
+		if (!ftl_oob_at(&f->g, oob, p) || o->kind != FTL_OOB_DATA ||
+		    o->lpn != l)
 			f->map[l] = FTL_DAMAGED;
 	}
 	return 0;
+}
+
+/* First of the @n first records of @rs (sorted by seq) numbered @seq,
+ * or @n. */
+static size_t first_seq(const struct recs *rs, size_t n, uint64_t seq)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (rs->r[mid].seq < seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * The flush summaries' entries newer than @after and at most @flushed
+ * (rs->r sorted by seq): each must be on the medium as listed, a record
+ * found with its number, flash page, kind (and logical page).  Those that
+ * are not were flushed and lost to damage (a block erased, an OOB record
+ * damaged, a page programmed over them: such a page disappears in no
+ * other way, ftl_fsum.c): a REC_GONE record stands in for each, applied
+ * in sequence order (data: FTL_DAMAGED unless an intact page with the same
+ * content is still mapped; a trim record: its range, from the entry).  A
+ * damaged page or OOB record the entry names is marked REC_SUMMED.
+ */
+static int summaries_check(struct recs *rs, uint64_t after,
+			   uint64_t flushed)
+{
+	size_t n = rs->n, nlost = 0, *lost = NULL;
+	int r = 0;
+
+	for (size_t k = 0; k < n; k++)  /* damaged OOB records (rare) */
+		nlost += rs->r[k].kind == REC_LOST;
+	if (nlost && !(lost = malloc(nlost * sizeof(*lost))))
+		return -ENOMEM;
+	nlost = 0;
+	for (size_t k = 0; k < n; k++)
+		if (rs->r[k].kind == REC_LOST)
+			lost[nlost++] = k;
+	for (size_t i = 0; i < rs->ns; i++) {
+		const struct ftl_fsum_ent *e = &rs->s[i];
+		bool found = false;
+		struct rec *x;
+
+		if (e->seq <= after || e->seq > flushed)
+			continue;
+		for (size_t k = first_seq(rs, n, e->seq);
+		     k < n && rs->r[k].seq == e->seq; k++) {
+			x = &rs->r[k];
+			if (x->ppn != e->ppn)
+				continue;
+			if (x->kind & REC_BAD)
+				x->kind |= REC_SUMMED;
+			if (x->kind == e->kind &&
+			    (e->kind != FTL_OOB_DATA || x->lpn == e->lpn))
+				found = true;
+		}
+		/* a damaged OOB record there (counted by lost_records with
+		 * the next record's number): its logical page is known now */
+		for (size_t k = 0; !found && k < nlost; k++)
+			if (rs->r[lost[k]].ppn == e->ppn)
+				rs->r[lost[k]].kind |= REC_SUMMED;
+		if (found)
+			continue;
+		r = push((void **)&rs->r, &rs->n, &rs->cap, sizeof(*rs->r));
+		if (r)
+			break;
+		x = &rs->r[rs->n - 1];
+		*x = (struct rec){ .seq = e->seq, .ppn = e->ppn, .lpn = e->lpn,
+			.kind = e->kind | REC_GONE, .crc = e->aux };
+		if (e->kind == FTL_OOB_TRIM) {
+			r = push((void **)&rs->t, &rs->nt, &rs->tcap,
+				 sizeof(*rs->t));
+			if (r)
+				break;
+			rs->t[rs->nt - 1] = (struct ftl_trim_range){ e->lpn,
+								   e->aux };
+			x = &rs->r[rs->n - 1];
+			x->lpn = (uint32_t)(rs->nt - 1);
+			x->n = 1;
+		}
+	}
+	free(lost);
+	if (rs->n > n)
+		qsort(rs->r, rs->n, sizeof(*rs->r), cmp_rec);
+	return r;
+}
+
+/*
+ * Host pages (data pages, trim records) numbered in (@after, @flushed]
+ * that the medium or a flush summary accounts for (rs->r sorted by seq),
+ * against the flush mark's @count of them: the shortfall, flushed pages
+ * lost with no trace of their logical page (damage took a summary too).
+ */
+static uint64_t unknown_lost(const struct recs *rs, uint64_t after,
+			     uint64_t flushed, uint64_t count)
+{
+	uint64_t known = 0, last = 0;
+
+	for (size_t i = first_seq(rs, rs->n, after + 1);
+	     i < rs->n && rs->r[i].seq <= flushed; i++) {
+		const struct rec *x = &rs->r[i];
+		uint8_t kind = x->kind & ~(REC_BAD | REC_GONE | REC_SUMMED);
+
+		if ((x->kind & REC_LOST) || x->stream != STREAM_HOST ||
+		    (kind != FTL_OOB_DATA && kind != FTL_OOB_TRIM) ||
+		    x->seq == last)
+			continue;
+		known++;
+		last = x->seq;
+	}
+	return known < count ? count - known : 0;
 }
 
 /*
@@ -403,9 +610,11 @@ int ftl_roll_forward(struct ftl *f, bool full)
 	uint64_t flushed = full ? 0 : f->ckpt_seq;
 	uint32_t best[FTL_NSTREAMS], best_used[FTL_NSTREAMS];
 	uint8_t *scanned;
+	bool fm;
 	int r = 0;
 
 	f->rf_lost = f->rf_lost_trims = f->rf_lost_unknown = 0;
+	f->rf_lost_sums = f->rf_sum_trims = f->rf_unknown = 0;
 	f->ckpt_lost = false;
 	f->ck_pos = 0;  /* the map changes here: the next checkpoint is a base */
 	scanned = calloc(g->nblocks, 1);
@@ -426,13 +635,37 @@ int ftl_roll_forward(struct ftl *f, bool full)
 	}
 	for (unsigned s = 0; s < FTL_NSTREAMS; s++)
 		best[s] = FTL_NONE;
-	for (uint32_t b = g->ckpt_blocks; b < g->nblocks && !r; b++) {
+	/* the flush mark, written since this checkpoint: how far the last
+	 * flush went (also when it counts from a newer checkpoint, lost:
+	 * pages are erased only once two checkpoints cover them) */
+	fm = !full && g->flush_sum && f->fm.gen &&
+	     f->fm.ckpt_seq >= f->ckpt_seq &&
+	     f->fm.flushed <= seq_limit(f, full);
+	if (fm && f->fm.flushed > flushed)
+		flushed = f->fm.flushed;
+	/* pass 0: the blocks above; pass 1: blocks flush summaries list
+	 * pages in that pass 0 did not take (their first page damaged into
+	 * an older record, say) */
+	for (uint32_t b = g->ckpt_blocks, pass = 0; pass < 2 && !r; b++) {
 		uint64_t bmax = 0;
-		uint32_t ec = nand_block_ec(f->nand, b), used;
+		uint32_t ec, used;
 		int bs;
 
-		if (!scanned[b])
+		if (b == g->nblocks) {
+			b = g->ckpt_blocks - 1;
+			pass++;
+			for (size_t i = 0; pass == 1 && i < rs.ns; i++) {
+				uint32_t sb = rs.s[i].ppn / g->ppb;
+
+				if (rs.s[i].seq <= flushed && !full &&
+				    !scanned[sb])
+					scanned[sb] = 2;
+			}
 			continue;
+		}
+		if (scanned[b] != pass + 1)
+			continue;
+		ec = nand_block_ec(f->nand, b);
 		nand_set_block(f->nand, b, g->ppb, ec);  /* read everything */
 		r = scan_block(f, b, full ? 0 : f->ckpt_seq,
 			       seq_limit(f, full), &rs, &bmax, &ec, &used, &bs,
@@ -464,14 +697,32 @@ int ftl_roll_forward(struct ftl *f, bool full)
 		f->fdirty[b] = f->state[b] == FTL_BLK_FREE;
 	if (rs.n)
 		qsort(rs.r, rs.n, sizeof(*rs.r), cmp_rec);
+	/* not in a full scan: its summaries may be older than checkpoints
+	 * since erased, their pages legitimately gone */
+	if (!full)
+		r = summaries_check(&rs, f->ckpt_seq, flushed);
+	if (r)
+		goto out;
+	if (fm)
+		f->rf_unknown = unknown_lost(&rs, f->fm.ckpt_seq,
+					     f->fm.flushed, f->fm.host_pages);
 	for (size_t i = 0; i < rs.n; i++) {
 		const struct rec *x = &rs.r[i];
+		uint8_t kind = x->kind & ~(REC_BAD | REC_GONE | REC_SUMMED);
 
-		if (x->kind == REC_LOST) {
-			f->rf_lost_unknown += x->seq <= flushed;
+		if (x->kind & REC_LOST) {
+			f->rf_lost_unknown += x->seq <= flushed &&
+					      !(x->kind & REC_SUMMED);
 			continue;
 		}
-		if (x->kind & REC_BAD) {
+		if (kind == FTL_OOB_FSUM) {
+			f->rf_lost_sums += (x->kind & REC_BAD) &&
+					   x->seq <= flushed;
+			continue;       /* its entries were checked above */
+		}
+		if ((x->kind & REC_GONE) && kind == FTL_OOB_TRIM) {
+			f->rf_sum_trims++;      /* restored: applied below */
+		} else if (x->kind & (REC_BAD | REC_GONE)) {
 			if (x->seq <= flushed)
 				apply_damaged(f, x);
 			continue;       /* else torn: never acknowledged */
@@ -533,5 +784,6 @@ out:
 	free(scanned);
 	free(rs.r);
 	free(rs.t);
+	free(rs.s);
 	return r;
 }

@@ -48,10 +48,14 @@ int ftl_read_page(struct ftl *f, uint32_t lpn, uint32_t ppn, uint32_t off,
 	return r;
 }
 
-/* Rewrite the queued pages still mapped where they were read (f->lock). */
+/* Rewrite the queued pages still mapped where they were read (f->lock),
+ * each with its data CRC carried from its OOB record, as GC copies are
+ * (ftl_gc.c, evac_run): data that fails it stays detectable. */
 int ftl_scrub_run(struct ftl *f)
 {
 	uint32_t lpn[FTL_SCRUB_Q], ppn[FTL_SCRUB_Q], n;
+	uint8_t oob[1024];
+	const struct ftl_oob *o = (const struct ftl_oob *)oob;
 	int r = 0;
 
 	/* before every host page: an empty queue costs no lock (a page a
@@ -72,13 +76,19 @@ int ftl_scrub_run(struct ftl *f)
 			continue;       /* rewritten or moved meanwhile */
 		if (!ftl_seq_room(f, FTL_PROG_RETRIES + 1))
 			break;          /* the next read queues it again */
+		r = nand_read_oob(f->nand, ppn[i], oob);
+		if (r)
+			break;
+		if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA ||
+		    o->lpn != lpn[i])
+			continue;       /* reads of it fail (EIO) */
 		r = ftl_read_page(f, FTL_UNMAPPED, ppn[i], 0, f->gcbuf, f->g.ps);
 		if (r == -EBADMSG) {
 			r = 0;          /* too late: reads of it fail */
 			continue;
 		}
 		if (!r)
-			r = ftl_gc_prog(f, lpn[i], f->gcbuf);
+			r = ftl_gc_prog(f, lpn[i], f->gcbuf, o->data_crc);
 		if (!r)
 			CADD(f, m.scrubbed_pages, 1);
 	}

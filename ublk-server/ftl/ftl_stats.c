@@ -47,14 +47,16 @@ void ftl_counters_snapshot(struct ftl *f, struct ftl_ckpt_counters *c)
 }
 
 /* The erase-count histogram of the data blocks (erase_min/max known):
- * FTL_ERASE_HIST buckets of equal width from erase_min. */
+ * FTL_ERASE_HIST buckets of equal width from erase_min.  In 64 bits: the
+ * span of 0 .. UINT32_MAX is 2^32 (in 32 it wrapped to a width of 0). */
 static void erase_hist(struct ftl *f, struct ftl_stats *st)
 {
 	const struct ftl_geom *g = &f->g;
-	uint32_t span = st->erase_max - st->erase_min + 1;
+	uint64_t span = (uint64_t)st->erase_max - st->erase_min + 1;
 
 	st->erase_hist_base = st->erase_min;
-	st->erase_hist_width = (span + FTL_ERASE_HIST - 1) / FTL_ERASE_HIST;
+	st->erase_hist_width = (uint32_t)((span + FTL_ERASE_HIST - 1) /
+					  FTL_ERASE_HIST);
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++)
 		st->erase_hist[(nand_block_ec(f->nand, b) - st->erase_min) /
 			       st->erase_hist_width]++;
@@ -72,8 +74,9 @@ static void programs_split(const struct ftl_geom *g, struct ftl_stats *st)
 	st->programs_gc = st->gc_relocations + st->wl_relocations;
 	left = st->page_programs > st->programs_gc ?
 	       st->page_programs - st->programs_gc : 0;
-	/* every checkpoint page programmed (empty payload pages are not) */
-	st->programs_ckpt = st->ckpt_bytes / g->ps;
+	/* every checkpoint page programmed (empty payload pages are not),
+	 * and the flush summaries' (log metadata too) */
+	st->programs_ckpt = st->ckpt_bytes / g->ps + st->fsum_pages;
 	if (st->programs_ckpt > left)
 		st->programs_ckpt = left;
 	st->programs_host = left - st->programs_ckpt;

@@ -12,8 +12,10 @@
 #include "crc32c.h"
 #include "ftl-int.h"
 
-/* One page of scratch per thread for read-modify-write: no malloc per I/O. */
+/* Scratch per thread for read-modify-write, no malloc per I/O: the first
+ * and the last page a request covers in part (see read_parts). */
 static __thread uint8_t tls_page[FTL_MAX_PAGE] __attribute__((aligned(64)));
+static __thread uint8_t tls_tail[FTL_MAX_PAGE] __attribute__((aligned(64)));
 
 static void stripe_op(struct ftl *f, unsigned i, bool lock)
 {
@@ -44,22 +46,35 @@ static void range_lock(struct ftl *f, uint64_t p0, uint64_t p1, bool lock)
 		stripe_op(f, i, lock);
 }
 
-/* Read the whole current content of logical page @lpn into @buf. */
-static int read_whole(struct ftl *f, uint32_t lpn, uint8_t *buf)
+/*
+ * Read the pages medium bytes [mo, end) cover in part, before anything is
+ * programmed: the first into tls_page, the last into tls_tail when it is
+ * another page (*head, *tail: read).  With @mapped_only (a discard),
+ * unmapped ones are left out: they read as zeroes already.  Each is read
+ * and checked as a host read is (ftl_read_whole): a page that does not
+ * read back as written -- FTL_DAMAGED, beyond the ECC, failing its data
+ * CRC -- is never merged into a new program with a fresh CRC (that would
+ * serve the damage as good data).  The request fails with -EIO instead
+ * and changes nothing, as a 512e drive fails a write whose 4K physical
+ * sector cannot be read; a request covering the page whole replaces it.
+ */
+static int read_parts(struct ftl *f, uint64_t mo, uint64_t end,
+		      bool mapped_only, bool *head, bool *tail)
 {
-	uint32_t ppn;
+	uint64_t ps = f->g.ps, p0 = mo / ps, p1 = (end - 1) / ps;
 	int r = 0;
 
-	pthread_rwlock_rdlock(&f->io_rw);
-	ppn = ftl_map_get(f, lpn);
-	if (ppn == FTL_UNMAPPED)
-		memset(buf, 0, f->g.ps);
-	else if (ppn == FTL_DAMAGED)
-		r = -EIO;               /* lost: only a whole-page write fixes it */
-	else
-		r = ftl_read_page(f, lpn, ppn, 0, buf, f->g.ps);
-	pthread_rwlock_unlock(&f->io_rw);
-	return r == -EBADMSG ? -EIO : r;
+	*head = mo % ps || (p0 == p1 && end % ps);
+	*tail = p1 != p0 && end % ps;
+	if (mapped_only && ftl_map_get(f, (uint32_t)p0) == FTL_UNMAPPED)
+		*head = false;
+	if (mapped_only && ftl_map_get(f, (uint32_t)p1) == FTL_UNMAPPED)
+		*tail = false;
+	if (*head)
+		r = ftl_read_whole(f, (uint32_t)p0, tls_page);
+	if (!r && *tail)
+		r = ftl_read_whole(f, (uint32_t)p1, tls_tail);
+	return r;
 }
 
 /* Balance, then program one host page (f->lock held).  A failed program
@@ -184,6 +199,7 @@ int ftl_write(struct ftl *f, const void *buf, uint64_t off, size_t len,
 {
 	const uint8_t *src = buf;
 	uint64_t mo, end, p0, p1, ps = f->g.ps;
+	bool head, tail;
 	int r;
 
 	r = check_io(f, off, len);
@@ -196,30 +212,29 @@ int ftl_write(struct ftl *f, const void *buf, uint64_t off, size_t len,
 	p0 = mo / ps;
 	p1 = (end - 1) / ps;
 	range_lock(f, p0, p1, true);
+	r = read_parts(f, mo, end, false, &head, &tail);
 	for (uint64_t p = p0; p <= p1 && !r; p++) {
 		uint64_t lo = p * ps, a = mo > lo ? mo - lo : 0;
 		uint64_t b = end < lo + ps ? end - lo : ps;
 		const uint8_t *data = src + (lo + a - mo);
+		uint8_t *pg = p == p0 ? tls_page : tls_tail;
 
 		if (!a && b == ps) {    /* whole pages [p, end / ps): runs */
 			r = write_run(f, p, end / ps - p, data);
 			p = end / ps - 1;
 			continue;
 		}
-		/* a page covered in part: read, modify, write */
-		r = read_whole(f, (uint32_t)p, tls_page);
-		if (r)
-			break;
-		memcpy(tls_page + a, data, b - a);
+		/* a page covered in part (read above): modify, write */
+		memcpy(pg + a, data, b - a);
 		if (p0 == p1)
 			CADD(f, m.rmw_subpage, 1);
 		else
 			CADD(f, m.rmw_straddle, 1);
-		r = write_page(f, (uint32_t)p, tls_page);
+		r = write_page(f, (uint32_t)p, pg);
 	}
 	if (!r && (flags & FTL_FUA)) {
 		pthread_mutex_lock(&f->lock);
-		r = ftl_sync(f);
+		r = ftl_fsum_sync(f);
 		pthread_mutex_unlock(&f->lock);
 		CADD(f, m.host_fua, 1);
 	}
@@ -241,27 +256,20 @@ int ftl_flush(struct ftl *f)
 	if (f->readonly)
 		return 0;
 	pthread_mutex_lock(&f->lock);
-	r = ftl_sync(f);
+	r = ftl_fsum_sync(f);   /* and the proof of it (flush summary) */
 	pthread_mutex_unlock(&f->lock);
 	CADD(f, m.host_flushes, 1);
 	return r;
 }
 
-/* Zero bytes [a, b) of mapped page @p by read-modify-write. */
-static int zero_part(struct ftl *f, uint64_t p, uint64_t a, uint64_t b,
-		     bool straddle)
+/* Zero bytes [a, b) of page @p, read into @pg (read_parts), and write it. */
+static int zero_part(struct ftl *f, uint64_t p, uint8_t *pg, uint64_t a,
+		     uint64_t b, bool straddle)
 {
-	int r;
-
-	if (ftl_map_get(f, (uint32_t)p) == FTL_UNMAPPED)
-		return 0;               /* reads as zeroes already */
-	r = read_whole(f, (uint32_t)p, tls_page);
-	if (r)
-		return r;
-	memset(tls_page + a, 0, b - a);
+	memset(pg + a, 0, b - a);
 	CADD(f, m.rmw_subpage, straddle ? 0 : 1);
 	CADD(f, m.rmw_straddle, straddle ? 1 : 0);
-	return write_page(f, (uint32_t)p, tls_page);
+	return write_page(f, (uint32_t)p, pg);
 }
 
 /* Unmap whole pages [q0, q1): one trim record, then the map entries. */
@@ -292,6 +300,7 @@ static int trim_pages(struct ftl *f, uint64_t q0, uint64_t q1)
 int ftl_discard(struct ftl *f, uint64_t off, uint64_t len)
 {
 	uint64_t mo, end, p0, p1, q0, q1, ps = f->g.ps;
+	bool head, tail;
 	int r;
 
 	r = check_io(f, off, len);
@@ -304,11 +313,13 @@ int ftl_discard(struct ftl *f, uint64_t off, uint64_t len)
 	q0 = (mo + ps - 1) / ps;
 	q1 = end / ps;
 	range_lock(f, p0, p1, true);
-	if (mo % ps)            /* partly covered first page */
-		r = zero_part(f, p0, mo % ps,
+	/* partly covered first and last pages (mapped ones): zeroed */
+	r = read_parts(f, mo, end, true, &head, &tail);
+	if (!r && head)
+		r = zero_part(f, p0, tls_page, mo % ps,
 			      end - p0 * ps < ps ? end - p0 * ps : ps, p0 != p1);
-	if (!r && end % ps && !(p0 == p1 && mo % ps))  /* ... last page */
-		r = zero_part(f, p1, 0, end - p1 * ps, p0 != p1);
+	if (!r && tail)
+		r = zero_part(f, p1, tls_tail, 0, end - p1 * ps, true);
 	if (!r && q0 < q1)
 		r = trim_pages(f, q0, q1);
 	range_lock(f, p0, p1, false);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Between nand.c and nand_fault.c.  Not a public API. */
+/* Between nand.c, nand_fault.c and nand_guard.c.  Not a public API. */
 #ifndef OCTANT_NAND_INT_H
 #define OCTANT_NAND_INT_H
 
@@ -20,6 +20,13 @@ int nand_fm_read(struct nand_fm *m, uint64_t ppn, uint32_t ec, uint32_t off,
 int nand_fm_inject(struct nand_fm *m, uint64_t ppn, uint32_t cw,
 		   uint32_t bits);
 void nand_fm_erased(struct nand_fm *m, uint32_t blk);
+/* Run @fn(@ctx), a copy from or to a file mapping, with a SIGBUS at an
+ * address in [@lo, @lo + @len) taken as the copy's failure: 0 when @fn
+ * ran to its end, -EFAULT when it faulted (abandoned where it was), else
+ * -errno without running it (no guard slot free, the handler could not be
+ * installed).  Only memcpy-like work in @fn: no locks, no allocation. */
+int nand_guarded(const void *lo, size_t len, void (*fn)(void *ctx),
+		 void *ctx);
 uint32_t nand_fm_cw(const struct nand_fm *m);
 uint32_t nand_fm_ecc(const struct nand_fm *m);
 

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -60,25 +61,40 @@ struct nand {
 	                         proven and tried once (atomic); cleared by
 	                         an erase.  Bounds the mincores of programs
 	                         into a fresh image's holes to one a cycle. */
+	bool failed;          /* a failed program could not be undone
+	                         (prog_undo): nothing is written any more
+	                         (atomic; never cleared) */
 	struct nand_counters c;  /* updated with atomics */
 };
 
 #define CNT_ADD(n, f) __atomic_fetch_add(&(n)->c.f, 1, __ATOMIC_RELAXED)
 #define NAND_IOV_MAX 1024       /* iovecs per vectored call (IOV_MAX) */
+#define NAND_OOB_MAX 1024       /* OOB bytes a failed program can undo */
 
 /* ---- backing calls, counted ------------------------------------------ */
+
+/* A backing's error is never a medium fault: the codes this layer gives
+ * those (-NAND_EFAIL = EREMOTEIO, a program or erase status FAIL; -EBADMSG,
+ * beyond the ECC) coming from a backing (an NFS EREMOTEIO, a filesystem's
+ * EBADMSG for a checksum) become -EIO, or the FTL would retire a good
+ * block (and use up the spares) for an error of the store under it.  Past
+ * the end of a truncated store (-ENXIO, nand.h) is an I/O error too. */
+static int bk_err(int r)
+{
+	return r == -NAND_EFAIL || r == -EBADMSG || r == -ENXIO ? -EIO : r;
+}
 
 static int bk_pread(struct nand *n, void *buf, size_t len, uint64_t off)
 {
 	CNT_ADD(n, backing_reads);
-	return n->b->ops->pread(n->b, buf, len, off);
+	return bk_err(n->b->ops->pread(n->b, buf, len, off));
 }
 
 static int bk_pwrite(struct nand *n, const void *buf, size_t len,
 		     uint64_t off)
 {
 	CNT_ADD(n, backing_writes);
-	return n->b->ops->pwrite(n->b, buf, len, off);
+	return bk_err(n->b->ops->pwrite(n->b, buf, len, off));
 }
 
 /* Vectored: one call per NAND_IOV_MAX iovecs, or one per iovec. */
@@ -98,17 +114,17 @@ static int bk_rw_vec(struct nand *n, bool wr, const struct iovec *iov,
 			       : bk_pread(n, iov->iov_base, iov->iov_len, off);
 		else if (wr) {
 			CNT_ADD(n, backing_writes);
-			r = o->pwritev(n->b, iov, c, off);
+			r = bk_err(o->pwritev(n->b, iov, c, off));
 		} else {
 			CNT_ADD(n, backing_reads);
-			r = o->preadv(n->b, iov, c, off);
+			r = bk_err(o->preadv(n->b, iov, c, off));
 		}
 		for (int i = 0; i < c; i++)
 			off += iov[i].iov_len;
 		iov += c;
 		cnt -= c;
 	}
-	return r;
+	return bk_err(r);
 }
 
 static bool slots_hole(struct nand *n, uint64_t off, uint64_t len);
@@ -212,9 +228,9 @@ static int stamp_get(const struct nand *n, uint64_t ppn, const uint8_t *oob,
 
 	memcpy(&s, oob + n->g.oob_size - NAND_STAMP_SIZE, sizeof(s));
 	if (s.magic != STAMP_MAGIC || s.version != STAMP_VERSION ||
-	    s.ppn != (uint32_t)ppn ||
+	    s.ppn != (uint32_t)ppn || s.gen > NAND_EC_MAX ||
 	    s.crc != oct_crc32c(0, &s, offsetof(struct nand_stamp, crc)))
-		return 0;
+		return 0;       /* above the ceiling: damaged or forged */
 	if (s.kind != STAMP_PROG &&
 	    (s.kind != STAMP_ERASE || ppn % n->g.ppb))
 		return 0;
@@ -530,13 +546,74 @@ static uint32_t mapped_pages(struct nand *n, uint32_t blk, uint32_t need)
 	return (uint32_t)k;
 }
 
+/* A copy through the mapping, run by nand_guarded (no locks, no
+ * allocation in it). */
+struct map_copy {
+	const struct nand *n;
+	const uint8_t *sd, *so;  /* reads: the mapping's data and OOB */
+	uint8_t *dst;            /* programs: the mapping's first slot */
+	uint8_t *d, *o;          /* reads: the caller's buffers */
+	const uint8_t *cd, *co;  /* programs: the caller's data and OOB */
+	uint64_t ppn;
+	uint32_t count, gen;
+};
+
+static void view_copy(void *ctx)
+{
+	const struct map_copy *m = ctx;
+	const struct nand *n = m->n;
+	uint32_t ps = n->g.page_size, os = n->g.oob_size;
+
+	if (!n->g.oob_inline) {
+		memcpy(m->d, m->sd, (size_t)m->count * ps);
+		memcpy(m->o, m->so, (size_t)m->count * os);
+		return;
+	}
+	for (uint32_t i = 0; i < m->count; i++) {
+		memcpy(m->d + (size_t)i * ps, m->sd + (size_t)i * n->stride, ps);
+		memcpy(m->o + (size_t)i * os, m->so + (size_t)i * n->stride, os);
+	}
+}
+
+static void wview_copy(void *ctx)
+{
+	const struct map_copy *m = ctx;
+	const struct nand *n = m->n;
+	uint32_t ps = n->g.page_size, os = n->g.oob_size;
+	uint32_t rec = n->g.oob_stamp ? os - NAND_STAMP_SIZE : os;
+	uint8_t *dst = m->dst;
+
+	for (uint32_t i = 0; i < m->count; i++, dst += n->stride) {
+		memcpy(dst, m->cd + (size_t)i * ps, ps);
+		memcpy(dst + ps, m->co + (size_t)i * os, rec);
+		if (n->g.oob_stamp)
+			stamp_fill(dst + ps + rec, m->ppn + i, STAMP_PROG,
+				   m->gen);
+	}
+}
+
+/* Run @fn over the mapping's bytes [@lo, @end) under the SIGBUS guard
+ * (nand_guard.c): true when it ran to its end.  After a fault (a file
+ * truncated underneath) the backing looks at the store (mapfault) and the
+ * caller goes through pread / pwrite, which then fail. */
+static bool map_guarded(struct nand *n, const void *lo, const void *end,
+			void (*fn)(void *), struct map_copy *m, uint64_t off)
+{
+	int r = nand_guarded(lo, (size_t)((const uint8_t *)end -
+					  (const uint8_t *)lo), fn, m);
+
+	if (r == -EFAULT && n->b->ops->mapfault)
+		n->b->ops->mapfault(n->b, off);
+	return !r;
+}
+
 /*
  * Copy the run [ppn, ppn + count) with its OOB records from the backing's
  * mapping (view) instead of reading it: counted as one backing read, no
  * syscall.  Only when every page of the run is below its block's write
  * pointer (programmed) and proven allocated (mapped_pages).  The caller
  * excludes an erase of these blocks, as for a pread.  False: not mapped,
- * read it.
+ * or the copy faulted (map_guarded): read it.
  */
 static bool run_view(struct nand *n, uint64_t ppn, uint32_t count,
 		     uint8_t *d, uint8_t *o)
@@ -544,7 +621,8 @@ static bool run_view(struct nand *n, uint64_t ppn, uint32_t count,
 	const struct nand_backing_ops *ops = n->b->ops;
 	uint32_t ps = n->g.page_size, os = n->g.oob_size, ppb = n->g.ppb;
 	uint64_t last = ppn + count - 1;
-	const uint8_t *sd, *so;
+	const uint8_t *sd, *so, *end;
+	struct map_copy m;
 
 	if (!n->mapped)
 		return false;
@@ -561,16 +639,16 @@ static bool run_view(struct nand *n, uint64_t ppn, uint32_t count,
 					 (uint64_t)count * os);
 	if (!sd || !so)
 		return false;
+	m = (struct map_copy){ .n = n, .sd = sd, .so = so, .d = d, .o = o,
+			       .count = count };
+	if (n->g.oob_inline)
+		end = sd + (size_t)count * n->stride;
+	else    /* the lower to the higher of the two regions */
+		end = so > sd ? so + (size_t)count * os : sd + (size_t)count * ps;
+	if (!map_guarded(n, so > sd ? sd : so, end, view_copy, &m,
+			 data_at(n, ppn)))
+		return false;
 	CNT_ADD(n, backing_reads);
-	if (!n->g.oob_inline) {
-		memcpy(d, sd, (size_t)count * ps);
-		memcpy(o, so, (size_t)count * os);
-		return true;
-	}
-	for (uint32_t i = 0; i < count; i++) {
-		memcpy(d + (size_t)i * ps, sd + (size_t)i * n->stride, ps);
-		memcpy(o + (size_t)i * os, so + (size_t)i * n->stride, os);
-	}
 	return true;
 }
 
@@ -585,14 +663,17 @@ static bool run_view(struct nand *n, uint64_t ppn, uint32_t count,
  * the write pointer moves after, so no read sees a page being copied.
  * Only over slots proven allocated (mapped_pages): a store to a tmpfs
  * hole would allocate it and, with the tmpfs full, SIGBUS instead of
- * ENOSPC.  False: not mapped, write it.
+ * ENOSPC.  A SIGBUS all the same (the file truncated underneath) is
+ * caught (map_guarded).  False: not mapped, or the copy faulted part way:
+ * write it (a pwrite that fails then is undone, prog_undo, over what the
+ * copy left too).
  */
 static bool run_wview(struct nand *n, uint64_t ppn, uint32_t count,
 		      const uint8_t *d, const uint8_t *o, uint32_t gen)
 {
-	uint32_t ps = n->g.page_size, os = n->g.oob_size, ppb = n->g.ppb;
+	uint32_t ppb = n->g.ppb;
 	uint32_t blk = (uint32_t)(ppn / ppb), last = (uint32_t)(ppn % ppb) + count - 1;
-	uint32_t rec = n->g.oob_stamp ? os - NAND_STAMP_SIZE : os;
+	struct map_copy m;
 	uint8_t *dst;
 
 	if (!n->mapped || !n->b->ops->wview || !n->g.oob_inline)
@@ -606,12 +687,11 @@ static bool run_wview(struct nand *n, uint64_t ppn, uint32_t count,
 	dst = n->b->ops->wview(n->b, data_at(n, ppn), (uint64_t)count * n->stride);
 	if (!dst)
 		return false;
-	for (uint32_t i = 0; i < count; i++, dst += n->stride) {
-		memcpy(dst, d + (size_t)i * ps, ps);
-		memcpy(dst + ps, o + (size_t)i * os, rec);
-		if (n->g.oob_stamp)
-			stamp_fill(dst + ps + rec, ppn + i, STAMP_PROG, gen);
-	}
+	m = (struct map_copy){ .n = n, .dst = dst, .cd = d, .co = o,
+			       .ppn = ppn, .count = count, .gen = gen };
+	if (!map_guarded(n, dst, dst + (size_t)count * n->stride, wview_copy,
+			 &m, data_at(n, ppn)))
+		return false;
 	__atomic_fetch_add(&n->c.backing_writes, 1, __ATOMIC_RELAXED);
 	return true;
 }
@@ -819,6 +899,90 @@ static struct oob_slot *slot_get(struct nand *n, uint32_t blk, int *err)
 	return lru;
 }
 
+/* Has a failed program that could not be undone failed the nand? */
+bool nand_failed(const struct nand *n)
+{
+	return __atomic_load_n(&n->failed, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * A program that failed with an error of the backing (@err; not a status
+ * FAIL of the medium) may still have left pages whole: a pwritev cut
+ * short after a prefix of complete slots (a full tmpfs: ENOSPC), a copy
+ * into the mapping cut by a SIGBUS and a pwrite that failed after it, an
+ * NBD request that failed after the server wrote part of it, the OOB write
+ * of a separate-layout program (data written, OOB in part).  Such a page
+ * holds a valid OOB record, numbered past everything flushed: roll-forward
+ * after a crash would take it in place of data the host still reads (the
+ * map never moved; the host was told the write failed).  So each page of
+ * the failed write [ppn, ppn + count) gets its OOB put back to what it
+ * held erased -- zeroes; page 0 of a block of generation @gen > 0 (erase
+ * stamps): that erase stamp -- and the backing is synced, before the
+ * error goes up.  @oob: the records the program wrote (the stamps are
+ * added here), to tell them when a restore write fails.
+ *
+ * The ordering argument: the restore is written after the failed write,
+ * to the same byte store (the page cache, which survives a killed
+ * server), so whatever reads the store after it -- recovery after a kill
+ * -- finds the restored OOB, never the record; the sync then makes both
+ * durable before the caller (and the host) hears of the failure, so no
+ * crash after that instant can bring the record back.  (A power cut
+ * before it is a cut during the write: the host never saw it fail, and a
+ * write in flight may land, as any.)  A restore write that fails is
+ * checked by reading the OOB back: bytes that are not the record written
+ * cannot pass for it (a tmpfs hole the program could not fill reads
+ * zeroes, a torn record fails its CRC or its stamp), and an OOB past the
+ * end of a store truncated underneath (-ENXIO) is gone.  Otherwise -- the
+ * read fails too or finds the record, or the sync fails -- the record may
+ * be there and durable: the nand is failed (n->failed, logged once) and
+ * writes nothing more (programs, erases and syncs fail with -EIO), so no
+ * flush succeeds after data the host was told did not land.  Runs
+ * outside the caller's lock like the program it undoes (inline layout:
+ * no shared buffer touched).  Returns @err.
+ */
+static int prog_undo(struct nand *n, uint64_t ppn, uint32_t count,
+		     const uint8_t *oob, uint32_t gen, int err)
+{
+	const struct nand_backing_ops *ops = n->b->ops;
+	uint32_t os = n->g.oob_size;
+	uint8_t blank[NAND_OOB_MAX], want[NAND_OOB_MAX], got[NAND_OOB_MAX];
+	const char *why = os > NAND_OOB_MAX ? "OOB too large to undo" : NULL;
+	int r = 0;
+
+	for (uint32_t i = 0; !why && i < count; i++) {
+		uint64_t p = ppn + i, at = oob_at(n, p);
+
+		memset(blank, 0, os);
+		if (n->g.oob_stamp && !(p % n->g.ppb) && gen)
+			stamp_put(n, blank, p, STAMP_ERASE, gen);
+		CNT_ADD(n, backing_writes);
+		if (!ops->pwrite(n->b, blank, os, at))
+			continue;
+		memcpy(want, oob + (size_t)i * os, os);
+		if (n->g.oob_stamp)
+			stamp_put(n, want, p, STAMP_PROG, gen);
+		CNT_ADD(n, backing_reads);
+		r = ops->pread(n->b, got, os, at);
+		if (r != -ENXIO && (r || !memcmp(got, want, os)))
+			why = "they could not be overwritten";
+	}
+	hole_stale(n);
+	if (!why) {     /* -ENXIO: synced, what is gone is gone */
+		CNT_ADD(n, backing_writes);
+		r = ops->sync(n->b);
+		if (r && r != -ENXIO)
+			why = "the sync after undoing them failed";
+	}
+	if (why && !__atomic_exchange_n(&n->failed, true, __ATOMIC_ACQ_REL))
+		fprintf(stderr, "ublk-flash: a failed program (%s) may have "
+			"left flash pages %llu..%llu readable and %s (%s): the "
+			"flash is failed, every later write and flush fails "
+			"(EIO)\n", strerror(-err), (unsigned long long)ppn,
+			(unsigned long long)(ppn + count - 1), why,
+			strerror(r < 0 ? -r : EIO));
+	return err;
+}
+
 /* Program one page (see nand.h). */
 int nand_program(struct nand *n, uint64_t ppn, const void *data,
 		 const void *oob)
@@ -833,6 +997,8 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
 		CNT_ADD(n, violations);
 		return -EIO;
 	}
+	if (nand_failed(n))
+		return -EIO;
 	zeroed_clear(n, blk);
 	r = fault(n, NAND_OP_PROGRAM, ppn, (void *)data, n->g.page_size);
 	if (r < 0)
@@ -866,7 +1032,7 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
 				      (size_t)n->g.page_size + n->g.oob_size,
 				      data_at(n, ppn));
 			if (r)
-				return r;
+				return prog_undo(n, ppn, 1, oob, gen, r);
 		}
 		hole_stale(n);      /* the hole window is stale */
 		__atomic_store_n(&n->wp[blk], pg + 1, __ATOMIC_RELEASE);
@@ -878,7 +1044,7 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
 		return r;
 	r = bk_pwrite(n, data, n->g.page_size, data_at(n, ppn));
 	if (r)
-		return r;
+		return prog_undo(n, ppn, 1, oob, 0, r);
 	memcpy(s->buf + (size_t)pg * n->g.oob_size, oob, n->g.oob_size);
 	if (s->lo >= s->hi)
 		s->lo = pg;
@@ -886,10 +1052,14 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
 	s->used = ++n->stamp;
 	/* Write the OOB through before the program completes: data and OOB
 	 * then sit together in the backing's cache, so a killed server (whose
-	 * page cache survives) never loses a page roll-forward must find. */
+	 * page cache survives) never loses a page roll-forward must find.
+	 * If that fails, the record must not reach the backing later with
+	 * the next writeback of this slot: blank it here, undo it there. */
 	r = slot_writeback(n, s);
-	if (r)
-		return r;
+	if (r) {
+		memset(s->buf + (size_t)pg * n->g.oob_size, 0, n->g.oob_size);
+		return prog_undo(n, ppn, 1, oob, 0, r);
+	}
 	__atomic_store_n(&n->wp[blk], pg + 1, __ATOMIC_RELEASE);
 	CNT_ADD(n, programs);
 	if (pg + 1 == n->g.ppb)         /* block full: release its slot */
@@ -924,6 +1094,8 @@ int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
 		CNT_ADD(n, violations);
 		return -EIO;
 	}
+	if (nand_failed(n))
+		return -EIO;
 	zeroed_clear(n, blk);
 	if (!nand_program_run_unlocked(n) || n->bad[blk]) {
 		/* page by page: the fault seam and the fault model judge
@@ -974,7 +1146,8 @@ int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
 		r = bk_rw_vec(n, true, iov, v, data_at(n, ppn + i));
 		hole_stale(n);      /* the hole window is stale */
 		if (r)
-			break;
+			return prog_undo(n, ppn + i, c, o + (size_t)i * os, gen,
+					 r);
 		i += c;
 		__atomic_store_n(&n->wp[blk], pg + i, __ATOMIC_RELEASE);
 		__atomic_fetch_add(&n->c.programs, c, __ATOMIC_RELAXED);
@@ -1049,8 +1222,8 @@ static int erase_stamp(struct nand *n, uint32_t blk, uint32_t *ec)
 		gen = (uint32_t)mx;
 	if (gen < *ec)
 		gen = *ec;
-	if (gen == UINT32_MAX)
-		return -EOVERFLOW;      /* worn past any part's rating */
+	if (gen >= NAND_EC_MAX)
+		return -NAND_EFAIL;     /* worn out (see NAND_EC_MAX) */
 	gen++;
 	memset(st, 0, os);
 	stamp_put(n, st, first, STAMP_ERASE, gen);
@@ -1073,15 +1246,18 @@ int nand_erase(struct nand *n, uint32_t blk)
 
 	if (blk >= n->g.nblocks)
 		return -EINVAL;
+	if (nand_failed(n))
+		return -EIO;
 	zeroed_clear(n, blk);
 	if (n->wtried)          /* a new cycle: programs may prove it again */
 		__atomic_store_n(&n->wtried[blk], 0, __ATOMIC_RELEASE);
 	r = fault(n, NAND_OP_ERASE, blk, NULL, 0);
 	if (r < 0)
 		return r;
-	if (n->bad[blk] || (n->fm && blk >= n->fm_first &&
-			    nand_fm_erase_fails(n->fm, blk))) {
-		n->ec[blk]++;           /* it was tried: the cells wore */
+	if (n->bad[blk] || n->ec[blk] >= NAND_EC_MAX ||
+	    (n->fm && blk >= n->fm_first && nand_fm_erase_fails(n->fm, blk))) {
+		if (n->ec[blk] < NAND_EC_MAX)
+			n->ec[blk]++;   /* it was tried: the cells wore */
 		CNT_ADD(n, erase_fails);
 		return -NAND_EFAIL;
 	}
@@ -1096,6 +1272,8 @@ int nand_erase(struct nand *n, uint32_t blk)
 		uint32_t ec = n->ec[blk];
 
 		r = erase_stamp(n, blk, &ec);
+		if (r == -NAND_EFAIL)   /* a stamp at the ceiling: worn out */
+			CNT_ADD(n, erase_fails);
 		if (r)
 			return r;
 		__atomic_store_n(&n->wp[blk], 0, __ATOMIC_RELEASE);
@@ -1135,6 +1313,8 @@ int nand_sync(struct nand *n)
 {
 	int r;
 
+	if (nand_failed(n))
+		return -EIO;
 	for (int i = 0; i < NAND_OOB_SLOTS; i++) {
 		r = slot_writeback(n, &n->slot[i]);
 		if (r)
@@ -1142,10 +1322,11 @@ int nand_sync(struct nand *n)
 	}
 	CNT_ADD(n, syncs);
 	CNT_ADD(n, backing_writes);
-	return n->b->ops->sync(n->b);
+	return bk_err(n->b->ops->sync(n->b));
 }
 
-/* Set block @blk's write pointer and erase count. */
+/* Set block @blk's write pointer and erase count (at most NAND_EC_MAX:
+ * callers check what they read from the medium; none can get past). */
 void nand_set_block(struct nand *n, uint32_t blk, uint32_t wp, uint32_t ec)
 {
 	if (blk >= n->g.nblocks)
@@ -1153,7 +1334,7 @@ void nand_set_block(struct nand *n, uint32_t blk, uint32_t wp, uint32_t ec)
 	zeroed_clear(n, blk);
 	__atomic_store_n(&n->wp[blk], wp > n->g.ppb ? n->g.ppb : wp,
 			 __ATOMIC_RELEASE);
-	n->ec[blk] = ec;
+	n->ec[blk] = ec < NAND_EC_MAX ? ec : NAND_EC_MAX;
 }
 
 /* Pages programmed in block @blk since its erase. */

@@ -22,6 +22,14 @@
  * separate, a pwrite of the data and one of the OOB (OOB bytes are also
  * kept per block in a few buffers for nand_read_block_oob).
  *
+ * Failed programs: a program that fails with an error of the backing
+ * (not a status FAIL) leaves no page whose OOB checks out: what it wrote
+ * is undone before it returns (nand.c, prog_undo).  When that cannot be
+ * made sure the nand is failed: every later program, erase and sync
+ * returns -EIO (nand_failed()).  Mapped backings: a SIGBUS in a copy
+ * through the mapping (a file truncated underneath) is caught and the
+ * copy goes through pread / pwrite, which fail (nand_guard.c).
+ *
  * Threads: nand_read() and nand_read_run() may run concurrently with
  * anything except an erase of the same block (the caller excludes that);
  * so may nand_program_run() when nand_program_run_unlocked() says so,
@@ -44,7 +52,11 @@ struct iovec;
 
 /* Byte store under the flash.  pread/pwrite transfer everything or fail.
  * preadv/pwritev are optional (NULL: the nand issues one pread/pwrite per
- * iovec instead); when present they transfer everything or fail. */
+ * iovec instead); when present they transfer everything or fail.  A
+ * failed write may have written any part of its bytes.  -ENXIO: the range
+ * reaches past the end of the store (a file truncated underneath), nothing
+ * transferred; from sync: synced, but the store lost its end (the nand
+ * reports either as -EIO). */
 struct nand_backing_ops {
 	int (*pread)(struct nand_backing *b, void *buf, size_t len, uint64_t off);
 	int (*pwrite)(struct nand_backing *b, const void *buf, size_t len,
@@ -73,6 +85,12 @@ struct nand_backing_ops {
 	/* Optional, with view: the same bytes writable (a store is a write
 	 * of the file, as a pwrite that returned); NULL when not writable. */
 	void *(*wview)(struct nand_backing *b, uint64_t off, uint64_t len);
+	/* Optional, with view: a copy through the mapping at @off took a
+	 * SIGBUS (caught: nand_guard.c).  Look at the store: a file truncated
+	 * underneath has lost everything past its new end (said once on
+	 * stderr; I/O there fails from now on), else stop handing out the
+	 * mapping.  Returns the access's error, -EIO. */
+	int (*mapfault)(struct nand_backing *b, uint64_t off);
 };
 
 struct nand_backing {
@@ -107,7 +125,8 @@ const char *nand_backing_nbd_error(void);
 /* True when @path is an NBD URI rather than a file or device path. */
 bool nand_backing_is_uri(const char *path);
 
-/* The memory backing's current bytes (for tests). */
+/* The memory backing's current bytes (for tests; NULL and size 0 for
+ * another backing). */
 uint8_t *nand_mem_bytes(struct nand_backing *b, uint64_t *size);
 
 /*
@@ -236,8 +255,20 @@ int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
  * inline layout, a backing with pwritev, no fault hook and no fault model
  * (and the block not marked bad). */
 bool nand_program_run_unlocked(const struct nand *n);
+/*
+ * Erase-count ceiling: a block's erase count (and erase-stamp generation)
+ * never passes it.  Parts are rated 10^3 (TLC) to 10^5 (SLC, some 10^6)
+ * cycles; this is 16x the best rating, so an emulated device does not
+ * wear out in use, and a count above it read from the medium (an OOB
+ * record, a checkpoint's block table, an erase stamp) can only be damaged
+ * or forged: it does not check out.  A block that reaches it fails its
+ * next erase (worn out: the FTL retires it), so nothing can wrap.
+ */
+#define NAND_EC_MAX (1u << 24)
+
 /* Erase a block: its pages read 0xff and may be programmed again.
- * -NAND_EFAIL: the erase failed (the block is as before; retire it).
+ * -NAND_EFAIL: the erase failed (the block is as before; retire it), also
+ * when its erase count (or generation) is at NAND_EC_MAX: worn out.
  * With oob_stamp one erase stamp is written (the first erase of a block
  * after nand_create may read the block's OOB once) and the erase count
  * becomes its generation: one more than the erase count or than any stamp
@@ -245,6 +276,9 @@ bool nand_program_run_unlocked(const struct nand *n);
 int nand_erase(struct nand *n, uint32_t blk);
 /* Flush the backing's write cache (separate layout: OOB buffers first). */
 int nand_sync(struct nand *n);
+/* True once a failed program could not be undone (see the top): nothing
+ * is written any more. */
+bool nand_failed(const struct nand *n);
 
 /* Set a block's write pointer (pages programmed) and erase count, e.g.
  * from a checkpoint. */

@@ -3,7 +3,9 @@
  * power-cut simulator (see nand.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -25,7 +27,57 @@ struct fd_backing {
 	                           file is open O_RDWR, and not
 	                           OCTANT_BACKING_MAP=ro), or NULL */
 	uint64_t map_len;       /* the file's size when it was mapped */
+	uint64_t size;          /* regular file: its size at open (the image's
+	                           size), 0: not a regular file */
+	uint64_t lost_from;     /* the file was truncated underneath to this
+	                           size: every access reaching past it fails
+	                           (-ENXIO) and nothing maps it; UINT64_MAX:
+	                           whole (atomic, only decreases) */
+	bool map_off;           /* a mapped access faulted though the file is
+	                           whole: the mapping is not handed out any
+	                           more (atomic) */
 };
+
+/*
+ * A file truncated underneath the engine (another process ignoring the
+ * flock) has lost everything past its new end: I/O there fails with EIO
+ * rather than reading past the end, faulting through the mapping, or
+ * silently growing the file again with holes that read as erased flash.
+ * Noticed at a fault through the mapping (fd_mapfault), a read past the
+ * end and every sync (fd_check; the sync then fails: a flush must not
+ * report durable a medium that lost part of itself); said once on stderr.
+ * Until one of those, a pwrite into the lost range grows the file again
+ * (a syscall per write to look first would cost every program).
+ */
+static void fd_lost(struct fd_backing *f, uint64_t at)
+{
+	uint64_t cur = __atomic_load_n(&f->lost_from, __ATOMIC_ACQUIRE);
+
+	while (at < cur)
+		if (__atomic_compare_exchange_n(&f->lost_from, &cur, at, false,
+						__ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE)) {
+			fprintf(stderr, "ublk-flash: the image file was "
+				"truncated underneath the engine: %" PRIu64
+				" bytes, the image is %" PRIu64 "; I/O past "
+				"byte %" PRIu64 " fails (EIO)\n", at, f->size,
+				at);
+			break;
+		}
+}
+
+/* Is the file still its size (regular files)?  False: truncated (and
+ * fd_lost said so). */
+static bool fd_check(struct fd_backing *f)
+{
+	struct stat st;
+
+	if (!f->size || fstat(f->fd, &st) || (uint64_t)st.st_size >= f->size)
+		return __atomic_load_n(&f->lost_from, __ATOMIC_ACQUIRE) ==
+		       UINT64_MAX;
+	fd_lost(f, (uint64_t)st.st_size);
+	return false;
+}
 
 /* preadv / pwritev of everything in @iov (@cnt <= IOV_MAX), resuming
  * after short transfers. */
@@ -34,10 +86,15 @@ static int fd_rw_vec(struct nand_backing *b, bool wr, const struct iovec *in,
 {
 	struct fd_backing *f = (struct fd_backing *)b;
 	struct iovec iov[1024];
+	uint64_t len = 0;
 
 	if (cnt > 1024)
 		return -EINVAL;
 	memcpy(iov, in, (size_t)cnt * sizeof(*iov));
+	for (int i = 0; i < cnt; i++)
+		len += iov[i].iov_len;
+	if (off + len > __atomic_load_n(&f->lost_from, __ATOMIC_ACQUIRE))
+		return -ENXIO;          /* gone (fd_lost) */
 	for (int i = 0; i < cnt;) {
 		ssize_t n = wr ? pwritev(f->fd, iov + i, cnt - i, (off_t)off)
 			       : preadv(f->fd, iov + i, cnt - i, (off_t)off);
@@ -46,8 +103,8 @@ static int fd_rw_vec(struct nand_backing *b, bool wr, const struct iovec *in,
 				continue;
 			return -errno;
 		}
-		if (n == 0)
-			return -EIO;    /* past the end: truncated image */
+		if (n == 0)             /* past the end: truncated image */
+			return fd_check(f) ? -EIO : -ENXIO;
 		off += (uint64_t)n;
 		while (i < cnt && (size_t)n >= iov[i].iov_len) {
 			n -= (ssize_t)iov[i].iov_len;
@@ -117,7 +174,9 @@ static int fd_sync(struct nand_backing *b)
 {
 	struct fd_backing *f = (struct fd_backing *)b;
 
-	return fdatasync(f->fd) ? -errno : 0;
+	if (fdatasync(f->fd))
+		return -errno;
+	return fd_check(f) ? 0 : -ENXIO; /* truncated: not all of it there */
 }
 
 static int64_t fd_seek(struct nand_backing *b, uint64_t off, int whence)
@@ -133,7 +192,9 @@ static const void *fd_view(struct nand_backing *b, uint64_t off,
 {
 	struct fd_backing *f = (struct fd_backing *)b;
 
-	if (!f->map || off > f->map_len || len > f->map_len - off)
+	if (!f->map || off > f->map_len || len > f->map_len - off ||
+	    off + len > __atomic_load_n(&f->lost_from, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&f->map_off, __ATOMIC_ACQUIRE))
 		return NULL;
 	return f->map + off;
 }
@@ -174,9 +235,23 @@ static void *fd_wview(struct nand_backing *b, uint64_t off, uint64_t len)
 {
 	struct fd_backing *f = (struct fd_backing *)b;
 
-	if (!f->wmap || off > f->map_len || len > f->map_len - off)
+	if (!f->wmap || !fd_view(b, off, len))
 		return NULL;
 	return f->wmap + off;
+}
+
+/* A copy through the mapping at @off took a SIGBUS (see nand.h): the file
+ * truncated underneath (fd_lost), or else the mapping is given up. */
+static int fd_mapfault(struct nand_backing *b, uint64_t off)
+{
+	struct fd_backing *f = (struct fd_backing *)b;
+
+	if (fd_check(f) &&
+	    !__atomic_exchange_n(&f->map_off, true, __ATOMIC_ACQ_REL))
+		fprintf(stderr, "ublk-flash: an access through the image's "
+			"mapping at byte %" PRIu64 " faulted (SIGBUS) though "
+			"the file is whole; going on with pread/pwrite\n", off);
+	return -EIO;
 }
 
 static void fd_destroy(struct nand_backing *b)
@@ -245,6 +320,7 @@ static const struct nand_backing_ops fd_ops = {
 	.view = fd_view,
 	.resident = fd_resident,
 	.wview = fd_wview,
+	.mapfault = fd_mapfault,
 };
 
 /* A backing over @fd (see nand.h). */
@@ -254,8 +330,13 @@ int nand_backing_fd(int fd, struct nand_backing **out)
 
 	if (!f)
 		return -ENOMEM;
+	struct stat st;
+
 	f->b.ops = &fd_ops;
 	f->fd = fd;
+	f->lost_from = UINT64_MAX;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode))
+		f->size = (uint64_t)st.st_size;
 	fd_map(f);
 	*out = &f->b;
 	return 0;
@@ -530,6 +611,11 @@ uint8_t *nand_mem_bytes(struct nand_backing *b, uint64_t *size)
 {
 	struct mem_backing *m = (struct mem_backing *)b;
 
+	if (b->ops != &mem_ops) {       /* another backing */
+		if (size)
+			*size = 0;
+		return NULL;
+	}
 	if (size)
 		*size = m->size;
 	return m->cur;

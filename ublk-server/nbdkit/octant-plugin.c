@@ -10,10 +10,15 @@
  * nbdkit process, shared by every connection (so multi-conn is safe: a
  * FLUSH on one connection makes the writes of all of them durable).
  *
- * Same image lock as ublk-flash: the engine flocks the image it opens for
- * writing, so an image is served by nbdkit or by ublk-flash, never both.
- * The engine is opened in after_fork (after nbdkit daemonizes), and the
- * lock is probed earlier in get_ready so a busy image fails at start.
+ * Same image lock as ublk-flash: an image is served by nbdkit or by
+ * ublk-flash, never both.  The lock is taken in get_ready, before nbdkit
+ * daemonizes (so a busy image fails at start, on the caller's terminal,
+ * and of two nbdkit started together exactly one gets it), and kept: the
+ * engine, opened in after_fork, takes the lock on that same descriptor
+ * (ftl_open_opts.lock_fd), so it is never let go between the check and the
+ * open.  readonly=true holds it shared, as `ublk-flash serve --read-only`:
+ * readers together, no writer (create, fsck --repair, a read-write serve)
+ * beside them.
  *
  * NBD has block size constraints (minimum 512, preferred = the flash page,
  * maximum) but no alignment offset: an odd-mode image cannot tell an NBD
@@ -48,6 +53,10 @@ static enum ftl_align_mode oc_align;      /* 0: whatever the image has */
 static int64_t oc_create_size;            /* size=: create when absent */
 static struct nand_fault_spec oc_faults;
 static bool oc_faults_set, oc_scan, oc_readonly, oc_unshift;
+
+/* The image lock (LOCK_EX, readonly=true LOCK_SH): taken in get_ready,
+ * closed in cleanup after the engine; -1 none (an NBD medium). */
+static int oc_lock_fd = -1;
 
 /* Set in after_fork, cleared in cleanup; I/O callbacks run in between. */
 static struct ftl *oc_ftl;
@@ -115,28 +124,60 @@ static int oc_config(const char *key, const char *value)
 	return -1;
 }
 
+/* size= and no image: make the file (O_EXCL) and take the image lock on
+ * it before it is written, kept as the lock get_ready would take, so of two
+ * nbdkit creating one path exactly one writes it.  0, or -1 when the file
+ * is there now (another made it) or cannot be made. */
+static int oc_create_new(void)
+{
+	int fd;
+
+	if (nand_backing_is_uri(oc_image))
+		return 0;       /* an export: ftl_create checks it is blank */
+	fd = open(oc_image, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (fd > 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		oc_lock_fd = fd;
+		return 0;
+	}
+	close(fd);
+	return -EBUSY;          /* another locked it first */
+}
+
 /* The image must exist (or be created from size= and align=), be an
  * octant image, and have the mode align= names. */
 static int oc_config_complete(void)
 {
 	struct ftl_info info;
-	int r;
+	int r, made = 1;
 
 	if (!oc_image) {
 		nbdkit_error("no image: nbdkit octant IMG (or file=IMG)");
 		return -1;
 	}
 	r = ftl_info_read(oc_image, &info);
-	if (r == -ENOENT && oc_create_size > 0) {
+	if (r == -ENOENT && oc_create_size > 0)
+		made = oc_create_new();
+	if (r == -ENOENT && oc_create_size > 0 && !made) {
 		struct ftl_create_opts co = { .size = (uint64_t)oc_create_size,
 			.align = oc_align ? oc_align : FTL_ALIGN_1M };
 
 		r = ftl_create(oc_image, &co);
 		if (r) {
+			unlink(oc_image);       /* ours, and not an image */
 			nbdkit_error("%s: create: %s", oc_image, strerror(-r));
 			return -1;
 		}
 		r = ftl_info_read(oc_image, &info);
+	} else if (r == -ENOENT && oc_create_size > 0) {
+		/* another nbdkit (or create) made it a moment ago */
+		if (made == -EEXIST || made == -EBUSY)
+			nbdkit_error("%s is in use (being created by another "
+				     "nbdkit or ublk-flash create)", oc_image);
+		else
+			nbdkit_error("%s: create: %s", oc_image, strerror(-made));
+		return -1;
 	}
 	if (r) {
 		nbdkit_error("%s: %s", oc_image, r == -EBADMSG ?
@@ -169,33 +210,49 @@ static int oc_config_complete(void)
 	return 0;
 }
 
-/* Fail at start, before daemonizing, when the image is served elsewhere
- * (the engine's own flock is taken again in after_fork). */
+/* Take the image lock before nbdkit daemonizes, so a busy image fails at
+ * start, and keep it until cleanup (the engine's open takes it on this
+ * descriptor: never let go in between). */
 static int oc_get_ready(void)
 {
 	int fd;
 
-	if (oc_readonly || nand_backing_is_uri(oc_image))
-		return 0;
+	if (nand_backing_is_uri(oc_image) || oc_lock_fd >= 0)
+		return 0;       /* an NBD export has no lock (docs/network.md);
+				   or size= made the image and holds it */
 	fd = open(oc_image, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		nbdkit_error("%s: %m", oc_image);
 		return -1;
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		nbdkit_error("%s is in use (served by ublk-flash or another "
-			     "nbdkit, or being written by ublk-flash)", oc_image);
+	if (fd == 0) {          /* stdin was closed: 0 means "none" to
+				   ftl_open_opts.lock_fd */
+		int d = fcntl(fd, F_DUPFD_CLOEXEC, 1);
+
+		close(fd);
+		if ((fd = d) < 0) {
+			nbdkit_error("%s: %m", oc_image);
+			return -1;
+		}
+	}
+	if (flock(fd, (oc_readonly ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
+		nbdkit_error("%s is in use (%s)", oc_image, oc_readonly ?
+			     "open for writing: served read-write by "
+			     "ublk-flash or nbdkit, or being written by "
+			     "ublk-flash create or fsck --repair" :
+			     "served by ublk-flash or another nbdkit, or "
+			     "being written by ublk-flash");
 		close(fd);
 		return -1;
 	}
-	close(fd);              /* drops the probe's lock */
+	oc_lock_fd = fd;
 	return 0;
 }
 
 static int oc_after_fork(void)
 {
 	struct ftl_open_opts o = { .scan = oc_scan, .readonly = oc_readonly,
-		.unshifted = oc_unshift,
+		.unshifted = oc_unshift, .lock_fd = oc_lock_fd,
 		.faults = oc_faults_set ? &oc_faults : NULL };
 	int r = ftl_open(oc_image, &o, &oc_ftl);
 
@@ -212,12 +269,19 @@ static void oc_cleanup(void)
 {
 	int r;
 
-	if (!oc_ftl)
+	if (!oc_ftl) {
+		if (oc_lock_fd >= 0)
+			close(oc_lock_fd);
+		oc_lock_fd = -1;
 		return;
+	}
 	r = ftl_close(oc_ftl);
 	oc_ftl = NULL;
 	if (r)
 		nbdkit_error("%s: close: %s", oc_image, strerror(-r));
+	if (oc_lock_fd >= 0)    /* after the engine: the image is closed */
+		close(oc_lock_fd);
+	oc_lock_fd = -1;
 }
 
 static void *oc_open(int readonly)

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +23,8 @@
 
 #define SERVE_CTL_WAITERS 32
 
+#define SERVE_CTL_CHECK_MS 1000   /* the entry is checked this often */
+
 struct serve_ctl {
 	int lfd, quit_fd;
 	int waiters[SERVE_CTL_WAITERS];   /* stop requesters awaiting the result */
@@ -28,6 +32,10 @@ struct serve_ctl {
 	pthread_t thread;
 	struct fe_server *s;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char dir[PATH_MAX];               /* the entry's folder */
+	ino_t sock_ino;                   /* the socket file bound at @path */
+	int lock_fd;                      /* the entry's lock (serve_ctl_keep) */
+	_Atomic(const struct serve_record *) rec;  /* NULL until kept */
 };
 
 static int serve_ctl_addr(const char *dir, struct sockaddr_un *a)
@@ -112,19 +120,77 @@ static bool serve_ctl_answer(struct serve_ctl *c, int fd)
 	return false;
 }
 
+/* Listen on @c->path (a new socket file): the descriptor, or -errno. */
+static int serve_ctl_listen(struct serve_ctl *c)
+{
+	struct sockaddr_un a;
+	struct stat st;
+	int fd, err = serve_ctl_addr(c->dir, &a);
+
+	if (err)
+		return err;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(a.sun_path);
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    listen(fd, 8) < 0 || stat(a.sun_path, &st) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	c->sock_ino = st.st_ino;
+	return fd;
+}
+
+/* The entry was removed under the server (`rm -rf` of the run folder)?
+ * Write it again, the socket too, so list, stop and stats find this
+ * server, and a serve of the image sees it live (serve_entry_dead proves
+ * it live meanwhile: nothing of it is touched). */
+static void serve_ctl_check(struct serve_ctl *c, struct pollfd *lp)
+{
+	const struct serve_record *r = atomic_load(&c->rec);
+	struct stat st;
+	int err, fd;
+
+	if (!r)
+		return;
+	err = serve_entry_repair(c->dir, c->lock_fd, r);
+	if (err < 0)
+		return;           /* busy (a serve looking at it): next time */
+	if (stat(c->path, &st) < 0 || st.st_ino != c->sock_ino) {
+		fd = serve_ctl_listen(c);
+		if (fd < 0)
+			return;
+		dup3(fd, c->lfd, O_CLOEXEC);   /* same number: lp stays right */
+		close(fd);
+		lp->revents = 0;
+		err = 1;
+	}
+	if (err > 0)
+		fprintf(stderr, "ublk-flash: note: the run registry entry %s was "
+			"removed; it is written again\n", c->dir);
+}
+
 static void *serve_ctl_thread(void *arg)
 {
 	struct serve_ctl *c = arg;
 	struct pollfd p[2] = { { c->lfd, POLLIN, 0 }, { c->quit_fd, POLLIN, 0 } };
 
 	for (;;) {
-		if (poll(p, 2, -1) < 0) {
+		int n = poll(p, 2, SERVE_CTL_CHECK_MS);
+
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
 		if (p[1].revents)
 			break;
+		if (n == 0) {
+			serve_ctl_check(c, &p[0]);
+			continue;
+		}
 		if (p[0].revents & POLLIN) {
 			int fd = accept4(c->lfd, NULL, NULL, SOCK_CLOEXEC);
 			if (fd >= 0 && !serve_ctl_answer(c, fd))
@@ -149,17 +215,14 @@ int serve_ctl_start(struct serve_ctl **out, const char *dir,
 	if (!c)
 		return -ENOMEM;
 	c->s = s;
-	c->quit_fd = eventfd(0, EFD_CLOEXEC);
-	c->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->quit_fd < 0 || c->lfd < 0) {
-		err = -errno;
-		goto err;
-	}
+	c->lock_fd = -1;
+	atomic_init(&c->rec, NULL);
+	snprintf(c->dir, sizeof(c->dir), "%s", dir);
 	snprintf(c->path, sizeof(c->path), "%s", a.sun_path);
-	unlink(c->path);
-	if (bind(c->lfd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    listen(c->lfd, 8) < 0) {
-		err = -errno;
+	c->quit_fd = eventfd(0, EFD_CLOEXEC);
+	c->lfd = serve_ctl_listen(c);
+	if (c->quit_fd < 0 || c->lfd < 0) {
+		err = c->lfd < 0 && c->quit_fd >= 0 ? c->lfd : -errno;
 		goto err;
 	}
 	err = -pthread_create(&c->thread, NULL, serve_ctl_thread, c);
@@ -174,6 +237,15 @@ err:
 		close(c->quit_fd);
 	free(c);
 	return err;
+}
+
+void serve_ctl_keep(struct serve_ctl *c, int lock_fd,
+		    const struct serve_record *r)
+{
+	if (!c)
+		return;
+	c->lock_fd = lock_fd;
+	atomic_store(&c->rec, r);
 }
 
 void serve_ctl_stop(struct serve_ctl *c)
@@ -329,7 +401,7 @@ static bool serve_pid_running(pid_t pid)
 }
 
 int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms,
-		      bool force, char *why, size_t len)
+		      bool force, char *why, size_t len, bool *signalled)
 {
 	char p[PATH_MAX];
 	struct timespec ts = { 0, 20 * 1000000L };
@@ -337,14 +409,31 @@ int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms,
 	int res;
 
 	why[0] = '\0';
+	*signalled = false;
 	res = serve_stop_request(e, force, deadline, why, len);
+	/* Its socket file gone (removed with the entry): a live server binds
+	 * it again within a second (serve_ctl_check). */
+	for (int i = 0; res == -ENOENT && i < 20 && serve_pid_running(e->pid);
+	     i++) {
+		struct timespec w = { 0, 100 * 1000000L };
+
+		nanosleep(&w, NULL);
+		res = serve_stop_request(e, force, deadline, why, len);
+	}
 	if (res == -ETIMEDOUT)
 		return res;
 	if (res && res != -EIO && res != -EPIPE && e->pid > 0) {
-		/* No control socket: SIGTERM (the outcome is then unknown). */
+		/* No answer on the control socket: SIGTERM.  The server does
+		 * the same clean stop, but its outcome only shows on the image
+		 * (the caller reads it there): -EPIPE once it has exited.
+		 * Only to the process proven to hold the entry: a pid file
+		 * can name a pid that another program has now. */
+		if (!serve_entry_held_by(e->dir, e->pid))
+			return -ESRCH;
 		if (kill(e->pid, SIGTERM) < 0 && errno != ESRCH)
 			return -errno;
-		res = 0;
+		*signalled = true;
+		res = -EPIPE;
 	}
 	/* The server is done once its lock is free (or its folder gone),
 	 * and has exited once its process is gone too. */

@@ -13,9 +13,9 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "nand.h"
 #include "oct-proc.h"
 #include "serve.h"
 
@@ -59,34 +59,6 @@ int serve_image_share(const char *path, int *fd)
 	return 0;
 }
 
-/* The pid holding a write (exclusive) flock on @st's file, from
- * /proc/locks ("N: FLOCK  ADVISORY  WRITE PID MAJ:MIN:INO START END"). */
-static pid_t serve_lock_holder(const struct stat *st)
-{
-	char line[256], kind[16], mode[16];
-	unsigned maj, min;
-	unsigned long long ino;
-	int pid;
-	pid_t found = 0;
-
-	FILE *f = fopen("/proc/locks", "re");
-	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *p = strchr(line, ':');
-		if (!p || strstr(p, "->"))
-			continue;          /* a waiter, not a holder */
-		if (sscanf(p + 1, " %15s %*s %15s %d %x:%x:%llu", kind, mode,
-			   &pid, &maj, &min, &ino) != 6)
-			continue;
-		if (!strcmp(kind, "FLOCK") && !strcmp(mode, "WRITE") &&
-		    makedev(maj, min) == st->st_dev && ino == st->st_ino)
-			found = (pid_t)pid;
-	}
-	fclose(f);
-	return found;
-}
-
 void serve_image_holder(const char *path, char *buf, size_t len)
 {
 	struct serve_entry e;
@@ -105,14 +77,52 @@ void serve_image_holder(const char *path, char *buf, size_t len)
 			snprintf(buf, len, "being served (pid %d)", (int)e.pid);
 		return;
 	}
-	if (stat(path, &st) == 0 && (pid = serve_lock_holder(&st)) > 0) {
-		oct_pid_comm(pid, comm, sizeof(comm));
-		snprintf(buf, len, "open for writing by pid %d%s%s%s", (int)pid,
-			 comm[0] ? " (" : "", comm, comm[0] ? ")" : "");
-		return;
+	/* Who holds it now, by descriptor: a daemon that inherited the lock
+	 * (nbdkit takes it before it forks) is named, not its parent. */
+	if (stat(path, &st) == 0) {
+		bool write = true;
+
+		pid = (pid_t)oct_flock_owner(st.st_dev, st.st_ino, true);
+		if (pid <= 0) {
+			write = false;
+			pid = (pid_t)oct_flock_owner(st.st_dev, st.st_ino, false);
+		}
+		if (pid > 0) {
+			oct_pid_comm(pid, comm, sizeof(comm));
+			snprintf(buf, len, "%s by pid %d%s%s%s", write ?
+				 "open for writing" :
+				 "open read-only (a shared lock)", (int)pid,
+				 comm[0] ? " (" : "", comm, comm[0] ? ")" : "");
+			return;
+		}
 	}
 	if (stat(path, &st) == 0 && S_ISBLK(st.st_mode))
 		snprintf(buf, len, "in use (mounted or held by another device)");
 	else
 		snprintf(buf, len, "open for writing by another process");
+}
+
+int serve_image_closed_clean(const struct serve_entry *e)
+{
+	struct ftl_open_opts o = { .readonly = true };
+	struct ftl *f;
+	int fd = -1, err;
+
+	if (e->read_only)
+		return 0;       /* it never writes the image: nothing to write */
+	/* shared: no writer (a restarted server) opens it meanwhile and
+	 * programs its mount marker; an NBD medium has no lock */
+	if (!nand_backing_is_uri(e->image)) {
+		err = serve_image_share(e->image, &fd);
+		if (err)
+			return err;
+	}
+	err = ftl_open(e->image, &o, &f);
+	if (!err) {
+		err = ftl_mount_kind(f) == FTL_MOUNT_CLEAN ? 0 : -EUCLEAN;
+		ftl_close(f);
+	}
+	if (fd >= 0)
+		close(fd);
+	return err;
 }

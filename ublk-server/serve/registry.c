@@ -145,6 +145,11 @@ int serve_sweep(const char *self)
 			continue;
 		if (serve_lock_take(dir, false, 1, &fd) < 0)
 			continue;         /* live (or being looked at) */
+		pid_t owner;
+		if (serve_entry_dead(dir, &owner) < 0) {
+			close(fd);        /* live: its lock file was replaced */
+			continue;
+		}
 		bool dead = serve_entry_load(dir, &e) == 0;
 		/* A dead ublk server's device waits for `serve --recover`;
 		 * its entry stays until then (or `stop`). */
@@ -209,7 +214,76 @@ int serve_entry_put(const char *dir, const char *name, const char *value)
 		err = -errno;
 	if (!err && rename(tmp, p) < 0)
 		err = -errno;
+	if (err)
+		unlink(tmp);
 	return err;
+}
+
+/* @r's registry files as (name, value) pairs, "pid" last; how many. */
+static size_t serve_record_files(const struct serve_record *r,
+				 const char *f[][2])
+{
+	const char *const all[][2] = { { "image", r->image }, { "dev", r->dev },
+		{ "frontend", r->frontend }, { "access", r->access },
+		{ "dm", r->dm }, { "backing", r->backing }, { "pid", r->pid } };
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (all[i][1][0]) {
+			f[n][0] = all[i][0];
+			f[n++][1] = all[i][1];
+		}
+	return n;
+}
+
+int serve_entry_publish(const char *dir, const struct serve_record *r)
+{
+	const char *f[8][2];
+	size_t n = serve_record_files(r, f);
+	int err = 0;
+
+	for (size_t i = 0; i < n && !err; i++)
+		err = serve_entry_put(dir, f[i][0], f[i][1]);
+	return err;
+}
+
+int serve_entry_repair(const char *dir, int lock_fd,
+		       const struct serve_record *r)
+{
+	char p[PATH_MAX];
+	struct stat a, b;
+	bool whole = true;
+	int fd, err;
+
+	snprintf(p, sizeof(p), "%s/lock", dir);
+	if (fstat(lock_fd, &a) < 0)
+		return -errno;
+	if (stat(p, &b) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+		err = serve_lock_take(dir, true, 1, &fd);
+		if (err)
+			return err;
+		/* the old lock (on the removed file) goes with the dup */
+		err = dup3(fd, lock_fd, O_CLOEXEC) < 0 ? -errno : 0;
+		close(fd);
+		if (err)
+			return err;
+		whole = false;
+	}
+	const char *f[8][2];
+	size_t n = serve_record_files(r, f);
+
+	for (size_t i = 0; i < n && whole; i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, f[i][0]);
+		whole = access(p, F_OK) == 0;
+	}
+	if (whole)
+		return 0;
+	serve_entry_publish(dir, r);
+	/* "pid" dates the start (list's STARTED, UPTIME): keep it */
+	struct timespec t[2] = { r->started, r->started };
+	snprintf(p, sizeof(p), "%s/pid", dir);
+	utimensat(AT_FDCWD, p, t, 0);
+	return 1;
 }
 
 int serve_entry_load(const char *dir, struct serve_entry *e)
@@ -226,6 +300,9 @@ int serve_entry_load(const char *dir, struct serve_entry *e)
 	serve_entry_get(dir, "frontend", e->frontend, sizeof(e->frontend));
 	serve_entry_get(dir, "dm", e->dm, sizeof(e->dm));
 	serve_entry_get(dir, "backing", e->backing, sizeof(e->backing));
+	char acc[8] = "";
+	serve_entry_get(dir, "access", acc, sizeof(acc));
+	e->read_only = !strcmp(acc, "ro");
 	e->live = serve_entry_held(dir);
 	return 0;
 }
@@ -404,13 +481,26 @@ int serve_entry_find(const char *arg, struct serve_entry *e)
 	return err;
 }
 
+bool serve_entry_recorded(const char *dir)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/pid", dir);
+	return stat(p, &st) == 0 || errno != ENOENT;
+}
+
 bool serve_entry_waits(const char *dir)
 {
 	struct serve_entry e;
 	struct stat st;
 
-	return serve_entry_load(dir, &e) == 0 && !strcmp(e.frontend, "ublk") &&
-	       e.dev[0] && stat(e.dev, &st) == 0 && S_ISBLK(st.st_mode);
+	if (!serve_entry_recorded(dir))
+		return false;
+	if (serve_entry_load(dir, &e) < 0)
+		return true;          /* unreadable now (no descriptor left?) */
+	return !strcmp(e.frontend, "ublk") && e.dev[0] &&
+	       stat(e.dev, &st) == 0 && S_ISBLK(st.st_mode);
 }
 
 void serve_entry_clear(const char *dir)
@@ -484,8 +574,13 @@ static void serve_abort_fuse(const char *mnt)
 int serve_entry_cleanup(const char *dir)
 {
 	char mnt[PATH_MAX];
+	pid_t owner;
 	int n;
 
+	int err = serve_entry_dead(dir, &owner);
+
+	if (err)
+		return err;           /* a live server's, or not proven: touch nothing */
 	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
 	serve_abort_fuse(mnt);
 	n = serve_cleanup_loops(mnt);

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../cli/commands.h"
@@ -167,15 +168,17 @@ static int serve_parent(int rfd, pid_t child)
 }
 
 static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
-			const struct fe_ops *ops, int report_fd)
+			const struct fe_ops *ops, int report_fd, int lock_fd)
 {
+	static struct serve_record rec;   /* read by the control thread */
 	struct fe_server s = { .opts = o, .stop_fd = -1 };
 	struct serve_ctl *ctl = NULL;
+	struct serve_ro *ro = NULL;
 	struct sigaction sa;
 	sigset_t block, old;
-	char pid[32], dmpath[128] = "", why[256] = "", line[PATH_MAX + 192];
+	char dmpath[128] = "", why[256] = "", line[PATH_MAX + 192];
 	bool tried = false, dm = false, pidfile = false, marked = false;
-	int code = 0, err, share_fd = -1;
+	int code = 0, err, share_fd = -1, spare_fd = -1;
 
 	struct ftl_open_opts open_opts = *oo;
 	open_opts.unshifted = o->dm_name != NULL;   /* dm carries the shift */
@@ -215,13 +218,31 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
-	tried = true;
-	err = ops->start(&s);
-	if (!err) {
-		err = serve_ctl_start(&ctl, o->run_dir, &s);
+	/* The control socket before the device: what can fail for want of
+	 * resources fails before the frontend changes anything (a failed
+	 * --recover leaves the device as the dead server left it). */
+	err = serve_ctl_start(&ctl, o->run_dir, &s);
+	if (err)
+		fprintf(stderr, "ublk-flash: serve: control socket: %s\n",
+			strerror(-err));
+	/* the descriptor the registry files are written through once the
+	 * device is live (a server short of descriptors must not leave a
+	 * dead server's pid in its entry) */
+	if (!err && (spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+		err = -errno;
+		fprintf(stderr, "ublk-flash: serve: a descriptor for the run "
+			"registry: %s\n", strerror(-err));
+	}
+	/* spares used up (now or later): the kernel device read-only too */
+	if (!err && !o->read_only) {
+		err = serve_ro_start(&ro, s.ftl);
 		if (err)
-			fprintf(stderr, "ublk-flash: serve: control socket: %s\n",
-				strerror(-err));
+			fprintf(stderr, "ublk-flash: serve: read-only watch: "
+				"%s\n", strerror(-err));
+	}
+	if (!err) {
+		tried = true;
+		err = ops->start(&s);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
@@ -235,24 +256,39 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 		}
 		dm = true;
 	}
-	snprintf(pid, sizeof(pid), "%d", (int)getpid());
-	serve_entry_put(o->run_dir, "image", o->image);
-	serve_entry_put(o->run_dir, "dev", s.devpath);
-	serve_entry_put(o->run_dir, "frontend", ops->name);
-	serve_entry_put(o->run_dir, "access", o->read_only ? "ro" : "rw");
+	serve_ro_arm(ro, s.devpath, dm ? dmpath : NULL);
+	memset(&rec, 0, sizeof(rec));
+	snprintf(rec.image, sizeof(rec.image), "%s", o->image);
+	snprintf(rec.dev, sizeof(rec.dev), "%s", s.devpath);
+	snprintf(rec.frontend, sizeof(rec.frontend), "%s", ops->name);
+	snprintf(rec.access, sizeof(rec.access), "%s", o->read_only ? "ro" : "rw");
 	if (dm)
-		serve_entry_put(o->run_dir, "dm", dmpath);
+		snprintf(rec.dm, sizeof(rec.dm), "%s", dmpath);
 	/* A loop device's identity beyond its reusable number. */
 	dev_t bdev;
 	ino_t bino;
-	if (loop_backing(s.devpath, &bdev, &bino, NULL, 0) == 0) {
-		char b[64];
-		snprintf(b, sizeof(b), "%u:%u:%llu", major(bdev), minor(bdev),
-			 (unsigned long long)bino);
-		serve_entry_put(o->run_dir, "backing", b);
+	if (loop_backing(s.devpath, &bdev, &bino, NULL, 0) == 0)
+		snprintf(rec.backing, sizeof(rec.backing), "%u:%u:%llu",
+			 major(bdev), minor(bdev), (unsigned long long)bino);
+	snprintf(rec.pid, sizeof(rec.pid), "%d", (int)getpid());
+	close(spare_fd);
+	spare_fd = -1;
+	err = serve_entry_publish(o->run_dir, &rec);   /* "pid" last: marks it */
+	if (err) {
+		fprintf(stderr, "ublk-flash: serve: run registry %s: %s\n",
+			o->run_dir, strerror(-err));
+		code = EXIT_IO;
+		goto out;
 	}
-	serve_entry_put(o->run_dir, "pid", pid);   /* last: marks the entry */
 	marked = true;
+	struct stat pst;
+	snprintf(line, sizeof(line), "%s/pid", o->run_dir);
+	if (stat(line, &pst) == 0)
+		rec.started = pst.st_mtim;
+	else
+		clock_gettime(CLOCK_REALTIME, &rec.started);
+	/* Removed under us (rm -rf of the run folder), it is written again. */
+	serve_ctl_keep(ctl, lock_fd, &rec);
 	if (o->pidfile) {
 		err = serve_pidfile_write(o->pidfile, getpid());
 		if (err) {
@@ -296,6 +332,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	}
 out:
 	serve_ctl_stop(ctl);      /* stop requesters wait for the outcome */
+	serve_ro_stop(ro);
 	if (dm && dmstack_detach(o->dm_name) < 0)
 		fprintf(stderr, "ublk-flash: warning: --dm %s: %s\n", o->dm_name,
 			dmstack_errmsg());
@@ -311,6 +348,8 @@ out:
 	}
 	if (share_fd >= 0)
 		close(share_fd);
+	if (spare_fd >= 0)
+		close(spare_fd);
 	serve_stop_fd = -1;
 	if (s.stop_fd >= 0)
 		close(s.stop_fd);
@@ -370,6 +409,28 @@ static int serve_check_outputs(struct fe_serve_opts *o)
 
 static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo);
 
+/* @image is served by @pid, whose entry @dir was removed under it: wait a
+ * moment for it to write its entry again (once a second), then say where
+ * it is served. */
+static void serve_busy_unlisted(const char *image, const char *dir, pid_t pid)
+{
+	struct serve_entry e;
+	struct timespec ts = { 0, 50 * 1000000L };
+
+	for (int i = 0; i < 60; i++) {
+		if (serve_entry_load(dir, &e) == 0 && e.live && e.pid == pid &&
+		    e.dev[0]) {
+			fprintf(stderr, "ublk-flash: serve: %s is already served "
+				"on %s (pid %d)\n", image, e.dm[0] ? e.dm : e.dev,
+				(int)pid);
+			return;
+		}
+		nanosleep(&ts, NULL);
+	}
+	fprintf(stderr, "ublk-flash: serve: %s is already served (pid %d; its "
+		"run registry entry %s was removed)\n", image, (int)pid, dir);
+}
+
 int serve_main(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 {
 	int code = serve_run(o, oo);
@@ -418,6 +479,24 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	if (err)
 		return cli_fail("serve: run registry", err);
 	o->run_dir = dir;
+	/* The lock at the path proves nothing if the folder was removed under
+	 * a live server (it holds the removed lock file): nothing of it is
+	 * touched, the image is served (exit 5). */
+	pid_t owner;
+	err = serve_entry_dead(dir, &owner);
+	if (err) {
+		if (!serve_entry_recorded(dir))
+			serve_entry_remove(dir, false);   /* made just now */
+		close(lock_fd);
+		if (err == -EBUSY) {
+			serve_busy_unlisted(image, dir, owner);
+			return EXIT_BUSY;
+		}
+		fprintf(stderr, "ublk-flash: serve: %s: cannot tell whether the "
+			"server of its run registry entry is gone (/proc: %s); "
+			"touched nothing\n", image, strerror(-err));
+		return EXIT_IO;
+	}
 	/* A server that died (kill -9) left its device, mount and entry.
 	 * --recover (ublk) re-attaches to what it left: keep the entry. */
 	if (!o->recover)
@@ -427,7 +506,7 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	 * and a dead server's entry stay as they are, for the right serve. */
 	err = ops->prepare ? ops->prepare(o) : 0;
 	if (err) {
-		if (serve_entry_load(dir, &e) < 0)
+		if (!serve_entry_recorded(dir))
 			serve_entry_remove(dir, false);   /* made just now */
 		close(lock_fd);
 		return err == -EROFS ? EXIT_USAGE :
@@ -435,15 +514,15 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	}
 
 	if (o->foreground) {
-		code = serve_daemon(o, oo, ops, -1);
-		if (serve_entry_load(dir, &e) < 0)   /* unless kept for --recover */
+		code = serve_daemon(o, oo, ops, -1, lock_fd);
+		if (!serve_entry_recorded(dir))   /* unless kept for --recover */
 			serve_entry_remove(dir, false);   /* nothing left behind */
 		close(lock_fd);
 		return code;
 	}
 	if (pipe2(pipefd, O_CLOEXEC) < 0) {
 		code = cli_fail("serve: pipe", -errno);
-		if (serve_entry_load(dir, &e) < 0)
+		if (!serve_entry_recorded(dir))
 			serve_entry_remove(dir, false);
 		close(lock_fd);
 		return code;
@@ -454,7 +533,7 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 		code = cli_fail("serve: fork", -errno);
 		close(pipefd[0]);
 		close(pipefd[1]);
-		if (serve_entry_load(dir, &e) < 0)
+		if (!serve_entry_recorded(dir))
 			serve_entry_remove(dir, false);
 		close(lock_fd);
 		return code;
@@ -469,11 +548,11 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	if (chdir("/") < 0) {
 		/* realpath()ed image: the cwd does not matter */
 	}
-	code = serve_daemon(o, oo, ops, pipefd[1]);
+	code = serve_daemon(o, oo, ops, pipefd[1], lock_fd);
 	/* However it ended, the entry goes (but a dead server's, kept by a
 	 * failed --recover); the log only after a clean stop (a failed start
 	 * wrote none: its error went to the caller). */
-	if (serve_entry_load(dir, &e) < 0)
+	if (!serve_entry_recorded(dir))
 		serve_entry_remove(dir, code == 0);
 	close(lock_fd);
 	_exit(code);

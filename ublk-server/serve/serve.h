@@ -23,6 +23,10 @@
  * lock holder is stale (the server died) and is cleaned by the next serve
  * of the same image, the next successful serve of any image, or stop.  A server that ends, however
  * it ends, removes its folder (and RUNDIR.log after a clean stop).
+ * Nothing of an entry is cleaned before its server is proven gone
+ * (serve_entry_dead): a free lock at the path is not enough when the
+ * folder was removed under a live server, which holds the removed lock
+ * file and writes its entry again within a second (serve_entry_repair).
  */
 #ifndef OCTANT_SERVE_H
 #define OCTANT_SERVE_H
@@ -31,6 +35,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "frontend.h"
 
@@ -43,6 +48,7 @@ struct serve_entry {
 	char backing[64];         /* "MAJ:MIN:INO" of the loop's file, "" if none */
 	pid_t pid;
 	bool live;                /* a server holds the lock */
+	bool read_only;           /* access "ro": serve --read-only */
 };
 
 /* The registry's base folder ($UBLK_FLASH_RUN_DIR or /run/octant). */
@@ -86,10 +92,64 @@ int serve_entry_find(const char *arg, struct serve_entry *e);
  * device bound to the entry's FUSE file; other devices: true) */
 bool serve_entry_verify(const struct serve_entry *e);
 
+/* Does @dir record a server (its pid file is there, or cannot be told
+ * absent)?  Asked without a descriptor: a serve that fails for want of
+ * them must not take a dead server's entry for one it made itself. */
+bool serve_entry_recorded(const char *dir);
+
 /* Does @dir record a dead or live ublk server whose device is still there
  * (a block device at its path)?  A failed `serve --recover` keeps such an
- * entry for the next attempt. */
+ * entry for the next attempt; one it cannot read now counts as such. */
 bool serve_entry_waits(const char *dir);
+
+/* What a live server writes in its entry, kept to write it again when the
+ * entry is removed under it (serve_entry_repair). */
+struct serve_record {
+	char image[PATH_MAX];
+	char dev[128], dm[128];   /* "" when none */
+	char frontend[16], access[4];
+	char backing[64];         /* "" when none */
+	char pid[16];
+	struct timespec started;  /* when "pid" was first written (its mtime
+	                             dates the start: kept when written again) */
+};
+
+/* Write @r's registry files in @dir, "pid" last (it marks the entry): 0,
+ * or the first -errno (the files after it are not written). */
+int serve_entry_publish(const char *dir, const struct serve_record *r);
+
+/* A live server's check of its own entry (once a second): when its lock
+ * file is no longer the one @lock_fd holds (the folder or the run folder
+ * was removed), take the lock at the path again and dup it onto @lock_fd;
+ * then write the registry files of @r that are missing.  1 when it wrote
+ * something, 0 when the entry was whole, -EBUSY another process holds the
+ * lock at the path for now (try again later), else -errno. */
+int serve_entry_repair(const char *dir, int lock_fd,
+		       const struct serve_record *r);
+
+/* ---- who owns an entry (serve/owner.c) ---- */
+
+/* Is the server of entry @dir proven gone?  0: no process holds a lock file
+ * of @dir flocked LOCK_EX (a removed one, or one at the path other than
+ * the file there now: the caller holds that), and the pid @dir records,
+ * if running, holds no lock on its image.  -EBUSY: a live server, its pid
+ * in *pid; another -errno: /proc could not be read (out of descriptors):
+ * not proven either.  Asked before anything of @dir's server is touched. */
+int serve_entry_dead(const char *dir, pid_t *pid);
+
+/* Does process @pid hold a lock file of entry @dir flocked LOCK_EX (the
+ * one at the path or a removed one): is it that entry's server?  Asked
+ * before a signal is sent to the pid an entry records. */
+bool serve_entry_held_by(const char *dir, pid_t pid);
+
+/* A live server whose entry folder was removed under it (it holds the
+ * removed lock file): its pid, its entry folder in @dir (may be NULL); 0
+ * when there is none. */
+pid_t serve_entry_orphan(char *dir, size_t len);
+
+/* Wait up to @ms until no server is without its entry (each writes it
+ * again within a second of its removal): 0, or -ETIMEDOUT. */
+int serve_entry_wait_orphans(unsigned ms);
 
 /* Write one registry file @name = @value in @dir. */
 int serve_entry_put(const char *dir, const char *name, const char *value);
@@ -99,7 +159,8 @@ void serve_entry_clear(const char *dir);
 
 /* Clean what a dead server left in @dir: loop devices backed by its FUSE
  * file, the FUSE mount (lazily unmounted), the registry files.  The caller
- * holds the lock.  Returns how many things it cleaned (>= 0). */
+ * holds the lock.  Returns how many things it cleaned (>= 0); nothing
+ * touched and serve_entry_dead's -errno unless its server is proven gone. */
 int serve_entry_cleanup(const char *dir);
 
 /* ---- the image lock (serve/imagelock.c) ---- */
@@ -132,6 +193,10 @@ struct serve_ctl;
 /* Listen on @dir/ctl.sock and answer requests in a thread. */
 int serve_ctl_start(struct serve_ctl **out, const char *dir,
 		    struct fe_server *s);
+/* From now on, once a second, write the entry @r again if it was removed
+ * (serve_entry_repair with the entry lock @lock_fd), the socket too. */
+void serve_ctl_keep(struct serve_ctl *c, int lock_fd,
+		    const struct serve_record *r);
 /* Stop answering (the socket is removed); stop requesters keep waiting. */
 void serve_ctl_stop(struct serve_ctl *c);
 /* Tell the stop requesters the outcome ("stopped", or "failed CODE WHY"
@@ -141,13 +206,41 @@ void serve_ctl_finish(struct serve_ctl *c, int code, const char *why);
 /* Send @cmd to the live server of @e and copy its answer to @out. */
 int serve_ctl_request(const struct serve_entry *e, const char *cmd, FILE *out);
 
-/* Ask the live server of @e to stop (socket, else SIGTERM; @force: cut
- * the device off even if it is still in use) and wait up to @timeout_ms
- * for it to exit.  0 stopped cleanly; -EIO the server could not close
- * cleanly (its reason in @why, e.g. "clean checkpoint: No space left on
- * device"); -EPIPE it exited without saying; -ETIMEDOUT it did not exit. */
+/* Ask the live server of @e to stop (socket, else SIGTERM: *signalled;
+ * @force: cut the device off even if it is still in use) and wait up to
+ * @timeout_ms for it to exit.  0 it said it stopped cleanly; -EIO it
+ * could not close cleanly (its reason in @why, e.g. "clean checkpoint: No
+ * space left on device"); -EPIPE it exited without saying (signalled, or
+ * its connection ended): whether its clean checkpoint was written is then
+ * read from the image (serve_image_closed_clean); -ESRCH the socket did
+ * not answer and the recorded pid is not the entry's server (a stale pid
+ * file): nothing signalled; -ETIMEDOUT it did not exit. */
 int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms,
-		      bool force, char *why, size_t len);
+		      bool force, char *why, size_t len, bool *signalled);
+
+/* After its server exited without saying how: was @e's image closed
+ * cleanly?  Taken shared (no writer meanwhile) and opened read-only: 0 its
+ * newest checkpoint is a clean one with no mount marker after it (a
+ * read-only server: the image is as it was, nothing to write); -EUCLEAN
+ * it is not (the next read-write open rolls forward); -EBUSY another
+ * program has it open for writing now (cannot tell); another -errno the
+ * image cannot be read (cannot tell). */
+int serve_image_closed_clean(const struct serve_entry *e);
+
+/* ---- read-only watch (rowatch.c) ---- */
+struct serve_ro;
+
+/* Two steps, so that what can fail for want of resources (an eventfd, a
+ * thread) fails before the frontend changes anything (a failed --recover
+ * leaves the device as the dead server left it): serve_ro_start before
+ * the device is started, serve_ro_arm once it is known (never fails).
+ * Armed, the served device @dev (and @dm, NULL: none) is made read-only
+ * (BLKROSET) at once if the engine's spare blocks are used up already,
+ * else when they run out; one log line says why.  Arm before the device
+ * is reported; serve_ro_stop (NULL-safe) before it is removed. */
+int serve_ro_start(struct serve_ro **out, struct ftl *f);
+void serve_ro_arm(struct serve_ro *w, const char *dev, const char *dm);
+void serve_ro_stop(struct serve_ro *w);
 
 /* ---- lifecycle ---- */
 

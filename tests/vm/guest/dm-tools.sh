@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# vm-kernels: 6.1
 # Issue 7 (b): real fdisk and parted on a dm device that reports alignment_offset 3584 (a
 # dm-linear one sector into a 512/4096 scsi_debug disk, made by dm-stack: the shape
 # `ublk-flash serve --dm` gives in odd mode).  The starts alignpart chooses for the odd
