@@ -10,7 +10,8 @@
 #   ok 2 6.12 system: systemd is PID 1 (systemd 254 ...), the system is up ...
 #   ok N 6.12: system guest 6.12.107+deb12-amd64: N ok, 0 failed, 0 skipped (boots and cases Xs)
 #   # phase times 6.12 system: debs Xs, prepare Ys, boots and cases Zs
-# Env: OCTANT_VM_SYSTEM_KERNELS, OCTANT_VM_SYSTEM_TIMEOUT (one guest, default 600 s),
+# Env: OCTANT_VM_SYSTEM_KERNELS, OCTANT_VM_SYSTEM_TIMEOUT (one guest, both boots, default 1200 s:
+# 5-6 min at load 2-8, twice that at 13),
 # OCTANT_VM_SYSTEM_SYSTEMD (backports: systemd 254 from bookworm-backports, the default;
 # stable: Debian 12's 252), BUILD (default build; the .debs go to $BUILD/deb).
 # SKIPs loudly (qemu, mmdebstrap or the kernel cannot be had); "not ok" when the package
@@ -46,7 +47,7 @@ t_debs=$(vm_since "$t0")
 # 2. one system guest per kernel
 for k in ${OCTANT_VM_SYSTEM_KERNELS:-6.12}; do
 	t1=$(vm_now) t_up='' kn=0 kfail=0 kskip=0 kver='' why=''
-	timeout=${OCTANT_VM_SYSTEM_TIMEOUT:-600}
+	timeout=${OCTANT_VM_SYSTEM_TIMEOUT:-1200}
 	"$VM_DIR/system-run.sh" --kernel "$k" --timeout "$timeout" "$debdir" 2>&1 |
 	while IFS= read -r line; do
 		case "$line" in
