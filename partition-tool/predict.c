@@ -177,9 +177,10 @@ static void finish_row(const struct predict *p, struct row *w)
 		/* the device itself: is its LBA 0 aligned on the medium? */
 		judge(p, 0, &w->aligned, &w->on_grain);
 		w->misaligned = !w->r.refuses && !w->aligned;
-		snprintf(w->verdict, sizeof(w->verdict), "%s",
+		snprintf(w->verdict, sizeof(w->verdict), "%s%s",
 			 w->r.refuses ? "REFUSES" : !w->aligned ? "MISALIGNED" :
-			 w->r.warns ? "warns" : "ok");
+			 w->r.warns ? "warns" : "ok",
+			 !w->r.refuses && !w->aligned && w->r.warns ? ", warns" : "");
 		if (w->r.refuses || !w->aligned || (w->r.warns && p->seen.alignment_offset))
 			snprintf(w->avoid, sizeof(w->avoid),
 				 "make the filesystem on a partition: alignpart create %s "
