@@ -149,6 +149,9 @@ int ap_fdisk_read(struct fdisk_context *cxt, struct ap_part *parts,
 int ap_read_script(struct fdisk_context *cxt, const char *file,
 		   struct ap_req *reqs, size_t *nreq, char *label, size_t len);
 
+/* convert.c */
+int ap_convert_dump(char *in, uint64_t from, uint64_t to, char **out);
+
 /* output.c */
 struct libscols_table;
 struct ap_doc;

@@ -332,6 +332,29 @@ static int convert_text(struct conv *c, char *in)
 	return 0;
 }
 
+/* Convert dump @in (NUL-terminated, modified) from @from-byte to @to-byte
+ * sectors: 0 and *@out (malloc'd, NUL-terminated), or AP_EXIT_* after one
+ * line on stderr. */
+int ap_convert_dump(char *in, uint64_t from, uint64_t to, char **out)
+{
+	struct conv c = { .from = from, .to = to };
+	int rc;
+
+	*out = NULL;
+	c.outcap = 4096;
+	c.out = malloc(c.outcap);
+	if (!c.out)
+		return ap_fail(AP_EXIT_IO, "out of memory");
+	c.out[0] = 0;
+	rc = convert_text(&c, in);
+	if (rc) {
+		free(c.out);
+		return rc;
+	}
+	*out = c.out;
+	return 0;
+}
+
 /* The sector size a dump says it was written in ("sector-size: N"), 0 if
  * it does not say. */
 static uint64_t dump_sector_size(const char *in)
@@ -487,16 +510,10 @@ int ap_cmd_convert(const struct ap_opts *o)
 			     "'sector-size:' line): give --from 512|4096");
 		goto out;
 	}
-	c.outcap = 4096;
-	c.out = malloc(c.outcap);
-	if (!c.out) {
-		rc = ap_fail(AP_EXIT_IO, "out of memory");
-		goto out;
-	}
-	c.out[0] = 0;
-	rc = convert_text(&c, in);
+	rc = ap_convert_dump(in, c.from, c.to, &c.out);
 	if (rc)
 		goto out;
+	c.outlen = strlen(c.out);
 	if (fwrite(c.out, 1, c.outlen, stdout) != c.outlen || fflush(stdout))
 		rc = ap_fail(AP_EXIT_IO, "cannot write the dump: %s", strerror(errno));
 out:
