@@ -166,12 +166,14 @@ static int convert_part(struct conv *c, char *line, size_t lineno)
 	bool has_start = false, has_size = false;
 	char *colon = NULL;
 
-	/* the device name before " : " (sfdisk -d writes it) */
-	for (char *s = line; *s && *s != '='; s++)
-		if (*s == ':') {
+	/* the device name before " : " (sfdisk -d writes it; a name may hold
+	 * '=' or ':'), else before a ':' that comes before any '=' */
+	colon = strstr(line, " : ");
+	if (colon)
+		colon++;
+	for (char *s = line; !colon && *s && *s != '='; s++)
+		if (*s == ':')
 			colon = s;
-			break;
-		}
 	c->nparts++;
 	snprintf(num, sizeof(num), "%zu", c->nparts);
 	if (colon) {
@@ -238,7 +240,7 @@ static int convert_part(struct conv *c, char *line, size_t lineno)
 		return ap_fail(AP_EXIT_USAGE, "partition %s: start %" PRIu64 " is inside the "
 			       "GPT of %" PRIu64 "-byte sectors (first usable LBA %" PRIu64 ")",
 			       *name ? name : num, start, c->to, c->first_lba_new);
-	if (c->gpt && c->max_end_byte && (start + size) * c->to > c->max_end_byte)
+	if (c->gpt && c->max_end_byte && start + size > c->max_end_byte / c->to)
 		return ap_fail(AP_EXIT_USAGE, "partition %s ends at byte %" PRIu64 ", inside "
 			       "the backup GPT of %" PRIu64 "-byte sectors on a disk of this size",
 			       *name ? name : num, (start + size) * c->to, c->to);

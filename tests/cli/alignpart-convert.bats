@@ -54,6 +54,11 @@ ranges() {
 	live=$output
 	run --separate-stderr "$ALIGNPART" convert - --to 4096 <<<"$d512"
 	[ "$output" = "$live" ]
+	# a device name may hold '=' and ':' (an image 'd=1:a.img'): the name ends at " : "
+	run --separate-stderr "$ALIGNPART" convert - --to 4096 <<<"${d512//d.img/d=1:a.img}"
+	[ "$status" -eq 0 ]
+	[ "$(ranges "$output" 4096)" = "$(ranges "$d512" 512)" ]
+	[[ "$output" == *"d=1:a.img1 : start=         256"* ]]
 }
 
 @test "what 4096-byte sectors cannot hold is one line, exit 2: odd starts, odd sizes, the backup GPT" {

@@ -25,7 +25,7 @@ static char *numbers(const char *s)
 		abort();
 	for (const char *p = s; *p; p++) {
 		if ((!strncmp(p, "start=", 6) || !strncmp(p, "size=", 5)) &&
-		    (p == s || p[-1] == ' ' || p[-1] == ',' || p[-1] == '\t')) {
+		    (p == s || strchr(" ,\t:\n\r", p[-1]))) {
 			char *end;
 			unsigned long long v;
 
