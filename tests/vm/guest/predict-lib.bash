@@ -36,7 +36,9 @@ pv_fresh_default() {
 pv_sysfs_part() {
 	local b p
 	[ -b "$1" ] || return 0
-	b=$(readlink -f "$1") && b=${b##*/}
+	b=$1
+	[ -L "$b" ] && b=$(readlink -f "$b")
+	b=${b##*/}
 	for p in /sys/class/block/"$b"/"$b"1 /sys/class/block/"$b"/"$b"p1; do
 		[ -e "$p/start" ] && { echo "$p"; return 0; }
 	done
@@ -51,7 +53,8 @@ pv_start() {
 	local p l
 	p=$(pv_sysfs_part "$1")
 	if [ -n "$p" ]; then       # sysfs counts 512-byte sectors
-		l=$(readlink -f "$1") && l=$(<"/sys/class/block/${l##*/}/queue/logical_block_size")
+		l=${p%/*}
+		l=$(<"$l/queue/logical_block_size")
 		echo $(( $(<"$p/start") * 512 / l ))
 		return 0
 	fi
@@ -124,7 +127,9 @@ pv_verify() {
 		IFS=$'\x1f' read -r tool lab cmd start exit says avoid koff su sw bs <<<"$row"
 		[ "$tool" = alignpart ] && continue
 		d="$label: $tool $lab"
-		"$fresh" "$t"
+		# sfdisk and parted write a new label over whatever is there (and tell the
+		# kernel); sgdisk would add to a GPT, mkfs would see a table: wipe first
+		case "$tool" in sfdisk|parted*) ;; *) "$fresh" "$t" ;; esac
 		case "$tool" in
 		mkfs.xfs|mke2fs)
 			# the same mkfs, writing nothing
