@@ -165,6 +165,7 @@ static int convert_part(struct conv *c, char *line, size_t lineno)
 	uint64_t start = 0, size = 0, v;
 	bool has_start = false, has_size = false;
 	char *colon = NULL;
+	size_t before = c->outlen, fields = 0;
 
 	/* the device name before " : " (sfdisk -d writes it; a name may hold
 	 * '=' or ':'), else before a ':' that comes before any '=' */
@@ -188,6 +189,7 @@ static int convert_part(struct conv *c, char *line, size_t lineno)
 
 		if (!*f)
 			continue;
+		fields++;
 		eq = strchr(f, '=');
 		if (!eq || f[0] == '"') {
 			if (!strcmp(f, "bootable") || !strcmp(f, "*")) {
@@ -199,8 +201,12 @@ static int convert_part(struct conv *c, char *line, size_t lineno)
 				       "fields sfdisk -d writes are converted", lineno, f);
 		}
 		*eq = 0;
-		if (!strcmp(trim(f), "start") || !strcmp(trim(f), "size")) {
-			bool is_start = f[1] == 't';
+		if (!strcasecmp(f, "end"))
+			return ap_fail(AP_EXIT_USAGE, "line %zu: %s=: only start= and size= "
+				       "are converted", lineno, f);
+		/* as sfdisk reads them: any case, no space before '=' */
+		if (!strcasecmp(f, "start") || !strcasecmp(f, "size")) {
+			bool is_start = (f[1] | 0x20) == 't';
 			char *val = trim(eq + 1);
 
 			if (parse_count(val, &v))
@@ -230,6 +236,13 @@ static int convert_part(struct conv *c, char *line, size_t lineno)
 			continue;
 		}
 		if (emit(c, "%s%s=%s", first ? "" : ", ", f, eq + 1))
+			return -ENOMEM;
+	}
+	if (!fields) {
+		/* "," (or "NAME : ,"): a partition of sfdisk's defaults */
+		c->outlen = before;
+		c->out[before] = 0;
+		if (emit(c, "%s%s,", *name ? name : "", *name ? " : " : ""))
 			return -ENOMEM;
 	}
 	if (emit(c, "\n"))

@@ -59,6 +59,11 @@ ranges() {
 	[ "$status" -eq 0 ]
 	[ "$(ranges "$output" 4096)" = "$(ranges "$d512" 512)" ]
 	[[ "$output" == *"d=1:a.img1 : start=         256"* ]]
+	# keys in any case, as sfdisk reads them; end= is refused, not copied
+	run --separate-stderr "$ALIGNPART" convert - --to 4096 <<<"${d512//start=/START=}"
+	[ "$(ranges "${output//START=/start=}" 4096)" = "$(ranges "$d512" 512)" ]
+	run "$ALIGNPART" convert - --to 4096 <<<"${d512//size=/end=}"
+	one_line_error 2
 }
 
 @test "what 4096-byte sectors cannot hold is one line, exit 2: odd starts, odd sizes, the backup GPT" {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "ap.h"
 
@@ -24,7 +25,7 @@ static char *numbers(const char *s)
 	if (!o)
 		abort();
 	for (const char *p = s; *p; p++) {
-		if ((!strncmp(p, "start=", 6) || !strncmp(p, "size=", 5)) &&
+		if ((!strncasecmp(p, "start=", 6) || !strncasecmp(p, "size=", 5)) &&
 		    (p == s || strchr(" ,\t:\n\r", p[-1]))) {
 			char *end;
 			unsigned long long v;
@@ -32,9 +33,9 @@ static char *numbers(const char *s)
 			p = strchr(p, '=') + 1;
 			v = strtoull(p, &end, 10);
 			k += (size_t)snprintf(o + k, len - k, "%llu ", v);
-			p = end > p ? end - 1 : p;
-			if (k >= len - 24)
+			if (!*end || k >= len - 24)
 				break;
+			p = end;        /* the loop's p++ skips the separator */
 		}
 	}
 	o[k] = 0;
