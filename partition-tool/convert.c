@@ -168,8 +168,10 @@ static int convert_part(struct conv *c, char *line, size_t lineno)
 	size_t before = c->outlen, fields = 0;
 
 	/* the device name before " : " (sfdisk -d writes it; a name may hold
-	 * '=' or ':'), else before a ':' that comes before any '=' */
+	 * '=' or ':', not ','), else before a ':' that comes before any '=' */
 	colon = strstr(line, " : ");
+	if (colon && memchr(line, ',', (size_t)(colon - line)))
+		colon = NULL;           /* a field's text, not a name */
 	if (colon)
 		colon++;
 	for (char *s = line; !colon && *s && *s != '='; s++)
@@ -278,37 +280,46 @@ static bool is_header(const char *line)
 	return !eq;
 }
 
-/* Is there a line starting with @key in @in? */
-static const char *find_line(const char *in, const char *key)
+/* The value of header @key ("key: value" lines, read as convert_text reads
+ * them) into @buf; false when the dump has no such header. */
+static bool header_value(const char *in, const char *key, char *buf, size_t len)
 {
-	const char *p = in;
+	const char *l = in, *e;
+	char line[CONV_LINE], *t, *colon;
 
-	while ((p = strstr(p, key))) {
-		if (p == in || p[-1] == '\n')
-			return p;
-		p++;
+	for (; *l; l = *e ? e + 1 : e) {
+		e = strchr(l, '\n');
+		if (!e)
+			e = l + strlen(l);
+		snprintf(line, sizeof(line), "%.*s", (int)(e - l), l);
+		t = trim(line);
+		if (!*t || *t == '#' || !is_header(t))
+			continue;
+		colon = strchr(t, ':');
+		*colon = 0;
+		if (strcmp(trim(t), key))
+			continue;
+		snprintf(buf, len, "%s", trim(colon + 1));
+		return true;
 	}
-	return NULL;
+	return false;
 }
 
 /* Convert dump @in (NUL-terminated) from c->from to c->to into c->out. */
 static int convert_text(struct conv *c, char *in)
 {
-	const char *tl = find_line(in, "table-length:");
-	bool has_size_hdr = find_line(in, "sector-size:") != NULL;
+	char val[64];
+	bool has_size_hdr = header_value(in, "sector-size", val, sizeof(val));
 	size_t lineno = 0;
 	char *line, *next;
 	int rc;
 
 	c->table_length = 128;
 	/* last-lba comes before table-length in sfdisk's dumps: read it first */
-	if (tl) {
-		char val[32] = "";
-
-		sscanf(tl + 13, " %31[0-9]", val);
-		if (parse_count(val, &c->table_length) || !c->table_length)
-			return ap_fail(AP_EXIT_USAGE, "table-length '%s' is not a number", val);
-	}
+	if (header_value(in, "table-length", val, sizeof(val)) &&
+	    (parse_count(val, &c->table_length) || !c->table_length ||
+	     c->table_length > 1u << 20))
+		return ap_fail(AP_EXIT_USAGE, "table-length '%s' is not a number of entries", val);
 	for (line = in; line && *line; line = next) {
 		char *t;
 
@@ -324,7 +335,8 @@ static int convert_text(struct conv *c, char *in)
 		} else if (is_header(t)) {
 			rc = convert_header(c, t, lineno);
 			/* no sector-size line: say it after the unit */
-			if (!rc && !has_size_hdr && !strncmp(t, "unit", 4)) {
+			if (!rc && !has_size_hdr && !strncmp(t, "unit", 4) &&
+			    !strcmp(trim(t), "unit")) {   /* convert_header cut it at ':' */
 				rc = emit(c, "sector-size: %" PRIu64 "\n", c->to);
 				has_size_hdr = true;
 			}
@@ -374,18 +386,11 @@ int ap_convert_dump(char *in, uint64_t from, uint64_t to, char **out)
  * it does not say. */
 static uint64_t dump_sector_size(const char *in)
 {
-	const char *p = find_line(in, "sector-size:");
 	uint64_t v = 0;
-	char buf[32];
-	size_t n = 0;
+	char buf[64];
 
-	if (!p)
+	if (!header_value(in, "sector-size", buf, sizeof(buf)))
 		return 0;
-	for (p += 12; is_space(*p); p++)
-		;
-	while (n + 1 < sizeof(buf) && *p >= '0' && *p <= '9')
-		buf[n++] = *p++;
-	buf[n] = 0;
 	return parse_count(buf, &v) ? 0 : v;
 }
 
