@@ -9,7 +9,8 @@
  * an sfdisk dump: `sfdisk DEV < converted` or `alignpart create DEV --script`.
  *
  * Fields converted: start= and size= of each partition (plain sector
- * counts), the headers sector-size (set), first-lba (the same byte, at
+ * counts; the rest of the line is copied byte for byte, so the way back
+ * reads it the same way), the headers sector-size (set), first-lba (the same byte, at
  * least the UEFI minimum of the target: 2 + 16 KiB of entries), last-lba
  * (the last usable LBA of the same disk in the target's sectors: 512 and
  * 4096 keep different backup areas).  Everything else is copied as it is.
@@ -17,6 +18,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,34 +140,40 @@ static int convert_header(struct conv *c, char *line, size_t lineno)
 	return emit(c, "%s: %s\n", key, val) ? -ENOMEM : 0;
 }
 
-/* The next comma-separated field of a partition line (quotes kept whole). */
-static char *next_field(char **p)
+/* The end of the comma-separated field that starts at @s (quotes whole). */
+static const char *field_end(const char *s)
 {
-	char *s = *p, *f;
 	bool q = false;
 
-	if (!s)
-		return NULL;
-	f = s;
 	for (; *s; s++) {
 		if (*s == '"')
 			q = !q;
 		else if (*s == ',' && !q)
 			break;
 	}
-	*p = *s ? s + 1 : NULL;
-	*s = 0;
-	return trim(f);
+	return s;
 }
 
-/* A partition line "[NAME :] start=N, size=M, type=..., ...". */
-static int convert_part(struct conv *c, char *line, size_t lineno)
+/* [@s, @e) without the blanks at both ends. */
+static void strip(const char **s, const char **e)
 {
-	char *p = line, *f, *eq, name[256] = "", num[16];
-	uint64_t start = 0, size = 0, v;
+	while (*s < *e && is_space(**s))
+		(*s)++;
+	while (*e > *s && is_space((*e)[-1]))
+		(*e)--;
+}
+
+/*
+ * A partition line "[NAME :] start=N, size=M, type=..., ...": copied byte
+ * for byte but for the numbers of start= and size=, so that what it was
+ * read as (name, fields, separators) is what the conversion back reads.
+ */
+static int convert_part(struct conv *c, const char *line, size_t lineno)
+{
+	const char *colon = NULL, *p = line, *done = line, *fs, *fe, *eq, *ks, *ke, *vs, *ve;
+	char name[256] = "", key[16], val[32];
+	uint64_t start = 0, size = 0, v, nv;
 	bool has_start = false, has_size = false;
-	char *colon = NULL;
-	size_t before = c->outlen, fields = 0;
 
 	/* the device name before " : " (sfdisk -d writes it; a name may hold
 	 * '=' or ':', not ','), else before a ':' that comes before any '=' */
@@ -174,95 +182,91 @@ static int convert_part(struct conv *c, char *line, size_t lineno)
 		colon = NULL;           /* a field's text, not a name */
 	if (colon)
 		colon++;
-	for (char *s = line; !colon && *s && *s != '='; s++)
+	for (const char *s = line; !colon && *s && *s != '='; s++)
 		if (*s == ':')
 			colon = s;
 	c->nparts++;
-	snprintf(num, sizeof(num), "%zu", c->nparts);
 	if (colon) {
-		*colon = 0;
-		snprintf(name, sizeof(name), "%s", trim(line));
+		ks = line;
+		ke = colon;
+		strip(&ks, &ke);
+		snprintf(name, sizeof(name), "%.*s", (int)(ke - ks), ks);
 		p = colon + 1;
-		if (emit(c, "%s : ", name))
-			return -ENOMEM;
+	} else {
+		snprintf(name, sizeof(name), "%zu", c->nparts);
 	}
-	for (bool first = true; (f = next_field(&p)); first = false) {
-		const char *what = *name ? name : num;
-
-		if (!*f)
-			continue;
-		fields++;
-		eq = strchr(f, '=');
-		if (!eq || f[0] == '"') {
-			if (!strcmp(f, "bootable") || !strcmp(f, "*")) {
-				if (emit(c, "%s%s", first ? "" : ", ", f))
-					return -ENOMEM;
+	for (; *p; p = *fe ? fe + 1 : fe) {
+		fs = p;
+		fe = field_end(p);
+		ks = fs;
+		ke = fe;
+		strip(&ks, &ke);
+		if (ks == ke)
+			continue;               /* "," : sfdisk's defaults */
+		eq = memchr(ks, '=', (size_t)(ke - ks));
+		if (!eq || *ks == '"') {
+			if ((ke - ks == 8 && !strncasecmp(ks, "bootable", 8)) ||
+			    (ke - ks == 1 && *ks == '*'))
 				continue;
-			}
-			return ap_fail(AP_EXIT_USAGE, "line %zu: '%s': only the name=value "
-				       "fields sfdisk -d writes are converted", lineno, f);
+			return ap_fail(AP_EXIT_USAGE, "line %zu: '%.*s': only the name=value "
+				       "fields sfdisk -d writes are converted", lineno,
+				       (int)(ke - ks), ks);
 		}
-		*eq = 0;
-		if (!strcasecmp(f, "end"))
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - ks), ks);
+		if (eq - ks < (ptrdiff_t)sizeof(key) && !strcasecmp(key, "end"))
 			return ap_fail(AP_EXIT_USAGE, "line %zu: %s=: only start= and size= "
-				       "are converted", lineno, f);
+				       "are converted", lineno, key);
 		/* as sfdisk reads them: any case, no space before '=' */
-		if (!strcasecmp(f, "start") || !strcasecmp(f, "size")) {
-			bool is_start = (f[1] | 0x20) == 't';
-			char *val = trim(eq + 1);
-
-			if (parse_count(val, &v))
-				return ap_fail(AP_EXIT_USAGE, "line %zu: %s=%s: only plain sector "
-					       "counts are converted", lineno, f, val);
-			if (v > UINT64_MAX / c->from)
-				return ap_fail(AP_EXIT_USAGE, "line %zu: %s=%s is out of range",
-					       lineno, f, val);
-			if (v * c->from % c->to)
-				return ap_fail(AP_EXIT_USAGE,
-					       "partition %s: %s %" PRIu64 " (%s %" PRIu64 ") is not a "
-					       "multiple of %" PRIu64 " bytes: a disk of %" PRIu64
-					       "-byte sectors cannot hold it", what,
-					       is_start ? "start" : "size", v,
-					       is_start ? "byte" : "bytes:", v * c->from,
-					       c->to, c->to);
-			if (is_start) {
-				start = v * c->from / c->to;
-				has_start = true;
-			} else {
-				size = v * c->from / c->to;
-				has_size = true;
-			}
-			if (emit(c, "%s%s=%12" PRIu64, first ? "" : ", ", f,
-				 is_start ? start : size))
-				return -ENOMEM;
+		if (eq - ks >= (ptrdiff_t)sizeof(key) ||
+		    (strcasecmp(key, "start") && strcasecmp(key, "size")))
 			continue;
+		vs = eq + 1;
+		ve = ke;
+		strip(&vs, &ve);
+		snprintf(val, sizeof(val), "%.*s", (int)(ve - vs), vs);
+		if (ve - vs >= (ptrdiff_t)sizeof(val) || parse_count(val, &v))
+			return ap_fail(AP_EXIT_USAGE, "line %zu: %s=%.*s: only plain sector "
+				       "counts are converted", lineno, key, (int)(ve - vs), vs);
+		if (v > UINT64_MAX / c->from)
+			return ap_fail(AP_EXIT_USAGE, "line %zu: %s=%s is out of range",
+				       lineno, key, val);
+		if (v * c->from % c->to)
+			return ap_fail(AP_EXIT_USAGE,
+				       "partition %s: %s %" PRIu64 " (%s %" PRIu64 ") is not a "
+				       "multiple of %" PRIu64 " bytes: a disk of %" PRIu64
+				       "-byte sectors cannot hold it", name,
+				       (key[1] | 0x20) == 't' ? "start" : "size", v,
+				       (key[1] | 0x20) == 't' ? "byte" : "bytes:", v * c->from,
+				       c->to, c->to);
+		nv = v * c->from / c->to;
+		if ((key[1] | 0x20) == 't') {
+			start = nv;
+			has_start = true;
+		} else {
+			size = nv;
+			has_size = true;
 		}
-		if (emit(c, "%s%s=%s", first ? "" : ", ", f, eq + 1))
+		/* everything up to the number as it was, then the new number */
+		if (emit(c, "%.*s%" PRIu64, (int)(vs - done), done, nv))
 			return -ENOMEM;
+		done = ve;
 	}
-	if (!fields) {
-		/* "," (or "NAME : ,"): a partition of sfdisk's defaults */
-		c->outlen = before;
-		c->out[before] = 0;
-		if (emit(c, "%s%s,", *name ? name : "", *name ? " : " : ""))
-			return -ENOMEM;
-	}
-	if (emit(c, "\n"))
+	if (emit(c, "%s\n", done))
 		return -ENOMEM;
 	if (!has_start || !has_size)
 		return 0;                       /* defaults: sfdisk decides */
 	if (c->gpt && c->first_lba_new && start < c->first_lba_new)
 		return ap_fail(AP_EXIT_USAGE, "partition %s: start %" PRIu64 " is inside the "
 			       "GPT of %" PRIu64 "-byte sectors (first usable LBA %" PRIu64 ")",
-			       *name ? name : num, start, c->to, c->first_lba_new);
+			       name, start, c->to, c->first_lba_new);
 	if (c->gpt && c->max_end_byte && start + size > c->max_end_byte / c->to)
 		return ap_fail(AP_EXIT_USAGE, "partition %s ends at byte %" PRIu64 ", inside "
 			       "the backup GPT of %" PRIu64 "-byte sectors on a disk of this size",
-			       *name ? name : num, (start + size) * c->to, c->to);
+			       name, (start + size) * c->to, c->to);
 	if (!c->gpt && start + size > (1ull << 32))
 		return ap_fail(AP_EXIT_USAGE, "partition %s ends past sector 2^32: a dos "
 			       "table of %" PRIu64 "-byte sectors cannot address it",
-			       *name ? name : num, c->to);
+			       name, c->to);
 	return 0;
 }
 

@@ -58,7 +58,7 @@ ranges() {
 	run --separate-stderr "$ALIGNPART" convert - --to 4096 <<<"${d512//d.img/d=1:a.img}"
 	[ "$status" -eq 0 ]
 	[ "$(ranges "$output" 4096)" = "$(ranges "$d512" 512)" ]
-	[[ "$output" == *"d=1:a.img1 : start=         256"* ]]
+	[[ "$output" == *"d=1:a.img1 : start=        256,"* ]]   # the rest of the line as it was
 	# keys in any case, as sfdisk reads them; end= is refused, not copied
 	run --separate-stderr "$ALIGNPART" convert - --to 4096 <<<"${d512//start=/START=}"
 	[ "$(ranges "${output//START=/start=}" 4096)" = "$(ranges "$d512" 512)" ]
