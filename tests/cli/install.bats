@@ -258,7 +258,7 @@ complete_words() {
 
 @test "bash completion: alignpart commands, options, profiles, labels" {
 	run complete_words alignpart _alignpart alignpart ""
-	[[ " $(echo $output) " == *" check create suggest map unmap "* ]]
+	[[ " $(echo $output) " == *" check create suggest predict convert map unmap "* ]]
 	run complete_words alignpart _alignpart alignpart create d.img --profile ""
 	[ "$(echo $output)" = "odd 1m legacy 4kn 512n auto" ]
 	run complete_words alignpart _alignpart alignpart create d.img --label ""
