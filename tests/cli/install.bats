@@ -149,6 +149,15 @@ EOF
 	[[ ${lines[0]} == "512/4096 offset 3584 "* ]]
 }
 
+@test "libalign.so exports exactly what debian/libalign0.symbols names (make deb fails otherwise)" {
+	local want got
+	want=$(awk '/^ [a-z0-9_]+@ALIGN/ { sub(/^ /, ""); print $1 }' "$OCTANT_TOP/debian/libalign0.symbols" | sort)
+	got=$(nm -D --defined-only "$BUILD/libalign.so" | awk '$2 == "T" { sub(/@@/, "@", $3); print $3 }' | sort)
+	diff <(echo "$want") <(echo "$got") | sed 's/^/# symbols file vs library: /'
+	[ -n "$got" ]
+	[ "$want" = "$got" ]
+}
+
 @test "man pages: lint clean (mandoc -T lint, else man --warnings) and found by man" {
 	local page
 	if command -v mandoc >/dev/null; then
