@@ -218,22 +218,11 @@ static int d_copied(struct ublk_daemon *dm, unsigned tag, int res)
 
 static int d_fetch_all(struct ublk_daemon *dm)
 {
-	struct ublk_queue *q = dm->q;
-	struct io_uring_cqe *cqe;
-	int ret;
+	int n = ublk_q_fetch_tags(dm->q, &dm->ring, dm->idx, dm->q->ndaemons);
 
-	for (unsigned tag = dm->idx; tag < q->depth; tag += q->ndaemons) {
-		ret = ublk_q_prep(q, &dm->ring, UBLK_IO_FETCH_REQ, tag, 0);
-		if (ret)
-			return ret;
-		dm->inflight++;
-	}
-	ret = io_uring_submit(&dm->ring);
-	if (ret < 0)
-		return ret;
-	/* FETCH_REQ is handled inline at submit: failures are already here. */
-	if (io_uring_peek_cqe(&dm->ring, &cqe) == 0 && cqe->res < 0)
-		return cqe->res;
+	if (n < 0)
+		return n;
+	dm->inflight += (unsigned)n;
 	return 0;
 }
 

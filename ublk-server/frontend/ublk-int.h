@@ -217,6 +217,11 @@ void ublk_q_join(struct ublk_dev *d, unsigned i);
 /* Queue a FETCH_REQ or COMMIT_AND_FETCH_REQ (@nr) for @tag on @ring. */
 int ublk_q_prep(struct ublk_queue *q, struct io_uring *ring, unsigned nr,
 		unsigned tag, int result);
+/* Queue and submit FETCH_REQ for tags @first, @first + @step, ... of @q
+ * on @ring: how many, or -errno (an error the driver reports at submit
+ * included: it fails the queue). */
+int ublk_q_fetch_tags(struct ublk_queue *q, struct io_uring *ring,
+		      unsigned first, unsigned step);
 /* Run request @tag on the engine with @buf as its data: bytes done or
  * -errno. */
 int ublk_q_handle(struct ublk_queue *q, unsigned tag, void *buf);

@@ -161,25 +161,24 @@ void ublk_q_set_state(struct ublk_queue *q, enum ublk_q_state st, int err)
 	}
 }
 
-/* Submit every fetch; an error the driver reports at once fails the queue. */
-static int q_fetch_all(struct ublk_queue *q)
+int ublk_q_fetch_tags(struct ublk_queue *q, struct io_uring *ring,
+		      unsigned first, unsigned step)
 {
 	struct io_uring_cqe *cqe;
-	unsigned tag;
-	int ret;
+	int ret, n = 0;
 
-	for (tag = 0; tag < q->depth; tag++) {
-		ret = q_prep(q, UBLK_IO_FETCH_REQ, tag, 0);
+	for (unsigned tag = first; tag < q->depth; tag += step, n++) {
+		ret = ublk_q_prep(q, ring, UBLK_IO_FETCH_REQ, tag, 0);
 		if (ret)
 			return ret;
 	}
-	ret = io_uring_submit(&q->ring);
+	ret = io_uring_submit(ring);
 	if (ret < 0)
 		return ret;
 	/* FETCH_REQ is handled inline at submit: failures are already here. */
-	if (io_uring_peek_cqe(&q->ring, &cqe) == 0 && cqe->res < 0)
+	if (io_uring_peek_cqe(ring, &cqe) == 0 && cqe->res < 0)
 		return cqe->res;
-	return 0;
+	return n;
 }
 
 /* user_data of the eventfd read; tags are below UBLK_MAX_QUEUE_DEPTH */
@@ -462,7 +461,11 @@ static void *q_thread(void *arg)
 		ublk_q_set_state(q, UBLK_Q_DONE, 0);
 		return NULL;
 	}
-	ret = q_fetch_all(q);
+	ret = ublk_q_fetch_tags(q, &q->ring, 0, 1);
+	if (ret > 0) {
+		q->inflight += (unsigned)ret;
+		ret = 0;
+	}
 	if (ret)
 		goto fail;
 	ublk_q_set_state(q, UBLK_Q_READY, 0);
