@@ -268,7 +268,7 @@ static void ro_hook(uint8_t *img)
 		if (ftl_bb_is(f, b, NULL))
 			continue;
 		T_EQ_U64(calls, 0, "hook: called at %u of %u bad blocks", f->nbbt, lim);
-		ftl_bb_grown(f, b, "test");
+		ftl_retire_block(f, b, "test");
 	}
 	pthread_mutex_unlock(&f->lock);
 	T_EQ_U64(calls, 1, "hook: calls once the spares are used up");

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Delta checkpoints (OCT_SB_F_CKPT_DELTA, ftl_ckpt.c): after a base, a
+ * Delta checkpoints (OCT_SB_F_CKPT_DELTA, ftl_ckpt_write.c): after a base, a
  * checkpoint writes only the map and block-table entries that changed.
  * 1. Scale: the same 256 MiB written sequentially (1 MiB writes) to a
  *    32 MiB and a 1 GiB image, each written full first: checkpoint bytes

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Checkpoints skip blank payload pages (version 3, ftl_ckpt.c).
+ * Checkpoints skip blank payload pages (version 3, ftl_ckpt_write.c).
  * 1. What a checkpoint writes follows the data written, not the device
  *    size: the same 2 MiB written to a 16 MiB and a 256 MiB image, then one
  *    checkpoint each (ckpt_bytes counter): the big one writes at most a few

@@ -278,7 +278,7 @@ static void spare(void)
 	for (uint32_t blk = f->g.nblocks - 1; n <= limit; blk--) {
 		if (f->state[blk] != FTL_BLK_FREE)
 			continue;
-		ftl_bb_grown(f, blk, "test");
+		ftl_retire_block(f, blk, "test");
 		n++;
 		pthread_mutex_unlock(&f->lock);
 		h = health(f);

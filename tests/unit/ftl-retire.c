@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Moving data off retired blocks costs O(1) per host page: ftl_bb_retire
+ * Moving data off retired blocks costs O(1) per host page: ftl_retire_move
  * (called from ftl_balance before every host page) resumes where it left
  * off instead of scanning every block from the start on each call.
  * 1. K full blocks near the end of a 64 MiB device (1024 blocks) are
@@ -79,7 +79,7 @@ int main(void)
 	for (uint32_t blk = nb - 1; blk >= f->g.ckpt_blocks && got < K; blk--) {
 		if (f->state[blk] != FTL_BLK_FULL || !f->valid[blk])
 			continue;
-		r = ftl_bb_grown(f, blk, "test");
+		r = ftl_retire_block(f, blk, "test");
 		T_CHECK(r == 0, "retire %u: %d", blk, r);
 		got++;
 	}
@@ -100,7 +100,7 @@ int main(void)
 	printf("# %u blocks, %u retired: %llu blocks looked at\n", nb, K,
 	       (unsigned long long)visits);
 	T_CHECK(visits <= nb + 4 * K,
-		"ftl_bb_retire looked at %llu blocks for %u retired ones on a "
+		"ftl_retire_move looked at %llu blocks for %u retired ones on a "
 		"%u-block device (at most %u expected)",
 		(unsigned long long)visits, K, nb, nb + 4 * K);
 

@@ -320,7 +320,7 @@ static void scrub_damaged(enum ftl_align_mode mode)
 	teardown(&e);
 }
 
-/* The move off a retired block (ftl_bb_retire -> ftl_gc_evacuate, as GC
+/* The move off a retired block (ftl_retire_move -> ftl_gc_evacuate, as GC
  * and static WL): with an ECC model page by page, else one block run. */
 static void retire_damaged(enum ftl_align_mode mode, bool faults)
 {
@@ -337,7 +337,7 @@ static void retire_damaged(enum ftl_align_mode mode, bool faults)
 	ppn = ftl_map_get(e.f, 10);
 	damage(&e, 10, 3000);
 	pthread_mutex_lock(&e.f->lock);
-	rc = ftl_bb_grown(e.f, ppn / e.f->g.ppb, "test");
+	rc = ftl_retire_block(e.f, ppn / e.f->g.ppb, "test");
 	pthread_mutex_unlock(&e.f->lock);
 	T_CHECK(rc == 0, "%s: retire the block: %d", m, rc);
 	T_CHECK(wr(&e, 1, 1), "%s: a write moves its pages", m);

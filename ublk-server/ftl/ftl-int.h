@@ -203,7 +203,7 @@ struct ftl {
 	                                but does not check out (fsck) */
 	bool ckpt_torn;              /* the chain ends in a torn record: roll
 	                                forward without a sequence limit */
-	/* delta checkpoints (ftl_ckpt.c; g.ckpt_delta) */
+	/* delta checkpoints (ftl_ckpt_write.c; g.ckpt_delta) */
 	uint32_t ck_pos;             /* slot page of the next record; 0: the
 	                                next checkpoint is a base */
 	uint32_t ck_mark;            /* slot page of the newest record's mount
@@ -230,7 +230,9 @@ struct ftl {
 	uint32_t gc_reserve;         /* free blocks only GC may take
 	                                (FTL_GC_RESERVE, less on tiny devices) */
 	uint64_t mapped;
-	uint64_t wl_erases;          /* erases since the last static-WL move */
+	uint64_t gc_erased;          /* blocks GC's erase rounds erased */
+	uint64_t wl_mark;            /* ftl_maint.c: gc_erased as far as
+	                                static-WL checks were made for */
 	uint32_t gc_batch, gc_batch_max; /* victims per forced sync (adaptive) */
 	uint8_t *gcbuf, *oobbuf, *oobbuf2, *zero, *ckbuf;
 	struct ftl_evac ev[2];        /* GC victims: [0] a writer's (whole),
@@ -267,12 +269,12 @@ struct ftl {
 	void *ro_ctx;
 	bool bbt_dirty;              /* the mount added entries: write it */
 	bool retire_scan;            /* BAD blocks may still hold valid pages */
-	uint32_t retire_next;        /* ftl_bb_retire resumes here: no block
+	uint32_t retire_next;        /* ftl_retire_move resumes here: no block
 	                                below holds pages left to move */
-	uint64_t retire_visits;      /* blocks ftl_bb_retire looked at (tests) */
+	uint64_t retire_visits;      /* blocks ftl_retire_move looked at (tests) */
 	uint8_t *bb_done;            /* per block: BAD, evacuated (what is
 	                                left could not be read) */
-	/* scrub queue (ftl_scrub.c): pages read with many corrected bits */
+	/* scrub queue (ftl_readpage.c): pages read with many corrected bits */
 	pthread_mutex_t scrub_lock;
 	uint32_t scrub_lpn[FTL_SCRUB_Q], scrub_ppn[FTL_SCRUB_Q];
 	uint32_t nscrub;             /* scrub_lock; stored atomically: read
@@ -340,8 +342,14 @@ uint64_t ftl_oob_flushed(const struct ftl_geom *g, const void *oob,
  * with flush summaries a flush record bound to @ppn (data, trim records,
  * summaries): a record programmed at another page does not check out. */
 bool ftl_oob_at(const struct ftl_geom *g, const void *oob, uint64_t ppn);
+bool ftl_oob_blank(const void *oob, size_t n);
+/* Payload page @i of an empty engine's checkpoint (left unprogrammed:
+ * ftl_ckpt_write.c); is @buf that page? */
+void ftl_ckpt_blank_page(const struct ftl_geom *g, uint32_t i, uint8_t *buf);
+bool ftl_ckpt_page_blank(const struct ftl_geom *g, uint32_t i,
+			 const uint8_t *buf);
 
-/* ftl_open.c, ftl_stats.c */
+/* ftl_open.c */
 /* Size of a regular file or block device; -EISDIR for a directory,
  * -ENOTBLK for any other file type. */
 int ftl_fd_size(int fd, uint64_t *size, bool *blkdev);
@@ -353,7 +361,6 @@ int ftl_sb_read_fd(int fd, uint64_t *size, bool *blkdev, struct oct_sb *sb,
 int ftl_sb_read_uri(const char *uri, uint64_t *size, struct oct_sb *sb,
 		    struct ftl_geom *g, int *bad, int *load);
 void ftl_topo_fill(const struct ftl_geom *g, struct align_topology *t);
-void ftl_counters_snapshot(struct ftl *f, struct ftl_ckpt_counters *c);
 int ftl_create_opts_geom(const struct ftl_create_opts *o, struct ftl_geom *g);
 
 /* ftl_core.c: building an engine on a nand */
@@ -361,14 +368,45 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out);
 void ftl_free(struct ftl *f);
 void ftl_rebuild_lists(struct ftl *f);
 int ftl_mount(struct ftl *f, const struct ftl_open_opts *o);
-double ftl_now_ms(void);             /* CLOCK_MONOTONIC, milliseconds */
 
-/* ftl_ckpt.c */
-int ftl_ckpt_write(struct ftl *f, bool clean);
+/* ftl_counters.c */
+double ftl_now_ms(void);             /* CLOCK_MONOTONIC, milliseconds */
+void ftl_counters_snapshot(struct ftl *f, struct ftl_ckpt_counters *c);
+void ftl_counters_mount(const struct ftl *f, const struct nand_counters *n,
+			struct ftl_stats *st);
+
+/* Checkpoint slots: physical page @idx of the slot generation @gen uses;
+ * pages of a slot; the payload: the map (4 bytes per logical page), then
+ * the block table. */
+static inline uint64_t ftl_ckpt_slot_page(const struct ftl *f, uint64_t gen,
+					  uint32_t idx)
+{
+	return gen % FTL_CKPT_SLOTS * f->g.slot_blocks * f->g.ppb + idx;
+}
+
+static inline uint32_t ftl_ckpt_slot_pages(const struct ftl_geom *g)
+{
+	return g->slot_blocks * g->ppb;
+}
+
+static inline uint64_t ftl_ckpt_map_bytes(const struct ftl_geom *g)
+{
+	return (uint64_t)g->nlpn * sizeof(uint32_t);
+}
+
+static inline uint64_t ftl_ckpt_tab_bytes(const struct ftl_geom *g)
+{
+	return (uint64_t)g->nblocks * sizeof(struct ftl_ckpt_blk);
+}
+
+/* ftl_ckpt_load.c */
 int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 		  int *bad, FILE *report);
-int ftl_ckpt_mount_marker(struct ftl *f, bool *present, bool write);
-uint64_t ftl_ckpt_slot_page(const struct ftl *f, uint64_t gen, uint32_t idx);
+int ftl_ckpt_marker_read(struct ftl *f, bool *present);
+
+/* ftl_ckpt_write.c */
+int ftl_ckpt_write(struct ftl *f, bool clean);
+int ftl_ckpt_marker_write(struct ftl *f);
 /* The next checkpoint is a base in the next slot (fsck --repair). */
 void ftl_ckpt_force_base(struct ftl *f);
 /* Logical page @lpn's map entry changed (ftl_map_set/unset). */
@@ -410,18 +448,23 @@ static inline int ftl_erase(struct ftl *f, uint32_t b)
 	ftl_ckpt_blk_dirty(f, b);
 	return r;
 }
-void ftl_ckpt_blank_page(const struct ftl_geom *g, uint32_t i, uint8_t *buf);
 
 /* ftl_recover.c */
 int ftl_roll_forward(struct ftl *f, bool full_scan);
 
-/* ftl_fsum.c: flush summaries (g.flush_sum; f->lock held) */
+/* ftl_fsum_list.c: what the next flush summary lists (g.flush_sum;
+ * f->lock held) */
 /* Host page @seq (data or trim record @data) was programmed at @ppn:
  * remember it for the next summary (@crc: the data CRC). */
 void ftl_fsum_note(struct ftl *f, uint8_t kind, uint32_t lpn, uint64_t ppn,
 		   uint64_t seq, uint32_t crc, const void *data);
 /* A checkpoint covers every page programmed so far. */
 void ftl_fsum_covered(struct ftl *f);
+/* A summary lists every page noted so far (the flush mark still counts
+ * them, until a checkpoint). */
+void ftl_fsum_listed(struct ftl *f);
+
+/* ftl_fsum.c: flush summaries (g.flush_sum; f->lock held) */
 /* A host flush: sync, then (after host pages) the proof of it on the
  * medium, a summary or a checkpoint, synced too. */
 int ftl_fsum_sync(struct ftl *f);
@@ -432,6 +475,9 @@ void ftl_fmark_load(struct ftl *f, const uint8_t *area);
 /* ftl_append.c: the only code that programs data pages; talks to the
  * nand only (never GC or checkpoints).  f->lock held. */
 int ftl_sync(struct ftl *f);
+/* Retire block @blk in use: out of its stream, into the bad-block table
+ * (ftl_bb_grown); ftl_maint.c moves its valid pages later. */
+int ftl_retire_block(struct ftl *f, uint32_t blk, const char *why);
 bool ftl_stream_needs_block(const struct ftl *f, int stream);
 int ftl_streams_check(struct ftl *f);
 bool ftl_seq_room(const struct ftl *f, uint64_t n);
@@ -508,7 +554,6 @@ void ftl_bb_apply(struct ftl *f);
 int ftl_bb_sync(struct ftl *f);
 int ftl_bbt_reset(const char *path);
 int ftl_bb_grown(struct ftl *f, uint32_t blk, const char *why);
-int ftl_bb_retire(struct ftl *f);
 bool ftl_bb_ro_unjustified(const struct ftl *f);
 int ftl_bb_clear_ro(struct ftl *f);
 void ftl_bb_stats(struct ftl *f, struct ftl_stats *st);
@@ -521,21 +566,32 @@ bool ftl_bb_is(const struct ftl *f, uint32_t blk, bool *grown);
  * matching its OOB record: read_crc_errors), else 0 or -errno. */
 int ftl_read_whole(struct ftl *f, uint32_t lpn, uint8_t *buf);
 
-/* ftl_scrub.c */
+/* ftl_readpage.c: a flash page through the ECC (read retry), the scrub
+ * queue */
 int ftl_read_page(struct ftl *f, uint32_t lpn, uint32_t ppn, uint32_t off,
 		  void *buf, uint32_t len);
+uint32_t ftl_scrub_take(struct ftl *f, uint32_t *lpn, uint32_t *ppn,
+			uint32_t max);
+
+/* ftl_maint.c: moves above GC (f->lock held) */
+int ftl_retire_move(struct ftl *f);
 int ftl_scrub_run(struct ftl *f);
+int ftl_wl_static(struct ftl *f);
 
 /* ftl_gc.c */
+/* ftl_gc_free_space / ftl_gc_bg_step: an erase round was done, the
+ * static-WL check is due (ftl_wl_static). */
+#define FTL_GC_WL_DUE 2
 int ftl_gc_free_space(struct ftl *f);
 int ftl_gc_evacuate(struct ftl *f, uint32_t blk, uint64_t *counter);
+int ftl_gc_relocate(struct ftl *f, uint32_t blk, uint64_t *counter);
 int ftl_gc_stream_ready(struct ftl *f);
 int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data, uint32_t crc);
 int ftl_erase_pending(struct ftl *f, bool force_sync);
 /* One step of background GC toward @target free blocks (f->lock held):
  * at most FTL_GC_STEP_PAGES copies of one victim, or one erase round.
- * 0 progress, 1 nothing (more) to gain, -EAGAIN a checkpoint first, else
- * -errno. */
+ * 0 progress, 1 nothing (more) to gain, FTL_GC_WL_DUE an erase round,
+ * -EAGAIN a checkpoint first, else -errno. */
 int ftl_gc_bg_step(struct ftl *f, uint32_t target);
 /* The thread's victim, half evacuated, is any GC's again (f->lock). */
 void ftl_gc_bg_drop(struct ftl *f);

@@ -30,6 +30,24 @@ int ftl_sync(struct ftl *f)
 	return r;
 }
 
+/*
+ * Retire block @blk in use (a program or erase failed, a page could not be
+ * read back; f->lock held): it leaves its stream and goes into the
+ * bad-block table (ftl_bb_grown); its valid pages stay readable where
+ * they are until ftl_balance() moves them (ftl_maint.c).  -EIO when @blk
+ * is not a data block; else the table's write.
+ */
+int ftl_retire_block(struct ftl *f, uint32_t blk, const char *why)
+{
+	if (blk >= f->g.ckpt_blocks && blk < f->g.nblocks) {
+		for (unsigned s = 0; s < FTL_NSTREAMS; s++)
+			if (f->st[s].blk == blk)
+				f->st[s].blk = FTL_NONE;
+		f->fdirty[blk] = 0;
+	}
+	return ftl_bb_grown(f, blk, why);
+}
+
 /* Point @lpn at @ppn, keeping valid counts. */
 void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn)
 {
@@ -139,7 +157,7 @@ static int open_block(struct ftl *f, int s, bool dip)
 		if (!r && dirty)
 			r = ftl_erase(f, b);
 		if (r == -NAND_EFAIL) {
-			r = ftl_bb_grown(f, b, "erase failed");
+			r = ftl_retire_block(f, b, "erase failed");
 			if (r)
 				return r;
 			continue;
@@ -226,7 +244,7 @@ static int prog_page(struct ftl *f, int stream, uint32_t lpn,
 			break;
 		/* status FAIL: retire the block (its valid pages move at the
 		 * next balance) and program the page elsewhere */
-		r = ftl_bb_grown(f, blk, "program failed");
+		r = ftl_retire_block(f, blk, "program failed");
 		if (r)
 			return r;
 		if (tries + 1 >= FTL_PROG_RETRIES)
@@ -352,7 +370,7 @@ static int prog_run(struct ftl *f, int stream, uint32_t lpn,
 			return r;
 		/* status FAIL: retire the block (its valid pages move at the
 		 * next balance); the rest of the run goes elsewhere */
-		r = ftl_bb_grown(f, blk, "program failed");
+		r = ftl_retire_block(f, blk, "program failed");
 		if (r)
 			return r;
 		if (tries + 1 >= FTL_PROG_RETRIES)
@@ -546,8 +564,8 @@ int ftl_run_finish(struct ftl *f, struct ftl_inflight *x)
 	if (*p)
 		*p = x->next;
 	if (x->r == -NAND_EFAIL) {      /* not on this path; if ever: */
-		int r = ftl_bb_grown(f, (uint32_t)(x->ppn / f->g.ppb),
-				     "program failed");
+		int r = ftl_retire_block(f, (uint32_t)(x->ppn / f->g.ppb),
+					 "program failed");
 		return r ? r : -EIO;
 	}
 	return x->r;

@@ -2,10 +2,12 @@
 /*
  * Bad blocks: the table on the medium (two copies in the superblock area,
  * see ftl-format.h and docs/image-format.md), factory bad blocks drawn at
- * create, blocks retired in use (a program or erase failed, or a page
- * could not be read back), moving the valid pages off retired blocks, and
- * the spare budget: when more blocks have gone bad than the spare area can
- * absorb, the device turns read-only (every flushed sector stays readable).
+ * create, blocks going bad in use (a program or erase failed, or a page
+ * could not be read back: ftl_retire_block in ftl_append.c takes them out
+ * of their stream, the table here records them; ftl_maint.c moves their
+ * valid pages), and the spare budget: when more blocks have gone bad than
+ * the spare area can absorb, the device turns read-only (every flushed
+ * sector stays readable).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -327,21 +329,18 @@ int ftl_bb_clear_ro(struct ftl *f)
 }
 
 /*
- * Retire @blk (f->lock held): it goes into the table (written and flushed
- * before anything else happens), leaves the free list and its stream; its
- * valid pages are moved by ftl_bb_retire() from ftl_balance().  Past the
- * spare budget the device turns read-only.
+ * Block @blk went bad in use (f->lock held; ftl_retire_block, which also
+ * takes it out of its stream): it goes into the table (written and flushed
+ * before anything else happens) and leaves the free list; its valid pages
+ * are moved by ftl_retire_move() (ftl_maint.c) from ftl_balance().  Past
+ * the spare budget the device turns read-only.  -EIO: not a data block.
  */
 int ftl_bb_grown(struct ftl *f, uint32_t blk, const char *why)
 {
 	if (blk < f->g.ckpt_blocks || blk >= f->g.nblocks)
 		return -EIO;
 	ftl_free_drop(f, blk);
-	for (unsigned s = 0; s < FTL_NSTREAMS; s++)
-		if (f->st[s].blk == blk)
-			f->st[s].blk = FTL_NONE;
 	ftl_set_state(f, blk, FTL_BLK_BAD);
-	f->fdirty[blk] = 0;
 	f->bb_done[blk] = 0;
 	nand_mark_bad(f->nand, blk, true);
 	f->retire_scan = true;
@@ -358,35 +357,6 @@ int ftl_bb_grown(struct ftl *f, uint32_t blk, const char *why)
 	if (spares_gone(f) && !f->worn_out)
 		return worn_out(f);
 	return store_logged(f);
-}
-
-/* Move the valid pages off one retired block (from ftl_balance: one per
- * host page, so the work is spread).  Pages that cannot be read stay
- * (the block is then done: bb_done).  The scan resumes at retire_next
- * (a BAD block's valid count only falls, and a block retired below it
- * moves it back), so all calls together look at each block about once
- * per retirement, and a call with nothing to retire looks at none. */
-int ftl_bb_retire(struct ftl *f)
-{
-	if (!f->retire_scan)
-		return 0;
-	for (uint32_t b = f->retire_next; b < f->g.nblocks; b++) {
-		int r;
-
-		f->retire_visits++;
-		if (f->state[b] != FTL_BLK_BAD || !f->valid[b] || f->bb_done[b])
-			continue;
-		f->retire_next = b;
-		r = ftl_gc_evacuate(f, b, &f->m.bad_relocations);
-		if (!r)
-			f->bb_done[b] = 1;
-		/* retire_scan stays: the next block (or the rest, after a
-		 * checkpoint: -EAGAIN) later */
-		return r == -EAGAIN ? 0 : r;
-	}
-	f->retire_next = f->g.nblocks;
-	f->retire_scan = false;
-	return 0;
 }
 
 bool ftl_read_only(struct ftl *f)

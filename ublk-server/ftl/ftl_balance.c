@@ -20,8 +20,9 @@ static bool seq_room_low(const struct ftl *f)
 
 /*
  * Make room for one host page (f->lock held): a checkpoint when one is
- * due, moving valid pages off retired blocks, scrub rewrites, garbage
- * collection while the host stream would have to open a block from GC's
+ * due, moving valid pages off retired blocks, scrub rewrites (ftl_maint.c),
+ * garbage collection (and the static-WL check after its erase round)
+ * while the host stream would have to open a block from GC's
  * reserve (the low watermark: with a background GC thread, ftl_bggc.c,
  * only when it has not kept up; above it the thread is woken instead).
  * -EROFS once the spares are used up (ftl_bb_grown); -ENOSPC when GC
@@ -45,7 +46,7 @@ int ftl_balance(struct ftl *f)
 		 * free blocks only, as they free nothing; else later */
 		r = 0;
 		if (f->nfree > f->gc_reserve)
-			r = ftl_bb_retire(f);
+			r = ftl_retire_move(f);
 		if (!r && f->nfree > f->gc_reserve)
 			r = ftl_scrub_run(f);
 		if (r && r != -ENOSPC)
@@ -57,6 +58,8 @@ int ftl_balance(struct ftl *f)
 			return 0;
 		CADD(f, m.gc_fg_runs, 1);       /* the writer waits */
 		r = ftl_gc_free_space(f);
+		if (r == FTL_GC_WL_DUE)
+			r = ftl_wl_static(f);   /* after the erase round */
 		/* -ENOSPC here is not "bad blocks took the spares": the
 		 * spares absorb bb_limit bad blocks with room for GC to
 		 * spare, and more turn the engine read-only where they are

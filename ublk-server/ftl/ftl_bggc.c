@@ -95,6 +95,8 @@ static void *bggc_main(void *arg)
 		}
 		f->gc_busy = true;
 		r = ftl_gc_bg_step(f, f->gc_hi);
+		if (r == FTL_GC_WL_DUE)         /* after an erase round */
+			r = ftl_wl_static(f);
 		if (r == -EAGAIN)               /* sequence room: checkpoint */
 			r = ftl_ckpt_write(f, false);
 		if (r == 1 || r == -ENOSPC) {

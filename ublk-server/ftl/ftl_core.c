@@ -186,14 +186,6 @@ void ftl_rebuild_lists(struct ftl *f)
 	}
 }
 
-double ftl_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /*
  * Bring the nand-backed engine @f to a usable state: newest valid
  * checkpoint, then nothing more (clean), roll-forward (after a crash), or a
@@ -219,7 +211,7 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 	if (found && (!o->scan || found != -EBADMSG))
 		return found;
 	if (!found && (flags & FTL_CKPT_CLEAN)) {
-		r = ftl_ckpt_mount_marker(f, &marker, false);
+		r = ftl_ckpt_marker_read(f, &marker);
 		if (r)
 			return r;
 	}
@@ -267,7 +259,7 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 	if (r)
 		goto unlock;
 	if (f->mount_kind == FTL_MOUNT_CLEAN)
-		r = ftl_ckpt_mount_marker(f, &marker, true);
+		r = ftl_ckpt_marker_write(f);
 	else
 		r = ftl_ckpt_write(f, false);
 unlock:

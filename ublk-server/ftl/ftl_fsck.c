@@ -281,7 +281,7 @@ static int check(const char *path, struct fsck *k)
 			"generation %llu, is used)", bad, bad > 1 ? "s" : "",
 			(unsigned long long)k->gen);
 	if (flags & FTL_CKPT_CLEAN) {
-		r = ftl_ckpt_mount_marker(f, &marker, false);
+		r = ftl_ckpt_marker_read(f, &marker);
 		if (r)
 			goto out;
 	}

@@ -30,58 +30,15 @@
  * them); nothing for a flush with nothing new, nothing without flushes.
  * When no summary can be programmed (no free block, sequence numbers
  * short, no memory for the list), a checkpoint proves the flush instead.
- * f->lock held throughout.
+ * The host pages programmed since the last summary are listed by the
+ * append layer as it programs them (ftl_fsum_list.c).  f->lock held
+ * throughout.
  */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "crc32c.h"
 #include "ftl-int.h"
-
-static void add(struct ftl *f, uint8_t kind, uint32_t lpn, uint64_t ppn,
-		uint64_t seq, uint32_t aux)
-{
-	if (f->fsum_n == f->fsum_cap) {
-		uint32_t cap = f->fsum_cap ? f->fsum_cap * 2 : 256;
-		void *p = realloc(f->fsum, (size_t)cap * sizeof(*f->fsum));
-
-		if (!p) {
-			f->fsum_oom = true;     /* a checkpoint next flush */
-			return;
-		}
-		f->fsum = p;
-		f->fsum_cap = cap;
-	}
-	f->fsum[f->fsum_n++] = (struct ftl_fsum_ent){ .seq = seq,
-		.ppn = (uint32_t)ppn, .lpn = lpn, .aux = aux, .kind = kind };
-}
-
-void ftl_fsum_note(struct ftl *f, uint8_t kind, uint32_t lpn, uint64_t ppn,
-		   uint64_t seq, uint32_t crc, const void *data)
-{
-	const struct ftl_trim *t = data;
-	uint32_t maxr = (f->g.ps - sizeof(*t)) / sizeof(t->r[0]);
-
-	if (!f->g.flush_sum)
-		return;
-	f->fsum_need = true;
-	f->fsum_host++;                 /* pages, not ranges */
-	if (kind == FTL_OOB_DATA) {
-		add(f, kind, lpn, ppn, seq, crc);
-		return;
-	}
-	/* a trim record: one entry per range (trim_pages writes one) */
-	for (uint32_t i = 0; t && i < t->n && i < maxr; i++)
-		add(f, kind, t->r[i].lpn, ppn, seq, t->r[i].count);
-}
-
-void ftl_fsum_covered(struct ftl *f)
-{
-	f->fsum_n = 0;
-	f->fsum_host = 0;
-	f->fsum_need = f->fsum_oom = false;
-}
 
 static const uint32_t fmark_off[2] = { FTL_FMARK_OFF0, FTL_FMARK_OFF1 };
 
@@ -184,8 +141,7 @@ static int program(struct ftl *f)
 		CADD(f, m.fsum_pages, 1);
 		done += n;
 	} while (done < f->fsum_n);
-	f->fsum_n = 0;                  /* listed; still counted (mark) */
-	f->fsum_need = false;
+	ftl_fsum_listed(f);             /* still counted (the mark) */
 	return fmark_store(f, seq, ppn);
 }
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Space management: garbage collection (greedy or cost-benefit victims),
- * static wear levelling, and erasing victims only once what superseded
- * them is durable.  Block allocation is in ftl_append.c; when to collect
- * is decided in ftl_balance.c.
+ * Garbage collection: victims (greedy or cost-benefit, ftl_blkidx.c),
+ * their valid pages copied to the GC stream, and erasing them only once
+ * what superseded them is durable; one step at a time for the GC thread
+ * (ftl_bggc.c).  Block allocation is in ftl_append.c; when to collect is
+ * decided in ftl_balance.c; retiring, scrub and static wear levelling
+ * move data through the copy path here (ftl_maint.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,9 +13,6 @@
 #include <time.h>
 
 #include "ftl-int.h"
-
-#define WL_EVERY   4u    /* erases between static-WL checks (rate limit) */
-#define WL_SCAN    256u  /* at most this many blocks scanned per erase */
 
 /* Greedy or cost-benefit, from the valid-count buckets (ftl_blkidx.c),
  * among the blocks GC has room to empty (with what is pending erased):
@@ -261,7 +260,7 @@ static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
 			return r;
 	}
 	if (e->unreadable && f->state[v] != FTL_BLK_BAD)
-		return ftl_bb_grown(f, v, "uncorrectable read");
+		return ftl_retire_block(f, v, "uncorrectable read");
 	return 0;
 }
 
@@ -301,68 +300,12 @@ static int victim_done(struct ftl *f, uint32_t v)
 }
 
 /* Copy the valid pages of block @v away; it becomes PENDING (erase later),
- * or is retired when some could not be read. */
-static int relocate(struct ftl *f, uint32_t v, uint64_t *counter)
+ * or is retired when some could not be read (GC victims, static WL). */
+int ftl_gc_relocate(struct ftl *f, uint32_t v, uint64_t *counter)
 {
 	int r = ftl_gc_evacuate(f, v, counter);
 
 	return r ? r : victim_done(f, v);
-}
-
-/* One static-WL check: when max - min erase count nears the threshold,
- * move the data of the least-erased full block (cold data) to a worn
- * block.  1 when one was moved, 0 when none needs to be (or there is no
- * room now), else a negative errno. */
-static int static_wl_one(struct ftl *f)
-{
-	const struct ftl_geom *g = &f->g;
-	uint32_t mn = UINT32_MAX, mx = 0, cold = FTL_NONE, cec = UINT32_MAX;
-	int r;
-
-	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
-		uint32_t ec = nand_block_ec(f->nand, b);
-		if (ec < mn)
-			mn = ec;
-		if (ec > mx)
-			mx = ec;
-		if (f->state[b] == FTL_BLK_FULL && b != f->gc_cur &&
-		    !f->run_pages[b] && ec < cec) {
-			cec = ec;
-			cold = b;
-		}
-	}
-	/* start at 3/4 of the threshold so the spread stays below it */
-	if (mx - mn <= f->o.wl_threshold - f->o.wl_threshold / 4 ||
-	    cold == FTL_NONE || cec > mn)
-		return 0;
-	r = relocate(f, cold, &f->m.wl_relocations);
-	return r == -EAGAIN ? 0 : r ? r : 1;
-}
-
-/* Static wear levelling, rate-limited: one check per WL_EVERY erases, or
- * per data_blocks / WL_SCAN on large devices, so the scan of every block
- * costs at most WL_SCAN blocks per erase. */
-static int static_wl(struct ftl *f)
-{
-	const struct ftl_geom *g = &f->g;
-	uint32_t every = g->data_blocks / WL_SCAN > WL_EVERY ?
-			 g->data_blocks / WL_SCAN : WL_EVERY;
-
-	/* one check per @every erases, however many an erase round did (a
-	 * batch of victims per sync, gc_batch): one check per round let the
-	 * spread run to twice the threshold with batches of 4 */
-	while (f->wl_erases >= every) {
-		int r;
-
-		f->wl_erases -= every;
-		r = static_wl_one(f);
-		if (r <= 0) {
-			if (r == 0)
-				f->wl_erases = 0;   /* nothing to move */
-			return r < 0 ? r : 0;
-		}
-	}
-	return 0;
 }
 
 /*
@@ -433,7 +376,7 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 		r = ftl_erase(f, b);
 		if (r == -NAND_EFAIL) {         /* grown bad: retire it */
 			f->npend--;
-			r = ftl_bb_grown(f, b, "erase failed");
+			r = ftl_retire_block(f, b, "erase failed");
 			if (r)
 				break;
 			continue;
@@ -445,13 +388,15 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 		f->trim_seq[b] = 0;
 		f->valid[b] = 0;
 		ftl_free_put(f, b);
-		f->wl_erases++;
+		f->gc_erased++;         /* static WL counts them */
 	}
 	pthread_rwlock_unlock(&f->io_rw);
 	return r;
 }
 
-/* Make room: collect a few victims, then one durable erase round. */
+/* Make room: collect a few victims, then one durable erase round.  0,
+ * FTL_GC_WL_DUE after the erase round (the caller runs the static-WL
+ * check, ftl_wl_static), or -errno. */
 int ftl_gc_free_space(struct ftl *f)
 {
 	uint32_t target = f->gc_reserve + 2;
@@ -482,7 +427,7 @@ int ftl_gc_free_space(struct ftl *f)
 			}
 			if (gc_room(f) < f->valid[v])
 				break;
-			r = relocate(f, v, &f->m.gc_relocations);
+			r = ftl_gc_relocate(f, v, &f->m.gc_relocations);
 			if (r == -EAGAIN)
 				return 0;       /* ftl_balance checkpoints */
 			if (r)
@@ -498,9 +443,7 @@ int ftl_gc_free_space(struct ftl *f)
 	if (!f->npend)
 		return -ENOSPC;
 	r = ftl_erase_pending(f, true);
-	if (!r)
-		r = static_wl(f);
-	return r;
+	return r ? r : FTL_GC_WL_DUE;
 }
 
 /*
@@ -512,8 +455,9 @@ int ftl_gc_free_space(struct ftl *f)
  * + pending blocks are short of @target and fewer than gc_batch victims
  * wait for a sync, a new victim (erasing first when GC's stream would
  * have no room to finish it) and its first copies; else one durable
- * erase round (a sync, then every pending block) and the static-WL check.
- * Victims always hold an invalid page (ftl_victim), so each one gains.
+ * erase round (a sync, then every pending block: FTL_GC_WL_DUE, the
+ * caller runs the static-WL check).  Victims always hold an invalid page
+ * (ftl_victim), so each one gains.
  */
 int ftl_gc_bg_step(struct ftl *f, uint32_t target)
 {
@@ -537,11 +481,10 @@ int ftl_gc_bg_step(struct ftl *f, uint32_t target)
 			if (!f->npend)
 				return 1;       /* nothing left to gain */
 			r = ftl_erase_pending(f, true);
-			if (!r) {
-				CADD(f, m.gc_bg_erase_rounds, 1);
-				r = static_wl(f);
-			}
-			return r;
+			if (r)
+				return r;
+			CADD(f, m.gc_bg_erase_rounds, 1);
+			return FTL_GC_WL_DUE;
 		}
 		ftl_inflight_drain(f);  /* see evac_run */
 		r = f->valid[v] ? evac_start(f, e, v) : 0;

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading a flash page through the ECC, the page reader GC, scrub and the
+ * host read path use: re-reads after an uncorrectable result (read retry),
+ * and the scrub queue: a page read with many corrected bits is queued, to
+ * be rewritten elsewhere (ftl_scrub_run, ftl_maint.c) before its errors
+ * grow past what the ECC corrects.
+ */
+#include <errno.h>
+
+#include "ftl-int.h"
+
+static void scrub_queue(struct ftl *f, uint32_t lpn, uint32_t ppn)
+{
+	pthread_mutex_lock(&f->scrub_lock);
+	for (uint32_t i = 0; i < f->nscrub; i++)
+		if (f->scrub_ppn[i] == ppn)
+			goto out;
+	if (f->nscrub < FTL_SCRUB_Q) {
+		f->scrub_lpn[f->nscrub] = lpn;
+		f->scrub_ppn[f->nscrub] = ppn;
+		/* atomic: ftl_scrub_take peeks at it without the lock */
+		__atomic_store_n(&f->nscrub, f->nscrub + 1, __ATOMIC_RELAXED);
+	}
+out:
+	pthread_mutex_unlock(&f->scrub_lock);
+}
+
+/*
+ * Read [off, off+len) of flash page @ppn, which holds logical page @lpn
+ * (FTL_UNMAPPED: do not queue a scrub).  -EBADMSG when the ECC cannot
+ * correct it after FTL_READ_RETRIES re-reads.
+ */
+int ftl_read_page(struct ftl *f, uint32_t lpn, uint32_t ppn, uint32_t off,
+		  void *buf, uint32_t len)
+{
+	struct nand_ecc e;
+	int r;
+
+	for (unsigned t = 0;; t++) {
+		r = nand_read_ecc(f->nand, ppn, off, buf, len, &e);
+		if (r != -EBADMSG || t >= FTL_READ_RETRIES)
+			break;
+		CADD(f, m.read_retries, 1);
+	}
+	if (!r && f->scrub_bits && e.max_corrected >= f->scrub_bits &&
+	    lpn != FTL_UNMAPPED)
+		scrub_queue(f, lpn, ppn);
+	return r;
+}
+
+/* Take the newest queued pages, at most @max, into @lpn / @ppn: how many.
+ * An empty queue costs no lock (a page a reader queues meanwhile waits for
+ * the next call). */
+uint32_t ftl_scrub_take(struct ftl *f, uint32_t *lpn, uint32_t *ppn,
+			uint32_t max)
+{
+	uint32_t n;
+
+	if (!__atomic_load_n(&f->nscrub, __ATOMIC_RELAXED))
+		return 0;
+	pthread_mutex_lock(&f->scrub_lock);
+	n = f->nscrub < max ? f->nscrub : max;
+	for (uint32_t i = 0; i < n; i++) {
+		lpn[i] = f->scrub_lpn[f->nscrub - 1 - i];
+		ppn[i] = f->scrub_ppn[f->nscrub - 1 - i];
+	}
+	__atomic_store_n(&f->nscrub, f->nscrub - n, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&f->scrub_lock);
+	return n;
+}
