@@ -370,8 +370,8 @@ static void scale_run(const char *img, uint64_t size, uint64_t host,
 		mb[0] = (uint8_t)(o >> 20);
 		if ((r = ftl_write(f, mb, o, sizeof(mb), 0)))
 			die("ftl_write", r);
-		if (f->seq - f->ckpt_seq > res->max_rf)
-			res->max_rf = f->seq - f->ckpt_seq;
+		if (f->log.seq - f->ck.seq > res->max_rf)
+			res->max_rf = f->log.seq - f->ck.seq;
 	}
 	if ((r = ftl_flush(f)))
 		die("flush", r);

@@ -10,6 +10,9 @@
  * the next mount's page_programs - A == k + 1 (the mount marker).
  * Measured per checkpoint: with delta checkpoints (v4) k depends on what
  * changed since the previous one.
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): writes checkpoints on
+ * demand (ftl_ckpt_write).
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -17,6 +17,9 @@
  *    checkpoint;
  *  - wear_out: a block whose erase count reaches NAND_EC_MAX (set
  *    through the test seam) is retired at its next erase, not an error.
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): forges block states
+ * and marks them for the checkpoint (ftl_ckpt_blk_dirty).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -332,7 +335,7 @@ static void wear_out(void)
 		return;
 	pthread_mutex_lock(&f->lock);
 	for (uint32_t blk = g.ckpt_blocks; blk < g.nblocks; blk++)
-		if (f->state[blk] == FTL_BLK_FULL && worn == FTL_NONE)
+		if (f->idx.state[blk] == FTL_BLK_FULL && worn == FTL_NONE)
 			worn = blk;
 	T_CHECK(worn != FTL_NONE, "wear: a full block");
 	/* what a count forged past the range would give too (0xffffffff:

@@ -8,6 +8,9 @@
  * acknowledged (else a later write was lost or a map update reordered:
  * e.g. two read-modify-writes of one page not excluding each other).
  * Randomised: prints its seed, replays with OCTANT_SEED.
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): holds one range-lock
+ * stripe (f->stripe).
  */
 #include <pthread.h>
 #include <stdlib.h>

@@ -19,6 +19,9 @@
  *   without one, the block-run path) leave the damage detectable: the copy
  *   reads EIO and fsck reports it.
  * Both alignment modes.  Deterministic (no seed): the damage is one chosen bit.
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): retires a block
+ * (ftl_retire_block) to take the move path.
  */
 #include <errno.h>
 #include <fcntl.h>

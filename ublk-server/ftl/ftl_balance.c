@@ -10,7 +10,7 @@
 #include "ftl-int.h"
 
 /* Checkpoint when the host page (and the blocks a failed program may
- * retry in) could run past ckpt_seq + seq_gap.  Longer runs of copies (GC,
+ * retry in) could run past ck.seq + ck.seq_gap.  Longer runs of copies (GC,
  * static WL, retiring, scrub) check ftl_seq_room() per page and stop with
  * -EAGAIN; the next turn of the loop below then checkpoints. */
 static bool seq_room_low(const struct ftl *f)
@@ -36,7 +36,7 @@ int ftl_balance(struct ftl *f)
 	if (r)
 		return r;
 	for (;;) {
-		if (f->ckpt_due || seq_room_low(f)) {
+		if (f->ck.due || seq_room_low(f)) {
 			r = ftl_ckpt_write(f, false);
 			if (r)
 				return r;
@@ -45,16 +45,16 @@ int ftl_balance(struct ftl *f)
 		 * limit (at most a block each): with the host's share of
 		 * free blocks only, as they free nothing; else later */
 		r = 0;
-		if (f->nfree > f->gc_reserve)
+		if (f->idx.nfree > f->gc.reserve)
 			r = ftl_retire_move(f);
-		if (!r && f->nfree > f->gc_reserve)
+		if (!r && f->idx.nfree > f->gc.reserve)
 			r = ftl_scrub_run(f);
 		if (r && r != -ENOSPC)
 			return r;
-		if (f->worn_out)
+		if (f->bb.worn_out)
 			return -EROFS;
 		if (!ftl_stream_needs_block(f, STREAM_HOST) ||
-		    f->nfree > f->gc_reserve)
+		    f->idx.nfree > f->gc.reserve)
 			return 0;
 		CADD(f, m.gc_fg_runs, 1);       /* the writer waits */
 		r = ftl_gc_free_space(f);

@@ -14,10 +14,10 @@
 #include "crc32c.h"
 #include "ftl-int.h"
 
-/* A page of scratch after the block table in f->ckbuf. */
+/* A page of scratch after the block table in f->ck.buf. */
 static uint8_t *pagebuf(struct ftl *f)
 {
-	return f->ckbuf + ftl_ckpt_tab_bytes(&f->g);
+	return f->ck.buf + ftl_ckpt_tab_bytes(&f->g);
 }
 
 /*
@@ -100,7 +100,7 @@ static int check_map(struct ftl *f, const struct ftl_ckpt_hdr *h,
 	if (!seen)
 		return -ENOMEM;
 	for (uint32_t l = 0; l < g->nlpn && !r; l++) {
-		uint32_t p = f->map[l], b, wp = g->ppb;
+		uint32_t p = f->log.map[l], b, wp = g->ppb;
 
 		if (p == FTL_UNMAPPED || (p == FTL_DAMAGED && h->version >= 2))
 			continue;
@@ -156,10 +156,10 @@ static int load_payload(struct ftl *f, const struct ftl_ckpt_hdr *h)
 			uint64_t n;
 			if (p < m) {
 				n = (m < hi ? m : hi) - p;
-				memcpy((uint8_t *)f->map + p, pb + (p - lo), n);
+				memcpy((uint8_t *)f->log.map + p, pb + (p - lo), n);
 			} else {
 				n = (end < hi ? end : hi) - p;
-				memcpy(f->ckbuf + (p - m), pb + (p - lo), n);
+				memcpy(f->ck.buf + (p - m), pb + (p - lo), n);
 			}
 			p += n;
 		}
@@ -169,11 +169,11 @@ static int load_payload(struct ftl *f, const struct ftl_ckpt_hdr *h)
 	return 0;
 }
 
-/* The loaded state (map, table in f->ckbuf) against header @h. */
+/* The loaded state (map, table in f->ck.buf) against header @h. */
 static int check_state(struct ftl *f, const struct ftl_ckpt_hdr *h)
 {
 	const struct ftl_geom *g = &f->g;
-	struct ftl_ckpt_blk *tab = (struct ftl_ckpt_blk *)f->ckbuf;
+	struct ftl_ckpt_blk *tab = (struct ftl_ckpt_blk *)f->ck.buf;
 	uint64_t total = (uint64_t)g->nblocks * g->ppb;
 
 	for (uint32_t b = 0; b < g->nblocks; b++) {
@@ -197,11 +197,11 @@ static int check_state(struct ftl *f, const struct ftl_ckpt_hdr *h)
 }
 
 /* Does the data page @pb of a delta hold well-formed runs?  With @apply,
- * put them into the map and the table in f->ckbuf. */
+ * put them into the map and the table in f->ck.buf. */
 static bool runs_ok(struct ftl *f, const uint8_t *pb, bool apply)
 {
 	const struct ftl_geom *g = &f->g;
-	struct ftl_ckpt_blk *tab = (struct ftl_ckpt_blk *)f->ckbuf;
+	struct ftl_ckpt_blk *tab = (struct ftl_ckpt_blk *)f->ck.buf;
 	uint32_t off = 0;
 
 	while (off + sizeof(struct ftl_ckpt_run) <= g->ps) {
@@ -234,10 +234,10 @@ static bool runs_ok(struct ftl *f, const uint8_t *pb, bool apply)
 			if (pr[0] >= g->nlpn)
 				return false;
 			if (apply)
-				f->map[pr[0]] = pr[1];
+				f->log.map[pr[0]] = pr[1];
 		}
 		if (apply && h.kind == FTL_RUN_MAP)
-			memcpy(&f->map[h.start], pb + off, esz * h.count);
+			memcpy(&f->log.map[h.start], pb + off, esz * h.count);
 		else if (apply && h.kind == FTL_RUN_BLK)
 			memcpy(&tab[h.start], pb + off, esz * h.count);
 		off += (uint32_t)(esz * h.count);
@@ -284,10 +284,10 @@ static int blank_from(struct ftl *f, uint64_t gen, uint32_t from, bool *blank)
 
 		if (nand_block_oob_hole(f->nand, b0 + b))
 			continue;
-		r = nand_read_block_oob(f->nand, b0 + b, f->oobbuf);
+		r = nand_read_block_oob(f->nand, b0 + b, f->buf.oob);
 		if (r)
 			return r;
-		*blank = ftl_oob_blank(f->oobbuf + (size_t)pg0 * g->oob,
+		*blank = ftl_oob_blank(f->buf.oob + (size_t)pg0 * g->oob,
 				   (g->ppb - pg0) * g->oob);
 	}
 	return 0;
@@ -300,7 +300,7 @@ enum chain_end { CHAIN_CLEAN, CHAIN_TORN, CHAIN_DAMAGED };
  * newest record's view (seq, flags, streams, counters).  *end says how the
  * chain ends: at a blank page (clean), at a record that does not check
  * out with nothing programmed after it (torn by a crash), or with
- * something after it (damaged).  f->ck_mark / ck_didx / ck_deltas follow.
+ * something after it (damaged).  f->ck.mark / ck_didx / ck_deltas follow.
  */
 static int load_chain(struct ftl *f, struct ftl_ckpt_hdr *h,
 		      enum chain_end *end)
@@ -311,8 +311,8 @@ static int load_chain(struct ftl *f, struct ftl_ckpt_hdr *h,
 	struct ftl_oob *o = (struct ftl_oob *)oob;
 	int r;
 
-	f->ck_mark = g->payload_pages + 1;
-	f->ck_didx = 0;
+	f->ck.mark = g->payload_pages + 1;
+	f->ck.didx = 0;
 	*end = CHAIN_CLEAN;
 	if (!g->ckpt_delta || h->version < 4)
 		return 0;
@@ -348,7 +348,7 @@ static int load_chain(struct ftl *f, struct ftl_ckpt_hdr *h,
 				continue;
 			}
 			hdr = o->stream == FTL_CKPT_STREAM_DHDR &&
-			      delta_ok(f, pb, h, h->seq, f->ck_didx + 1, n, crc,
+			      delta_ok(f, pb, h, h->seq, f->ck.didx + 1, n, crc,
 				       &d);
 			break;
 		}
@@ -382,8 +382,8 @@ static int load_chain(struct ftl *f, struct ftl_ckpt_hdr *h,
 			h->write_time = d.write_time;
 			h->cnt = d.cnt;
 		}
-		f->ck_didx++;
-		f->ck_mark = pos + 1;
+		f->ck.didx++;
+		f->ck.mark = pos + 1;
 		pos += 2;
 	}
 }
@@ -393,16 +393,16 @@ static int load_chain(struct ftl *f, struct ftl_ckpt_hdr *h,
 static void apply(struct ftl *f, const struct ftl_ckpt_hdr *h, uint32_t used)
 {
 	const struct ftl_geom *g = &f->g;
-	struct ftl_ckpt_blk *tab = (struct ftl_ckpt_blk *)f->ckbuf;
+	struct ftl_ckpt_blk *tab = (struct ftl_ckpt_blk *)f->ck.buf;
 	uint32_t b0 = (uint32_t)(ftl_ckpt_slot_page(f, h->gen, 0) / g->ppb);
 
 	for (uint32_t b = 0; b < g->nblocks; b++) {
 		uint32_t wp = g->ppb;
 
-		f->state[b] = tab[b].state;
-		f->mtime[b] = tab[b].mtime;
-		f->trim_seq[b] = 0;
-		f->fdirty[b] = tab[b].flags & FTL_BLKF_MAYBE_DIRTY;
+		f->idx.state[b] = tab[b].state;
+		f->log.mtime[b] = tab[b].mtime;
+		f->log.trim_seq[b] = 0;
+		f->log.fdirty[b] = tab[b].flags & FTL_BLKF_MAYBE_DIRTY;
 		if (tab[b].state == FTL_BLK_FREE)
 			wp = 0;
 		if (b >= b0 && b < b0 + g->slot_blocks) {
@@ -413,22 +413,22 @@ static void apply(struct ftl *f, const struct ftl_ckpt_hdr *h, uint32_t used)
 		nand_set_block(f->nand, b, wp, tab[b].ec);
 	}
 	for (unsigned s = 0; s < FTL_NSTREAMS; s++) {
-		f->st[s].blk = h->open[s].blk;
-		f->st[s].wp = h->open[s].wp;
-		if (f->st[s].blk != FTL_NONE)
-			nand_set_block(f->nand, f->st[s].blk, f->st[s].wp,
-				       tab[f->st[s].blk].ec);
+		f->log.st[s].blk = h->open[s].blk;
+		f->log.st[s].wp = h->open[s].wp;
+		if (f->log.st[s].blk != FTL_NONE)
+			nand_set_block(f->nand, f->log.st[s].blk, f->log.st[s].wp,
+				       tab[f->log.st[s].blk].ec);
 	}
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
 		bool open = false;
 		for (unsigned s = 0; s < FTL_NSTREAMS; s++)
-			open |= f->st[s].blk == b;
-		if (f->state[b] == FTL_BLK_OPEN && !open)
-			f->state[b] = FTL_BLK_FULL;
+			open |= f->log.st[s].blk == b;
+		if (f->idx.state[b] == FTL_BLK_OPEN && !open)
+			f->idx.state[b] = FTL_BLK_FULL;
 	}
-	f->ckpt_gen = h->gen;
-	f->ckpt_seq = f->seq = f->flushed_seq = h->seq;
-	f->base = h->cnt;
+	f->ck.gen = h->gen;
+	f->ck.seq = f->log.seq = f->log.flushed_seq = h->seq;
+	f->ctr.base = h->cnt;
 }
 
 /*
@@ -439,7 +439,7 @@ static void apply(struct ftl *f, const struct ftl_ckpt_hdr *h, uint32_t used)
  * being written to when an unclean shutdown cut it (slot gen + 1 after a
  * checkpoint that was not clean, or clean with its mount marker).  Any
  * other damaged slot may have held a newer checkpoint than the one used:
- * f->ckpt_fallback is then set, and the mount must roll forward (blocks the
+ * f->mnt.ckpt_fallback is then set, and the mount must roll forward (blocks the
  * checkpoint calls free may hold data).  -EBADMSG if none is valid.
  */
 int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
@@ -451,9 +451,9 @@ int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 	enum chain_end end = CHAIN_CLEAN;
 	uint64_t cgen = 0;
 
-	f->ckpt_torn = f->ck_bad_delta = f->ck_marker_bad = false;
-	f->ckpt_lost = false;
-	f->ck_pos = 0;
+	f->mnt.ckpt_torn = f->mnt.bad_delta = f->mnt.marker_bad = false;
+	f->mnt.ckpt_lost = false;
+	f->ck.pos = 0;
 	for (uint32_t s = 0; s < FTL_CKPT_SLOTS; s++) {
 		ok[s] = read_hdr(f, s, &h[s], &used[s]);
 		if (ok[s] && ok[s] != -EBADMSG)
@@ -501,7 +501,7 @@ int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 	if (chosen >= 0) {
 		bool marker = false;
 
-		apply(f, &cur, end == CHAIN_CLEAN ? f->ck_mark :
+		apply(f, &cur, end == CHAIN_CLEAN ? f->ck.mark :
 			  ftl_ckpt_slot_pages(&f->g));
 		cgen = cur.gen;
 		*gen_out = cgen;
@@ -514,20 +514,20 @@ int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 		torn_ok = !(cur.flags & FTL_CKPT_CLEAN) || marker;
 		if (end == CHAIN_TORN && !torn_ok)
 			end = CHAIN_DAMAGED;    /* closed cleanly: never torn */
-		f->ckpt_torn = end == CHAIN_TORN;
-		f->ck_bad_delta = end == CHAIN_DAMAGED;
+		f->mnt.ckpt_torn = end == CHAIN_TORN;
+		f->mnt.bad_delta = end == CHAIN_DAMAGED;
 		if (f->g.ckpt_delta) {
-			memcpy(f->ck_tab, f->ckbuf, ftl_ckpt_tab_bytes(&f->g));
+			memcpy(f->ck.tab, f->ck.buf, ftl_ckpt_tab_bytes(&f->g));
 			/* a checkpoint older than the lifetime counters
 			 * takes no records of this version: a base next */
 			if (end == CHAIN_CLEAN &&
 			    cur.version >= FTL_CKPT_VERSION_LIFE)
-				f->ck_pos = f->ck_mark + 1;
+				f->ck.pos = f->ck.mark + 1;
 		}
 	}
 	if (bad)
 		*bad = 0;
-	f->ckpt_fallback = false;
+	f->mnt.ckpt_fallback = false;
 	for (uint32_t s = 0; s < FTL_CKPT_SLOTS; s++) {
 		bool torn_next = torn_ok && s == (cgen + 1) % FTL_CKPT_SLOTS &&
 				 (ok[s] != 0 || h[s].gen == cgen + 1);
@@ -558,15 +558,15 @@ int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 				ok[s] ? 0ull : (unsigned long long)h[s].gen);
 		if ((int)s == chosen && report && f->g.ckpt_delta)
 			fprintf(report, "checkpoint slot %u: %u delta record%s"
-				" applied%s\n", s, f->ck_didx,
-				f->ck_didx == 1 ? "" : "s",
+				" applied%s\n", s, f->ck.didx,
+				f->ck.didx == 1 ? "" : "s",
 				end == CHAIN_DAMAGED ? ", the next one damaged" :
 				end == CHAIN_TORN ? ", the next one torn" : "");
 		if ((int)s == chosen && end == CHAIN_DAMAGED)
 			damaged = true;
 		if (!damaged)
 			continue;
-		f->ckpt_fallback = true;
+		f->mnt.ckpt_fallback = true;
 		if (bad)
 			(*bad)++;
 	}
@@ -581,7 +581,7 @@ int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
  */
 int ftl_ckpt_marker_read(struct ftl *f, bool *present)
 {
-	uint64_t ppn = ftl_ckpt_slot_page(f, f->ckpt_gen, f->ck_mark);
+	uint64_t ppn = ftl_ckpt_slot_page(f, f->ck.gen, f->ck.mark);
 	uint8_t oob[1024];
 	int r;
 
@@ -593,9 +593,9 @@ int ftl_ckpt_marker_read(struct ftl *f, bool *present)
 	 * damaged marker, taken as one, so the open rolls forward rather
 	 * than miss the writes after it */
 	*present = !ftl_oob_blank(oob, f->g.oob);
-	f->ck_marker_bad = *present &&
+	f->mnt.marker_bad = *present &&
 		(!ftl_oob_ok((struct ftl_oob *)oob) ||
 		 ((struct ftl_oob *)oob)->kind != FTL_OOB_MOUNT ||
-		 ((struct ftl_oob *)oob)->seq != f->ckpt_gen);
+		 ((struct ftl_oob *)oob)->seq != f->ck.gen);
 	return 0;
 }

@@ -15,7 +15,7 @@
 #include "crc32c.h"
 #include "ftl-int.h"
 
-/* Payload page @i (map bytes, then the block table in f->ckbuf) into @buf. */
+/* Payload page @i (map bytes, then the block table in f->ck.buf) into @buf. */
 static void payload_page(struct ftl *f, uint32_t i, uint8_t *buf)
 {
 	uint64_t ps = f->g.ps, lo = i * ps, hi = lo + ps;
@@ -26,19 +26,19 @@ static void payload_page(struct ftl *f, uint32_t i, uint8_t *buf)
 		uint64_t n;
 		if (o < m) {
 			n = (m < hi ? m : hi) - o;
-			memcpy(buf + (o - lo), (uint8_t *)f->map + o, n);
+			memcpy(buf + (o - lo), (uint8_t *)f->log.map + o, n);
 		} else {
 			n = (end < hi ? end : hi) - o;
-			memcpy(buf + (o - lo), f->ckbuf + (o - m), n);
+			memcpy(buf + (o - lo), f->ck.buf + (o - m), n);
 		}
 		o += n;
 	}
 }
 
-/* A page of scratch after the block table in f->ckbuf. */
+/* A page of scratch after the block table in f->ck.buf. */
 static uint8_t *pagebuf(struct ftl *f)
 {
-	return f->ckbuf + ftl_ckpt_tab_bytes(&f->g);
+	return f->ck.buf + ftl_ckpt_tab_bytes(&f->g);
 }
 
 static int prog_ckpt_page(struct ftl *f, uint64_t gen, uint32_t idx,
@@ -60,7 +60,7 @@ static int prog_ckpt_page(struct ftl *f, uint64_t gen, uint32_t idx,
 
 void ftl_ckpt_force_base(struct ftl *f)
 {
-	f->ck_pos = 0;
+	f->ck.pos = 0;
 }
 
 /* A delta record being written: data pages filled with runs. */
@@ -86,7 +86,7 @@ static int emit_page(struct emit *e)
 
 	if (e->pos + 3 > ftl_ckpt_slot_pages(&f->g))
 		return -ENOSPC;         /* no room for it, header and marker */
-	r = prog_ckpt_page(f, f->ckpt_gen, e->pos, FTL_OOB_CKPT,
+	r = prog_ckpt_page(f, f->ck.gen, e->pos, FTL_OOB_CKPT,
 			   FTL_CKPT_STREAM_DATA, e->pb);
 	if (r)
 		return r;
@@ -186,27 +186,27 @@ static void tab_fill(struct ftl *f, uint32_t b, struct ftl_ckpt_blk *t)
 {
 	memset(t, 0, sizeof(*t));
 	t->ec = nand_block_ec(f->nand, b);
-	t->state = f->state[b];
-	t->flags = f->fdirty[b] ? FTL_BLKF_MAYBE_DIRTY : 0;
-	t->mtime = f->mtime[b];
+	t->state = f->idx.state[b];
+	t->flags = f->log.fdirty[b] ? FTL_BLKF_MAYBE_DIRTY : 0;
+	t->mtime = f->log.mtime[b];
 }
 
 void ftl_ckpt_blk_dirty_all(struct ftl *f)
 {
-	if (f->ck_bdirty)
-		memset(f->ck_bdirty, 0xff, ((size_t)f->g.nblocks / 64 + 1) * 8);
+	if (f->ck.bdirty)
+		memset(f->ck.bdirty, 0xff, ((size_t)f->g.nblocks / 64 + 1) * 8);
 }
 
 #ifdef FTL_CKPT_CHECK
-/* Every entry that differs from ck_tab is marked (ftl_ckpt_blk_dirty). */
+/* Every entry that differs from ck.tab is marked (ftl_ckpt_blk_dirty). */
 static void check_marks(struct ftl *f)
 {
 	for (uint32_t b = 0; b < f->g.nblocks; b++) {
 		struct ftl_ckpt_blk t;
 
 		tab_fill(f, b, &t);
-		if (memcmp(&t, &f->ck_tab[b], sizeof(t)) &&
-		    !(f->ck_bdirty[b / 64] & (1ull << (b % 64)))) {
+		if (memcmp(&t, &f->ck.tab[b], sizeof(t)) &&
+		    !(f->ck.bdirty[b / 64] & (1ull << (b % 64)))) {
 			fprintf(stderr, "ftl: block %u's table entry changed "
 				"without ftl_ckpt_blk_dirty\n", b);
 			abort();
@@ -215,28 +215,28 @@ static void check_marks(struct ftl *f)
 }
 #endif
 
-/* The marked blocks whose entry differs from ck_tab, into f->ck_chg (and
- * their entries into the table in f->ckbuf); the marks are consumed. */
+/* The marked blocks whose entry differs from ck.tab, into f->ck.chg (and
+ * their entries into the table in f->ck.buf); the marks are consumed. */
 static uint32_t changed_blocks(struct ftl *f)
 {
-	struct ftl_ckpt_blk *tab = (struct ftl_ckpt_blk *)f->ckbuf;
+	struct ftl_ckpt_blk *tab = (struct ftl_ckpt_blk *)f->ck.buf;
 	uint32_t n = 0;
 
 #ifdef FTL_CKPT_CHECK
 	check_marks(f);
 #endif
 	for (uint32_t w = 0; w <= f->g.nblocks / 64; w++) {
-		uint64_t x = f->ck_bdirty[w];
+		uint64_t x = f->ck.bdirty[w];
 
-		f->ck_bdirty[w] = 0;
+		f->ck.bdirty[w] = 0;
 		for (; x; x &= x - 1) {
 			uint32_t b = w * 64 + (uint32_t)__builtin_ctzll(x);
 
 			if (b >= f->g.nblocks)
 				break;
 			tab_fill(f, b, &tab[b]);
-			if (memcmp(&tab[b], &f->ck_tab[b], sizeof(tab[b])))
-				f->ck_chg[n++] = b;
+			if (memcmp(&tab[b], &f->ck.tab[b], sizeof(tab[b])))
+				f->ck.chg[n++] = b;
 		}
 	}
 	return n;
@@ -250,10 +250,10 @@ static int emit_dirty_map(struct ftl *f, struct emit *e)
 	for (uint32_t s = 0; !r && s <= f->g.nlpn / 4096; s++) {
 		uint64_t y;
 
-		if (!__atomic_load_n(&f->ck_dsum[s], __ATOMIC_RELAXED))
+		if (!__atomic_load_n(&f->ck.dsum[s], __ATOMIC_RELAXED))
 			continue;
 		/* clear first: a word that fills after this sets it again */
-		y = __atomic_exchange_n(&f->ck_dsum[s], 0, __ATOMIC_ACQ_REL);
+		y = __atomic_exchange_n(&f->ck.dsum[s], 0, __ATOMIC_ACQ_REL);
 		for (; y && !r; y &= y - 1) {
 			uint32_t w = s * 64 + (uint32_t)__builtin_ctzll(y);
 			uint64_t x;
@@ -261,9 +261,9 @@ static int emit_dirty_map(struct ftl *f, struct emit *e)
 			if (w > f->g.nlpn / 64)
 				break;
 			/* clear first: a change after this sets the bit again */
-			x = __atomic_exchange_n(&f->ck_dirty[w], 0,
+			x = __atomic_exchange_n(&f->ck.dirty[w], 0,
 						__ATOMIC_ACQ_REL);
-			__atomic_fetch_sub(&f->ck_ndirty,
+			__atomic_fetch_sub(&f->ck.ndirty,
 					   (uint64_t)__builtin_popcountll(x),
 					   __ATOMIC_RELAXED);
 			while (x && !r) {
@@ -281,14 +281,14 @@ static int emit_dirty_map(struct ftl *f, struct emit *e)
 /*
  * A delta record after the newest one in the current slot: the map
  * entries whose dirty bit is set and the @nblk block-table entries in
- * f->ck_chg (built in f->ckbuf), then the header.  -ENOSPC when it would
+ * f->ck.chg (built in f->ck.buf), then the header.  -ENOSPC when it would
  * not fit (or a base is no larger): write a base.
  */
 static int write_delta(struct ftl *f, bool clean, uint32_t nblk)
 {
 	const struct ftl_geom *g = &f->g;
-	const struct ftl_ckpt_blk *tab = (const struct ftl_ckpt_blk *)f->ckbuf;
-	uint64_t ndirty = __atomic_load_n(&f->ck_ndirty, __ATOMIC_RELAXED);
+	const struct ftl_ckpt_blk *tab = (const struct ftl_ckpt_blk *)f->ck.buf;
+	uint64_t ndirty = __atomic_load_n(&f->ck.ndirty, __ATOMIC_RELAXED);
 	uint64_t bound;
 	struct ftl_ckpt_delta *d;
 	struct emit *e;
@@ -299,20 +299,20 @@ static int write_delta(struct ftl *f, bool clean, uint32_t nblk)
 		(uint64_t)nblk * (sizeof(struct ftl_ckpt_blk) +
 				  sizeof(struct ftl_ckpt_run));
 	bound = bound / (g->ps - 32) + 1;
-	if ((uint64_t)f->ck_pos + bound + 2 > ftl_ckpt_slot_pages(&f->g) ||
+	if ((uint64_t)f->ck.pos + bound + 2 > ftl_ckpt_slot_pages(&f->g) ||
 	    bound > g->payload_pages)
 		return -ENOSPC;
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	*e = (struct emit){ .f = f, .pb = pagebuf(f), .pos = f->ck_pos };
-	f->ck_pos = 0;          /* until this record is whole: a base next */
+	*e = (struct emit){ .f = f, .pb = pagebuf(f), .pos = f->ck.pos };
+	f->ck.pos = 0;          /* until this record is whole: a base next */
 	memset(e->pb, 0, g->ps);
 	r = emit_dirty_map(f, e);
 	for (uint32_t i = 0; !r && i < nblk; i++) {
-		uint32_t b = f->ck_chg[i];
+		uint32_t b = f->ck.chg[i];
 
-		f->ck_tab[b] = tab[b];
+		f->ck.tab[b] = tab[b];
 		r = emit_add(e, FTL_RUN_BLK, b, &tab[b]);
 	}
 	if (!r && e->cnt)
@@ -328,17 +328,17 @@ static int write_delta(struct ftl *f, bool clean, uint32_t nblk)
 	memcpy(d->magic, FTL_CKPT_DELTA_MAGIC, 8);
 	d->version = FTL_CKPT_DELTA_VERSION;
 	d->hdr_size = sizeof(*d);
-	d->gen = f->ckpt_gen;
-	d->idx = f->ck_didx + 1;
+	d->gen = f->ck.gen;
+	d->idx = f->ck.didx + 1;
 	d->count = e->n;
-	d->seq = f->seq;
-	d->prev_seq = f->ckpt_seq;
+	d->seq = f->log.seq;
+	d->prev_seq = f->ck.seq;
 	d->flags = clean ? FTL_CKPT_CLEAN : 0;
 	d->data_crc = e->crc;
 	memcpy(d->uuid, f->sb.uuid, 16);
 	for (unsigned s = 0; s < FTL_NSTREAMS; s++) {
-		d->open[s].blk = f->st[s].blk;
-		d->open[s].wp = f->st[s].wp;
+		d->open[s].blk = f->log.st[s].blk;
+		d->open[s].wp = f->log.st[s].wp;
 	}
 	d->write_time = (uint64_t)time(NULL);
 	CADD(f, m.ckpt_writes, 1);
@@ -348,19 +348,19 @@ static int write_delta(struct ftl *f, bool clean, uint32_t nblk)
 	d->cnt.page_programs += 1;
 	d->crc = 0;
 	d->crc = oct_crc32c(0, d, sizeof(*d));
-	r = prog_ckpt_page(f, f->ckpt_gen, e->pos, FTL_OOB_CKPT,
+	r = prog_ckpt_page(f, f->ck.gen, e->pos, FTL_OOB_CKPT,
 			   FTL_CKPT_STREAM_DHDR, e->pb);
 	if (!r)
 		r = ftl_sync(f);
 	if (r)
 		goto out;
-	f->ck_didx++;
-	f->ck_mark = e->pos + 1;
-	f->ck_pos = e->pos + 2;
-	f->ckpt_prev_seq = f->ckpt_seq;
-	f->ckpt_seq = f->seq;
-	f->allocs_since_ckpt = 0;
-	f->ckpt_due = false;
+	f->ck.didx++;
+	f->ck.mark = e->pos + 1;
+	f->ck.pos = e->pos + 2;
+	f->ck.prev_seq = f->ck.seq;
+	f->ck.seq = f->log.seq;
+	f->ck.allocs = 0;
+	f->ck.due = false;
 	ftl_fsum_covered(f);
 out:
 	free(e);
@@ -376,37 +376,37 @@ out:
 int ftl_ckpt_write(struct ftl *f, bool clean)
 {
 	const struct ftl_geom *g = &f->g;
-	struct ftl_ckpt_blk *tab = (struct ftl_ckpt_blk *)f->ckbuf;
+	struct ftl_ckpt_blk *tab = (struct ftl_ckpt_blk *)f->ck.buf;
 	struct ftl_ckpt_hdr *h;
 	uint8_t *pb = pagebuf(f);
-	uint64_t gen = f->ckpt_gen + 1;
+	uint64_t gen = f->ck.gen + 1;
 	uint32_t crc = 0, b0, nprog = 1;        /* header + payload */
 	int r;
 
 	if (f->readonly)
 		return -EROFS;
-	if (f->seq > FTL_SEQ_MAX || gen > FTL_SEQ_MAX)
+	if (f->log.seq > FTL_SEQ_MAX || gen > FTL_SEQ_MAX)
 		return -EOVERFLOW;      /* never write one open would refuse */
 	r = ftl_sync(f);
 	if (r)
 		return r;
-	if (g->ckpt_delta && f->ck_pos) {
+	if (g->ckpt_delta && f->ck.pos) {
 		r = write_delta(f, clean, changed_blocks(f));
 		if (r != -ENOSPC) {
 			if (r)  /* the marks are spent: a base next */
-				f->ck_pos = 0;
+				f->ck.pos = 0;
 			return r;
 		}
 	}
-	f->ck_pos = 0;
+	f->ck.pos = 0;
 	for (uint32_t b = 0; b < g->nblocks; b++)
 		tab_fill(f, b, &tab[b]);
 	if (g->ckpt_delta) {    /* the base covers every change so far */
-		memset(f->ck_dirty, 0, ((size_t)g->nlpn / 64 + 1) * 8);
-		memset(f->ck_dsum, 0, ((size_t)g->nlpn / 4096 + 1) * 8);
-		__atomic_store_n(&f->ck_ndirty, 0, __ATOMIC_RELAXED);
+		memset(f->ck.dirty, 0, ((size_t)g->nlpn / 64 + 1) * 8);
+		memset(f->ck.dsum, 0, ((size_t)g->nlpn / 4096 + 1) * 8);
+		__atomic_store_n(&f->ck.ndirty, 0, __ATOMIC_RELAXED);
 		/* its table is this one (the slot erases below mark theirs) */
-		memset(f->ck_bdirty, 0, ((size_t)g->nblocks / 64 + 1) * 8);
+		memset(f->ck.bdirty, 0, ((size_t)g->nblocks / 64 + 1) * 8);
 	}
 	for (uint32_t i = 0; i < g->payload_pages; i++) {
 		payload_page(f, i, pb);
@@ -425,7 +425,7 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 	h->version = FTL_CKPT_VERSION;
 	h->hdr_size = sizeof(*h);
 	h->gen = gen;
-	h->seq = f->seq;
+	h->seq = f->log.seq;
 	h->flags = clean ? FTL_CKPT_CLEAN : 0;
 	h->payload_pages = g->payload_pages;
 	h->nlpn = g->nlpn;
@@ -433,8 +433,8 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 	h->payload_crc = crc;
 	memcpy(h->uuid, f->sb.uuid, 16);
 	for (unsigned s = 0; s < FTL_NSTREAMS; s++) {
-		h->open[s].blk = f->st[s].blk;
-		h->open[s].wp = f->st[s].wp;
+		h->open[s].blk = f->log.st[s].blk;
+		h->open[s].wp = f->log.st[s].wp;
 	}
 	h->write_time = (uint64_t)time(NULL);
 	CADD(f, m.ckpt_writes, 1);
@@ -456,16 +456,16 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 	if (r)
 		return r;
 	if (g->ckpt_delta) {
-		memcpy(f->ck_tab, tab, ftl_ckpt_tab_bytes(&f->g));
-		f->ck_pos = g->payload_pages + 2;
+		memcpy(f->ck.tab, tab, ftl_ckpt_tab_bytes(&f->g));
+		f->ck.pos = g->payload_pages + 2;
 	}
-	f->ck_mark = g->payload_pages + 1;
-	f->ck_didx = 0;
-	f->ckpt_gen = gen;
-	f->ckpt_prev_seq = f->ckpt_seq;
-	f->ckpt_seq = f->seq;
-	f->allocs_since_ckpt = 0;
-	f->ckpt_due = false;
+	f->ck.mark = g->payload_pages + 1;
+	f->ck.didx = 0;
+	f->ck.gen = gen;
+	f->ck.prev_seq = f->ck.seq;
+	f->ck.seq = f->log.seq;
+	f->ck.allocs = 0;
+	f->ck.due = false;
 	ftl_fsum_covered(f);
 	return 0;
 }
@@ -474,8 +474,8 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
  * checkpoint, synced. */
 int ftl_ckpt_marker_write(struct ftl *f)
 {
-	int r = prog_ckpt_page(f, f->ckpt_gen, f->ck_mark, FTL_OOB_MOUNT,
-			       FTL_CKPT_STREAM_BASE, f->zero);
+	int r = prog_ckpt_page(f, f->ck.gen, f->ck.mark, FTL_OOB_MOUNT,
+			       FTL_CKPT_STREAM_BASE, f->buf.zero);
 
 	return r ? r : ftl_sync(f);
 }

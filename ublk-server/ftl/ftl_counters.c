@@ -12,18 +12,18 @@
 
 /* Where a mount's increments of a counter come from (ftl-counters.h); @n
  * is the nand's counters now. */
-#define SRC_ENG(name)             LD(f, m.name)
-#define SRC_NAND_reads(name)      (n->reads - f->nbase.reads)
-#define SRC_NAND_programs(name)   (n->programs - f->nbase.programs)
-#define SRC_NAND_erases(name)     (n->erases - f->nbase.erases)
-#define SRC_NAND_violations(name) (n->violations - f->nbase.violations)
-#define SRC_NAND_program_fails(name) (n->program_fails - f->nbase.program_fails)
-#define SRC_NAND_erase_fails(name) (n->erase_fails - f->nbase.erase_fails)
+#define SRC_ENG(name)             LD(f, ctr.m.name)
+#define SRC_NAND_reads(name)      (n->reads - f->ctr.nbase.reads)
+#define SRC_NAND_programs(name)   (n->programs - f->ctr.nbase.programs)
+#define SRC_NAND_erases(name)     (n->erases - f->ctr.nbase.erases)
+#define SRC_NAND_violations(name) (n->violations - f->ctr.nbase.violations)
+#define SRC_NAND_program_fails(name) (n->program_fails - f->ctr.nbase.program_fails)
+#define SRC_NAND_erase_fails(name) (n->erase_fails - f->ctr.nbase.erase_fails)
 #define SRC_NAND_ecc_corrected_bits(name) \
-	(n->ecc_corrected_bits - f->nbase.ecc_corrected_bits)
+	(n->ecc_corrected_bits - f->ctr.nbase.ecc_corrected_bits)
 #define SRC_NAND_ecc_uncorrectable(name) \
-	(n->ecc_uncorrectable - f->nbase.ecc_uncorrectable)
-#define SRC_OPEN(name)            0     /* in f->base already */
+	(n->ecc_uncorrectable - f->ctr.nbase.ecc_uncorrectable)
+#define SRC_OPEN(name)            0     /* in f->ctr.base already */
 #define SRC_TIME(name)            rw_seconds(f)
 
 double ftl_now_ms(void)
@@ -37,7 +37,7 @@ double ftl_now_ms(void)
 /* Whole seconds served since a read-write open (0 read-only). */
 static uint64_t rw_seconds(const struct ftl *f)
 {
-	double d = f->rw_t0 > 0 ? ftl_now_ms() - f->rw_t0 : 0;
+	double d = f->ctr.rw_t0 > 0 ? ftl_now_ms() - f->ctr.rw_t0 : 0;
 
 	return d > 0 ? (uint64_t)(d / 1000) : 0;
 }
@@ -49,7 +49,7 @@ void ftl_counters_snapshot(struct ftl *f, struct ftl_ckpt_counters *c)
 	const struct nand_counters *n = &now;
 
 	nand_counters_get(f->nand, &now);
-	*c = f->base;
+	*c = f->ctr.base;
 #define FTL_X_ADD(name, src) c->name += SRC_##src(name);
 	FTL_COUNTERS(FTL_X_ADD)
 	FTL_LIFE_COUNTERS(FTL_X_ADD)

@@ -12,18 +12,18 @@
 static void add(struct ftl *f, uint8_t kind, uint32_t lpn, uint64_t ppn,
 		uint64_t seq, uint32_t aux)
 {
-	if (f->fsum_n == f->fsum_cap) {
-		uint32_t cap = f->fsum_cap ? f->fsum_cap * 2 : 256;
-		void *p = realloc(f->fsum, (size_t)cap * sizeof(*f->fsum));
+	if (f->fsl.n == f->fsl.cap) {
+		uint32_t cap = f->fsl.cap ? f->fsl.cap * 2 : 256;
+		void *p = realloc(f->fsl.ent, (size_t)cap * sizeof(*f->fsl.ent));
 
 		if (!p) {
-			f->fsum_oom = true;     /* a checkpoint next flush */
+			f->fsl.oom = true;     /* a checkpoint next flush */
 			return;
 		}
-		f->fsum = p;
-		f->fsum_cap = cap;
+		f->fsl.ent = p;
+		f->fsl.cap = cap;
 	}
-	f->fsum[f->fsum_n++] = (struct ftl_fsum_ent){ .seq = seq,
+	f->fsl.ent[f->fsl.n++] = (struct ftl_fsum_ent){ .seq = seq,
 		.ppn = (uint32_t)ppn, .lpn = lpn, .aux = aux, .kind = kind };
 }
 
@@ -35,8 +35,8 @@ void ftl_fsum_note(struct ftl *f, uint8_t kind, uint32_t lpn, uint64_t ppn,
 
 	if (!f->g.flush_sum)
 		return;
-	f->fsum_need = true;
-	f->fsum_host++;                 /* pages, not ranges */
+	f->fsl.need = true;
+	f->fsl.host++;                 /* pages, not ranges */
 	if (kind == FTL_OOB_DATA) {
 		add(f, kind, lpn, ppn, seq, crc);
 		return;
@@ -48,14 +48,14 @@ void ftl_fsum_note(struct ftl *f, uint8_t kind, uint32_t lpn, uint64_t ppn,
 
 void ftl_fsum_covered(struct ftl *f)
 {
-	f->fsum_n = 0;
-	f->fsum_host = 0;
-	f->fsum_need = f->fsum_oom = false;
+	f->fsl.n = 0;
+	f->fsl.host = 0;
+	f->fsl.need = f->fsl.oom = false;
 }
 
 
 void ftl_fsum_listed(struct ftl *f)
 {
-	f->fsum_n = 0;
-	f->fsum_need = false;
+	f->fsl.n = 0;
+	f->fsl.need = false;
 }

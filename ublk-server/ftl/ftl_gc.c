@@ -25,10 +25,10 @@ static uint32_t pick_victim(struct ftl *f, uint64_t room)
 {
 	uint32_t max, v;
 
-	room += (uint64_t)f->npend * f->g.ppb;
+	room += (uint64_t)f->gc.npend * f->g.ppb;
 	max = room < f->g.ppb ? (uint32_t)room : f->g.ppb;
 	v = ftl_victim(f, max);
-	if (v == FTL_NONE && f->inflight) {
+	if (v == FTL_NONE && f->pipe.inflight) {
 		ftl_inflight_drain(f);
 		v = ftl_victim(f, max);
 	}
@@ -41,21 +41,21 @@ int ftl_gc_stream_ready(struct ftl *f)
 {
 	int r;
 
-	if (!ftl_stream_needs_block(f, STREAM_GC) || f->nfree)
+	if (!ftl_stream_needs_block(f, STREAM_GC) || f->idx.nfree)
 		return 0;
 	r = ftl_erase_pending(f, true);
 	if (r)
 		return r;
-	return f->nfree ? 0 : -ENOSPC;
+	return f->idx.nfree ? 0 : -ENOSPC;
 }
 
 /* Pages the GC stream can still program without an erase. */
 static uint64_t gc_room(const struct ftl *f)
 {
-	const struct ftl_stream *st = &f->st[STREAM_GC];
+	const struct ftl_stream *st = &f->log.st[STREAM_GC];
 	uint64_t left = st->blk == FTL_NONE ? 0 : f->g.ppb - st->wp;
 
-	return left + (uint64_t)f->nfree * f->g.ppb;
+	return left + (uint64_t)f->idx.nfree * f->g.ppb;
 }
 
 /* Program a copy of a data page for @lpn into the GC stream, carrying
@@ -69,7 +69,7 @@ int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data, uint32_t crc)
 		r = ftl_gc_stream_ready(f);
 		if (!r)
 			r = ftl_prog_copy(f, STREAM_GC, lpn, data, crc);
-		if (r != -ENOSPC || !f->npend)
+		if (r != -ENOSPC || !f->gc.npend)
 			return r;
 		r = ftl_erase_pending(f, true);
 		if (r)
@@ -141,7 +141,7 @@ static int evac_prog(struct ftl *f, struct ftl_evac *e, uint32_t n,
 		if (!r && *done < n && d &&
 		    ftl_seq_room(f, FTL_PROG_RETRIES + 1))
 			continue;               /* the next block */
-		if (r != -ENOSPC || !f->npend)
+		if (r != -ENOSPC || !f->gc.npend)
 			return r;
 		r = ftl_erase_pending(f, true);
 		if (r)
@@ -197,7 +197,7 @@ static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
 	 * programs in flight must never be emptied and erased.  f->lock is
 	 * kept: no run is reserved meanwhile. */
 	ftl_inflight_drain(f);
-	while (e->pg < g->ppb && f->valid[v] > 0) {
+	while (e->pg < g->ppb && f->idx.valid[v] > 0) {
 		uint32_t n = 0, done, max;
 
 		if (!budget)
@@ -234,14 +234,14 @@ static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
 			uint64_t ppn = (uint64_t)v * g->ppb + e->pg;
 
 			r = ftl_read_page(f, FTL_UNMAPPED, (uint32_t)ppn, 0,
-					  f->gcbuf, g->ps);
+					  f->buf.page, g->ps);
 			if (r == -EBADMSG) {
 				e->unreadable++;
 				e->pg++;
 				continue;
 			}
 			if (!r)
-				r = ftl_gc_prog(f, o->lpn, f->gcbuf,
+				r = ftl_gc_prog(f, o->lpn, f->buf.page,
 						o->data_crc);
 			if (r)
 				return r;
@@ -259,7 +259,7 @@ static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
 		if (r)
 			return r;
 	}
-	if (e->unreadable && f->state[v] != FTL_BLK_BAD)
+	if (e->unreadable && f->idx.state[v] != FTL_BLK_BAD)
 		return ftl_retire_block(f, v, "uncorrectable read");
 	return 0;
 }
@@ -272,11 +272,11 @@ static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
  */
 int ftl_gc_evacuate(struct ftl *f, uint32_t v, uint64_t *counter)
 {
-	struct ftl_evac *e = &f->ev[0];
+	struct ftl_evac *e = &f->gc.ev[0];
 	int r;
 
 	ftl_inflight_drain(f);          /* see evac_run */
-	if (!f->valid[v])
+	if (!f->idx.valid[v])
 		return 0;               /* nothing to move, nothing to read */
 	r = evac_start(f, e, v);
 	if (!r)
@@ -289,13 +289,13 @@ int ftl_gc_evacuate(struct ftl *f, uint32_t v, uint64_t *counter)
  * was retired (some pages could not be read). */
 static int victim_done(struct ftl *f, uint32_t v)
 {
-	if (f->state[v] == FTL_BLK_BAD)
+	if (f->idx.state[v] == FTL_BLK_BAD)
 		return 0;
-	if (f->valid[v])
+	if (f->idx.valid[v])
 		return -EIO;            /* map and OOB disagree: a bug */
 	ftl_set_state(f, v, FTL_BLK_PENDING);
-	f->pend_gen[f->npend] = f->sync_gen;
-	f->pend[f->npend++] = v;
+	f->gc.pend_gen[f->gc.npend] = f->log.sync_gen;
+	f->gc.pend[f->gc.npend++] = v;
 	return 0;
 }
 
@@ -318,7 +318,7 @@ int ftl_gc_relocate(struct ftl *f, uint32_t v, uint64_t *counter)
  */
 static bool pend_uncovered(const struct ftl *f, uint32_t b)
 {
-	return f->g.flush_sum && f->mtime[b] > f->ckpt_prev_seq;
+	return f->g.flush_sum && f->log.mtime[b] > f->ck.prev_seq;
 }
 
 /*
@@ -335,19 +335,19 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 	int r = 0;
 
 	(void)force_sync;
-	if (!f->npend)
+	if (!f->gc.npend)
 		return 0;
-	for (uint32_t i = 0; i < f->npend; i++) {
-		if (f->pend_gen[i] >= f->sync_gen)
+	for (uint32_t i = 0; i < f->gc.npend; i++) {
+		if (f->gc.pend_gen[i] >= f->log.sync_gen)
 			need_sync = true;
-		if (f->trim_seq[f->pend[i]] > f->ckpt_seq ||
-		    pend_uncovered(f, f->pend[i]))
+		if (f->log.trim_seq[f->gc.pend[i]] > f->ck.seq ||
+		    pend_uncovered(f, f->gc.pend[i]))
 			need_ckpt = true;
 	}
 	if (need_ckpt) {
 		r = ftl_ckpt_write(f, false);
-		for (uint32_t i = 0; !r && i < f->npend; i++)
-			if (pend_uncovered(f, f->pend[i])) {
+		for (uint32_t i = 0; !r && i < f->gc.npend; i++)
+			if (pend_uncovered(f, f->gc.pend[i])) {
 				r = ftl_ckpt_write(f, false);
 				break;
 			}
@@ -362,20 +362,20 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 		clock_gettime(CLOCK_MONOTONIC, &b);
 		ms = (double)(b.tv_sec - a.tv_sec) * 1e3 +
 		     (double)(b.tv_nsec - a.tv_nsec) / 1e6;
-		f->gc_batch = f->o.gc_batch ? f->o.gc_batch :
+		f->gc.batch = f->o.gc_batch ? f->o.gc_batch :
 			      ms < 0.5 ? 1 : ms < 5 ? 4 : 16;
-		if (f->gc_batch > f->gc_batch_max)
-			f->gc_batch = f->gc_batch_max;
+		if (f->gc.batch > f->gc.batch_max)
+			f->gc.batch = f->gc.batch_max;
 	}
 	if (r)
 		return r;
 	pthread_rwlock_wrlock(&f->io_rw);
-	while (f->npend) {
-		uint32_t b = f->pend[f->npend - 1];
+	while (f->gc.npend) {
+		uint32_t b = f->gc.pend[f->gc.npend - 1];
 
 		r = ftl_erase(f, b);
 		if (r == -NAND_EFAIL) {         /* grown bad: retire it */
-			f->npend--;
+			f->gc.npend--;
 			r = ftl_retire_block(f, b, "erase failed");
 			if (r)
 				break;
@@ -383,12 +383,10 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 		}
 		if (r)
 			break;
-		f->npend--;
-		ftl_set_state(f, b, FTL_BLK_FREE);
-		f->trim_seq[b] = 0;
-		f->valid[b] = 0;
-		ftl_free_put(f, b);
-		f->gc_erased++;         /* static WL counts them */
+		f->gc.npend--;
+		ftl_log_erased(f, b);
+		ftl_free_erased(f, b);
+		f->gc.erased++;         /* static WL counts them */
 	}
 	pthread_rwlock_unlock(&f->io_rw);
 	return r;
@@ -399,15 +397,15 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
  * check, ftl_wl_static), or -errno. */
 int ftl_gc_free_space(struct ftl *f)
 {
-	uint32_t target = f->gc_reserve + 2;
+	uint32_t target = f->gc.reserve + 2;
 	bool synced = true;
 	int r;
 
 	for (int pass = 0; pass < 2; pass++) {
-		while (f->nfree + f->npend < target) {
+		while (f->idx.nfree + f->gc.npend < target) {
 			uint32_t v = pick_victim(f, gc_room(f));
 
-			if (v == FTL_NONE && f->gc_cur != FTL_NONE) {
+			if (v == FTL_NONE && f->gc.cur != FTL_NONE) {
 				/* only the GC thread's victim is left: the
 				 * writer takes it over (the thread, between
 				 * two steps, starts another) */
@@ -419,28 +417,28 @@ int ftl_gc_free_space(struct ftl *f)
 			/* start a victim with room to finish it and a block
 			 * to spare for a failed program, when erasing what is
 			 * pending gives it; never without room to finish */
-			if (gc_room(f) < (uint64_t)f->valid[v] + f->g.ppb &&
-			    f->npend) {
+			if (gc_room(f) < (uint64_t)f->idx.valid[v] + f->g.ppb &&
+			    f->gc.npend) {
 				r = ftl_erase_pending(f, true);
 				if (r)
 					return r;
 			}
-			if (gc_room(f) < f->valid[v])
+			if (gc_room(f) < f->idx.valid[v])
 				break;
-			r = ftl_gc_relocate(f, v, &f->m.gc_relocations);
+			r = ftl_gc_relocate(f, v, &f->ctr.m.gc_relocations);
 			if (r == -EAGAIN)
 				return 0;       /* ftl_balance checkpoints */
 			if (r)
 				return r;
 		}
-		for (uint32_t i = 0; i < f->npend; i++)
-			synced &= f->pend_gen[i] < f->sync_gen;
+		for (uint32_t i = 0; i < f->gc.npend; i++)
+			synced &= f->gc.pend_gen[i] < f->log.sync_gen;
 		if (synced)
 			break;          /* erasing needs no sync: done */
 		/* a sync is due anyway: make it free several blocks */
-		target = f->gc_reserve + 1 + f->gc_batch;
+		target = f->gc.reserve + 1 + f->gc.batch;
 	}
-	if (!f->npend)
+	if (!f->gc.npend)
 		return -ENOSPC;
 	r = ftl_erase_pending(f, true);
 	return r ? r : FTL_GC_WL_DUE;
@@ -450,9 +448,9 @@ int ftl_gc_free_space(struct ftl *f)
  * One bounded step of background GC toward @target free blocks (the GC
  * thread, ftl_bggc.c, holds f->lock for one step only): the next
  * FTL_GC_STEP_PAGES copies of the victim it is evacuating (marked in
- * f->gc_cur so no other GC takes it; f->lock is released between steps,
+ * f->gc.cur so no other GC takes it; f->lock is released between steps,
  * host writes go on and may supersede more of its pages); or, while free
- * + pending blocks are short of @target and fewer than gc_batch victims
+ * + pending blocks are short of @target and fewer than gc.batch victims
  * wait for a sync, a new victim (erasing first when GC's stream would
  * have no room to finish it) and its first copies; else one durable
  * erase round (a sync, then every pending block: FTL_GC_WL_DUE, the
@@ -461,24 +459,24 @@ int ftl_gc_free_space(struct ftl *f)
  */
 int ftl_gc_bg_step(struct ftl *f, uint32_t target)
 {
-	struct ftl_evac *e = &f->ev[1];
-	uint32_t v = f->gc_cur;
+	struct ftl_evac *e = &f->gc.ev[1];
+	uint32_t v = f->gc.cur;
 	int r;
 
 	if (v == FTL_NONE) {
-		if (f->nfree >= target)
+		if (f->idx.nfree >= target)
 			return 1;
-		/* a batch of victims per sync (gc_batch, adapted to what a
+		/* a batch of victims per sync (gc.batch, adapted to what a
 		 * sync costs), or what reaches @target: then erase them */
-		if (f->nfree + f->npend < target && f->npend < f->gc_batch)
+		if (f->idx.nfree + f->gc.npend < target && f->gc.npend < f->gc.batch)
 			v = pick_victim(f, gc_room(f));
 		if (v != FTL_NONE &&
-		    gc_room(f) < (uint64_t)f->valid[v] + f->g.ppb && f->npend)
+		    gc_room(f) < (uint64_t)f->idx.valid[v] + f->g.ppb && f->gc.npend)
 			return ftl_erase_pending(f, true);
-		if (v != FTL_NONE && gc_room(f) < f->valid[v])
+		if (v != FTL_NONE && gc_room(f) < f->idx.valid[v])
 			v = FTL_NONE;
 		if (v == FTL_NONE) {
-			if (!f->npend)
+			if (!f->gc.npend)
 				return 1;       /* nothing left to gain */
 			r = ftl_erase_pending(f, true);
 			if (r)
@@ -487,21 +485,21 @@ int ftl_gc_bg_step(struct ftl *f, uint32_t target)
 			return FTL_GC_WL_DUE;
 		}
 		ftl_inflight_drain(f);  /* see evac_run */
-		r = f->valid[v] ? evac_start(f, e, v) : 0;
+		r = f->idx.valid[v] ? evac_start(f, e, v) : 0;
 		if (r)
 			return r;
-		if (!f->valid[v]) {
+		if (!f->idx.valid[v]) {
 			r = victim_done(f, v);
 			if (!r)
 				CADD(f, m.gc_bg_victims, 1);
 			return r;
 		}
-		f->gc_cur = v;
+		f->gc.cur = v;
 	}
-	r = evac_run(f, e, &f->m.gc_relocations, FTL_GC_STEP_PAGES);
+	r = evac_run(f, e, &f->ctr.m.gc_relocations, FTL_GC_STEP_PAGES);
 	if (r == 1 || r == -EAGAIN)
 		return r == 1 ? 0 : r;  /* the victim stays marked */
-	f->gc_cur = FTL_NONE;           /* done, or given up (an error) */
+	f->gc.cur = FTL_NONE;           /* done, or given up (an error) */
 	e->v = FTL_NONE;
 	if (!r) {
 		r = victim_done(f, v);
@@ -514,6 +512,6 @@ int ftl_gc_bg_step(struct ftl *f, uint32_t target)
 /* The GC thread stops: its victim, half evacuated, is any GC's again. */
 void ftl_gc_bg_drop(struct ftl *f)
 {
-	f->gc_cur = FTL_NONE;
-	f->ev[1].v = FTL_NONE;
+	f->gc.cur = FTL_NONE;
+	f->gc.ev[1].v = FTL_NONE;
 }

@@ -22,24 +22,24 @@
  * per retirement, and a call with nothing to retire looks at none. */
 int ftl_retire_move(struct ftl *f)
 {
-	if (!f->retire_scan)
+	if (!f->maint.retire_scan)
 		return 0;
-	for (uint32_t b = f->retire_next; b < f->g.nblocks; b++) {
+	for (uint32_t b = f->maint.retire_next; b < f->g.nblocks; b++) {
 		int r;
 
-		f->retire_visits++;
-		if (f->state[b] != FTL_BLK_BAD || !f->valid[b] || f->bb_done[b])
+		f->maint.retire_visits++;
+		if (f->idx.state[b] != FTL_BLK_BAD || !f->idx.valid[b] || f->maint.bb_done[b])
 			continue;
-		f->retire_next = b;
-		r = ftl_gc_evacuate(f, b, &f->m.bad_relocations);
+		f->maint.retire_next = b;
+		r = ftl_gc_evacuate(f, b, &f->ctr.m.bad_relocations);
 		if (!r)
-			f->bb_done[b] = 1;
+			f->maint.bb_done[b] = 1;
 		/* retire_scan stays: the next block (or the rest, after a
 		 * checkpoint: -EAGAIN) later */
 		return r == -EAGAIN ? 0 : r;
 	}
-	f->retire_next = f->g.nblocks;
-	f->retire_scan = false;
+	f->maint.retire_next = f->g.nblocks;
+	f->maint.retire_scan = false;
 	return 0;
 }
 
@@ -67,13 +67,13 @@ int ftl_scrub_run(struct ftl *f)
 		if (!ftl_oob_ok(o) || o->kind != FTL_OOB_DATA ||
 		    o->lpn != lpn[i])
 			continue;       /* reads of it fail (EIO) */
-		r = ftl_read_page(f, FTL_UNMAPPED, ppn[i], 0, f->gcbuf, f->g.ps);
+		r = ftl_read_page(f, FTL_UNMAPPED, ppn[i], 0, f->buf.page, f->g.ps);
 		if (r == -EBADMSG) {
 			r = 0;          /* too late: reads of it fail */
 			continue;
 		}
 		if (!r)
-			r = ftl_gc_prog(f, lpn[i], f->gcbuf, o->data_crc);
+			r = ftl_gc_prog(f, lpn[i], f->buf.page, o->data_crc);
 		if (!r)
 			CADD(f, m.scrubbed_pages, 1);
 	}
@@ -96,8 +96,8 @@ static int static_wl_one(struct ftl *f)
 			mn = ec;
 		if (ec > mx)
 			mx = ec;
-		if (f->state[b] == FTL_BLK_FULL && b != f->gc_cur &&
-		    !f->run_pages[b] && ec < cec) {
+		if (f->idx.state[b] == FTL_BLK_FULL && b != f->gc.cur &&
+		    !f->idx.run_pages[b] && ec < cec) {
 			cec = ec;
 			cold = b;
 		}
@@ -106,7 +106,7 @@ static int static_wl_one(struct ftl *f)
 	if (mx - mn <= f->o.wl_threshold - f->o.wl_threshold / 4 ||
 	    cold == FTL_NONE || cec > mn)
 		return 0;
-	r = ftl_gc_relocate(f, cold, &f->m.wl_relocations);
+	r = ftl_gc_relocate(f, cold, &f->ctr.m.wl_relocations);
 	return r == -EAGAIN ? 0 : r ? r : 1;
 }
 
@@ -121,16 +121,16 @@ int ftl_wl_static(struct ftl *f)
 			 g->data_blocks / WL_SCAN : WL_EVERY;
 
 	/* one check per @every erases, however many an erase round did (a
-	 * batch of victims per sync, gc_batch): one check per round let the
+	 * batch of victims per sync, gc.batch): one check per round let the
 	 * spread run to twice the threshold with batches of 4 */
-	while (f->gc_erased - f->wl_mark >= every) {
+	while (f->gc.erased - f->maint.wl_mark >= every) {
 		int r;
 
-		f->wl_mark += every;
+		f->maint.wl_mark += every;
 		r = static_wl_one(f);
 		if (r <= 0) {
 			if (r == 0)
-				f->wl_mark = f->gc_erased; /* nothing to move */
+				f->maint.wl_mark = f->gc.erased; /* nothing to move */
 			return r < 0 ? r : 0;
 		}
 	}

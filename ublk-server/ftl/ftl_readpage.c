@@ -12,18 +12,18 @@
 
 static void scrub_queue(struct ftl *f, uint32_t lpn, uint32_t ppn)
 {
-	pthread_mutex_lock(&f->scrub_lock);
-	for (uint32_t i = 0; i < f->nscrub; i++)
-		if (f->scrub_ppn[i] == ppn)
+	pthread_mutex_lock(&f->scrub.lock);
+	for (uint32_t i = 0; i < f->scrub.n; i++)
+		if (f->scrub.ppn[i] == ppn)
 			goto out;
-	if (f->nscrub < FTL_SCRUB_Q) {
-		f->scrub_lpn[f->nscrub] = lpn;
-		f->scrub_ppn[f->nscrub] = ppn;
+	if (f->scrub.n < FTL_SCRUB_Q) {
+		f->scrub.lpn[f->scrub.n] = lpn;
+		f->scrub.ppn[f->scrub.n] = ppn;
 		/* atomic: ftl_scrub_take peeks at it without the lock */
-		__atomic_store_n(&f->nscrub, f->nscrub + 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&f->scrub.n, f->scrub.n + 1, __ATOMIC_RELAXED);
 	}
 out:
-	pthread_mutex_unlock(&f->scrub_lock);
+	pthread_mutex_unlock(&f->scrub.lock);
 }
 
 /*
@@ -43,7 +43,7 @@ int ftl_read_page(struct ftl *f, uint32_t lpn, uint32_t ppn, uint32_t off,
 			break;
 		CADD(f, m.read_retries, 1);
 	}
-	if (!r && f->scrub_bits && e.max_corrected >= f->scrub_bits &&
+	if (!r && f->scrub.bits && e.max_corrected >= f->scrub.bits &&
 	    lpn != FTL_UNMAPPED)
 		scrub_queue(f, lpn, ppn);
 	return r;
@@ -57,15 +57,15 @@ uint32_t ftl_scrub_take(struct ftl *f, uint32_t *lpn, uint32_t *ppn,
 {
 	uint32_t n;
 
-	if (!__atomic_load_n(&f->nscrub, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&f->scrub.n, __ATOMIC_RELAXED))
 		return 0;
-	pthread_mutex_lock(&f->scrub_lock);
-	n = f->nscrub < max ? f->nscrub : max;
+	pthread_mutex_lock(&f->scrub.lock);
+	n = f->scrub.n < max ? f->scrub.n : max;
 	for (uint32_t i = 0; i < n; i++) {
-		lpn[i] = f->scrub_lpn[f->nscrub - 1 - i];
-		ppn[i] = f->scrub_ppn[f->nscrub - 1 - i];
+		lpn[i] = f->scrub.lpn[f->scrub.n - 1 - i];
+		ppn[i] = f->scrub.ppn[f->scrub.n - 1 - i];
 	}
-	__atomic_store_n(&f->nscrub, f->nscrub - n, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&f->scrub_lock);
+	__atomic_store_n(&f->scrub.n, f->scrub.n - n, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&f->scrub.lock);
 	return n;
 }

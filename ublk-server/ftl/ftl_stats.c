@@ -74,8 +74,8 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 		sq += (double)ec * ec;
 	}
 	erase_hist(f, st);
-	st->mapped_pages = f->mapped;
-	st->free_blocks = f->nfree;
+	st->mapped_pages = f->log.mapped;
+	st->free_blocks = f->idx.nfree;
 	ftl_bb_stats(f, st);
 	nand_counters_get(f->nand, &n);
 	pthread_mutex_unlock(&f->lock);
@@ -91,11 +91,11 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 		st->last_mount = (enum ftl_mount_kind)c.last_mount;
 		st->last_mount_ms = c.last_mount_us / 1000.0;
 	} else {
-		st->last_mount = f->mount_kind;
-		st->last_mount_ms = f->mount_ms;
+		st->last_mount = f->mnt.kind;
+		st->last_mount_ms = f->mnt.ms;
 	}
 	st->last_mount_time = c.last_mount_time;
-	st->ckpt_lost = f->ckpt_lost;
+	st->ckpt_lost = f->mnt.ckpt_lost;
 	st->write_amplification = c.host_write_sectors ?
 		(double)c.page_programs * g->ps /
 		((double)c.host_write_sectors * FTL_SECTOR) : 0;

@@ -185,7 +185,7 @@ static int check_io(struct ftl *f, uint64_t off, uint64_t len)
 	if (off % FTL_SECTOR || len % FTL_SECTOR || off > f->g.size ||
 	    len > f->g.size - off)
 		return -EINVAL;
-	return f->readonly || f->worn_out ? -EROFS : 0;
+	return f->readonly || f->bb.worn_out ? -EROFS : 0;
 }
 
 /*
@@ -281,7 +281,7 @@ static int trim_pages(struct ftl *f, uint64_t q0, uint64_t q1)
 
 	pthread_mutex_lock(&f->lock);
 	for (uint64_t q = q0; q < q1 && !any; q++)
-		any = f->map[q] != FTL_UNMAPPED;
+		any = f->log.map[q] != FTL_UNMAPPED;
 	if (any) {
 		memset(tls_page, 0, f->g.ps);
 		t->magic = FTL_TRIM_MAGIC;
