@@ -265,7 +265,7 @@ static void ro_hook(uint8_t *img)
 	if (r)
 		return;
 	T_CHECK(!ftl_on_read_only(f, hook, &calls), "hook: not worn out yet");
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	lim = f->bb.limit;
 	for (b = f->g.nblocks - 1; f->bb.n <= lim && b >= f->g.ckpt_blocks; b--) {
 		if (ftl_bb_is(f, b, NULL))
@@ -273,7 +273,7 @@ static void ro_hook(uint8_t *img)
 		T_EQ_U64(calls, 0, "hook: called at %u of %u bad blocks", f->bb.n, lim);
 		ftl_retire_block(f, b, "test");
 	}
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	T_EQ_U64(calls, 1, "hook: calls once the spares are used up");
 	T_CHECK(ftl_read_only(f), "hook: ftl_read_only");
 	T_CHECK(ftl_close(f) == 0, "hook: close");

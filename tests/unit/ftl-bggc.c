@@ -104,9 +104,9 @@ static uint32_t nfree(struct ftl *f)
 {
 	uint32_t n;
 
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	n = f->idx.nfree;
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	return n;
 }
 
@@ -318,13 +318,13 @@ static void thread_error(void)
 	for (waited = 0; waited < 30000 && nfree(f) < f->bggc.hi; waited += 5)
 		nap_ms(5);              /* the thread idle at the watermark */
 	ro = open(path, O_RDONLY | O_CLOEXEC);
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	rw = dup(f->fd);
 	T_CHECK(ro >= 0 && rw >= 0 && dup2(ro, f->fd) == f->fd, "swap fd");
 	f->bggc.hi += 4;                  /* work for the thread */
 	f->bggc.retry_seq = 0;
 	pthread_cond_signal(&f->bggc.cv);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	for (waited = 0; waited < 30000; waited += 5) {
 		ftl_stats_get(f, &st);
 		if (st.gc_bg_errors)
@@ -332,12 +332,12 @@ static void thread_error(void)
 		nap_ms(5);
 	}
 	T_EQ_U64(st.gc_bg_errors, 1, "the thread's error counted");
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	T_CHECK(dup2(rw, f->fd) == f->fd, "fd back");
 	close(rw);                      /* its flock is f->fd's again */
 	rw = -1;
 	f->bggc.hi -= 4;
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	memset(w, 0xa5, sizeof(w));
 	ftl_stats_get(f, &st);
 	r = ftl_write(f, w, 0, sizeof(w), 0);
@@ -483,12 +483,12 @@ static void half_evacuated(void)
 		T_CHECK(ftl_write(f, w, (uint64_t)h.lpn * 4096, sizeof(w), 0) == 0,
 			"a host write of a page of the half evacuated victim");
 		memcpy(shadow + (size_t)h.lpn * 4096, w, sizeof(w));
-		pthread_mutex_lock(&f->lock);
+		ftl_lock(&f->lock);
 		ppn = ftl_map_get(f, h.lpn);
 		T_CHECK(f->gc.cur == h.v && f->idx.state[h.v] == FTL_BLK_FULL,
 			"the victim %u still the thread's, FULL", h.v);
 		T_CHECK(ppn / f->g.ppb != h.v, "the page left the victim");
-		pthread_mutex_unlock(&f->lock);
+		ftl_unlock(&f->lock);
 	}
 	pthread_mutex_lock(&h.mx);
 	h.state = 3;
@@ -497,13 +497,15 @@ static void half_evacuated(void)
 	for (waited = 0; waited < 30000 && nfree(f) < f->bggc.hi; waited += 5)
 		nap_ms(5);
 	T_CHECK(nfree(f) >= f->bggc.hi, "the thread reached the watermark");
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	f->bggc.step_hook = NULL;
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	ftl_stats_get(f, &z);
 	T_EQ_U64(z.gc_bg_errors, 0, "background errors");
 	T_EQ_U64(z.nand_violations, 0, "nand violations");
+	ftl_lock(&f->lock);
 	T_CHECK(ftl_idx_check(f) == 0, "block indexes");
+	ftl_unlock(&f->lock);
 	verify(f, "after a host write inside a victim");
 	T_CHECK(ftl_close(f) == 0, "close");
 	f = open_on(b, false);

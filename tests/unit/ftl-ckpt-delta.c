@@ -55,9 +55,9 @@ static int ckpt(struct ftl *f)
 {
 	int r;
 
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	r = ftl_ckpt_write(f, false);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	T_CHECK(r == 0, "checkpoint: %d", r);
 	return r;
 }
@@ -295,16 +295,16 @@ static void damaged_base(void)
 
 	memset(tt_tags, 0, sizeof(tt_tags));
 	tt_write_range(f, 0, 64, 1);
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	ftl_ckpt_force_base(f);
 	r = ftl_ckpt_write(f, false);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	T_CHECK(r == 0, "%s: base: %d", what, r);
 	limit = f->ck.seq + f->ck.seq_gap;       /* of the slot before */
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	ftl_ckpt_force_base(f);
 	r = ftl_ckpt_write(f, false);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	T_CHECK(r == 0, "%s: base: %d", what, r);
 	gen = f->ck.gen;
 	while (f->log.seq < limit + 256 && round < 2000 && !t_failures) {

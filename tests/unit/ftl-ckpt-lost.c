@@ -59,11 +59,11 @@ static int ckpt(struct ftl *f, bool base)
 {
 	int r;
 
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	if (base)
 		ftl_ckpt_force_base(f);
 	r = ftl_ckpt_write(f, false);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	T_CHECK(r == 0, "checkpoint: %d", r);
 	return r;
 }

@@ -84,9 +84,9 @@ static uint64_t ckpt_once(struct ftl *f)
 	int r;
 
 	ftl_stats_get(f, &a);
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	r = ftl_ckpt_write(f, false);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	T_CHECK(r == 0, "checkpoint: %d", r);
 	ftl_stats_get(f, &b);
 	return b.ckpt_bytes - a.ckpt_bytes;

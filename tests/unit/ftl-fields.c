@@ -333,7 +333,7 @@ static void wear_out(void)
 	T_CHECK(ftl_open(img, NULL, &f) == 0, "wear: open");
 	if (!f)
 		return;
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	for (uint32_t blk = g.ckpt_blocks; blk < g.nblocks; blk++)
 		if (f->idx.state[blk] == FTL_BLK_FULL && worn == FTL_NONE)
 			worn = blk;
@@ -342,7 +342,7 @@ static void wear_out(void)
 	 * the nand keeps at most NAND_EC_MAX) */
 	nand_set_block(f->nand, worn, g.ppb, 0xffffffffu);
 	ftl_ckpt_blk_dirty(f, worn);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	for (int i = 0; i < 400 && !r; i++) {
 		memset(buf, 0x40 + i % 64, sizeof(buf));
 		r = ftl_write(f, buf, (uint64_t)(i % 200) * 4096, 4096, 0);

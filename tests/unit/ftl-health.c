@@ -96,9 +96,9 @@ static void io(struct ftl *f, int n)
 
 static void checkpoint(struct ftl *f)
 {
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	T_CHECK(ftl_ckpt_write(f, false) == 0, "checkpoint");
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 }
 
 /* lo <= x <= hi for every counter the health log carries forward. */
@@ -277,15 +277,15 @@ static void spare(void)
 
 	T_CHECK(limit >= 5, "a spare area (%llu)", (unsigned long long)limit);
 	T_EQ_U64(h.available_spare, 100, "fresh");
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	for (uint32_t blk = f->g.nblocks - 1; n <= limit; blk--) {
 		if (f->idx.state[blk] != FTL_BLK_FREE)
 			continue;
 		ftl_retire_block(f, blk, "test");
 		n++;
-		pthread_mutex_unlock(&f->lock);
+		ftl_unlock(&f->lock);
 		h = health(f);
-		pthread_mutex_lock(&f->lock);
+		ftl_lock(&f->lock);
 		T_EQ_U64(h.bad_blocks_grown, n, "grown");
 		T_EQ_U64(h.spare_blocks, n < limit ? limit - n : 0, "left");
 		T_EQ_U64(h.available_spare, 100 * (n < limit ? limit - n : 0) /
@@ -297,7 +297,7 @@ static void spare(void)
 		T_EQ_U64(!!(h.critical_warning & FTL_CW_READ_ONLY), n > limit,
 			 "bit 3 with %llu bad", (unsigned long long)n);
 	}
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	T_CHECK(h.read_only && (h.critical_warning & FTL_CW_READ_ONLY) &&
 		(h.critical_warning & FTL_CW_SPARE), "worn out: %#x",
 		h.critical_warning);

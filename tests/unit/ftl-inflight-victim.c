@@ -118,7 +118,7 @@ static void one_case(bool partial)
 	if (partial)
 		T_CHECK(write_model(0, 32, 'p') == 0 &&
 			write_model(64, 32, 'q') == 0, "%s: rewrites", what);
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	/* run 0 takes a whole fresh block; run 1's reservation closes it */
 	r = reserve(0, partial ? 200 : 0, 'A');
 	if (!r)
@@ -153,13 +153,13 @@ static void one_case(bool partial)
 	T_EQ_U64(f->ctr.m.gc_relocations - rel0, partial ? 32 : 0,
 		 "%s: pages copied to gain one block", what);
 	T_CHECK(f->idx.valid[busy] == PPB, "%s: the busy block holds its run", what);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	pthread_join(t, NULL);
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	T_CHECK(ftl_run_finish(f, &x[0]) == 0 && ftl_run_finish(f, &x[1]) == 0,
 		"%s: runs finish", what);
 	T_CHECK(ftl_idx_check(f) == 0, "%s: indexes after", what);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	check_all(what);
 	T_CHECK(ftl_close(f) == 0, "%s: close", what);
 }

@@ -430,7 +430,9 @@ static void old_slot_damaged(void)
 	for (int i = 0; i < 3; i++) {
 		T_CHECK(ftl_write(f, w, 0, sizeof(w), 0) == 0 &&
 			ftl_flush(f) == 0, "write");
+		ftl_lock(&f->lock);
 		T_CHECK(ftl_ckpt_write(f, false) == 0, "checkpoint");
+		ftl_unlock(&f->lock);
 	}
 	gen = f->ck.gen;
 	/* the slot of gen - 2: neither the newest nor the one a crash cuts */

@@ -79,7 +79,7 @@ int main(void)
 		T_CHECK(ftl_write(f, model + off, off, 1 << 20, false) == 0, "fill");
 
 	/* retire the K highest full blocks holding data */
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	for (uint32_t blk = nb - 1; blk >= f->g.ckpt_blocks && got < K; blk--) {
 		if (f->idx.state[blk] != FTL_BLK_FULL || !f->idx.valid[blk])
 			continue;
@@ -87,7 +87,7 @@ int main(void)
 		T_CHECK(r == 0, "retire %u: %d", blk, r);
 		got++;
 	}
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	T_EQ_U64(got, K, "blocks retired");
 	T_CHECK(f->maint.retire_scan, "retire_scan set");
 

@@ -339,9 +339,9 @@ static void retire_damaged(enum ftl_align_mode mode, bool faults)
 		return;
 	ppn = ftl_map_get(e.f, 10);
 	damage(&e, 10, 3000);
-	pthread_mutex_lock(&e.f->lock);
+	ftl_lock(&e.f->lock);
 	rc = ftl_retire_block(e.f, ppn / e.f->g.ppb, "test");
-	pthread_mutex_unlock(&e.f->lock);
+	ftl_unlock(&e.f->lock);
 	T_CHECK(rc == 0, "%s: retire the block: %d", m, rc);
 	T_CHECK(wr(&e, 1, 1), "%s: a write moves its pages", m);
 	ftl_stats_get(e.f, &st);

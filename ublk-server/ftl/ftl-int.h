@@ -50,6 +50,20 @@
  * atomics), the checkpoint's map marks (atomic), bb.worn_out (atomic),
  * scrub.n (a hint).  The nand has no lock: its callers serialize it except
  * for data reads and unlocked program runs (nand.h, Threads).
+ *
+ * Checked: the locks are struct ftl_mutex / ftl_rwlock (below), taken with
+ * ftl_lock / ftl_unlock / ftl_cond_wait, ftl_rdlock / ftl_wrlock /
+ * ftl_rwunlock.  Built with FTL_LOCK_CHECK (make SANITIZE=1: the unit-san
+ * tier) each mutex records the thread holding it, and the rwlock its
+ * writer; every function that needs a lock asserts it at its entry
+ * (FTL_ASSERT_HELD: all of ftl_append.c but ftl_run_program, ftl_blkidx.c,
+ * ftl_badblock.c's changes, the checkpoint writer, GC, maintenance,
+ * balance, flush summaries, the GC thread's poke, the host write path's
+ * stripes), and the ones that must not hold it assert that
+ * (FTL_ASSERT_NOT_HELD: range_lock, ftl_read_whole, ftl_run_program,
+ * ftl_bggc_stop).  A failed assertion names the function and the lock,
+ * then aborts (tests/unit/ftl-lockcheck.c).  Without FTL_LOCK_CHECK the
+ * wrappers are the pthread calls and the assertions nothing.
  */
 #ifndef OCTANT_FTL_INT_H
 #define OCTANT_FTL_INT_H
@@ -73,6 +87,114 @@
 #define FTL_PROG_RETRIES 8u     /* blocks tried for one page */
 #define FTL_CKPT_DELTA_PAGES 16384u /* with delta checkpoints: one at least
                                   every this many block pages allocated */
+
+/* ---- locks that know their holder (LOCKING: Checked) ------------------- */
+
+#ifdef FTL_LOCK_CHECK
+#include <stdio.h>
+#include <stdlib.h>
+#define FTL_LC(x) x
+#else
+#define FTL_LC(x)
+#endif
+
+/* A mutex; with FTL_LOCK_CHECK it records the thread holding it. */
+struct ftl_mutex {
+	pthread_mutex_t mx;
+#ifdef FTL_LOCK_CHECK
+	unsigned long owner;         /* pthread_self() of the holder, 0: none
+	                                (atomic) */
+#endif
+};
+
+/* A rwlock; with FTL_LOCK_CHECK it records the thread holding it for
+ * writing (readers are not recorded). */
+struct ftl_rwlock {
+	pthread_rwlock_t rw;
+#ifdef FTL_LOCK_CHECK
+	unsigned long writer;        /* the same, for writing */
+#endif
+};
+
+static inline unsigned long ftl_self(void)
+{
+	return (unsigned long)pthread_self();
+}
+
+static inline void ftl_mutex_init(struct ftl_mutex *m)
+{
+	pthread_mutex_init(&m->mx, NULL);
+	FTL_LC(m->owner = 0;)
+}
+
+static inline void ftl_lock(struct ftl_mutex *m)
+{
+	pthread_mutex_lock(&m->mx);
+	FTL_LC(__atomic_store_n(&m->owner, ftl_self(), __ATOMIC_RELAXED);)
+}
+
+static inline void ftl_unlock(struct ftl_mutex *m)
+{
+	FTL_LC(__atomic_store_n(&m->owner, 0, __ATOMIC_RELAXED);)
+	pthread_mutex_unlock(&m->mx);
+}
+
+/* pthread_cond_wait on @m (held; it is let go while waiting). */
+static inline void ftl_cond_wait(pthread_cond_t *c, struct ftl_mutex *m)
+{
+	FTL_LC(__atomic_store_n(&m->owner, 0, __ATOMIC_RELAXED);)
+	pthread_cond_wait(c, &m->mx);
+	FTL_LC(__atomic_store_n(&m->owner, ftl_self(), __ATOMIC_RELAXED);)
+}
+
+static inline void ftl_rdlock(struct ftl_rwlock *l)
+{
+	pthread_rwlock_rdlock(&l->rw);
+}
+
+static inline void ftl_wrlock(struct ftl_rwlock *l)
+{
+	pthread_rwlock_wrlock(&l->rw);
+	FTL_LC(__atomic_store_n(&l->writer, ftl_self(), __ATOMIC_RELAXED);)
+}
+
+/* Let go of @l, held for reading or (by this thread) for writing. */
+static inline void ftl_rwunlock(struct ftl_rwlock *l)
+{
+	FTL_LC(if (__atomic_load_n(&l->writer, __ATOMIC_RELAXED) == ftl_self())
+		__atomic_store_n(&l->writer, 0, __ATOMIC_RELAXED);)
+	pthread_rwlock_unlock(&l->rw);
+}
+
+/*
+ * FTL_ASSERT_HELD(&f->lock): this thread holds the mutex, at the entry of
+ * every function that needs it; FTL_ASSERT_NOT_HELD where taking it (or a
+ * lock before it) would deadlock; FTL_ASSERT_WRITER(&f->io_rw) for the
+ * rwlock held for writing.  With FTL_LOCK_CHECK (the sanitizer build) a
+ * failed one says which and where on stderr, then aborts; else they cost
+ * nothing.
+ */
+#ifdef FTL_LOCK_CHECK
+static inline void ftl_lock_fail(const char *what, const char *func)
+{
+	fprintf(stderr, "ftl: %s: %s (FTL_LOCK_CHECK)\n", func, what);
+	abort();
+}
+#define FTL_ASSERT_HELD(m) \
+	(__atomic_load_n(&(m)->owner, __ATOMIC_RELAXED) == ftl_self() ? \
+	 (void)0 : ftl_lock_fail(#m " is not held by this thread", __func__))
+#define FTL_ASSERT_NOT_HELD(m) \
+	(__atomic_load_n(&(m)->owner, __ATOMIC_RELAXED) != ftl_self() ? \
+	 (void)0 : ftl_lock_fail(#m " is held by this thread", __func__))
+#define FTL_ASSERT_WRITER(l) \
+	(__atomic_load_n(&(l)->writer, __ATOMIC_RELAXED) == ftl_self() ? \
+	 (void)0 : ftl_lock_fail(#l " is not held for writing by this " \
+				 "thread", __func__))
+#else
+#define FTL_ASSERT_HELD(m)     ((void)0)
+#define FTL_ASSERT_NOT_HELD(m) ((void)0)
+#define FTL_ASSERT_WRITER(l)   ((void)0)
+#endif
 
 /* Geometry derived from the create options or the superblock. */
 struct ftl_geom {
@@ -201,7 +323,7 @@ struct ftl_log {
  * writes, ~7 futile wakeups per MiB); cv wakes ftl_inflight_drain() when
  * done reaches next. */
 struct ftl_pipe {
-	pthread_mutex_t mx;
+	struct ftl_mutex mx;
 	pthread_cond_t cv;
 	pthread_cond_t turn[FTL_IO_TURNS];
 	uint64_t next, done;         /* mx */
@@ -364,7 +486,7 @@ struct ftl_bggc {
  * taken by ftl_maint.c through ftl_scrub_take).  scrub.lock. */
 #define FTL_SCRUB_Q      64u    /* pages waiting for a scrub rewrite */
 struct ftl_scrubq {
-	pthread_mutex_t lock;
+	struct ftl_mutex lock;
 	uint32_t lpn[FTL_SCRUB_Q], ppn[FTL_SCRUB_Q];
 	uint32_t n;                  /* stored atomically: read without the
 	                                lock as a hint (ftl_scrub_take) */
@@ -444,9 +566,9 @@ struct ftl {
 	struct ftl_open_opts o;
 
 	/* the locks (LOCKING) */
-	pthread_mutex_t stripe[FTL_NSTRIPES]; /* ftl_write.c: range locks */
-	pthread_mutex_t lock;        /* the engine mutex */
-	pthread_rwlock_t io_rw;      /* shared: data reads; exclusive: erases */
+	struct ftl_mutex stripe[FTL_NSTRIPES]; /* ftl_write.c: range locks */
+	struct ftl_mutex lock;       /* the engine mutex */
+	struct ftl_rwlock io_rw;     /* shared: data reads; exclusive: erases */
 
 	/* the parts (OWNERSHIP) */
 	struct ftl_log log;          /* ftl_append.c */
@@ -498,6 +620,7 @@ static inline void ftl_ckpt_blk_dirty(struct ftl *f, uint32_t b)
 {
 	uint64_t bit = 1ull << (b % 64);
 
+	FTL_ASSERT_HELD(&f->lock);
 	if (f->ck.bdirty && !(f->ck.bdirty[b / 64] & bit))
 		f->ck.bdirty[b / 64] |= bit;
 }
@@ -506,6 +629,7 @@ static inline void ftl_ckpt_blk_dirty(struct ftl *f, uint32_t b)
  * every ck.interval of them. */
 static inline void ftl_ckpt_note_alloc(struct ftl *f)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	if (++f->ck.allocs >= f->ck.interval)
 		f->ck.due = true;
 }
@@ -514,6 +638,7 @@ static inline void ftl_ckpt_note_alloc(struct ftl *f)
  * be moved (ftl_retire_move). */
 static inline void ftl_retire_note(struct ftl *f, uint32_t b)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	f->maint.bb_done[b] = 0;
 	f->maint.retire_scan = true;
 	if (b < f->maint.retire_next)
@@ -523,14 +648,18 @@ static inline void ftl_retire_note(struct ftl *f, uint32_t b)
 /* Block @b was erased (ftl_gc.c, f->lock held): it holds no trim record. */
 static inline void ftl_log_erased(struct ftl *f, uint32_t b)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	f->log.trim_seq[b] = 0;
 }
 
-/* Erase block @b: nand_erase, and its erase count changes, done or not. */
+/* Erase block @b: nand_erase, and its erase count changes, done or not
+ * (f->lock held). */
 static inline int ftl_erase(struct ftl *f, uint32_t b)
 {
-	int r = nand_erase(f->nand, b);
+	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
+	r = nand_erase(f->nand, b);
 	ftl_ckpt_blk_dirty(f, b);
 	return r;
 }

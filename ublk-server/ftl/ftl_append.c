@@ -19,6 +19,7 @@ int ftl_sync(struct ftl *f)
 {
 	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
 	/* the flush record must not cover a program still in flight */
 	ftl_inflight_drain(f);
 	r = nand_sync(f->nand);
@@ -39,6 +40,7 @@ int ftl_sync(struct ftl *f)
  */
 int ftl_retire_block(struct ftl *f, uint32_t blk, const char *why)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	if (blk >= f->g.ckpt_blocks && blk < f->g.nblocks) {
 		for (unsigned s = 0; s < FTL_NSTREAMS; s++)
 			if (f->log.st[s].blk == blk)
@@ -53,6 +55,7 @@ void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn)
 {
 	uint32_t old = f->log.map[lpn];
 
+	FTL_ASSERT_HELD(&f->lock);
 	if (old == FTL_UNMAPPED)
 		f->log.mapped++;
 	else if (old != FTL_DAMAGED)
@@ -67,6 +70,7 @@ void ftl_map_unset(struct ftl *f, uint32_t lpn)
 {
 	uint32_t old = f->log.map[lpn];
 
+	FTL_ASSERT_HELD(&f->lock);
 	if (old == FTL_UNMAPPED)
 		return;
 	if (old != FTL_DAMAGED)
@@ -81,12 +85,14 @@ void ftl_map_unset(struct ftl *f, uint32_t lpn)
  * retiring, scrub) stop when not, and ftl_balance() checkpoints. */
 bool ftl_seq_room(const struct ftl *f, uint64_t n)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	return f->log.seq + n <= f->ck.seq + f->ck.seq_gap;
 }
 
 /* Does stream @s need a new block before its next page? */
 bool ftl_stream_needs_block(const struct ftl *f, int s)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	return f->log.st[s].blk == FTL_NONE || f->log.st[s].wp >= f->g.ppb;
 }
 
@@ -114,6 +120,7 @@ static int holds_past(struct ftl *f, uint32_t b, uint32_t from, bool *any)
  */
 int ftl_streams_check(struct ftl *f)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	for (unsigned s = 0; s < FTL_NSTREAMS; s++) {
 		struct ftl_stream *st = &f->log.st[s];
 		bool any;
@@ -197,6 +204,7 @@ static int alloc_page(struct ftl *f, int s, uint64_t *ppn, bool dip)
 
 int ftl_alloc_page(struct ftl *f, int s, uint64_t *ppn)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	return alloc_page(f, s, ppn, false);
 }
 
@@ -268,12 +276,14 @@ static int prog_page(struct ftl *f, int stream, uint32_t lpn,
 int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		  uint8_t kind, uint64_t *seq_out)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	return prog_page(f, stream, lpn, data, kind, NULL, seq_out);
 }
 
 int ftl_prog_copy(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		  uint32_t crc)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	return prog_page(f, stream, lpn, data, FTL_OOB_DATA, &crc, NULL);
 }
 
@@ -387,6 +397,7 @@ int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
 {
 	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
 	*done = 0;
 	if (stream == STREAM_HOST)
 		ftl_inflight_drain(f);  /* in order after the runs in flight */
@@ -407,6 +418,7 @@ int ftl_prog_copies(struct ftl *f, int stream, const uint32_t *lpn,
 		    const void *data, uint32_t n, uint32_t *done,
 		    uint64_t *counter)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	return prog_run(f, stream, 0, lpn, from, crc, data, n, done, counter);
 }
 
@@ -452,12 +464,13 @@ static void run_publish(struct ftl *f, struct ftl_inflight *x)
 
 void ftl_inflight_drain(struct ftl *f)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	if (!f->pipe.inflight)
 		return;
-	pthread_mutex_lock(&f->pipe.mx);
+	ftl_lock(&f->pipe.mx);
 	while (f->pipe.done != f->pipe.next)
-		pthread_cond_wait(&f->pipe.cv, &f->pipe.mx);
-	pthread_mutex_unlock(&f->pipe.mx);
+		ftl_cond_wait(&f->pipe.cv, &f->pipe.mx);
+	ftl_unlock(&f->pipe.mx);
 	for (struct ftl_inflight *x = f->pipe.inflight; x; x = x->next)
 		run_publish(f, x);
 }
@@ -486,6 +499,7 @@ int ftl_run_reserve(struct ftl *f, uint32_t lpn, uint32_t n,
 	uint32_t blk, ec;
 	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
 	if (!nand_program_run_unlocked(f->nand) || oob_room < g->oob || !n)
 		return -EAGAIN;         /* page by page, under the lock */
 	if (!room)
@@ -516,9 +530,9 @@ int ftl_run_reserve(struct ftl *f, uint32_t lpn, uint32_t n,
 	for (uint32_t i = 0; i < c; i++)
 		oob_fill_crc(f, oob + (size_t)i * g->oob, lpn + i, ppn + i,
 			     ++f->log.seq, ec, crc[i]);
-	pthread_mutex_lock(&f->pipe.mx);
+	ftl_lock(&f->pipe.mx);
 	x->ticket = f->pipe.next++;
-	pthread_mutex_unlock(&f->pipe.mx);
+	ftl_unlock(&f->pipe.mx);
 	x->next = f->pipe.inflight;
 	f->pipe.inflight = x;
 	/* until published the block's valid count leaves these pages out:
@@ -534,13 +548,14 @@ void ftl_run_program(struct ftl *f, struct ftl_inflight *x, const void *data,
 	uint32_t pd = 0;
 	int r;
 
-	pthread_mutex_lock(&f->pipe.mx);
+	FTL_ASSERT_NOT_HELD(&f->lock);
+	ftl_lock(&f->pipe.mx);
 	while (f->pipe.done != x->ticket)
-		pthread_cond_wait(&f->pipe.turn[x->ticket % FTL_IO_TURNS],
-				  &f->pipe.mx);
-	pthread_mutex_unlock(&f->pipe.mx);
+		ftl_cond_wait(&f->pipe.turn[x->ticket % FTL_IO_TURNS],
+			      &f->pipe.mx);
+	ftl_unlock(&f->pipe.mx);
 	r = nand_program_run(f->nand, x->ppn, x->n, data, oob, &pd);
-	pthread_mutex_lock(&f->pipe.mx);
+	ftl_lock(&f->pipe.mx);
 	x->r = r;
 	x->done = pd;
 	x->io_done = true;
@@ -550,13 +565,14 @@ void ftl_run_program(struct ftl *f, struct ftl_inflight *x, const void *data,
 	pthread_cond_broadcast(&f->pipe.turn[f->pipe.done % FTL_IO_TURNS]);
 	if (f->pipe.done == f->pipe.next)
 		pthread_cond_broadcast(&f->pipe.cv);
-	pthread_mutex_unlock(&f->pipe.mx);
+	ftl_unlock(&f->pipe.mx);
 }
 
 int ftl_run_finish(struct ftl *f, struct ftl_inflight *x)
 {
 	struct ftl_inflight **p = &f->pipe.inflight;
 
+	FTL_ASSERT_HELD(&f->lock);
 	run_publish(f, x);
 	while (*p && *p != x)
 		p = &(*p)->next;

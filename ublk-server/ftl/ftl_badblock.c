@@ -167,6 +167,7 @@ int ftl_bb_sync(struct ftl *f)
 {
 	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
 	if (!f->bb.dirty || f->readonly)
 		return 0;
 	r = store(f);
@@ -317,6 +318,7 @@ int ftl_bb_clear_ro(struct ftl *f)
 {
 	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
 	if (!ftl_bb_ro_unjustified(f) || f->readonly)
 		return 0;
 	f->bb.worn_out = false;
@@ -337,6 +339,7 @@ int ftl_bb_clear_ro(struct ftl *f)
  */
 int ftl_bb_grown(struct ftl *f, uint32_t blk, const char *why)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	if (blk < f->g.ckpt_blocks || blk >= f->g.nblocks)
 		return -EIO;
 	ftl_free_drop(f, blk);
@@ -365,11 +368,11 @@ bool ftl_on_read_only(struct ftl *f, void (*fn)(void *ctx), void *ctx)
 {
 	bool worn;
 
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	worn = f->bb.worn_out;
 	f->bb.ro_fn = worn ? NULL : fn;
 	f->bb.ro_ctx = ctx;
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	return worn;
 }
 

@@ -31,8 +31,10 @@ static bool seq_room_low(const struct ftl *f)
  */
 int ftl_balance(struct ftl *f)
 {
-	int r = ftl_bggc_poke(f);
+	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
+	r = ftl_bggc_poke(f);
 	if (r)
 		return r;
 	for (;;) {

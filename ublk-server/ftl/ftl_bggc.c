@@ -84,13 +84,13 @@ static void *bggc_main(void *arg)
 {
 	struct ftl *f = arg;
 
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	while (!f->bggc.stop && !f->bb.worn_out) {
 		int r;
 
 		if (bggc_idle(f)) {
 			f->bggc.busy = false;
-			pthread_cond_wait(&f->bggc.cv, &f->lock);
+			ftl_cond_wait(&f->bggc.cv, &f->lock);
 			continue;
 		}
 		f->bggc.busy = true;
@@ -109,15 +109,15 @@ static void *bggc_main(void *arg)
 		}
 		/* let writers waiting on the lock in: a writer woken by the
 		 * unlock needs a moment to run, and a mutex is not fair */
-		pthread_mutex_unlock(&f->lock);
+		ftl_unlock(&f->lock);
 		if (f->bggc.step_hook)            /* tests: lock released */
 			f->bggc.step_hook(f, f->bggc.step_ctx);
 		nanosleep(&(struct timespec){ 0, BGGC_PAUSE_NS }, NULL);
-		pthread_mutex_lock(&f->lock);
+		ftl_lock(&f->lock);
 	}
 	ftl_gc_bg_drop(f);              /* a victim left half evacuated */
 	f->bggc.busy = false;
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	return NULL;
 }
 
@@ -153,12 +153,13 @@ int ftl_bggc_start(struct ftl *f)
  * then writes nothing more.  Idempotent. */
 void ftl_bggc_stop(struct ftl *f)
 {
+	FTL_ASSERT_NOT_HELD(&f->lock);
 	if (!f->bggc.running)
 		return;
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	f->bggc.stop = true;
 	pthread_cond_signal(&f->bggc.cv);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	pthread_join(f->bggc.thread, NULL);
 	f->bggc.running = false;
 }
@@ -167,6 +168,7 @@ int ftl_bggc_poke(struct ftl *f)
 {
 	int r = f->bggc.err;
 
+	FTL_ASSERT_HELD(&f->lock);
 	if (r) {
 		f->bggc.err = 0;
 		return r;

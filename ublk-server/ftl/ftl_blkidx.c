@@ -160,6 +160,7 @@ void ftl_idx_fini(struct ftl *f)
 /* @b joins the free set (its erase count now is its key). */
 void ftl_free_put(struct ftl *f, uint32_t b)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	f->idx.fkey[b] = nand_block_ec(f->nand, b);
 	for (int i = 0; i < 2; i++)
 		(void)h_push(&f->idx.fh[i], b);     /* preallocated: cannot fail */
@@ -175,6 +176,7 @@ uint32_t ftl_free_take(struct ftl *f, bool most_worn)
 {
 	uint32_t b = f->idx.fh[most_worn ? 1 : 0].a[0];
 
+	FTL_ASSERT_HELD(&f->lock);
 	ftl_free_drop(f, b);
 	return b;
 }
@@ -182,6 +184,7 @@ uint32_t ftl_free_take(struct ftl *f, bool most_worn)
 /* @b leaves the free set if it is there. */
 void ftl_free_drop(struct ftl *f, uint32_t b)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	if (f->idx.fh[0].pos[b] == FTL_NONE)
 		return;
 	for (int i = 0; i < 2; i++)
@@ -191,12 +194,14 @@ void ftl_free_drop(struct ftl *f, uint32_t b)
 
 bool ftl_free_has(const struct ftl *f, uint32_t b)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	return f->idx.fh[0].pos[b] != FTL_NONE;
 }
 
 /* Block @b was erased: FREE, no valid page left, in the free set. */
 void ftl_free_erased(struct ftl *f, uint32_t b)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	ftl_set_state(f, b, FTL_BLK_FREE);
 	f->idx.valid[b] = 0;
 	ftl_free_put(f, b);
@@ -230,6 +235,7 @@ void ftl_set_state(struct ftl *f, uint32_t b, uint8_t s)
 {
 	bool was = f->idx.state[b] == FTL_BLK_FULL;
 
+	FTL_ASSERT_HELD(&f->lock);
 	f->idx.state[b] = s;
 	ftl_ckpt_blk_dirty(f, b);
 	if (b < f->g.ckpt_blocks || was == (s == FTL_BLK_FULL))
@@ -256,6 +262,7 @@ static void refile(struct ftl *f, uint32_t b)
  * written.) */
 void ftl_run_busy(struct ftl *f, uint32_t b, uint32_t n)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	f->idx.run_pages[b] += n;
 	full_del(f, b);
 }
@@ -263,6 +270,7 @@ void ftl_run_busy(struct ftl *f, uint32_t b, uint32_t n)
 /* The run's @n pages in block @b are published (or given up). */
 void ftl_run_unbusy(struct ftl *f, uint32_t b, uint32_t n)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	f->idx.run_pages[b] -= n;
 	if (!f->idx.run_pages[b] && f->idx.state[b] == FTL_BLK_FULL &&
 	    b >= f->g.ckpt_blocks && f->idx.vbk[b] == FTL_NONE)
@@ -271,12 +279,14 @@ void ftl_run_unbusy(struct ftl *f, uint32_t b, uint32_t n)
 
 void ftl_valid_inc(struct ftl *f, uint32_t b)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	f->idx.valid[b]++;
 	refile(f, b);
 }
 
 void ftl_valid_dec(struct ftl *f, uint32_t b)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	f->idx.valid[b]--;
 	refile(f, b);
 }
@@ -287,6 +297,7 @@ void ftl_idx_rebuild(struct ftl *f)
 {
 	const struct ftl_geom *g = &f->g;
 
+	FTL_ASSERT_HELD(&f->lock);
 	for (int i = 0; i < 2; i++) {
 		f->idx.fh[i].n = 0;
 		memset(f->idx.fh[i].pos, 0xff, (size_t)g->nblocks * sizeof(uint32_t));
@@ -313,6 +324,7 @@ uint32_t ftl_victim_scan(const struct ftl *f, uint32_t max_valid)
 	uint32_t best = FTL_NONE, bv = UINT32_MAX;
 	double bscore = -1;
 
+	FTL_ASSERT_HELD(&f->lock);
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
 		uint32_t v = f->idx.valid[b];
 
@@ -350,6 +362,7 @@ uint32_t ftl_victim(struct ftl *f, uint32_t max_valid)
 	uint32_t best = FTL_NONE;
 	double bscore = -1;
 
+	FTL_ASSERT_HELD(&f->lock);
 	if (f->idx.lost) {
 		ftl_idx_rebuild(f);
 		if (f->idx.lost)
@@ -412,6 +425,7 @@ long ftl_idx_check(const struct ftl *f)
 	const struct ftl_geom *g = &f->g;
 	uint64_t nfull = 0, inb = 0;
 
+	FTL_ASSERT_HELD(&f->lock);
 	for (int i = 0; i < 2; i++)
 		if (h_check(&f->idx.fh[i]) || f->idx.fh[i].n != f->idx.nfree)
 			return -1;

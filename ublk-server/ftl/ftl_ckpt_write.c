@@ -60,6 +60,7 @@ static int prog_ckpt_page(struct ftl *f, uint64_t gen, uint32_t idx,
 
 void ftl_ckpt_force_base(struct ftl *f)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	f->ck.pos = 0;
 }
 
@@ -193,6 +194,7 @@ static void tab_fill(struct ftl *f, uint32_t b, struct ftl_ckpt_blk *t)
 
 void ftl_ckpt_blk_dirty_all(struct ftl *f)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	if (f->ck.bdirty)
 		memset(f->ck.bdirty, 0xff, ((size_t)f->g.nblocks / 64 + 1) * 8);
 }
@@ -383,6 +385,7 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 	uint32_t crc = 0, b0, nprog = 1;        /* header + payload */
 	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
 	if (f->readonly)
 		return -EROFS;
 	if (f->log.seq > FTL_SEQ_MAX || gen > FTL_SEQ_MAX)
@@ -477,5 +480,6 @@ int ftl_ckpt_marker_write(struct ftl *f)
 	int r = prog_ckpt_page(f, f->ck.gen, f->ck.mark, FTL_OOB_MOUNT,
 			       FTL_CKPT_STREAM_BASE, f->buf.zero);
 
+	FTL_ASSERT_HELD(&f->lock);
 	return r ? r : ftl_sync(f);
 }

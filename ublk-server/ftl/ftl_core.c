@@ -91,20 +91,20 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 		f->gc.batch_max = 1;
 	if (f->gc.batch_max > 16)
 		f->gc.batch_max = 16;
-	pthread_mutex_init(&f->lock, NULL);
-	pthread_mutex_init(&f->scrub.lock, NULL);
+	ftl_mutex_init(&f->lock);
+	ftl_mutex_init(&f->scrub.lock);
 	pthread_cond_init(&f->bggc.cv, NULL);
-	pthread_mutex_init(&f->pipe.mx, NULL);
+	ftl_mutex_init(&f->pipe.mx);
 	pthread_cond_init(&f->pipe.cv, NULL);
 	for (unsigned i = 0; i < FTL_IO_TURNS; i++)
 		pthread_cond_init(&f->pipe.turn[i], NULL);
 	pthread_rwlockattr_init(&ra);
 	pthread_rwlockattr_setkind_np(&ra,
 		PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	pthread_rwlock_init(&f->io_rw, &ra);
+	pthread_rwlock_init(&f->io_rw.rw, &ra);
 	pthread_rwlockattr_destroy(&ra);
 	for (unsigned i = 0; i < FTL_NSTRIPES; i++)
-		pthread_mutex_init(&f->stripe[i], NULL);
+		ftl_mutex_init(&f->stripe[i]);
 	*out = f;
 	return 0;
 }
@@ -147,16 +147,16 @@ void ftl_free(struct ftl *f)
 	free(f->ck.bdirty);
 	free(f->bb.tab);
 	free(f->maint.bb_done);
-	pthread_mutex_destroy(&f->lock);
-	pthread_mutex_destroy(&f->scrub.lock);
+	pthread_mutex_destroy(&f->lock.mx);
+	pthread_mutex_destroy(&f->scrub.lock.mx);
 	pthread_cond_destroy(&f->bggc.cv);
-	pthread_mutex_destroy(&f->pipe.mx);
+	pthread_mutex_destroy(&f->pipe.mx.mx);
 	pthread_cond_destroy(&f->pipe.cv);
 	for (unsigned i = 0; i < FTL_IO_TURNS; i++)
 		pthread_cond_destroy(&f->pipe.turn[i]);
-	pthread_rwlock_destroy(&f->io_rw);
+	pthread_rwlock_destroy(&f->io_rw.rw);
 	for (unsigned i = 0; i < FTL_NSTRIPES; i++)
-		pthread_mutex_destroy(&f->stripe[i]);
+		pthread_mutex_destroy(&f->stripe[i].mx);
 	free(f);
 }
 
@@ -166,6 +166,7 @@ void ftl_rebuild_lists(struct ftl *f)
 {
 	const struct ftl_geom *g = &f->g;
 
+	FTL_ASSERT_HELD(&f->lock);
 	memset(f->idx.valid, 0, (size_t)g->nblocks * sizeof(*f->idx.valid));
 	f->log.mapped = 0;
 	for (uint32_t l = 0; l < g->nlpn; l++) {
@@ -236,9 +237,12 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 	 * sector may read an older version; only a repair takes that */
 	if (f->mnt.rf_unknown && !o->accept_loss)
 		return -EUCLEAN;
+	/* the engine is not shared yet; f->lock for what asserts it */
+	ftl_lock(&f->lock);
 	ftl_bb_apply(f);                /* the bad-block table has the say */
 	ftl_rebuild_lists(f);
 	ftl_ckpt_blk_dirty_all(f);      /* recovery moved any of them */
+	ftl_unlock(&f->lock);
 	nand_counters_get(f->nand, &f->ctr.nbase);
 	f->mnt.ms = ftl_now_ms() - t0;
 	if (f->readonly)
@@ -252,7 +256,7 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 				     marker);
 	f->ctr.base.unsafe_shutdowns += !clean;
 	f->ctr.rw_t0 = ftl_now_ms();
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	r = ftl_bb_sync(f);
 	if (!r)
 		r = ftl_streams_check(f);
@@ -263,7 +267,7 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 	else
 		r = ftl_ckpt_write(f, false);
 unlock:
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	f->mnt.ms = ftl_now_ms() - t0;
 	f->ctr.base.last_mount_us = (uint32_t)(f->mnt.ms * 1000);
 	return r;
@@ -287,7 +291,7 @@ const struct ftl_geom *ftl_test_geom(const struct ftl *f)
 void ftl_test_hold(struct ftl *f, bool hold)
 {
 	if (hold)
-		pthread_mutex_lock(&f->lock);
+		ftl_lock(&f->lock);
 	else
-		pthread_mutex_unlock(&f->lock);
+		ftl_unlock(&f->lock);
 }

@@ -413,7 +413,7 @@ static int repair(const char *path, struct fsck *k)
 			close(fd);
 		return r;
 	}
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	r = ftl_bb_clear_ro(f);
 	k->bbt_ro = r == 1;
 	r = r < 0 ? r : 0;
@@ -426,7 +426,7 @@ static int repair(const char *path, struct fsck *k)
 		r = ftl_ckpt_write(f, false);
 	}
 	ftl_ckpt_force_base(f);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	if (r)
 		ftl_close(f);
 	else

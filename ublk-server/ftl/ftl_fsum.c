@@ -147,8 +147,10 @@ static int program(struct ftl *f)
 
 int ftl_fsum_sync(struct ftl *f)
 {
-	int r = ftl_sync(f);
+	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
+	r = ftl_sync(f);
 	if (r || !f->g.flush_sum || !f->fsl.need)
 		return r;
 	r = f->fsl.oom ? -ENOMEM : program(f);

@@ -33,6 +33,7 @@ void ftl_fsum_note(struct ftl *f, uint8_t kind, uint32_t lpn, uint64_t ppn,
 	const struct ftl_trim *t = data;
 	uint32_t maxr = (f->g.ps - sizeof(*t)) / sizeof(t->r[0]);
 
+	FTL_ASSERT_HELD(&f->lock);
 	if (!f->g.flush_sum)
 		return;
 	f->fsl.need = true;
@@ -48,6 +49,7 @@ void ftl_fsum_note(struct ftl *f, uint8_t kind, uint32_t lpn, uint64_t ppn,
 
 void ftl_fsum_covered(struct ftl *f)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	f->fsl.n = 0;
 	f->fsl.host = 0;
 	f->fsl.need = f->fsl.oom = false;
@@ -56,6 +58,7 @@ void ftl_fsum_covered(struct ftl *f)
 
 void ftl_fsum_listed(struct ftl *f)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	f->fsl.n = 0;
 	f->fsl.need = false;
 }

@@ -41,6 +41,7 @@ int ftl_gc_stream_ready(struct ftl *f)
 {
 	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
 	if (!ftl_stream_needs_block(f, STREAM_GC) || f->idx.nfree)
 		return 0;
 	r = ftl_erase_pending(f, true);
@@ -65,6 +66,7 @@ int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data, uint32_t crc)
 {
 	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
 	for (;;) {
 		r = ftl_gc_stream_ready(f);
 		if (!r)
@@ -275,6 +277,7 @@ int ftl_gc_evacuate(struct ftl *f, uint32_t v, uint64_t *counter)
 	struct ftl_evac *e = &f->gc.ev[0];
 	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
 	ftl_inflight_drain(f);          /* see evac_run */
 	if (!f->idx.valid[v])
 		return 0;               /* nothing to move, nothing to read */
@@ -303,8 +306,10 @@ static int victim_done(struct ftl *f, uint32_t v)
  * or is retired when some could not be read (GC victims, static WL). */
 int ftl_gc_relocate(struct ftl *f, uint32_t v, uint64_t *counter)
 {
-	int r = ftl_gc_evacuate(f, v, counter);
+	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
+	r = ftl_gc_evacuate(f, v, counter);
 	return r ? r : victim_done(f, v);
 }
 
@@ -334,6 +339,7 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 	bool need_sync = false, need_ckpt = false;
 	int r = 0;
 
+	FTL_ASSERT_HELD(&f->lock);
 	(void)force_sync;
 	if (!f->gc.npend)
 		return 0;
@@ -369,10 +375,12 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 	}
 	if (r)
 		return r;
-	pthread_rwlock_wrlock(&f->io_rw);
+	ftl_wrlock(&f->io_rw);
 	while (f->gc.npend) {
 		uint32_t b = f->gc.pend[f->gc.npend - 1];
 
+		/* readers of its pages are excluded (LOCKING: io_rw) */
+		FTL_ASSERT_WRITER(&f->io_rw);
 		r = ftl_erase(f, b);
 		if (r == -NAND_EFAIL) {         /* grown bad: retire it */
 			f->gc.npend--;
@@ -388,7 +396,7 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 		ftl_free_erased(f, b);
 		f->gc.erased++;         /* static WL counts them */
 	}
-	pthread_rwlock_unlock(&f->io_rw);
+	ftl_rwunlock(&f->io_rw);
 	return r;
 }
 
@@ -401,6 +409,7 @@ int ftl_gc_free_space(struct ftl *f)
 	bool synced = true;
 	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
 	for (int pass = 0; pass < 2; pass++) {
 		while (f->idx.nfree + f->gc.npend < target) {
 			uint32_t v = pick_victim(f, gc_room(f));
@@ -463,6 +472,7 @@ int ftl_gc_bg_step(struct ftl *f, uint32_t target)
 	uint32_t v = f->gc.cur;
 	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
 	if (v == FTL_NONE) {
 		if (f->idx.nfree >= target)
 			return 1;
@@ -512,6 +522,7 @@ int ftl_gc_bg_step(struct ftl *f, uint32_t target)
 /* The GC thread stops: its victim, half evacuated, is any GC's again. */
 void ftl_gc_bg_drop(struct ftl *f)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	f->gc.cur = FTL_NONE;
 	f->gc.ev[1].v = FTL_NONE;
 }

@@ -22,6 +22,7 @@
  * per retirement, and a call with nothing to retire looks at none. */
 int ftl_retire_move(struct ftl *f)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	if (!f->maint.retire_scan)
 		return 0;
 	for (uint32_t b = f->maint.retire_next; b < f->g.nblocks; b++) {
@@ -53,6 +54,7 @@ int ftl_scrub_run(struct ftl *f)
 	const struct ftl_oob *o = (const struct ftl_oob *)oob;
 	int r = 0;
 
+	FTL_ASSERT_HELD(&f->lock);
 	/* before every host page; at most one block's worth per call
 	 * (ftl_balance's budget) */
 	n = ftl_scrub_take(f, lpn, ppn, f->g.ppb);
@@ -120,6 +122,7 @@ int ftl_wl_static(struct ftl *f)
 	uint32_t every = g->data_blocks / WL_SCAN > WL_EVERY ?
 			 g->data_blocks / WL_SCAN : WL_EVERY;
 
+	FTL_ASSERT_HELD(&f->lock);
 	/* one check per @every erases, however many an erase round did (a
 	 * batch of victims per sync, gc.batch): one check per round let the
 	 * spread run to twice the threshold with batches of 4 */

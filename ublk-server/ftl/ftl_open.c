@@ -225,11 +225,11 @@ int ftl_close(struct ftl *f)
 		return 0;
 	ftl_bggc_stop(f);               /* no GC after the clean checkpoint */
 	if (!f->readonly) {
-		pthread_mutex_lock(&f->lock);
+		ftl_lock(&f->lock);
 		r = ftl_ckpt_write(f, true);
 		if (!r)
 			r = f->bggc.err;  /* the GC thread's, not yet reported */
-		pthread_mutex_unlock(&f->lock);
+		ftl_unlock(&f->lock);
 	}
 	if (f->fd >= 0)
 		close(f->fd);

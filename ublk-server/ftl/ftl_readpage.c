@@ -12,7 +12,7 @@
 
 static void scrub_queue(struct ftl *f, uint32_t lpn, uint32_t ppn)
 {
-	pthread_mutex_lock(&f->scrub.lock);
+	ftl_lock(&f->scrub.lock);
 	for (uint32_t i = 0; i < f->scrub.n; i++)
 		if (f->scrub.ppn[i] == ppn)
 			goto out;
@@ -23,7 +23,7 @@ static void scrub_queue(struct ftl *f, uint32_t lpn, uint32_t ppn)
 		__atomic_store_n(&f->scrub.n, f->scrub.n + 1, __ATOMIC_RELAXED);
 	}
 out:
-	pthread_mutex_unlock(&f->scrub.lock);
+	ftl_unlock(&f->scrub.lock);
 }
 
 /*
@@ -59,13 +59,13 @@ uint32_t ftl_scrub_take(struct ftl *f, uint32_t *lpn, uint32_t *ppn,
 
 	if (!__atomic_load_n(&f->scrub.n, __ATOMIC_RELAXED))
 		return 0;
-	pthread_mutex_lock(&f->scrub.lock);
+	ftl_lock(&f->scrub.lock);
 	n = f->scrub.n < max ? f->scrub.n : max;
 	for (uint32_t i = 0; i < n; i++) {
 		lpn[i] = f->scrub.lpn[f->scrub.n - 1 - i];
 		ppn[i] = f->scrub.ppn[f->scrub.n - 1 - i];
 	}
 	__atomic_store_n(&f->scrub.n, f->scrub.n - n, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&f->scrub.lock);
+	ftl_unlock(&f->scrub.lock);
 	return n;
 }

@@ -54,7 +54,7 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 	double sum = 0, sq = 0, nb = g->data_blocks;
 
 	memset(st, 0, sizeof(*st));
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	ftl_counters_snapshot(f, &c);
 	st->erase_min = UINT32_MAX;
 	st->wear_map_group = (g->data_blocks + FTL_WEAR_MAP - 1) / FTL_WEAR_MAP;
@@ -78,7 +78,7 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 	st->free_blocks = f->idx.nfree;
 	ftl_bb_stats(f, st);
 	nand_counters_get(f->nand, &n);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 #define FTL_X_COPY(name, src) st->name = c.name;
 	FTL_COUNTERS(FTL_X_COPY)
 	FTL_LIFE_COUNTERS(FTL_X_COPY)
