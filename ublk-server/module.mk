@@ -13,6 +13,27 @@ ENGINE_LIBS     = -ldl
 EXTRA_CFLAGS_ublk-server += $(call pc_cflags,libnbd nbdkit)
 UBLKFLASH_LIBS  = $(call pc_libs,fuse3 liburing devmapper blkid smartcols) $(ENGINE_LIBS) -lm
 
+# The ublk uapi header (linux/ublk_cmd.h) is the one of kernel $(UBLK_UAPI), taken at build
+# time from that kernel's linux-libc-dev (trixie-backports) into $(BUILD)/uapi by
+# mk/apt-private.sh, never installed over the host's (Debian 12's is 6.1's).  The server
+# negotiates every feature with GET_FEATURES, so the binary serves on 6.1 and 6.12 too.
+# Offline: `make UBLK_UAPI=host` builds with the host's header (docs/ublk.md).
+UBLK_UAPI ?= 7.3.4
+ifeq ($(UBLK_UAPI),host)
+UBLK_UAPI_HDR :=
+UBLK_UAPI_CFLAGS := -DOCTANT_UBLK_UAPI='"host"' -DOCTANT_UBLK_UAPI_HOST
+$(warning ublk: UBLK_UAPI=host: building with the host's <linux/ublk_cmd.h>, not kernel 7.3.4's (docs/ublk.md))
+else
+UBLK_UAPI_HDR := $(BUILD)/uapi/linux/ublk_cmd.h
+UBLK_UAPI_CFLAGS := -I$(BUILD)/uapi -DOCTANT_UBLK_UAPI='"$(UBLK_UAPI)"'
+$(UBLK_UAPI_HDR):
+	@mk/apt-private.sh uapi $(UBLK_UAPI) $(BUILD)/uapi || { \
+	 echo "make: cannot get linux/ublk_cmd.h of kernel $(UBLK_UAPI) (linux-libc-dev, trixie-backports);" \
+	      "see the line above. Offline: make UBLK_UAPI=host (the host's header; docs/ublk.md)" >&2; exit 1; }
+endif
+EXTRA_CFLAGS_ublk-server += $(UBLK_UAPI_CFLAGS)
+$(UBLKFLASH_OBJS): | $(UBLK_UAPI_HDR)
+
 all: $(BUILD)/libengine.a $(BUILD)/ublk-flash
 
 $(BUILD)/libengine.a: $(ENGINE_OBJS)
@@ -49,3 +70,5 @@ all: $(BUILD)/ublk-probe
 $(BUILD)/ublk-probe: $(BUILD)/obj/tests/vm/ublk-probe.o \
                      $(BUILD)/obj/ublk-server/frontend/ublk-ctrl.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pc_libs,liburing)
+$(BUILD)/obj/tests/vm/ublk-probe.o: EXTRA_CFLAGS_tests += $(UBLK_UAPI_CFLAGS)
+$(BUILD)/obj/tests/vm/ublk-probe.o: | $(UBLK_UAPI_HDR)

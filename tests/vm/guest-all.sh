@@ -5,7 +5,11 @@
 #   its own "ok N desc" / "not ok N desc" lines  ->  "ok M NAME: desc" (renumbered)
 #   no TAP lines: exit 0 -> "ok M NAME", 77 -> "ok M NAME # skip REASON" (from "SKIP: REASON"),
 #   anything else -> "not ok M NAME (exit N)"; other output becomes "# " comments.
-# A script may ask for a longer timeout with a line "# vm-timeout: SECS" (never shorter).
+# A script may ask for a longer timeout with a line "# vm-timeout: SECS" (never shorter), and
+# keep to some kernels with a line "# vm-kernels: 6.12 7.3" (series, as uname -r starts): on
+# the others it is one "ok M NAME # skip" naming the line, unless OCTANT_VM_ALL_KERNELS=1.
+# That is for the vm tier's time budget (docs/vm.md says which runs where); ublk-*.sh scripts
+# have no such line: every ublk test runs on every kernel.
 # Exit status: 1 if any case failed.
 shopt -s lastpipe nullglob
 T=${OCTANT_VM_TEST_TIMEOUT:-300}
@@ -30,8 +34,15 @@ user_pids() {
 }
 
 n=0 failed=0
+series=$(uname -r | cut -d. -f1,2)
 for s in "${scripts[@]}"; do
 	name=$(basename "$s" .sh)
+	kernels=$(sed -n 's/^# vm-kernels: *//p' "$s" | head -n 1)
+	if [ -n "$kernels" ] && [[ " $kernels " != *" $series "* ]] && [ "${OCTANT_VM_ALL_KERNELS:-0}" != 1 ]; then
+		n=$((n + 1))
+		echo "ok $n $name # skip runs on kernel(s) $kernels only (its vm-kernels line: the vm tier's time budget; OCTANT_VM_ALL_KERNELS=1 runs it here too)"
+		continue
+	fi
 	own=0 ownfail=0 reason='' rc=''
 	start=$(cut -d' ' -f1 /proc/uptime)
 	before=$(user_pids | tr '\n' ' ')

@@ -23,6 +23,7 @@ static_key() {
 	{
 		cat "$VM_DIR/vm-lib.sh" "$VM_DIR/mkinitrd.sh" "$VM_DIR/init"
 		[ "$VM_UBLK_INTREE" -eq 1 ] || sha256sum "$VM_UBLK_KO"
+		[ ! -x "$VM_KUBLK" ] || sha256sum "$VM_KUBLK"
 		sha256sum /bin/busybox
 		for p in "${VM_PROGS[@]}"; do
 			f=$(host_prog "$p"); [ -n "$f" ] && stat -L -c '%n %s %Y' "$f"
@@ -66,6 +67,8 @@ build_static() {
 		if [ -z "$f" ]; then vm_log "host has no $p; the guest will lack it"; continue; fi
 		vm_copy_elf "$STAGE" "$f"
 	done
+	# 7.3: the kernel selftests' ublk server (static; prepare.sh builds it)
+	[ ! -x "$VM_KUBLK" ] || install -m 0755 "$VM_KUBLK" "$STAGE/usr/bin/kublk"
 	# bash scripts use #!/usr/bin/env bash; busybox provides env.
 	ln -sf /proc/self/mounts "$STAGE/etc/mtab"
 	printf 'root:x:0:0:root:/root:/bin/sh\n' >"$STAGE/etc/passwd"
@@ -159,6 +162,7 @@ build_run() {
 	printf 'OCTANT_VM_SCRIPT_NAME=%s\n' "$(sh_quote "$(basename "$script")")" >>"$run/octant/run/env"
 	printf 'OCTANT_VM_SCRATCH_FS=%s\n' "${OCTANT_VM_SCRATCH_FS:-}" >>"$run/octant/run/env"
 	printf 'OCTANT_VM_OUT_TAG=%s\n' "${OCTANT_VM_OUT_TAG:-}" >>"$run/octant/run/env"
+	printf 'export OCTANT_VM_ALL_KERNELS=%s\n' "$(sh_quote "${OCTANT_VM_ALL_KERNELS:-0}")" >>"$run/octant/run/env"
 	vm_cpio "$run" "$out"
 }
 

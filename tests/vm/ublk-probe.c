@@ -5,10 +5,15 @@
  * tests/vm/guest/ublk-opcodes.sh:
  *   ublk-probe features     "encoding ioctl|legacy", "get_features yes|no",
  *                           "features 0xHEX" (GET_FEATURES' mask, or the
- *                           6.1 set the server assumes without it)
+ *                           6.1 set the server assumes without it),
+ *                           "asks 0xHEX" (the flags the server's ADD_DEV
+ *                           asks for here: ublk_ctrl_add_flags), "uapi V"
+ *                           (the kernel whose ublk_cmd.h it was built with)
  *   ublk-probe info ID      "flags 0xHEX" of device ID (GET_DEV_INFO): the
- *                           flags the server gave ADD_DEV, as the driver
- *                           keeps them
+ *                           flags the driver granted the server's ADD_DEV
+ *                           (those it knows of what was asked, plus those
+ *                           it sets itself), "state N", "pid N" (the
+ *                           server's, as START_DEV gave it)
  * Errors: "ublk-probe: MESSAGE: ENAME" on stderr, exit 1 (2 usage).
  */
 #include <errno.h>
@@ -44,9 +49,11 @@ int main(int argc, char **argv)
 	if (ret < 0)
 		return fail("open /dev/ublk-control", ret);
 	if (!strcmp(argv[1], "features")) {
-		printf("encoding %s\nget_features %s\nfeatures 0x%" PRIx64 "\n",
+		printf("encoding %s\nget_features %s\nfeatures 0x%" PRIx64 "\n"
+		       "asks 0x%" PRIx64 "\nuapi %s\n",
 		       c.ioctl_encode ? "ioctl" : "legacy",
-		       c.have_get_features ? "yes" : "no", c.features);
+		       c.have_get_features ? "yes" : "no", c.features,
+		       ublk_ctrl_add_flags(&c), OCTANT_UBLK_UAPI);
 		ublk_ctrl_close(&c);
 		return 0;
 	}
@@ -61,6 +68,7 @@ int main(int argc, char **argv)
 	ublk_ctrl_close(&c);
 	if (ret < 0)
 		return fail("GET_DEV_INFO", ret);
-	printf("flags 0x%" PRIx64 "\n", (uint64_t)info.flags);
+	printf("flags 0x%" PRIx64 "\nstate %u\npid %d\n", (uint64_t)info.flags,
+	       (unsigned)info.state, (int)info.ublksrv_pid);
 	return 0;
 }

@@ -13,28 +13,34 @@ VM_DEBS=$OCTANT_VM_CACHE/debs
 #         linux-source-6.1; the server speaks the legacy opcodes.
 #   6.12  linux-image-$OCTANT_VM_612_ABI-amd64-unsigned from bookworm-security, with the
 #         distribution's in-tree ublk_drv (CONFIG_BLK_DEV_UBLK=m); ioctl-encoded opcodes.
-# A full ABI name (6.1.0-57, 6.12.107+deb12) is accepted too.
-OCTANT_VM_KERNELS=${OCTANT_VM_KERNELS:-"6.1 6.12"}
+#   7.3   linux-binary/-modules/-base-$OCTANT_VM_73_ABI-amd64 from trixie-backports, fetched
+#         through a private apt source list (mk/apt-private.sh); in-tree ublk_drv with every
+#         recent feature; kublk (the kernel selftests' ublk server) built from linux-source-7.3.
+# A full ABI name (6.1.0-57, 6.12.107+deb12, 7.3.4+deb13) is accepted too.
+OCTANT_VM_KERNELS=${OCTANT_VM_KERNELS:-"6.1 6.12 7.3"}
 OCTANT_VM_612_ABI=${OCTANT_VM_612_ABI:-6.12.107+deb12}
+OCTANT_VM_73_ABI=${OCTANT_VM_73_ABI:-7.3.4+deb13}
 
 # Kernel modules put into the guest (their dependencies are added from each module's depends=).
-# crc32c is requested through the crypto API at run time, so it is listed explicitly.
+# crc32c is requested through the crypto API at run time, so it is listed explicitly (7.3's
+# module is crc32c-cryptoapi, which crc32c_generic's alias names there).
 # dm-log-writes, nandsim, ubi, jffs2, ubifs, nbd (and the compressors ubifs/jffs2 ask the
 # crypto API for) are for the crash-replay and mount-time studies (issue 15).
 VM_MODULES=(ublk_drv dm-mod dm-flakey dm-delay loop ext4 btrfs scsi_debug sd_mod null_blk brd
-            virtio_pci virtio_blk crc32c_generic crc32c-intel fuse 9p 9pnet_virtio
+            virtio_pci virtio_blk crc32c_generic crc32c-intel crc32c-cryptoapi fuse 9p 9pnet_virtio
             dm-log-writes nandsim ubi jffs2 ubifs nbd lzo lzo-rle deflate zstd dm-snapshot)
 # Modules the guest init loads before running a script (others: `modprobe NAME` in the script).
 VM_BOOT_MODULES=${OCTANT_VM_BOOT_MODULES:-"crc32c_generic crc32c-intel loop dm-mod ublk_drv ext4 btrfs sd_mod fuse virtio_pci virtio_blk"}
 
-# Host programs copied into the guest with every library ldd lists.  Missing ones are skipped
+# Host programs copied into the guest with every library ldd lists (mkfs.xfs: align-matrix.sh
+# checks alignpart predict against it).  Missing ones are skipped
 # with a warning (the guest script then SKIPs what needs them).
 VM_PROGS=(bash kmod mke2fs mkfs.ext4 e2fsck fsck.ext4 tune2fs dumpe2fs debugfs resize2fs
           mkfs.btrfs btrfs btrfstune dmsetup blkid lsblk fdisk sfdisk parted partprobe losetup
           mount umount findmnt wipefs blockdev partx blkdiscard fallocate fio sgdisk gdisk
           dd stat sync pkill pgrep timeout jq cmp sha256sum truncate flock fusermount3 strace
           mountpoint find ubiattach ubidetach ubimkvol ubiformat flash_erase nandwrite mtdinfo
-          nbdkit nbd-client)
+          nbdkit nbd-client mkfs.xfs)
 
 vm_log() { echo "vm: $*" >&2; }
 vm_die() { echo "vm: $*" >&2; exit 1; }
@@ -52,6 +58,7 @@ vm_kernel_abi() {
 	local k=${1:-6.1} abi
 	case "$k" in
 	6.12) echo "$OCTANT_VM_612_ABI"; return 0 ;;
+	7.3) echo "$OCTANT_VM_73_ABI"; return 0 ;;
 	6.1) ;;
 	[0-9]*.*[0-9]-[0-9]*|[0-9]*+deb*) echo "$k"; return 0 ;;
 	*) return 1 ;;
@@ -70,8 +77,10 @@ vm_kernel_abi() {
 	[ -n "$abi" ] && echo "$abi"
 }
 
-# vm_set_paths ABI: sets the per-kernel cache paths, VM_KSERIES (6.1, 6.12) and
-# VM_UBLK_INTREE (1: the image ships ublk_drv; 0: it is built out of tree, 6.1).
+# vm_set_paths ABI: sets the per-kernel cache paths, VM_KSERIES (6.1, 6.12, 7.3),
+# VM_UBLK_INTREE (1: the image ships ublk_drv; 0: it is built out of tree, 6.1) and
+# VM_KSPLIT (1: Debian 13's split packages linux-binary/-modules/-base from trixie-backports,
+# with kublk built for the guest; 0: bookworm's linux-image).
 vm_set_paths() {
 	VM_KVER=$1-amd64
 	VM_KSERIES=$(cut -d. -f1,2 <<<"$1")
@@ -83,6 +92,11 @@ vm_set_paths() {
 	VM_UBLK_KO=$VM_UBLK_DIR/ublk_drv.ko
 	VM_STATIC_CPIO=$VM_KDIR/static.cpio
 	if [ "$VM_KSERIES" = 6.1 ]; then VM_UBLK_INTREE=0; else VM_UBLK_INTREE=1; fi
+	case "$1" in *+deb1[3-9]*) VM_KSPLIT=1 ;; *) VM_KSPLIT=0 ;; esac
+	# the split packages are merged-/usr: the image is usr/lib/modules/ABI/vmlinuz (the
+	# extracted root gets a lib -> usr/lib link for the module paths)
+	[ "$VM_KSPLIT" -eq 0 ] || VM_VMLINUZ=$VM_KROOT/usr/lib/modules/$VM_KVER/vmlinuz
+	VM_KUBLK=$VM_KDIR/kublk/kublk
 }
 
 # vm_copy_path STAGE PATH: copies PATH (file or symlink, following symlink chains) into STAGE

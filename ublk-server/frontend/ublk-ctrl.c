@@ -21,6 +21,47 @@
 
 #define UBLK_CTRL_DEV "/dev/ublk-control"
 
+/* The build takes <linux/ublk_cmd.h> from kernel 7.3's linux-libc-dev
+ * (ublk-server/module.mk); `make UBLK_UAPI=host` is the explicit way to
+ * build with an older one. */
+#if !defined(OCTANT_UBLK_UAPI_HOST) && !defined(UBLK_F_IO_DESC_SIZE)
+#error "<linux/ublk_cmd.h> is older than kernel 7.3's: build through make (it fetches it into BUILD/uapi) or with make UBLK_UAPI=host"
+#endif
+
+#define UBLK_FBIT(bit) (1ULL << (bit))
+/* The table's bits are the header's, where the header names them (every
+ * row with 7.3's header). */
+#ifdef UBLK_F_IO_DESC_SIZE
+#define X(name, bit, since, want) \
+	_Static_assert(UBLK_F_##name == UBLK_FBIT(bit), "UBLK_F_" #name);
+UBLK_FEATURES(X)
+#undef X
+#endif
+
+/* What ADD_DEV asks for when offered; what Linux 6.1, which has no
+ * GET_FEATURES, is assumed to offer. */
+#define X(name, bit, since, want) | ((want) ? UBLK_FBIT(bit) : 0)
+static const uint64_t ctrl_wanted = 0 UBLK_FEATURES(X);
+#undef X
+#define X(name, bit, since, want) | ((since) <= 601 ? UBLK_FBIT(bit) : 0)
+static const uint64_t ctrl_assumed_6_1 = 0 UBLK_FEATURES(X);
+#undef X
+
+const char *ublk_feature_name(unsigned bit)
+{
+	switch (bit) {
+#define X(name, b, since, want) case b: return #name;
+	UBLK_FEATURES(X)
+#undef X
+	}
+	return NULL;
+}
+
+uint64_t ublk_ctrl_add_flags(const struct ublk_ctrl *c)
+{
+	return ctrl_wanted & c->features;
+}
+
 static uint64_t ctrl_now_ms(void)
 {
 	struct timespec ts;
@@ -124,7 +165,7 @@ int ublk_ctrl_open(struct ublk_ctrl *c)
 		c->features = features;
 	} else {
 		c->ioctl_encode = false;      /* Linux 6.1: legacy opcodes only */
-		c->features = UBLK_FEATURES_6_1;
+		c->features = ctrl_assumed_6_1;
 	}
 	return 0;
 err:

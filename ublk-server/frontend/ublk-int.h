@@ -30,11 +30,14 @@
 #define UBLK_IOC_RW(nr) _IOWR('u', nr, struct ublksrv_ctrl_cmd)
 #define UBLK_IOC_IO(nr) _IOWR('u', nr, struct ublksrv_io_cmd)
 
-/* Flags Linux 6.1 knows (UBLK_F_ALL there), assumed when GET_FEATURES is
- * missing. */
-#define UBLK_FEATURES_6_1 (UBLK_F_SUPPORT_ZERO_COPY | \
-	UBLK_F_URING_CMD_COMP_IN_TASK | UBLK_F_NEED_GET_DATA | \
-	UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE)
+/* The kernel whose uapi header the build used (ublk-server/module.mk). */
+#ifndef OCTANT_UBLK_UAPI
+#define OCTANT_UBLK_UAPI "unknown"
+#endif
+
+/* Every feature flag, the kernel that brought it and whether ADD_DEV asks
+ * for it: one table (ublk-features.h). */
+#include "ublk-features.h"
 
 /* dev_info.ublksrv_flags ("for ublksrv internal use"): our tag in the top
  * 16 bits, a hash of the image's identity below, so `serve --recover`
@@ -49,7 +52,8 @@ struct ublk_ctrl {
 	bool ring_ok;
 	bool ioctl_encode;       /* send UBLK_U_CMD_* instead of UBLK_CMD_* */
 	bool have_get_features;  /* GET_FEATURES answered */
-	uint64_t features;       /* what the driver supports */
+	uint64_t features;       /* what the driver supports: GET_FEATURES'
+	                            mask, else the table's rows <= 6.1 */
 	uint64_t seq;            /* user_data of the next command */
 	bool lost;               /* a command timed out: the ring is unusable
 	                            and this struct must never be freed */
@@ -62,6 +66,11 @@ struct ublk_ctrl {
 
 /* Open /dev/ublk-control, set up a 128-byte-SQE ring, probe features. */
 int ublk_ctrl_open(struct ublk_ctrl *c);
+/* The flags ADD_DEV asks for: every feature ublk-features.h wants that the
+ * driver offers (c->features); never one it does not. */
+uint64_t ublk_ctrl_add_flags(const struct ublk_ctrl *c);
+/* The table's name of feature bit @bit ("QUIESCE"), or NULL. */
+const char *ublk_feature_name(unsigned bit);
 void ublk_ctrl_close(struct ublk_ctrl *c);
 /* ADD_DEV: in/out @info (dev_id UINT32_MAX = any); fails after @timeout_ms. */
 int ublk_ctrl_add_dev(struct ublk_ctrl *c, struct ublksrv_ctrl_dev_info *info,

@@ -2,7 +2,8 @@
 /*
  * ublk frontend: the engine as /dev/ublkbN through the kernel's ublk driver.
  *
- * start: ADD_DEV (with USER_RECOVERY | USER_RECOVERY_REISSUE, a timeout),
+ * start: ADD_DEV (the wanted features the driver offers: USER_RECOVERY |
+ *   USER_RECOVERY_REISSUE and more, ublk-features.h; a timeout),
  *   SET_PARAMS (topology from the engine, write cache + FUA, discard), open
  *   /dev/ublkcN, start the queue threads (ublk-queue.c), START_DEV with our
  *   pid.  With --recover: find the device a dead server of the same image
@@ -262,9 +263,7 @@ static int ublk_add(struct ublk_dev *d, const struct fe_serve_opts *o,
 	}
 	info.max_io_buf_bytes = UBLK_BUF_BYTES;
 	info.dev_id = o->dev_id < 0 ? UINT32_MAX : (uint32_t)o->dev_id;
-	info.flags = UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE;
-	if (d->ctrl.features & UBLK_F_CMD_IOCTL_ENCODE)
-		info.flags |= UBLK_F_CMD_IOCTL_ENCODE;
+	info.flags = ublk_ctrl_add_flags(&d->ctrl);   /* ublk-features.h */
 	info.ublksrv_flags = tag;
 	ret = ublk_ctrl_add_dev(&d->ctrl, &info, UBLK_ADD_TIMEOUT);
 	if (ret) {

@@ -109,8 +109,7 @@ static void *serve_ro_thread(void *arg)
 	return NULL;
 }
 
-int serve_ro_start(struct serve_ro **out, struct ftl *f, const char *dev,
-		   const char *dm)
+int serve_ro_start(struct serve_ro **out, struct ftl *f)
 {
 	struct serve_ro *w = calloc(1, sizeof(*w));
 	int err;
@@ -119,28 +118,33 @@ int serve_ro_start(struct serve_ro **out, struct ftl *f, const char *dev,
 	if (!w)
 		return -ENOMEM;
 	w->ftl = f;
-	snprintf(w->dev[0], sizeof(w->dev[0]), "%s", dev ? dev : "");
-	snprintf(w->dev[1], sizeof(w->dev[1]), "%s", dm ? dm : "");
 	w->efd = eventfd(0, EFD_CLOEXEC);
 	if (w->efd < 0) {
 		err = -errno;
 		free(w);
 		return err;
 	}
-	if (ftl_on_read_only(f, serve_ro_wake, w)) {
-		serve_ro_apply(w);      /* worn out at open: now, before live */
-	} else {
-		err = -pthread_create(&w->tid, NULL, serve_ro_thread, w);
-		if (err) {
-			ftl_on_read_only(f, NULL, NULL);
-			close(w->efd);
-			free(w);
-			return err;
-		}
-		w->thread = true;
+	err = -pthread_create(&w->tid, NULL, serve_ro_thread, w);
+	if (err) {
+		close(w->efd);
+		free(w);
+		return err;
 	}
+	w->thread = true;
 	*out = w;
 	return 0;
+}
+
+void serve_ro_arm(struct serve_ro *w, const char *dev, const char *dm)
+{
+	if (!w)
+		return;
+	/* the paths before the hook: the engine calls it under its lock,
+	 * which ftl_on_read_only takes too (the thread reads them after) */
+	snprintf(w->dev[0], sizeof(w->dev[0]), "%s", dev ? dev : "");
+	snprintf(w->dev[1], sizeof(w->dev[1]), "%s", dm ? dm : "");
+	if (ftl_on_read_only(w->ftl, serve_ro_wake, w))
+		serve_ro_apply(w);      /* worn out at open: now, before live */
 }
 
 void serve_ro_stop(struct serve_ro *w)

@@ -233,6 +233,13 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 		fprintf(stderr, "ublk-flash: serve: a descriptor for the run "
 			"registry: %s\n", strerror(-err));
 	}
+	/* spares used up (now or later): the kernel device read-only too */
+	if (!err && !o->read_only) {
+		err = serve_ro_start(&ro, s.ftl);
+		if (err)
+			fprintf(stderr, "ublk-flash: serve: read-only watch: "
+				"%s\n", strerror(-err));
+	}
 	if (!err) {
 		tried = true;
 		err = ops->start(&s);
@@ -249,13 +256,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 		}
 		dm = true;
 	}
-	/* spares used up (now or later): the kernel device read-only too */
-	err = o->read_only ? 0 : serve_ro_start(&ro, s.ftl, s.devpath,
-						dm ? dmpath : NULL);
-	if (err) {
-		code = cli_fail("serve: read-only watch", err);
-		goto out;
-	}
+	serve_ro_arm(ro, s.devpath, dm ? dmpath : NULL);
 	memset(&rec, 0, sizeof(rec));
 	snprintf(rec.image, sizeof(rec.image), "%s", o->image);
 	snprintf(rec.dev, sizeof(rec.dev), "%s", s.devpath);

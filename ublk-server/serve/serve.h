@@ -234,12 +234,16 @@ int serve_image_closed_clean(const struct serve_entry *e);
 /* ---- read-only watch (rowatch.c) ---- */
 struct serve_ro;
 
-/* Make the served device @dev (and @dm, NULL: none) read-only (BLKROSET)
- * now if the engine's spare blocks are used up already, else once they
- * run out; one log line says why.  Call before the device is reported;
- * serve_ro_stop (NULL-safe) before it is removed. */
-int serve_ro_start(struct serve_ro **out, struct ftl *f, const char *dev,
-		   const char *dm);
+/* Two steps, so that what can fail for want of resources (an eventfd, a
+ * thread) fails before the frontend changes anything (a failed --recover
+ * leaves the device as the dead server left it): serve_ro_start before
+ * the device is started, serve_ro_arm once it is known (never fails).
+ * Armed, the served device @dev (and @dm, NULL: none) is made read-only
+ * (BLKROSET) at once if the engine's spare blocks are used up already,
+ * else when they run out; one log line says why.  Arm before the device
+ * is reported; serve_ro_stop (NULL-safe) before it is removed. */
+int serve_ro_start(struct serve_ro **out, struct ftl *f);
+void serve_ro_arm(struct serve_ro *w, const char *dev, const char *dm);
 void serve_ro_stop(struct serve_ro *w);
 
 /* ---- lifecycle ---- */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# vm-kernels: 6.1
 # libalign's predictions (through alignpart) against what the REAL kernel reports in sysfs:
 # on a 512e scsi_debug disk with alignment_offset 3584, a 4096-physical RAM disk with offset
 # 0, and a dm-linear starting at sector 1 of that RAM disk (offset 3584 through dm).

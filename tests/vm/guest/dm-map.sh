@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# vm-kernels: 6.1
 # Issue 7 (c): `alignpart map TARGET` makes kpartx-style dm-linear mappings TARGET-partN
 # (through libdevmapper) whose sysfs alignment_offset equals the prediction
 # (queue_limit_alignment_offset: (4096 + A - start*512 mod 4096) mod 4096, and alignpart

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# vm-kernels: 6.1
 # Issue 7 (a): dm-linear devices made by dm-stack (libdevmapper, not dmsetup; driven through
 # $BUILD/dmstack-tool) show the kernel the true topology: over a 512/4096 scsi_debug disk
 # with alignment_offset 0, a dm-linear at sector 1 reports 3584 and one at sector 8 reports 0

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# vm-kernels: 7.3
 # Issue 15 (3): the seed's claim, measured with the real systems.  For each medium size, on the
 # same NAND geometry (4 KiB pages, 64 pages = 256 KiB per erase block, 128 OOB bytes):
 #   jffs2   nandsim, flash_erase -j, mount, the file workload, umount; timed: mount
@@ -30,9 +31,6 @@ while [ $# -gt 0 ]; do
 	esac
 	shift 2
 done
-case "$(uname -r)" in
-6.1.*) echo "SKIP: mount-time runs on the 6.12 guest (this is $(uname -r))"; exit 77 ;;
-esac
 ublk_require_driver
 for p in flash_erase ubiformat ubiattach ubidetach ubimkvol; do
 	command -v $p >/dev/null || { echo "SKIP: no $p in the guest (mtd-utils: mk/deps.sh vm)"; exit 77; }

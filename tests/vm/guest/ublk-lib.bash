@@ -24,6 +24,36 @@ ublk_serve() {
 	return $rc
 }
 
+# ublk_serve_probed NAME: a 64 MiB 1m image /tmp/NAME.img served over ublk (both undone by
+# t_cleanup); sets dev (/dev/ublkbN) and flags (the live device's, GET_DEV_INFO through
+# $BUILD/ublk-probe).  A step that fails is a t_fail and the end of the script.
+ublk_serve_probed() {
+	local img=/tmp/$1.img out
+	out=$(ublk_mkimg "$img" 64M 1m 2>&1) || { t_fail "create image" "$out"; t_done; }
+	t_cleanup "rm -f $img"
+	dev=$(ublk_serve "$img") || { t_fail "$(uname -r): serve --frontend ublk" "$dev"; t_done; }
+	t_cleanup "$UBLK_FLASH stop $img"
+	out=$("$BUILD/ublk-probe" info "${dev#/dev/ublkb}" 2>&1) ||
+		{ t_fail "ublk-probe info ${dev#/dev/ublkb}" "$out"; t_done; }
+	# shellcheck disable=SC2034 # for the caller
+	flags=$(sed -n 's/^flags //p' <<<"$out")
+}
+
+# ublk_check_io DEV: a case: 1 MiB of random data written to DEV with O_DIRECT, flushed, and
+# read back the same.
+ublk_check_io() {
+	local d out
+	d="$(uname -r): 1 MiB written, flushed and read back through $1"
+	if out=$(dd if=/dev/urandom of=/tmp/ublk-io.dat bs=64k count=16 status=none &&
+	         dd if=/tmp/ublk-io.dat of="$1" bs=64k oflag=direct conv=fsync status=none &&
+	         cmp -n $((1 << 20)) /tmp/ublk-io.dat "$1" 2>&1); then
+		t_ok "$d"
+	else
+		t_fail "$d" "$out"
+	fi
+	rm -f /tmp/ublk-io.dat
+}
+
 # ublk_wait_gone PATH [TENTHS]: wait until PATH no longer exists (default 10 s).
 ublk_wait_gone() {
 	local i=0 max=${2:-100}
@@ -43,12 +73,14 @@ ublk_server_pid() {
 	return 1
 }
 
-# ublk_wait_dead PID [TENTHS]: wait until PID has exited (gone or a zombie; default 20 s).
+# ublk_wait_dead PID [TENTHS]: wait until PID has exited (gone, or a zombie whose every
+# thread has ended: a zombie leader's queue threads may still be in their exit, holding the
+# process's files -- its registry lock -- as 7.3's guest showed; default 20 s).
 ublk_wait_dead() {
 	local i=0 max=${2:-200} st
 	while [ -e "/proc/$1" ]; do
 		st=$(awk '/^State:/ { print $2 }' "/proc/$1/status" 2>/dev/null)
-		[ "$st" = Z ] && return 0
+		[ "$st" = Z ] && [ "$(ls "/proc/$1/task" 2>/dev/null | wc -l)" -le 1 ] && return 0
 		i=$((i + 1)); [ $i -ge "$max" ] && return 1
 		sleep 0.1
 	done

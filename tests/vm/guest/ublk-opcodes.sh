@@ -2,10 +2,10 @@
 # Guest test: the ublk frontend speaks the opcode set of the running kernel (issue 15).
 #   6.1  (out-of-tree ublk_drv): GET_FEATURES does not answer, so legacy opcodes and 6.1's
 #        flag set; the device's flags lack UBLK_F_CMD_IOCTL_ENCODE.
-#   6.12 (in-tree ublk_drv): GET_FEATURES answers with a mask that has every flag the server
+#   6.12, 7.3 (in-tree ublk_drv): GET_FEATURES answers with a mask that has every flag the server
 #        asks for (CMD_IOCTL_ENCODE, USER_RECOVERY, USER_RECOVERY_REISSUE), the server sends
 #        ioctl-encoded opcodes and the live device carries UBLK_F_CMD_IOCTL_ENCODE, so FETCH and
-#        COMMIT are ioctl-encoded too.  (6.12 also still accepts the legacy numbers with
+#        COMMIT are ioctl-encoded too.  (6.12 and 7.3 also still accept the legacy numbers with
 #        CONFIG_BLKDEV_UBLK_LEGACY_OPCODES=y, so I/O working proves nothing: the flags do.)
 . /octant/tests/vm/guest-lib.sh
 . /octant/tests/vm/guest/ublk-lib.bash
@@ -34,25 +34,11 @@ else
 	done
 fi
 
-img=/tmp/ublk-opcodes.img
-if ! out=$(ublk_mkimg "$img" 64M 1m 2>&1); then t_fail "create image" "$out"; t_done; fi
-t_cleanup "rm -f $img"
-if ! dev=$(ublk_serve "$img"); then t_fail "serve --frontend ublk" "$dev"; t_done; fi
-t_cleanup "$UBLK_FLASH stop $img"
-id=${dev#/dev/ublkb}
-if ! out=$("$PROBE" info "$id" 2>&1); then t_fail "ublk-probe info $id" "$out"; t_done; fi
-flags=$(sed -n 's/^flags //p' <<<"$out")
+ublk_serve_probed ublk-opcodes
 echo "# $dev: device flags $flags"
 want=$F_IOCTL; [ $legacy -eq 1 ] && want=0
 t_eq "$kver: $dev flags: CMD_IOCTL_ENCODE" "$((flags & F_IOCTL))" "$want"
 t_eq "$kver: $dev flags: USER_RECOVERY|REISSUE" "$((flags & (F_RECOVERY | F_REISSUE)))" "$((F_RECOVERY | F_REISSUE))"
 # I/O through the queues with that encoding
-if out=$(dd if=/dev/urandom of=/tmp/ublk-opcodes.dat bs=64k count=16 status=none &&
-         dd if=/tmp/ublk-opcodes.dat of="$dev" bs=64k oflag=direct status=none &&
-         cmp -n $((1 << 20)) /tmp/ublk-opcodes.dat "$dev" 2>&1); then
-	t_ok "$kver: 1 MiB written and read back through $dev"
-else
-	t_fail "$kver: 1 MiB written and read back through $dev" "$out"
-fi
-rm -f /tmp/ublk-opcodes.dat
+ublk_check_io "$dev"
 t_done

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Guest test: which ublk features each kernel gives the server, read from the live device
+# (issue 29).  The server asks ADD_DEV for the features it wants (ublk-features.h) that
+# GET_FEATURES offers, and nothing else, so the same binary serves on every kernel:
+#   6.1   no GET_FEATURES: the server assumes 6.1's flags and asks USER_RECOVERY |
+#         USER_RECOVERY_REISSUE only; the device carries nothing newer.
+#   6.12  GET_FEATURES offers 6.12's flags (ioctl encoding, recovery, user copy, zoned), not
+#         UPDATE_SIZE, QUIESCE, AUTO_BUF_REG, PER_IO_DAEMON, BATCH_IO, INTEGRITY,
+#         SAFE_STOP_DEV: the server does not ask for those and the device lacks them.
+#   7.3   GET_FEATURES offers all of them, and the device carries UPDATE_SIZE, QUIESCE and
+#         SAFE_STOP_DEV (for online resize, live upgrade and a safe stop).
+# On every kernel: the server asks only for offered flags; the driver grants everything it
+# asked; none of the flags that change the I/O protocol (zero copy, user copy, zoned, auto
+# buffer registration, batch I/O, integrity, get-data) is on the live device, whose I/O works.
+# The expectations are written out here, bit by bit, not taken from the server's table.
+. /octant/tests/vm/guest-lib.sh
+. /octant/tests/vm/guest/ublk-lib.bash
+
+ublk_require_driver
+PROBE=$BUILD/ublk-probe
+[ -x "$PROBE" ] || { echo "SKIP: no $PROBE (make builds it)"; exit 77; }
+
+# uapi bit numbers (<linux/ublk_cmd.h>)
+NAMES=(ZERO_COPY COMP_IN_TASK NEED_GET_DATA USER_RECOVERY USER_RECOVERY_REISSUE
+       UNPRIVILEGED_DEV CMD_IOCTL_ENCODE USER_COPY ZONED USER_RECOVERY_FAIL_IO UPDATE_SIZE
+       AUTO_BUF_REG QUIESCE PER_IO_DAEMON BUF_REG_OFF_DAEMON BATCH_IO INTEGRITY SAFE_STOP_DEV
+       NO_AUTO_PART_SCAN SHMEM_ZC IO_DESC_SIZE)
+for i in "${!NAMES[@]}"; do declare "F_${NAMES[$i]}=$((1 << i))"; done
+# mask NAME...: the OR of those flags
+mask() { local m=0 n v; for n in "$@"; do v=F_$n; m=$((m | ${!v})); done; echo $m; }
+# names MASK: the flags of MASK by name
+names() {
+	local i out=
+	for i in "${!NAMES[@]}"; do (( $1 & (1 << i) )) && out+="${NAMES[$i]} "; done
+	for ((i = ${#NAMES[@]}; i < 64; i++)); do (( $1 & (1 << i) )) && out+="bit$i "; done
+	echo "${out% }"
+}
+hex() { printf '0x%x' "$1"; }
+# has DESC MASK NAME...: every NAME is in MASK / lacks DESC MASK NAME...: none is
+has() {
+	local d=$1 m=$2 want; shift 2; want=$(mask "$@")
+	t_eq "$d has $*" "$(names $((m & want)))" "$(names "$want")"
+}
+lacks() {
+	local d=$1 m=$2 bad; shift 2; bad=$(mask "$@")
+	t_eq "$d lacks $*" "$(names $((m & bad)))" ""
+}
+
+kver=$(uname -r)
+case "$kver" in 6.1.*) series=6.1 ;; 6.12.*) series=6.12 ;; 7.3.*) series=7.3 ;; *) series=other ;; esac
+# what the server is meant to ask for wherever it is offered (docs/ublk.md)
+WANTED=$(mask USER_RECOVERY USER_RECOVERY_REISSUE CMD_IOCTL_ENCODE UPDATE_SIZE QUIESCE SAFE_STOP_DEV)
+# flags that would change the I/O protocol the server speaks: never on its device (yet)
+PROTOCOL=(ZERO_COPY NEED_GET_DATA UNPRIVILEGED_DEV USER_COPY ZONED USER_RECOVERY_FAIL_IO
+          AUTO_BUF_REG BATCH_IO INTEGRITY SHMEM_ZC IO_DESC_SIZE NO_AUTO_PART_SCAN)
+NEW612=(UPDATE_SIZE AUTO_BUF_REG QUIESCE PER_IO_DAEMON BUF_REG_OFF_DAEMON BATCH_IO INTEGRITY
+        SAFE_STOP_DEV)
+
+if ! out=$("$PROBE" features 2>&1); then t_fail "ublk-probe features" "$out"; t_done; fi
+gf=$(sed -n 's/^get_features //p' <<<"$out")
+feat=$(sed -n 's/^features //p' <<<"$out")
+asks=$(sed -n 's/^asks //p' <<<"$out")
+uapi=$(sed -n 's/^uapi //p' <<<"$out")
+if [ -z "$feat" ] || [ -z "$asks" ]; then t_fail "ublk-probe features prints features and asks" "$out"; t_done; fi
+echo "# $kver: GET_FEATURES $gf, offered $(hex "$feat") ($(names "$feat"))"
+echo "# $kver: the server asks $(hex "$asks") ($(names "$asks")); built with the uapi header of $uapi"
+
+# 1. what the kernel offers
+case $series in
+6.1)
+	t_eq "$kver: GET_FEATURES answers" "$gf" no
+	lacks "$kver: assumed mask (6.1's flags)" "$feat" CMD_IOCTL_ENCODE USER_COPY ZONED "${NEW612[@]}" ;;
+6.12)
+	t_eq "$kver: GET_FEATURES answers" "$gf" yes
+	has "$kver: offered mask" "$feat" USER_RECOVERY USER_RECOVERY_REISSUE CMD_IOCTL_ENCODE USER_COPY ZONED
+	lacks "$kver: offered mask" "$feat" "${NEW612[@]}" ;;
+7.3)
+	t_eq "$kver: GET_FEATURES answers" "$gf" yes
+	has "$kver: offered mask" "$feat" ZERO_COPY USER_RECOVERY ZONED UPDATE_SIZE AUTO_BUF_REG \
+		QUIESCE PER_IO_DAEMON BATCH_IO INTEGRITY SAFE_STOP_DEV ;;
+*)	t_skip "$kver: the offered mask of this kernel" "only 6.1, 6.12 and 7.3 have written expectations" ;;
+esac
+
+# 2. what the server asks for: the wanted flags the kernel offers, nothing else
+t_eq "$kver: the server asks only for offered flags" "$(names $((asks & ~feat)))" ""
+t_eq "$kver: the server asks for every wanted flag offered" "$(names "$asks")" "$(names $((WANTED & feat)))"
+
+# 3. what the live device carries
+ublk_serve_probed ublk-features
+echo "# $kver: $dev carries $(hex "$flags") ($(names "$flags"))"
+t_eq "$kver: $dev carries every flag the server asked for" "$(names $((asks & ~flags)))" ""
+lacks "$kver: $dev" "$flags" "${PROTOCOL[@]}"
+case $series in
+6.1)  has "$kver: $dev" "$flags" USER_RECOVERY USER_RECOVERY_REISSUE
+      lacks "$kver: $dev" "$flags" CMD_IOCTL_ENCODE "${NEW612[@]}" ;;
+6.12) has "$kver: $dev" "$flags" USER_RECOVERY USER_RECOVERY_REISSUE CMD_IOCTL_ENCODE
+      lacks "$kver: $dev" "$flags" "${NEW612[@]}" ;;
+7.3)  has "$kver: $dev" "$flags" USER_RECOVERY USER_RECOVERY_REISSUE CMD_IOCTL_ENCODE \
+          UPDATE_SIZE QUIESCE SAFE_STOP_DEV ;;
+esac
+
+# 4. and it serves with them
+ublk_check_io "$dev"
+t_done
