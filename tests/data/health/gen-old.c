@@ -20,9 +20,9 @@ static void workload(struct ftl *f)
 		if (ftl_write(f, buf, (uint64_t)(i * 7 % 48) * 16384, 16384, 0))
 			abort();
 		if (i % 16 == 15) {
-			ftl_lock(&f->lock);
+			pthread_mutex_lock(&f->lock);
 			if (ftl_ckpt_write(f, false)) abort();
-			ftl_unlock(&f->lock);
+			pthread_mutex_unlock(&f->lock);
 		}
 	}
 	if (ftl_write(f, buf, 512, 512, FTL_FUA)) abort();   /* an RMW */
