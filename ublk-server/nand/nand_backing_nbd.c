@@ -225,7 +225,7 @@ static const struct nand_backing_ops nbd_ops = {
 	.destroy = nb_destroy,
 };
 
-bool nand_backing_is_uri(const char *path)
+bool nand_backing_is_nbd(const char *path)
 {
 	return !strncmp(path, "nbd://", 6) || !strncmp(path, "nbds://", 7) ||
 	       !strncmp(path, "nbd+unix://", 11) ||
