@@ -83,6 +83,12 @@ void serve_image_holder(const char *path, char *buf, size_t len)
 	if (nand_backing_is_rbd(path) &&
 	    nand_backing_rbd_holder(path, buf, len) == 0)
 		return;
+	if (nand_backing_is_nbd(path)) {    /* its server's one-client limit */
+		snprintf(buf, len, "in use: its NBD server closed our connection "
+			 "in the handshake (it takes one client at a time and "
+			 "has one)");
+		return;
+	}
 	/* Who holds it now, by descriptor: a daemon that inherited the lock
 	 * (nbdkit takes it before it forks) is named, not its parent. */
 	if (stat(path, &st) == 0) {
