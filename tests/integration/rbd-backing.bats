@@ -235,3 +235,34 @@ make_fs() {
 	check_files
 	rbd snap purge --no-progress "rbd/t$BATS_TEST_NUMBER" >/dev/null 2>&1 || true
 }
+
+@test "rbd backing: make compare --aged --medium rbd:// pins the aged state; the next run starts from it without re-aging" {
+	requires jq fio fstrim
+	[ -x "$ALIGNPART" ] || skip "requires $ALIGNPART (not built)"
+	local args=(--aged --cells ext4:1m:2048:none:off --size 128M --max-windows 3 --min-windows 1
+		    --fill 10 --no-plot --medium rbd://rbd)
+	run "$OCTANT_TOP/tests/compare/run" "${args[@]}" --out "$SCRATCH/aged1"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	run "$OCTANT_TOP/tests/compare/run" "${args[@]}" --out "$SCRATCH/aged2"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"from the state pinned"* ]]
+	local r1=$SCRATCH/aged1/aged.json r2=$SCRATCH/aged2/aged.json s1 s2
+	[ "$(jq -r '.results[0].pinned_state' "$r1")" = made ]
+	[ "$(jq -r '.results[0].pinned_state' "$r2")" = used ]
+	s1=$(jq '.results[0].cell_s' "$r1") s2=$(jq '.results[0].cell_s' "$r2")
+	echo "# compare --aged cell: $s1 s aging, $s2 s from the pinned state" >&3
+	[ "$s2" -lt "$s1" ]
+	# the same aged state and the same measured window: the same device WA
+	jq -e -n --slurpfile a "$r1" --slurpfile b "$r2" \
+		'($a[0].results[0].device_wa - $b[0].results[0].device_wa) | fabs < 0.05' >/dev/null
+	run "$OCTANT_TOP/tests/compare/run" --aged --re-age --cells ext4:1m:2048:none:off
+	[ "$status" -eq 2 ]                    # --re-age needs --medium
+	local img
+	for img in $(rbd ls rbd | grep '^aged-'); do
+		rbd snap purge --no-progress "rbd/$img" >/dev/null 2>&1
+		rbd rm --no-progress "rbd/$img" >/dev/null 2>&1
+		rados -p rbd rm "$img.state" >/dev/null 2>&1 || true
+	done
+}
