@@ -29,26 +29,8 @@ teardown() {
 medium_up() { nbd_start "$SOCK" "$SCRATCH/mpid" "$@"; }
 medium_down() { [ -n "${SCRATCH:-}" ] && nbd_stop "$SCRATCH/mpid" "${1:--TERM}"; }
 
-# check_files: serve $URI again; ext4 clean and every file's sum matches.
-check_files() {
-	fuse_serve "$URI"
-	run fuse_fsck ext4 "$DEV"
-	echo "$output"
-	[ "$status" -eq 0 ] || return 1
-	mount -o ro "$DEV" "$SCRATCH/m"
-	(cd "$SCRATCH/m" && sha256sum -c --quiet "$SCRATCH/sums") || return 1
-	umount "$SCRATCH/m"
-	"$UBLK_FLASH" stop "$URI"
-}
-
-files_make() { # DIR: 40 files of random sizes, their sums in $SCRATCH/sums
-	local i
-	mkdir -p "$1/d"
-	for i in $(seq 40); do
-		head -c $(( (RANDOM % 256 + 1) * 1024 + RANDOM % 999 )) /dev/urandom > "$1/d/f$i"
-	done
-	(cd "$1" && sha256sum d/*) > "$SCRATCH/sums"
-}
+check_files() { fuse_check_files "$URI"; }
+files_make() { fuse_files_make "$1" 40; }
 
 @test "nbd backing: create on an NBD export, serve, ext4, stop, serve again: data intact" {
 	fuse_requires_fs ext4

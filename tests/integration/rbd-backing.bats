@@ -43,26 +43,8 @@ teardown() {
 	rbd rm -q "rbd/t$BATS_TEST_NUMBER" >/dev/null 2>&1 || true
 }
 
-files_make() { # DIR N: N files of random sizes, their sums in $SCRATCH/sums
-	local i
-	mkdir -p "$1/d"
-	for i in $(seq "$2"); do
-		head -c $(( (RANDOM % 128 + 1) * 1024 + RANDOM % 999 )) /dev/urandom > "$1/d/f$i"
-	done
-	(cd "$1" && sha256sum d/*) > "$SCRATCH/sums"
-}
-
-# check_files: serve $IMG again; ext4 clean and every file's sum matches.
-check_files() {
-	fuse_serve "$IMG"
-	run fuse_fsck ext4 "$DEV"
-	echo "$output"
-	[ "$status" -eq 0 ] || return 1
-	mount -o ro "$DEV" "$SCRATCH/m"
-	(cd "$SCRATCH/m" && sha256sum -c --quiet "$SCRATCH/sums") || return 1
-	umount "$SCRATCH/m"
-	"$UBLK_FLASH" stop "$IMG"
-}
+files_make() { fuse_files_make "$@"; }
+check_files() { fuse_check_files "$IMG"; }
 
 # serve_pid: the pid of $IMG's server (the registry names it by the URI).
 serve_pid() {

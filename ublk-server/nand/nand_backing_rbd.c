@@ -337,92 +337,91 @@ static int rb_wait(struct rbd_backing *rb, rbd_completion_t c, int issued,
 	return -EIO;
 }
 
-static int rb_comp(rbd_completion_t *c)
+/* One request: what it does, where, from or into what. */
+struct rb_io {
+	enum { RB_READ, RB_WRITE, RB_READV, RB_WRITEV, RB_ZERO, RB_FLUSH } op;
+	void *buf;                      /* READ, WRITE */
+	const struct iovec *iov;        /* READV, WRITEV */
+	int cnt;
+	size_t len;                     /* READ, WRITE, ZERO */
+	uint64_t off;
+};
+
+/* Issue @io as an rbd_aio_* request and wait for it (rb_wait). */
+static int rb_do(struct rbd_backing *r, const struct rb_io *io)
 {
-	return rbl.rbd_aio_create_completion(NULL, NULL, c);
+	rbd_completion_t c;
+	size_t want = 0;
+	int e = rbl.rbd_aio_create_completion(NULL, NULL, &c);
+
+	if (e)
+		return e;
+	switch (io->op) {
+	case RB_READ:
+		want = io->len;
+		e = rbl.rbd_aio_read(r->im, io->off, io->len, io->buf, c);
+		break;
+	case RB_WRITE:
+		e = rbl.rbd_aio_write(r->im, io->off, io->len, io->buf, c);
+		break;
+	case RB_READV:
+		for (int i = 0; i < io->cnt; i++)
+			want += io->iov[i].iov_len;
+		e = rbl.rbd_aio_readv(r->im, io->iov, io->cnt, io->off, c);
+		break;
+	case RB_WRITEV:
+		e = rbl.rbd_aio_writev(r->im, io->iov, io->cnt, io->off, c);
+		break;
+	case RB_ZERO:
+		/* reads as zeroes afterwards: a discard where whole objects
+		 * go, zeroes written elsewhere (a plain discard may skip
+		 * partial ones) */
+		e = rbl.rbd_aio_write_zeroes(r->im, io->off, io->len, c, 0, 0);
+		break;
+	default:
+		e = rbl.rbd_aio_flush(r->im, c);
+		break;
+	}
+	return rb_wait(r, c, e, want);
 }
 
 static int rb_pread(struct nand_backing *b, void *buf, size_t len,
 		    uint64_t off)
 {
-	struct rbd_backing *r = (struct rbd_backing *)b;
-	rbd_completion_t c;
-	int e = rb_comp(&c);
-
-	if (e)
-		return e;
-	return rb_wait(r, c, rbl.rbd_aio_read(r->im, off, len, buf, c), len);
+	return rb_do((struct rbd_backing *)b, &(struct rb_io){ .op = RB_READ,
+		     .buf = buf, .len = len, .off = off });
 }
 
 static int rb_pwrite(struct nand_backing *b, const void *buf, size_t len,
 		     uint64_t off)
 {
-	struct rbd_backing *r = (struct rbd_backing *)b;
-	rbd_completion_t c;
-	int e = rb_comp(&c);
-
-	if (e)
-		return e;
-	return rb_wait(r, c, rbl.rbd_aio_write(r->im, off, len, buf, c), 0);
-}
-
-static size_t iov_len(const struct iovec *iov, int cnt)
-{
-	size_t len = 0;
-
-	for (int i = 0; i < cnt; i++)
-		len += iov[i].iov_len;
-	return len;
+	return rb_do((struct rbd_backing *)b, &(struct rb_io){ .op = RB_WRITE,
+		     .buf = (void *)buf, .len = len, .off = off });
 }
 
 static int rb_preadv(struct nand_backing *b, const struct iovec *iov,
 		     int cnt, uint64_t off)
 {
-	struct rbd_backing *r = (struct rbd_backing *)b;
-	rbd_completion_t c;
-	int e = rb_comp(&c);
-
-	if (e)
-		return e;
-	return rb_wait(r, c, rbl.rbd_aio_readv(r->im, iov, cnt, off, c),
-		       iov_len(iov, cnt));
+	return rb_do((struct rbd_backing *)b, &(struct rb_io){ .op = RB_READV,
+		     .iov = iov, .cnt = cnt, .off = off });
 }
 
 static int rb_pwritev(struct nand_backing *b, const struct iovec *iov,
 		      int cnt, uint64_t off)
 {
-	struct rbd_backing *r = (struct rbd_backing *)b;
-	rbd_completion_t c;
-	int e = rb_comp(&c);
-
-	if (e)
-		return e;
-	return rb_wait(r, c, rbl.rbd_aio_writev(r->im, iov, cnt, off, c), 0);
+	return rb_do((struct rbd_backing *)b, &(struct rb_io){ .op = RB_WRITEV,
+		     .iov = iov, .cnt = cnt, .off = off });
 }
 
-/* Reads as zeroes afterwards: write-zeroes (a discard where whole objects
- * go, zeroes written elsewhere; a plain discard may skip partial ones). */
 static int rb_punch(struct nand_backing *b, uint64_t off, uint64_t len)
 {
-	struct rbd_backing *r = (struct rbd_backing *)b;
-	rbd_completion_t c;
-	int e = rb_comp(&c);
-
-	if (e)
-		return e;
-	return rb_wait(r, c, rbl.rbd_aio_write_zeroes(r->im, off, len, c, 0, 0),
-		       0);
+	return rb_do((struct rbd_backing *)b, &(struct rb_io){ .op = RB_ZERO,
+		     .len = len, .off = off });
 }
 
 static int rb_sync(struct nand_backing *b)
 {
-	struct rbd_backing *r = (struct rbd_backing *)b;
-	rbd_completion_t c;
-	int e = rb_comp(&c);
-
-	if (e)
-		return e;
-	return rb_wait(r, c, rbl.rbd_aio_flush(r->im, c), 0);
+	return rb_do((struct rbd_backing *)b, &(struct rb_io){ .op = RB_FLUSH });
 }
 
 struct rb_seek {

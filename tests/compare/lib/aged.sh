@@ -426,13 +426,8 @@ aged_cell_pinned() {
 	aged_serve_mount "$dir" || return 1
 	# the baseline of the measured window: after this restart's own writes
 	aged_snap "$dir/w$P_WINDOWS.json" || { cell_fail "stats" "$dir/w$P_WINDOWS.json.err"; return 1; }
-	cmp_progress "$CELL_LABEL: measuring"
-	local tm=$SECONDS
-	aged_window "$dir" measure measure || return 1
-	tm=$((SECONDS - tm))
-	aged_snap "$dir/measured.json" || { cell_fail "stats" "$dir/measured.json.err"; return 1; }
 	AGED_PINNED=used
-	aged_record "$dir" "$P_STEADY" "$P_REACHED" "$P_WINDOWS" "$P_WAS" "$P_AGE_S" "$tm" "$((SECONDS - t0))"
+	aged_measure "$dir" "$t0" "$P_STEADY" "$P_REACHED" "$P_WINDOWS" "$P_WAS" "$P_AGE_S" || return 1
 	echo "cell $CELL_NAME: from the state pinned $P_DATE in $((SECONDS - t0)) s (aging it had taken $P_CELL_S s)" \
 		>>"$OUT/pinned.txt"
 }
@@ -480,12 +475,18 @@ aged_cell() {
 		# the baseline of the measured window: after the restart's writes
 		aged_snap "$dir/w${#was[@]}.json" || { cell_fail "stats" "$dir/w${#was[@]}.json.err"; return 1; }
 	fi
+	aged_measure "$dir" "$t0" "$steady" "$reached" "${#was[@]}" "${was[*]}" "$t_age"
+}
+
+# aged_measure DIR T0 STEADY REACHED WINDOWS "WA..." AGE_S: the measured
+# window, its counters, the cell's record (the cell began at T0).
+aged_measure() {
+	local dir=$1 tm=$SECONDS
 	cmp_progress "$CELL_LABEL: measuring"
-	local tm=$SECONDS
 	aged_window "$dir" measure measure || return 1
 	tm=$((SECONDS - tm))
 	aged_snap "$dir/measured.json" || { cell_fail "stats" "$dir/measured.json.err"; return 1; }
-	aged_record "$dir" "$steady" "$reached" "${#was[@]}" "${was[*]}" "$t_age" "$tm" "$((SECONDS - t0))"
+	aged_record "$dir" "$3" "$4" "$5" "$6" "$7" "$tm" "$((SECONDS - $2))"
 }
 
 # aged_record DIR STEADY REACHED WINDOWS "WA..." AGE_S MEASURE_S CELL_S
