@@ -2,6 +2,7 @@
 #   make            build everything into build/
 #   make check      install missing Debian packages, build, run every test tier
 #   make install    [PREFIX= DESTDIR= BINDIR= LIBDIR=] (dist/module.mk); make uninstall
+#   make deb        the Debian packages of debian/ + lintian, into build/deb (mk/deb.sh)
 #   make compare    the main job: alignment cost of ext4/btrfs on emulated flash
 #   make bench      benchmarks (ratios side by side, not tests)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (tests/fuzz/)

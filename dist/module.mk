@@ -43,7 +43,12 @@ endef
 DIST_BASHCOMP := ublk-flash alignpart
 MAN8          := docs/ublk-flash.8 docs/alignpart.8
 
-.PHONY: install install-libalign uninstall
+.PHONY: install install-libalign uninstall deb
+# make deb: the Debian packages of debian/, built as from a clean clone, then lintian
+# (mk/deb.sh; docs/install.md).  Into $(BUILD)/deb.
+deb:
+	@mk/deps.sh deb
+	@BUILD=$(BUILD) mk/deb.sh
 # libalign alone: header, .a, .so.VERSION + soname and linker-name links, .pc
 install-libalign: $(BUILD)/libalign.a $(BUILD)/libalign.so
 	$(INSTALL) -d $(D)$(LIBDIR) $(D)$(PKGCONFIGDIR) $(D)$(INCLUDEDIR)/octant

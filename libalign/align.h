@@ -100,9 +100,12 @@ int align_topology_from_image(const char *path, struct align_topology *t);
 int align_topology_from_served(const char *path, struct align_topology *t,
 			       char *image, size_t len);
 
-/* Parse "LOG/PHYS[/OFFSET]" (e.g. "512/4096/3584") into *t; size untouched.
- * -EINVAL on a malformed or impossible spec (non-power-of-two sizes,
- * PHYS < LOG, OFFSET not a multiple of LOG or >= PHYS). */
+/* Parse "LOG/PHYS[/OFFSET[/IO_MIN[/IO_OPT]]]" (e.g. "512/4096/3584", or a
+ * 3-disk stripe "512/4096/0/12288/36864") into *t; size and erase_block
+ * untouched; io_min PHYS unless given; io_opt untouched unless given.
+ * -EINVAL on a malformed or impossible spec (LOG / PHYS not powers of two,
+ * PHYS < LOG, IO_MIN < PHYS, IO_MIN / IO_OPT / OFFSET not multiples of LOG,
+ * OFFSET >= max(PHYS, IO_MIN)). */
 int align_topology_parse(const char *spec, struct align_topology *t);
 
 /* Any target: a block device (served by ublk-flash: its image's topology,
@@ -220,6 +223,61 @@ int align_parse_size(const char *s, uint32_t sector, uint64_t *bytes);
  * Returns how many changed (0: the kernel already agreed), or -errno
  * (-EBUSY: a partition to remove is in use). */
 int align_partitions_sync(const char *path);
+
+/* ---- what other tools do on a topology (libalign/predict-*.c) ----------
+ *
+ * Models of the alignment rules of the partitioning and mkfs tools Debian 12
+ * ships, each checked against the real tool (tests/cli/alignpart-predict.bats,
+ * tests/vm/guest/align-matrix.sh): given the topology the tool reads
+ * (libblkid's: the kernel's queue limits, alignment_offset 0 when the kernel
+ * says -1; a regular file shows none: pass logical 512 and zeros) and the
+ * device size, what the tool does with its defaults.  LBAs are the tool's
+ * own, in @seen->logical sectors. */
+
+enum align_label { ALIGN_LABEL_DOS = 0, ALIGN_LABEL_GPT = 1 };
+
+struct align_tool_result {
+	uint64_t start;        /* first partition's first LBA; UINT64_MAX when
+	                          the command makes none (fails, or mkfs) */
+	uint64_t end;          /* its last LBA (UINT64_MAX: none) */
+	uint64_t grain;        /* the grid the tool puts starts on, LBAs (1: any) */
+	uint64_t grain_offset; /* ... at this offset, LBAs (< grain) */
+	int exit_status;       /* the command's exit status */
+	bool warns;            /* says something (below) but goes on */
+	bool refuses;          /* exits non-zero: nothing written */
+	char says[256];        /* the tool's own words, one line ("" = silent) */
+	uint64_t stripe_unit;  /* mkfs: the stripe unit / width it takes from the */
+	uint64_t stripe_width; /* device, bytes (0: none); mke2fs: stride and
+	                          stripe width in bytes (blocks x block size) */
+	uint32_t block_size;   /* mkfs: the filesystem block size, bytes */
+};
+
+/* sfdisk / fdisk (libfdisk, util-linux 2.38): the default first partition
+ * of a new @label table (`sfdisk DEV` with the script "label: dos" and ","). */
+int align_predict_fdisk(const struct align_topology *seen, enum align_label label,
+			struct align_tool_result *r);
+
+/* parted 3.5 `-s -a optimal DEV mklabel msdos|gpt mkpart primary START END`
+ * (START / END as parted reads them: 0%, 1MiB, 2048s, 1MB, ...): where the
+ * partition lands, parted's optimal grid, the warning it prints or the
+ * error it fails with.  -EINVAL when START / END do not parse. */
+int align_predict_parted(const struct align_topology *seen, enum align_label label,
+			 const char *start, const char *end,
+			 struct align_tool_result *r);
+
+/* sgdisk / gdisk 1.0.9 `sgdisk -n 1:0:0 DEV` on a blank disk: GPT only. */
+int align_predict_sgdisk(const struct align_topology *seen,
+			 struct align_tool_result *r);
+
+/* mkfs.xfs 6.1 `mkfs.xfs DEV`: refuses a device with an alignment offset
+ * (without -f), the stripe geometry it takes or ignores, block size. */
+int align_predict_mkfs_xfs(const struct align_topology *seen,
+			   struct align_tool_result *r);
+
+/* mke2fs 1.47 `mke2fs -t ext4 DEV` (Debian's mke2fs.conf): the offset
+ * warning, RAID stride / stripe width, block size. */
+int align_predict_mke2fs(const struct align_topology *seen,
+			 struct align_tool_result *r);
 
 /* libalign version string, e.g. "0.1.0". */
 const char *align_version(void);

@@ -77,6 +77,11 @@ void align_topology_apply_profile(struct align_topology *t,
 		   t->logical, t->physical, t->alignment_offset);
 }
 
+static uint64_t lcm(uint64_t a, uint64_t b)
+{
+	return a / alignp_gcd64(a, b) * b;
+}
+
 /* A device hint usable as a grain: non-zero, at most 1 GiB, a multiple of
  * the granularity and of 4 KiB (rules out e.g. USB bridges' 65535*512). */
 static int sane_hint(uint64_t v, uint32_t gran)
@@ -87,27 +92,34 @@ static int sane_hint(uint64_t v, uint32_t gran)
 }
 
 /* The partition grain of profile @p on topology @t, bytes of the medium:
- * the profile's own, or for "auto" max(1 MiB, granularity, sane io_opt,
- * sane erase_block). */
+ * the profile's own, or for "auto" the smallest multiple of the unit that
+ * is at least 1 MiB, the unit being the least common multiple of the
+ * granularity, a sane io_opt and a sane erase_block.  With powers of two
+ * (every disk but a RAID) that is max(1 MiB, granularity, io_opt,
+ * erase_block); a 3-disk stripe of 12 KiB chunks (io_min 12288, io_opt
+ * 36864) gets 29 stripes, 1069056 bytes: on 1 MiB it would cut stripes and
+ * even chunks (2048s is not a multiple of 12 KiB). */
 uint64_t align_profile_grain(const struct align_profile *p,
 			     const struct align_topology *t)
 {
+	uint64_t unit;
 	uint32_t gran;
-	uint64_t g = MiB;
 
 	if (p && p->grain)
 		return p->grain;
 	if (!t)
-		return g;
+		return MiB;
 	gran = align_granularity(t);
-	if (gran > g)
-		g = gran;
-	if (sane_hint(t->io_opt, gran) && t->io_opt > g)
-		g = t->io_opt;
-	if (sane_hint(t->erase_block, gran) && t->erase_block > g)
-		g = t->erase_block;
-	ALIGNP_DBG(ALIGN_DEBUG_PROFILE, "auto grain %" PRIu64, g);
-	return g;
+	unit = gran;
+	if (sane_hint(t->io_opt, gran))
+		unit = lcm(unit, t->io_opt);
+	if (sane_hint(t->erase_block, gran))
+		unit = lcm(unit, t->erase_block);
+	if (unit > SANE_GRAIN_MAX)
+		unit = gran;
+	unit = (MiB + unit - 1) / unit * unit;
+	ALIGNP_DBG(ALIGN_DEBUG_PROFILE, "auto grain %" PRIu64, unit);
+	return unit;
 }
 
 /* Where the first partition goes: the profile's first_lba if it is at or

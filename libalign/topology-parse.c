@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Explicit topologies ("LOG/PHYS[/OFFSET]"), validation and description. */
+/* Explicit topologies ("LOG/PHYS[/OFFSET[/IO_MIN[/IO_OPT]]]"), validation and
+ * description. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include "align-private.h"
 
@@ -26,34 +28,55 @@ static int parse_u32(const char **p, uint32_t *v)
 	return 0;
 }
 
-/* Parse "LOG/PHYS[/OFFSET]" (e.g. "512/4096/3584") into *t; size, io_opt
- * and erase_block untouched, io_min set to PHYS. */
+/* An optional "/N" field; advances *p.  0 when absent (*given false). */
+static int parse_opt_field(const char **p, uint32_t *v, bool *given)
+{
+	*given = false;
+	if (**p != '/')
+		return 0;
+	(*p)++;
+	*given = true;
+	return parse_u32(p, v);
+}
+
+/* Parse "LOG/PHYS[/OFFSET[/IO_MIN[/IO_OPT]]]" (e.g. "512/4096/3584",
+ * "512/4096/0/12288/36864") into *t; size and erase_block untouched, io_min
+ * PHYS unless given, io_opt untouched unless given.  IO_MIN (>= PHYS) and
+ * IO_OPT (0 = none) need only be multiples of LOG: a 3-disk stripe's chunk
+ * and width, a USB bridge's 33553920. */
 int align_topology_parse(const char *spec, struct align_topology *t)
 {
-	uint32_t ls, ps, off = 0;
+	uint32_t ls, ps, off = 0, iomin = 0, ioopt = 0, gran;
+	bool has_off, has_min = false, has_opt = false;
 	const char *p = spec;
 
 	if (!spec || !t || parse_u32(&p, &ls) < 0 || *p++ != '/' ||
-	    parse_u32(&p, &ps) < 0)
+	    parse_u32(&p, &ps) < 0 || parse_opt_field(&p, &off, &has_off) < 0)
 		goto err;
-	if (*p == '/') {
-		p++;
-		if (parse_u32(&p, &off) < 0)
-			goto err;
-	}
+	if (has_off && parse_opt_field(&p, &iomin, &has_min) < 0)
+		goto err;
+	if (has_off && has_min && parse_opt_field(&p, &ioopt, &has_opt) < 0)
+		goto err;
 	if (*p)
 		goto err;
+	if (!has_min)
+		iomin = ps;
+	gran = iomin > ps ? iomin : ps;
 	if (!alignp_pow2(ls) || ls < 512 || ls > MAX_LOGICAL ||
 	    !alignp_pow2(ps) || ps < ls || ps > MAX_PHYSICAL ||
-	    off % ls || off >= ps)
+	    iomin < ps || iomin % ls || ioopt % ls ||
+	    off % ls || off >= gran)
 		goto err;
 	t->logical = ls;
 	t->physical = ps;
 	t->alignment_offset = off;
-	t->io_min = ps;
+	t->io_min = iomin;
+	if (has_opt)
+		t->io_opt = ioopt;
 	t->misaligned = false;
 	t->source = ALIGN_SRC_OVERRIDE;
-	ALIGNP_DBG(ALIGN_DEBUG_PROBE, "override %u/%u/%u", ls, ps, off);
+	ALIGNP_DBG(ALIGN_DEBUG_PROBE, "override %u/%u/%u io_min %u io_opt %u",
+		   ls, ps, off, iomin, t->io_opt);
 	return 0;
 err:
 	ALIGNP_DBG(ALIGN_DEBUG_PROBE, "bad topology spec '%s'",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian packages octant needs, skipping those already present.
 # Only Debian's archive is used (apt-get); nothing else is ever downloaded.
-# usage: mk/deps.sh [build|check|vm|bench|compare|fuzz]...   (default: build)
+# usage: mk/deps.sh [build|check|vm|deb|bench|compare|fuzz]...   (default: build)
 set -euo pipefail
 
 build_pkgs=(gcc make pkg-config libblkid-dev libfdisk-dev libsmartcols-dev
@@ -21,6 +21,12 @@ check_pkgs=(bats fuse3 util-linux e2fsprogs btrfs-progs fio parted gdisk fdisk
 vm_pkgs=(qemu-system-x86 busybox-static cpio xz-utils dmsetup kmod gcc make libelf1 libssl3
          e2fsprogs btrfs-progs fio parted fdisk gdisk util-linux procps jq mtd-utils
          nbdkit nbd-client)
+# deb: make deb (mk/deb.sh: dpkg-buildpackage of debian/, then lintian) and what the source
+# package's Build-Depends name (build_pkgs)
+deb_pkgs=(dpkg-dev debhelper lintian)
+# the vm tier's system guest (tests/vm/system-tap.sh): make deb, its Debian 12 root made with
+# mmdebstrap, the root image (mkfs.ext4 -d) and its copy-on-write overlay per run (qemu-img)
+system_pkgs=(mmdebstrap qemu-utils e2fsprogs "${deb_pkgs[@]}")
 bench_pkgs=(fio jq qemu-system-common nbdkit ceph-mon ceph-mgr ceph-osd ceph-common)
 compare_pkgs=(fio gnuplot-nox e2fsprogs btrfs-progs xfsprogs fuse3 jq util-linux mount procps)
 # fuzz: make fuzz (clang's libFuzzer + ASan/UBSan runtimes); make check does not need it
@@ -31,8 +37,10 @@ want=()
 for set in "$@"; do
 	case "$set" in
 	build)   want+=("${build_pkgs[@]}") ;;
-	check)   want+=("${build_pkgs[@]}" "${check_pkgs[@]}" "${vm_pkgs[@]}" "${compare_pkgs[@]}") ;;
-	vm)      want+=("${vm_pkgs[@]}") ;;
+	check)   want+=("${build_pkgs[@]}" "${check_pkgs[@]}" "${vm_pkgs[@]}" "${system_pkgs[@]}"
+	                "${compare_pkgs[@]}") ;;
+	vm)      want+=("${vm_pkgs[@]}" "${system_pkgs[@]}") ;;
+	deb)     want+=("${build_pkgs[@]}" "${deb_pkgs[@]}") ;;
 	bench)   want+=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
 	compare) want+=("${build_pkgs[@]}" "${compare_pkgs[@]}") ;;
 	fuzz)    want+=("${build_pkgs[@]}" "${fuzz_pkgs[@]}") ;;

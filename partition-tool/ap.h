@@ -27,7 +27,8 @@
 
 #define AP_MAX_PARTS 128
 
-enum ap_cmd { AP_CMD_NONE = 0, AP_CMD_CHECK, AP_CMD_CREATE, AP_CMD_SUGGEST };
+enum ap_cmd { AP_CMD_NONE = 0, AP_CMD_CHECK, AP_CMD_CREATE, AP_CMD_SUGGEST,
+	      AP_CMD_PREDICT, AP_CMD_CONVERT };
 
 /* One partition asked for (--part SIZE[:TYPE] or a script line). */
 struct ap_req {
@@ -53,6 +54,8 @@ struct ap_opts {
 	uint64_t start;
 	bool have_start;
 	bool json, no_act, force;
+	uint64_t to_sector;       /* convert --to: target sector size, bytes */
+	uint64_t from_sector;     /* convert --from (0: as the source says) */
 	/* table output, as lsblk's: -o COLS, -n, -r, -b */
 	const char *columns;      /* comma list of column names, or NULL */
 	bool noheadings, raw, bytes;
@@ -66,6 +69,7 @@ struct ap_col {
 	const char *json;
 	int jtype;                /* SCOLS_JSON_* */
 	bool right;
+	bool hidden;              /* readable output: shown only when -o names it */
 };
 
 /* The resolved topology and where it came from. */
@@ -145,6 +149,9 @@ int ap_fdisk_read(struct fdisk_context *cxt, struct ap_part *parts,
 int ap_read_script(struct fdisk_context *cxt, const char *file,
 		   struct ap_req *reqs, size_t *nreq, char *label, size_t len);
 
+/* convert.c */
+int ap_convert_dump(char *in, uint64_t from, uint64_t to, char **out);
+
 /* output.c */
 struct libscols_table;
 struct ap_doc;
@@ -168,5 +175,7 @@ int ap_table_row(struct ap_doc *d, struct libscols_table *tb,
 int ap_cmd_check(const struct ap_opts *o);
 int ap_cmd_create(const struct ap_opts *o);
 int ap_cmd_suggest(const struct ap_opts *o);
+int ap_cmd_predict(const struct ap_opts *o);
+int ap_cmd_convert(const struct ap_opts *o);
 
 #endif /* OCTANT_ALIGNPART_H */

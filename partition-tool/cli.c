@@ -13,6 +13,7 @@
 enum {
 	OPT_JSON = 1000, OPT_TOPOLOGY, OPT_PROFILE, OPT_LABEL, OPT_PART,
 	OPT_START, OPT_SCRIPT, OPT_NOACT, OPT_FORCE, OPT_HELP, OPT_VERSION,
+	OPT_TO, OPT_FROM,
 	OPT_OUTPUT = 'o', OPT_NOHEAD = 'n', OPT_RAW = 'r', OPT_BYTES = 'b',
 };
 
@@ -32,6 +33,8 @@ static const struct option longopts[] = {
 	{ "noheadings", no_argument,     NULL, OPT_NOHEAD },
 	{ "raw",      no_argument,       NULL, OPT_RAW },
 	{ "bytes",    no_argument,       NULL, OPT_BYTES },
+	{ "to",       required_argument, NULL, OPT_TO },
+	{ "from",     required_argument, NULL, OPT_FROM },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -41,6 +44,8 @@ static const char *cmd_name(enum ap_cmd c)
 	case AP_CMD_CHECK:   return "check";
 	case AP_CMD_CREATE:  return "create";
 	case AP_CMD_SUGGEST: return "suggest";
+	case AP_CMD_PREDICT: return "predict";
+	case AP_CMD_CONVERT: return "convert";
 	default:             return NULL;
 	}
 }
@@ -88,13 +93,31 @@ void ap_usage(FILE *out, enum ap_cmd cmd)
 		fputs("Usage: alignpart suggest TARGET [--profile P] [--topology LOG/PHYS[/OFFSET]] [--json]\n"
 		      "Print the first aligned LBA for each label type, the grain and the reason.\n", out);
 		break;
+	case AP_CMD_PREDICT:
+		fputs("Usage: alignpart predict TARGET [--label gpt|dos] [--profile P]\n"
+		      "         [--topology LOG/PHYS[/OFFSET[/IO_MIN[/IO_OPT]]]] [--json]\n"
+		      "What sfdisk/fdisk, parted (-a optimal, mkpart 1MiB and 0%), sgdisk, mkfs.xfs\n"
+		      "and mke2fs will do to TARGET, next to alignpart's own choice: first\n"
+		      "partition, alignment on the medium, what the tool says, how to avoid it.\n"
+		      "Exit 0, 1 when a tool would misalign, 2 usage, 3 I/O.\n", out);
+		break;
+	case AP_CMD_CONVERT:
+		fputs("Usage: alignpart convert SOURCE --to 512|4096 [--from N]\n"
+		      "         [--topology LOG/PHYS[/OFFSET]] [--profile P]\n"
+		      "Rewrite a partition table for another logical sector size, every\n"
+		      "partition at the same bytes: SOURCE is an sfdisk dump (a file, - for\n"
+		      "stdin) or a device or image with a table; the sfdisk dump for --to\n"
+		      "sectors goes to stdout (sfdisk DEV < it).  A start or size that is not a\n"
+		      "whole number of target sectors is refused (exit 2).\n", out);
+		break;
 	default:
 		break;
 	}
-	if (cmd != AP_CMD_NONE)
+	if (cmd != AP_CMD_NONE && cmd != AP_CMD_CONVERT)
 		fputs(ap_output_help, out);
 	switch (cmd) {
 	case AP_CMD_CHECK: case AP_CMD_CREATE: case AP_CMD_SUGGEST:
+	case AP_CMD_PREDICT: case AP_CMD_CONVERT:
 		break;
 	default:
 		fputs("Usage: alignpart COMMAND TARGET [OPTIONS]\n"
@@ -103,10 +126,13 @@ void ap_usage(FILE *out, enum ap_cmd cmd)
 		      "  check TARGET     audit an existing table (exit 1 when misaligned)\n"
 		      "  create TARGET    write a new aligned table (--label, --part / --script)\n"
 		      "  suggest TARGET   first aligned LBA, grain and reason\n"
+		      "  predict TARGET   what sfdisk, parted, sgdisk, mkfs.xfs, mke2fs will do\n"
+		      "  convert SOURCE   a table for 512 <-> 4096-byte sectors (--to N)\n"
 		      "  map TARGET       dm-linear mappings of the partitions (root)\n"
 		      "  unmap TARGET     remove them\n\n"
 		      "Common options:\n"
-		      "  --topology LOG/PHYS[/OFFSET]  override the target's topology\n"
+		      "  --topology LOG/PHYS[/OFFSET[/IO_MIN[/IO_OPT]]]\n"
+		      "                   override the target's topology\n"
 		      "  --profile NAME   alignment profile (default auto)\n"
 		      "  --json           JSON output (sizes in bytes, positions in sectors:\n"
 		      "                   size_bytes, start_sector, ...)\n"
@@ -141,13 +167,19 @@ static int usage_err(enum ap_cmd cmd, const char *fmt, const char *arg)
 
 static bool opt_allowed(enum ap_cmd cmd, int opt)
 {
+	if (cmd == AP_CMD_CONVERT)   /* its output is an sfdisk dump */
+		return opt == OPT_TO || opt == OPT_FROM || opt == OPT_TOPOLOGY ||
+		       opt == OPT_PROFILE || opt == OPT_HELP || opt == OPT_VERSION;
 	switch (opt) {
+	case OPT_TO: case OPT_FROM:
+		return false;
 	case OPT_JSON: case OPT_TOPOLOGY: case OPT_PROFILE:
 	case OPT_HELP: case OPT_VERSION:
 	case OPT_OUTPUT: case OPT_NOHEAD: case OPT_RAW: case OPT_BYTES:
 		return true;
 	case OPT_LABEL:
-		return cmd == AP_CMD_CREATE || cmd == AP_CMD_SUGGEST;
+		return cmd == AP_CMD_CREATE || cmd == AP_CMD_SUGGEST ||
+		       cmd == AP_CMD_PREDICT;
 	default:
 		return cmd == AP_CMD_CREATE;
 	}
@@ -158,6 +190,14 @@ static bool opt_allowed(enum ap_cmd cmd, int opt)
 static int parse_lba(const char *s, uint64_t *v)
 {
 	return oct_parse_uint(s, 0, INT64_MAX, v);
+}
+
+/* --to / --from: a logical sector size, a power of two 512..65536. */
+static int parse_sector_size(const char *s, uint64_t *v)
+{
+	if (oct_parse_uint(s, 512, 65536, v) || (*v & (*v - 1)))
+		return -EINVAL;
+	return 0;
 }
 
 /*
@@ -189,6 +229,10 @@ int ap_parse_args(int argc, char **argv, struct ap_opts *o)
 		o->cmd = AP_CMD_CREATE;
 	else if (!strcmp(c, "suggest"))
 		o->cmd = AP_CMD_SUGGEST;
+	else if (!strcmp(c, "predict"))
+		o->cmd = AP_CMD_PREDICT;
+	else if (!strcmp(c, "convert"))
+		o->cmd = AP_CMD_CONVERT;
 	else
 		return usage_err(AP_CMD_NONE, "unknown command '%s'", c);
 
@@ -227,6 +271,15 @@ int ap_parse_args(int argc, char **argv, struct ap_opts *o)
 				return usage_err(o->cmd, "--start: '%s' is not an LBA (a whole number of sectors)", optarg);
 			o->have_start = true;
 			break;
+		case OPT_TO:
+		case OPT_FROM:
+			if (parse_sector_size(optarg, opt == OPT_TO ? &o->to_sector
+					      : &o->from_sector))
+				return usage_err(o->cmd, opt == OPT_TO ?
+						 "--to: '%s' is not a sector size (512, 1024, 2048, 4096, ... 65536)" :
+						 "--from: '%s' is not a sector size (512, 1024, 2048, 4096, ... 65536)",
+						 optarg);
+			break;
 		case OPT_SCRIPT:   o->script = optarg; break;
 		case OPT_NOACT:    o->no_act = true; break;
 		case OPT_FORCE:    o->force = true; break;
@@ -245,6 +298,8 @@ int ap_parse_args(int argc, char **argv, struct ap_opts *o)
 	o->target = argv[optind];
 	if (o->profile && !align_profile_get(o->profile))
 		return usage_err(o->cmd, "unknown profile '%s'", o->profile);
+	if (o->cmd == AP_CMD_CONVERT && !o->to_sector)
+		return usage_err(o->cmd, "--to 512|4096 is required%s", NULL);
 	if (o->cmd == AP_CMD_CREATE) {
 		if (o->script && o->nparts)
 			return usage_err(o->cmd, "--script and --part exclude each other%s", NULL);

@@ -29,6 +29,10 @@ int main(int argc, char **argv)
 		return ap_cmd_create(&o);
 	case AP_CMD_SUGGEST:
 		return ap_cmd_suggest(&o);
+	case AP_CMD_PREDICT:
+		return ap_cmd_predict(&o);
+	case AP_CMD_CONVERT:
+		return ap_cmd_convert(&o);
 	default:
 		break;
 	}

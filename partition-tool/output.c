@@ -146,7 +146,7 @@ int ap_table_cols(struct ap_doc *d, struct libscols_table *tb,
 		d->pos[i] = pos++;
 		if (ap_table_col(tb, d->json && cols[i].json ? cols[i].json
 				 : cols[i].name, cols[i].jtype, cols[i].right,
-				 d->columns != NULL))
+				 d->columns != NULL || (cols[i].hidden && !d->json)))
 			return -ENOMEM;
 	}
 	if (!d->json) {

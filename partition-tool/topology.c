@@ -6,6 +6,7 @@
  * octant flash image), then the named profile's defaults for a plain file.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -88,6 +89,36 @@ static void served_note(const struct ap_opts *o, struct ap_topo *tp,
 		k.logical, k.physical, k.alignment_offset);
 }
 
+/* Odd I/O hints, said once on stderr: a minimum I/O size that is not a
+ * power of two (a RAID chunk: 1 MiB is not a multiple of it), an optimal
+ * I/O size that is no grain (a USB bridge's 33553920 = 65535 x 512, a
+ * width not a multiple of the granularity and 4 KiB): what the grain does
+ * with them, so that no verdict looks wrong. */
+static void topo_notes(const struct ap_topo *tp)
+{
+	const struct align_topology *t = &tp->t;
+	uint32_t gran = align_granularity(t);
+	char g[32];
+
+	ap_human_size(tp->grain, g, sizeof(g));
+	if (t->io_min && (t->io_min & (t->io_min - 1))) {
+		if (tp->profile->from_target)
+			ap_note("minimum_io_size %u is not a power of two (a RAID chunk): "
+				"partitions go on multiples of %" PRIu64 " bytes (%s), "
+				"whole stripes, not on 1 MiB", t->io_min, tp->grain, g);
+		else if (tp->grain % gran)
+			ap_note("minimum_io_size %u is not a power of two (a RAID chunk) and "
+				"profile %s's %s grain is not a multiple of it: its starts are "
+				"misaligned here (--profile auto puts them on whole stripes)",
+				t->io_min, tp->profile->name, g);
+	}
+	if (t->io_opt && tp->profile->from_target && tp->grain % t->io_opt)
+		ap_note("optimal_io_size %u is no partition grain (%s): ignored, grain %s",
+			t->io_opt, t->io_opt == 33553920u ?
+			"65535 x 512, what some USB bridges report" :
+			"not a multiple of the granularity and 4 KiB, or over 1 GiB", g);
+}
+
 /*
  * Resolve the topology of o->target into *tp.  Returns 0, AP_EXIT_USAGE for
  * a bad --topology / missing topology, AP_EXIT_IO when the target cannot be
@@ -133,7 +164,7 @@ int ap_topo_resolve(const struct ap_opts *o, struct ap_topo *tp)
 		rc = align_topology_parse(o->topology, &t);
 		if (rc < 0)
 			return ap_fail(AP_EXIT_USAGE,
-				       "bad --topology '%s': want LOG/PHYS[/OFFSET], e.g. 512/4096/3584",
+				       "bad --topology '%s': want LOG/PHYS[/OFFSET[/IO_MIN[/IO_OPT]]], e.g. 512/4096/3584",
 				       o->topology);
 		if (tp->is_blockdev && probe.logical && t.logical != probe.logical)
 			return ap_fail(AP_EXIT_USAGE,
@@ -181,6 +212,7 @@ int ap_topo_resolve(const struct ap_opts *o, struct ap_topo *tp)
 			       tp->t.alignment_offset);
 	tp->nsectors = tp->t.size / tp->t.logical;
 	tp->grain = align_profile_grain(tp->profile, &tp->t);
+	topo_notes(tp);
 	if (align_topology_describe(&tp->t, tp->desc, sizeof(tp->desc)) < 0)
 		snprintf(tp->desc, sizeof(tp->desc), "%u/%u offset %u",
 			 tp->t.logical, tp->t.physical, tp->t.alignment_offset);

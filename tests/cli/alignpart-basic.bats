@@ -14,7 +14,7 @@ teardown() { ap_teardown; }
 	[ "$status" -eq 0 ]
 	[[ "$output" == *check*create*suggest* ]]
 	[[ "$output" == *odd*1m*legacy*4kn*512n*auto* ]]
-	for c in check create suggest; do
+	for c in check create suggest predict convert; do
 		run "$ALIGNPART" $c --help
 		[ "$status" -eq 0 ]
 		[[ "$output" == "Usage: alignpart $c"* ]]

@@ -1,11 +1,16 @@
 #!/usr/bin/env bats
 # ublk-flash@.service as systemd runs it, without systemd: the installed
 # ExecStart helper with the unit's environment (IMAGE, OPTIONS, NOTIFY_SOCKET
-# bound by a listener as systemd's), READY=1 only once the device is live,
-# the udev helper naming the device from the live registry, ExecStop
-# (ublk-flash stop) ending the main process with status 0 and nothing left,
-# and a restart after kill -9 serving again (FUSE + loop: this machine has no
-# ublk; the ublk --recover restart is in tests/cli/install.bats' helper case).
+# bound by a listener as systemd's, the syslog socket of --log syslog),
+# READY=1 only once the device is live, the udev helper naming the device
+# from the live registry, ExecStop (the helper's --stop: what is mounted on
+# the device unmounted, then ublk-flash stop) ending the main process with
+# status 0 and nothing left, nothing done without a main process, and a
+# restart after kill -9 serving again (FUSE + loop: this machine has no ublk;
+# the ublk --recover restart is in tests/cli/install.bats' helper case).
+# The unit under systemd as PID 1 with udev (systemctl enable --now, an fstab
+# mount, a reboot, kill -9 with ublk recovery, stop, apt remove and purge):
+# the system guest, tests/vm/system-tap.sh (docs/vm.md).
 load ../helpers
 load fuse-lib
 
@@ -20,20 +25,19 @@ setup() {
 	HELPER=$SCRATCH/usr/libexec/octant/ublk-flash-service
 	UDEVNAME=$SCRATCH/usr/libexec/octant/octant-udev-name
 	UNIT=$SCRATCH/usr/lib/systemd/system/ublk-flash@.service
-	NOTIFY_OUT=$SCRATCH/notify.out
-	# systemd's side of NOTIFY_SOCKET: one line per datagram
+	NOTIFY_OUT=$SCRATCH/notify.out LOG_OUT=$SCRATCH/log.out
+	# journald's /dev/log for --log syslog, and systemd's side of
+	# NOTIFY_SOCKET: one line per datagram
+	dgram_listen "$SCRATCH/log.sock" "$LOG_OUT"
+	LOG_LISTENER=$LISTENER
 	dgram_listen "$SCRATCH/notify.sock" "$NOTIFY_OUT"
 }
 
 teardown() {
-	if [ -n "${UNIT_NAME:-}" ]; then
-		systemctl stop "$UNIT_NAME@$UNIT_NAME.service" 2>/dev/null
-		rm -rf "/run/systemd/system/$UNIT_NAME@.service" \
-		       "/run/systemd/system/$UNIT_NAME@.service.d"
-		systemctl daemon-reload 2>/dev/null
-	fi
+	mountpoint -q "$SCRATCH/mnt" 2>/dev/null && umount "$SCRATCH/mnt"
 	[ -n "${MAIN:-}" ] && kill "$MAIN" 2>/dev/null
 	[ -n "${LISTENER:-}" ] && kill "$LISTENER" 2>/dev/null
+	[ -n "${LOG_LISTENER:-}" ] && kill "$LOG_LISTENER" 2>/dev/null
 	wait 2>/dev/null || true
 	fuse_teardown
 }
@@ -50,6 +54,7 @@ start_unit() {
 	mkdir -p "$SCRATCH/rt"
 	# shellcheck disable=SC2086  # a list of words, as systemd splits it
 	NOTIFY_SOCKET=$SCRATCH/notify.sock IMAGE=$SCRATCH/$1.img \
+		UBLK_FLASH_SYSLOG_SOCKET=$SCRATCH/log.sock \
 		OPTIONS="--frontend fuse" "$HELPER" "$1" $args >"$SCRATCH/main.out" 2>"$SCRATCH/main.err" &
 	MAIN=$!
 	for _ in $(seq 300); do
@@ -60,6 +65,19 @@ start_unit() {
 	cat "$SCRATCH/main.err"
 	[ "$(grep -c '^READY=1$' "$NOTIFY_OUT")" -gt "$n" ]
 	DEV=$(head -n1 "$SCRATCH/main.out")
+}
+
+# exec_stop NAME [MAINPID]: the unit's ExecStop as systemd runs it (MAINPID
+# the main process's, default $MAIN; "" unset: it has exited already)
+exec_stop() {
+	local stop
+	stop=$(sed -n 's/^ExecStop=//p' "$UNIT")
+	[ "$stop" = "$HELPER --stop %I" ]
+	if [ -n "${2-$MAIN}" ]; then
+		MAINPID=${2-$MAIN} IMAGE=$SCRATCH/$1.img "$HELPER" --stop "$1"
+	else
+		env -u MAINPID IMAGE="$SCRATCH/$1.img" "$HELPER" --stop "$1"
+	fi
 }
 
 @test "service: ExecStart serves in the foreground, READY=1 once live, ExecStop ends it cleanly" {
@@ -82,11 +100,12 @@ start_unit() {
 	run "$UDEVNAME" "${DEV#/dev/}"
 	[ "${lines[0]}" = OCTANT_NAME=data ]
 	[ "${lines[1]}" = "OCTANT_IMAGE=$SCRATCH/data.img" ]
-	# ExecStop=ublk-flash stop ${IMAGE}; the main process then exits 0
-	local stop
-	stop=$(sed -n 's/^ExecStop=//p' "$UNIT")
-	[[ $stop == "$SCRATCH/usr/bin/ublk-flash stop "*'${IMAGE}' ]]
-	IMAGE=$SCRATCH/data.img eval "${stop//\$\{IMAGE\}/\"\$IMAGE\"}"
+	# --log syslog: the start line went to the syslog socket, facility
+	# daemon, priority info (<30>), under the main process's pid
+	grep -qx "<30>ublk-flash\[$MAIN\]: $SCRATCH/data.img served on $DEV (pid $MAIN)" "$LOG_OUT"
+	# ExecStop=ublk-flash-service --stop %I (systemd sets MAINPID); the main
+	# process then exits 0
+	exec_stop data
 	local rc=0
 	wait "$MAIN" || rc=$?
 	MAIN=
@@ -119,34 +138,46 @@ start_unit() {
 	MAIN=
 }
 
-@test "service: systemctl start/stop of the installed unit (where systemd is PID 1)" {
-	[ -d /run/systemd/system ] ||
-		skip "systemd is not running as PID 1 here: systemctl start ublk-flash@NAME is NOT tested"
-	requires systemctl
+@test "service: ExecStop unmounts what is mounted on the device first, then stops cleanly" {
 	fuse_create data 64M odd
-	# the installed unit under a private name, its environment in a drop-in
-	# and an instance name no /etc/octant/NAME.conf can have (nothing of a
-	# real installation is touched)
-	local u=octant-test-$$ d=/run/systemd/system
-	UNIT_NAME=$u
-	cp "$UNIT" "$d/$u@.service"
-	mkdir -p "$d/$u@.service.d"
-	cat >"$d/$u@.service.d/test.conf" <<EOC
-[Service]
-Environment="IMAGE=$SCRATCH/data.img" "OPTIONS=--frontend fuse" "UBLK_FLASH_RUN_DIR=$UBLK_FLASH_RUN_DIR"
-EOC
-	systemctl daemon-reload
-	systemctl start "$u@$u.service"   # returns once READY=1 came
-	[ "$(systemctl show -p ActiveState --value "$u@$u.service")" = active ]
-	local pid
-	pid=$(systemctl show -p MainPID --value "$u@$u.service")
-	[ "$(fuse_pid "$SCRATCH/data.img")" = "$pid" ]
-	DEV=$(cat "$UBLK_FLASH_RUN_DIR"/img-*/dev)
+	start_unit data
+	mkfs.ext4 -q "$DEV"
+	mkdir -p "$SCRATCH/mnt"
+	mount "$DEV" "$SCRATCH/mnt"
+	echo "octant-service-$$" >"$SCRATCH/mnt/f"
+	# (no systemd as PID 1 here: the helper unmounts with umount itself)
+	run exec_stop data
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"unmounting $SCRATCH/mnt (on $DEV) first"* ]]
+	! mountpoint -q "$SCRATCH/mnt"
+	local rc=0
+	wait "$MAIN" || rc=$?
+	MAIN=
+	[ "$rc" -eq 0 ]
+	"$UBLK_FLASH" fsck "$SCRATCH/data.img" >/dev/null
+	# what was written before the stop is there
+	start_unit data
+	mount -o ro "$DEV" "$SCRATCH/mnt"
+	[ "$(cat "$SCRATCH/mnt/f")" = "octant-service-$$" ]
+	umount "$SCRATCH/mnt"
+	exec_stop data
+	wait "$MAIN"
+	MAIN=
+}
+
+@test "service: ExecStop without a main process (it exited already) touches nothing" {
+	fuse_create data 64M odd
+	start_unit data
+	# e.g. after `ublk-flash stop IMAGE` by hand systemd still runs ExecStop,
+	# with MAINPID unset: nothing to stop, exit 0 (so no restart follows)
+	run exec_stop data ""
+	[ "$status" -eq 0 ]
+	[[ $output == *"has exited already: nothing to stop"* ]]
+	kill -0 "$MAIN"
 	[ -b "$DEV" ]
 	"$UBLK_FLASH" stats "$DEV" >/dev/null
-	run "$UBLK_FLASH" list -n -r -o DEVICE,PID,STATE
-	[ "$output" = "$DEV $pid running" ]
-	systemctl stop "$u@$u.service"
-	[ "$(systemctl show -p Result --value "$u@$u.service")" = success ]
-	[ -z "$(ls "$UBLK_FLASH_RUN_DIR"/img-*/pid 2>/dev/null)" ]
+	exec_stop data
+	wait "$MAIN"
+	MAIN=
 }

@@ -8,13 +8,28 @@
 
 static void test_topology_parse(void)
 {
-	static const struct { const char *spec; int rc; uint32_t ls, ps, off; } c[] = {
-		{ "512/4096/3584", 0, 512, 4096, 3584 },
-		{ "512/4096",      0, 512, 4096, 0 },
-		{ "512/4096/0",    0, 512, 4096, 0 },
-		{ "4096/4096",     0, 4096, 4096, 0 },
-		{ "512/512",       0, 512, 512, 0 },
-		{ "512/16384/512", 0, 512, 16384, 512 },
+	/* min 0: PHYS; opt 8192: untouched (the preset below) */
+	static const struct { const char *spec; int rc; uint32_t ls, ps, off, min, opt; } c[] = {
+		{ "512/4096/3584", 0, 512, 4096, 3584, 0, 8192 },
+		{ "512/4096",      0, 512, 4096, 0, 0, 8192 },
+		{ "512/4096/0",    0, 512, 4096, 0, 0, 8192 },
+		{ "4096/4096",     0, 4096, 4096, 0, 0, 8192 },
+		{ "512/512",       0, 512, 512, 0, 0, 8192 },
+		{ "512/16384/512", 0, 512, 16384, 512, 0, 8192 },
+		/* IO_MIN / IO_OPT (issue 32): a 3-disk stripe, a USB bridge */
+		{ "512/4096/0/12288/36864", 0, 512, 4096, 0, 12288, 36864 },
+		{ "512/512/0/512/33553920", 0, 512, 512, 0, 512, 33553920 },
+		{ "512/4096/0/4096/196608", 0, 512, 4096, 0, 4096, 196608 },
+		{ "512/4096/0/4096/0", 0, 512, 4096, 0, 4096, 0 },
+		{ "512/4096/8192/12288", 0, 512, 4096, 8192, 12288, 8192 }, /* below io_min */
+		{ "512/4096/0/1000", -EINVAL },   /* io_min not a multiple of LOG */
+		{ "512/4096/0/2048", -EINVAL },   /* io_min below PHYS */
+		{ "512/4096/3584/0", -EINVAL },   /* io_min 0 */
+		{ "512/4096/0/4096/100", -EINVAL }, /* io_opt not a multiple of LOG */
+		{ "512/4096/0/4096/4096/1", -EINVAL },
+		{ "512/4096/12288/12288", -EINVAL }, /* offset >= granularity */
+		{ "512/4096/0/", -EINVAL },
+		{ "512/4096/0/4096/", -EINVAL },
 		{ "512/4096/4096", -EINVAL }, /* offset >= physical */
 		{ "512/4096/100",  -EINVAL }, /* not a multiple of logical */
 		{ "4096/512",      -EINVAL }, /* physical < logical */
@@ -26,7 +41,6 @@ static void test_topology_parse(void)
 		{ "512/",          -EINVAL },
 		{ "/4096",         -EINVAL },
 		{ "512/4096/",     -EINVAL },
-		{ "512/4096/3584/0", -EINVAL },
 		{ "512/4096x",     -EINVAL },
 		{ "-512/4096",     -EINVAL },
 		{ "512/-4096",     -EINVAL },
@@ -43,10 +57,11 @@ static void test_topology_parse(void)
 		if (rc || c[i].rc)
 			continue;
 		T_CHECK(t.logical == c[i].ls && t.physical == c[i].ps &&
-			t.alignment_offset == c[i].off && t.io_min == c[i].ps &&
+			t.alignment_offset == c[i].off &&
+			t.io_min == (c[i].min ? c[i].min : c[i].ps) &&
 			t.source == ALIGN_SRC_OVERRIDE, "'%s': fields", c[i].spec);
-		T_CHECK(t.size == 12345 * 4096 && t.io_opt == 8192,
-			"'%s': size/io_opt untouched", c[i].spec);
+		T_CHECK(t.size == 12345 * 4096 && t.io_opt == c[i].opt,
+			"'%s': size / io_opt (%u)", c[i].spec, t.io_opt);
 		T_CHECK(align_topology_validate(&t) == 0, "'%s' valid", c[i].spec);
 	}
 	T_CHECK(align_topology_parse(NULL, NULL) == -EINVAL, "NULL");

@@ -32,14 +32,15 @@ VM_MODULES=(ublk_drv dm-mod dm-flakey dm-delay loop ext4 btrfs scsi_debug sd_mod
 # Modules the guest init loads before running a script (others: `modprobe NAME` in the script).
 VM_BOOT_MODULES=${OCTANT_VM_BOOT_MODULES:-"crc32c_generic crc32c-intel loop dm-mod ublk_drv ext4 btrfs sd_mod fuse virtio_pci virtio_blk"}
 
-# Host programs copied into the guest with every library ldd lists.  Missing ones are skipped
+# Host programs copied into the guest with every library ldd lists (mkfs.xfs: align-matrix.sh
+# checks alignpart predict against it).  Missing ones are skipped
 # with a warning (the guest script then SKIPs what needs them).
 VM_PROGS=(bash kmod mke2fs mkfs.ext4 e2fsck fsck.ext4 tune2fs dumpe2fs debugfs resize2fs
           mkfs.btrfs btrfs btrfstune dmsetup blkid lsblk fdisk sfdisk parted partprobe losetup
           mount umount findmnt wipefs blockdev partx blkdiscard fallocate fio sgdisk gdisk
           dd stat sync pkill pgrep timeout jq cmp sha256sum truncate flock fusermount3 strace
           mountpoint find ubiattach ubidetach ubimkvol ubiformat flash_erase nandwrite mtdinfo
-          nbdkit nbd-client)
+          nbdkit nbd-client mkfs.xfs)
 
 vm_log() { echo "vm: $*" >&2; }
 vm_die() { echo "vm: $*" >&2; exit 1; }
