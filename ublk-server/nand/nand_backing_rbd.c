@@ -533,6 +533,15 @@ static int rb_lock(const char *uri, struct rbd_backing *r)
 	return 0;
 }
 
+/* What every entry point does first: forget the last message, load
+ * librbd, parse @uri into @u. */
+static int rb_begin(const char *uri, struct rb_uri *u)
+{
+	rb_msg[0] = '\0';
+	pthread_once(&rbl_once, rbl_load);
+	return rbl.err ? rbl.err : rb_parse(uri, u);
+}
+
 static int rb_open(const char *uri, bool readonly, struct rbd_backing **out)
 {
 	struct rbd_backing *r;
@@ -540,11 +549,7 @@ static int rb_open(const char *uri, bool readonly, struct rbd_backing **out)
 	uint64_t feat = 0, flags = 0;
 	int e;
 
-	rb_msg[0] = '\0';
-	pthread_once(&rbl_once, rbl_load);
-	if (rbl.err)
-		return rbl.err;
-	e = rb_parse(uri, &u);
+	e = rb_begin(uri, &u);
 	if (e)
 		return e;
 	if (u.snap && !readonly) {
@@ -606,11 +611,7 @@ int nand_backing_rbd_create(const char *uri, uint64_t size)
 	struct rb_uri u;
 	int order = 0, e;
 
-	rb_msg[0] = '\0';
-	pthread_once(&rbl_once, rbl_load);
-	if (rbl.err)
-		return rbl.err;
-	e = rb_parse(uri, &u);
+	e = rb_begin(uri, &u);
 	if (e)
 		return e;
 	if (u.snap)
