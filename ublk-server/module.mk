@@ -7,8 +7,9 @@ UBLKFLASH_SRCS := $(wildcard ublk-server/cli/*.c ublk-server/serve/*.c \
 UBLKFLASH_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(UBLKFLASH_SRCS))
 EXTRA_CFLAGS_ublk-server = $(call pc_cflags,fuse3 liburing devmapper blkid smartcols) \
                             -Iublk-server/dm
-# the engine's NBD backing (nand/nand_backing_nbd.c) loads libnbd with
-# dlopen when an NBD medium is opened (libnbd.h for the types only)
+# the engine's NBD and RBD backings (nand/nand_backing_nbd.c, _rbd.c) load
+# libnbd / librbd with dlopen when such a medium is opened (libnbd.h,
+# rbd/librbd.h and rados/librados.h, from librbd-dev, for the types only)
 ENGINE_LIBS     = -ldl
 EXTRA_CFLAGS_ublk-server += $(call pc_cflags,libnbd nbdkit)
 UBLKFLASH_LIBS  = $(call pc_libs,fuse3 liburing devmapper blkid smartcols) $(ENGINE_LIBS) -lm

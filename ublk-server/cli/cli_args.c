@@ -61,9 +61,15 @@ int cli_bad_option(const char *cmd, int c, char **argv)
 
 int cli_fail(const char *what, int err)
 {
+	fprintf(stderr, "ublk-flash: %s: %s\n", what, strerror(err < 0 ? -err
+								    : err));
+	return cli_exit_of(err);
+}
+
+int cli_exit_of(int err)
+{
 	if (err < 0)
 		err = -err;
-	fprintf(stderr, "ublk-flash: %s: %s\n", what, strerror(err));
 	switch (err) {
 	case EBADMSG: case EPROTONOSUPPORT: case EUCLEAN:
 		return EXIT_CORRUPT;

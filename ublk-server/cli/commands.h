@@ -35,6 +35,8 @@ int cmd_list(int argc, char **argv);
 /* Map an -errno from the engine to an exit code above, after printing
  * "ublk-flash: WHAT: strerror" on stderr. */
 int cli_fail(const char *what, int err);
+/* The exit status cli_fail gives error @err (without printing anything). */
+int cli_exit_of(int err);
 
 /* ---- cli_report.c: stats and health ---- */
 

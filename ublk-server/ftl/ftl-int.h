@@ -807,7 +807,7 @@ int ftl_bb_factory(struct ftl *f, double rate, uint64_t seed);
 int ftl_bb_factory_check(const struct ftl_geom *g, double rate, uint64_t seed);
 void ftl_bb_apply(struct ftl *f);
 int ftl_bb_sync(struct ftl *f);
-int ftl_bbt_reset(const char *path);
+int ftl_bbt_reset(struct nand_backing *b);
 int ftl_bb_grown(struct ftl *f, uint32_t blk, const char *why);
 bool ftl_bb_ro_unjustified(const struct ftl *f);
 int ftl_bb_clear_ro(struct ftl *f);

@@ -235,20 +235,14 @@ int ftl_bb_factory(struct ftl *f, double rate, uint64_t seed)
 
 /* fsck --repair of a table with no valid copy: zero both copies (= no
  * table); the next open rebuilds it from the checkpoint's block states. */
-int ftl_bbt_reset(const char *path)
+int ftl_bbt_reset(struct nand_backing *b)
 {
 	static const uint8_t zero[FTL_BBT_BYTES];
-	int fd = open(path, O_RDWR | O_CLOEXEC), r = 0;
+	int r = 0;
 
-	if (fd < 0)
-		return -errno;
 	for (int i = 0; i < 2 && !r; i++)
-		if (pwrite(fd, zero, sizeof(zero), bbt_off[i]) != sizeof(zero))
-			r = -EIO;
-	if (!r && fdatasync(fd))
-		r = -errno;
-	close(fd);
-	return r;
+		r = b->ops->pwrite(b, zero, sizeof(zero), bbt_off[i]);
+	return r ? r : b->ops->sync(b);
 }
 
 /* Mount: the table overrides what checkpoint and recovery say; a block

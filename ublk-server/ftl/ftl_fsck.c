@@ -148,12 +148,13 @@ out:
 }
 
 /* The bad-block table (ftl_badblock.c): its copies, what it holds. */
-static int check_bbt(struct ftl *f, int fd, struct fsck *k)
+static int check_bbt(struct ftl *f, struct fsck *k)
 {
 	uint8_t area[OCT_SB_AREA];
 	struct ftl_stats st = { 0 };
+	struct nand_backing *b = nand_backing(f->nand);
 
-	if (pread(fd, area, sizeof(area), 0) != (ssize_t)sizeof(area))
+	if (b->ops->pread(b, area, sizeof(area), 0))
 		return -EIO;
 	ftl_fmark_load(f, area);
 	if (f->fmark.bad)
@@ -214,6 +215,55 @@ static int check_retired(struct ftl *f, struct fsck *k)
 	return 0;
 }
 
+/*
+ * The medium at @path: a file or block device (*fd open, read-write with
+ * @rw, and flocked then; the backing over it) or a remote medium (a URI:
+ * *fd -1, sized like a device; read-write, an RBD image's exclusive lock
+ * is held by the backing).  -EBUSY: locked by another.
+ */
+static int medium_open(const char *path, bool rw, int *fd,
+		       struct nand_backing **b, uint64_t *size, bool *blkdev)
+{
+	int r;
+
+	*fd = -1;
+	*b = NULL;
+	if (nand_backing_is_uri(path)) {
+		*blkdev = true;
+		return nand_backing_uri(path, !rw, b, size);
+	}
+	*fd = open(path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	if (*fd < 0)
+		return -errno;
+	r = 0;
+	if (rw && flock(*fd, LOCK_EX | LOCK_NB))
+		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+	if (!r)
+		r = ftl_fd_size(*fd, size, blkdev);
+	if (!r)
+		r = nand_backing_fd(*fd, b);
+	if (r) {
+		close(*fd);
+		*fd = -1;
+	}
+	return r;
+}
+
+/* The superblock area through @b: *load is the superblock's verdict. */
+static int medium_sb(struct nand_backing *b, uint64_t size, struct oct_sb *sb,
+		     struct ftl_geom *g, int *bad, int *load)
+{
+	uint8_t area[OCT_SB_AREA];
+	size_t n = size < sizeof(area) ? (size_t)size : sizeof(area);
+	int r;
+
+	memset(area, 0, sizeof(area));
+	r = b->ops->pread(b, area, n, 0);
+	if (!r)
+		*load = ftl_sb_load(area, n, sb, g, bad);
+	return r;
+}
+
 /* Load like a read-only mount; 0, or <0 when it cannot be checked. */
 static int check(const char *path, struct fsck *k)
 {
@@ -228,10 +278,10 @@ static int check(const char *path, struct fsck *k)
 	bool blkdev, marker = false;
 	int fd, r, load, bad = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = ftl_sb_read_fd(fd, &size, &blkdev, &sb, &g, &k->sb_bad, &load);
+	r = medium_open(path, false, &fd, &b, &size, &blkdev);
+	if (r)
+		return r;
+	r = medium_sb(b, size, &sb, &g, &k->sb_bad, &load);
 	if (r)
 		goto out;
 	r = load;                       /* the superblock's verdict */
@@ -252,9 +302,7 @@ static int check(const char *path, struct fsck *k)
 		goto out;
 	}
 	ng = ftl_nand_geom(&g);
-	r = nand_backing_fd(fd, &b);
-	if (!r)
-		r = ftl_alloc(&g, &f);
+	r = ftl_alloc(&g, &f);
 	if (!r)
 		r = nand_create(b, &ng, &f->nand);
 	if (r)
@@ -263,7 +311,7 @@ static int check(const char *path, struct fsck *k)
 	f->sb = sb;
 	f->o = oo;
 	f->readonly = true;
-	r = check_bbt(f, fd, k);
+	r = check_bbt(f, k);
 	if (r)
 		goto out;
 	r = ftl_ckpt_find(f, &k->gen, &flags, &bad, NULL);
@@ -354,7 +402,8 @@ out:
 		ftl_free(f);
 	if (b)
 		b->ops->destroy(b);
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return r;
 }
 
@@ -370,46 +419,60 @@ static void fsck_reset(struct fsck *k, bool json)
 	oct_json_init_list(&k->jlog, k->log);
 }
 
+/* Write the good superblock copy over both (a damaged one), durably. */
+static int fix_sb(struct nand_backing *b, uint64_t size)
+{
+	struct oct_sb sb;
+	struct ftl_geom g;
+	int r, bad, load;
+
+	r = medium_sb(b, size, &sb, &g, &bad, &load);
+	if (!r)
+		r = load;
+	if (!r)
+		r = b->ops->pwrite(b, &sb, sizeof(sb), 0);
+	if (!r)
+		r = b->ops->pwrite(b, &sb, sizeof(sb), OCT_SB_COPY_OFFSET);
+	return r ? r : b->ops->sync(b);
+}
+
 /* Fix what check() found: superblock copy, dirty state, bad map entries,
  * missing checkpoints (scan).  Leaves a cleanly closed image. */
 static int repair(const char *path, struct fsck *k)
 {
 	struct ftl_open_opts o = { .scan = k->no_ckpt, .accept_loss = true };
-	uint8_t area[OCT_SB_AREA];
-	struct oct_sb sb;
-	struct ftl_geom g;
+	struct nand_backing *b;
 	struct ftl *f;
-	int fd, r, bad;
+	uint64_t size;
+	bool blkdev;
+	int fd, r;
 
 	/* The engine's image lock (see ftl_open) is held over the raw fixes
 	 * below, so nothing that serves the image sees them half done, and
 	 * into the open, which takes it on this descriptor (lock_fd): it is
-	 * never let go in between for a server to take. */
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = 0;
-	if (flock(fd, LOCK_EX | LOCK_NB))
-		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
-	if (!r && k->sb_bad && k->sb_bad != 3) {
-		r = pread(fd, area, sizeof(area), 0) == sizeof(area) ? 0 : -EIO;
-		if (!r)
-			r = ftl_sb_load(area, sizeof(area), &sb, &g, &bad);
-		if (!r && (pwrite(fd, &sb, sizeof(sb), 0) != sizeof(sb) ||
-			   pwrite(fd, &sb, sizeof(sb), OCT_SB_COPY_OFFSET) !=
-			   sizeof(sb) || fdatasync(fd)))
-			r = -errno;
-	}
-	if (!r && k->bbt_bad)
-		r = ftl_bbt_reset(path);
-	o.lock_fd = fd;             /* (0 is "none": then the open locks) */
-	if (r || !fd)
-		close(fd);
+	 * never let go in between for a server to take.  A remote medium:
+	 * the backing holds an RBD image's lock over the raw fixes, and the
+	 * open takes it again (a server that came in between makes the open
+	 * fail, -EBUSY, after fixes that are good for it too). */
+	r = medium_open(path, true, &fd, &b, &size, &blkdev);
 	if (r)
 		return r;
+	if (k->sb_bad && k->sb_bad != 3)
+		r = fix_sb(b, size);
+	if (!r && k->bbt_bad)
+		r = ftl_bbt_reset(b);
+	b->ops->destroy(b);
+	if (fd == 0)            /* (0 is "none" to lock_fd: then the open locks) */
+		close(fd);
+	o.lock_fd = fd > 0 ? fd : 0;
+	if (r) {
+		if (fd > 0)
+			close(fd);
+		return r;
+	}
 	r = ftl_open(path, &o, &f);
 	if (r) {
-		if (fd)
+		if (fd > 0)
 			close(fd);
 		return r;
 	}
@@ -431,7 +494,7 @@ static int repair(const char *path, struct fsck *k)
 		ftl_close(f);
 	else
 		r = ftl_close(f);
-	if (fd)
+	if (fd > 0)
 		close(fd);          /* after the close: the lock goes last */
 	return r;
 }

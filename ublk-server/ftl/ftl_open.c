@@ -56,7 +56,7 @@ int ftl_sb_read_uri(const char *uri, uint64_t *size, struct oct_sb *sb,
 	size_t n;
 	int r;
 
-	r = nand_backing_nbd(uri, true, &b, size);
+	r = nand_backing_uri(uri, true, &b, size);
 	if (r)
 		return r;
 	memset(area, 0, sizeof(area));
@@ -151,10 +151,11 @@ int ftl_open(const char *path, const struct ftl_open_opts *o,
 	if (!o)
 		o = &dflt;
 	if (nand_backing_is_uri(path)) {
-		/* the medium on an NBD export: sized like a device (at least
-		 * the image), never flocked (the export's server decides who
-		 * else may write it; docs/network.md) */
-		r = nand_backing_nbd(path, o->readonly, &b, &size);
+		/* a remote medium, sized like a device (at least the image):
+		 * never flocked; an RBD image's exclusive lock is its image
+		 * lock (-EBUSY), an NBD export's server decides who else may
+		 * write it (docs/network.md) */
+		r = nand_backing_uri(path, o->readonly, &b, &size);
 		if (r)
 			return r;
 		r = open_on(b, size, true, o, out);

@@ -35,11 +35,13 @@ int serve_entry_dir(const char *image, char *dir, size_t len)
 	struct stat st;
 
 	if (nand_backing_is_uri(image)) {
-		/* an NBD export has no inode: the URI (two CRCs of it) names it */
+		/* a remote medium has no inode: the URI (two CRCs of it)
+		 * names it */
 		size_t n = strlen(image);
 		uint32_t a = oct_crc32c(0, image, n), b = oct_crc32c(a, image, n);
 
-		if ((size_t)snprintf(dir, len, "%s/img-nbd-%08x%08x", serve_base(),
+		if ((size_t)snprintf(dir, len, "%s/img-%s-%08x%08x", serve_base(),
+				     nand_backing_is_rbd(image) ? "rbd" : "nbd",
 				     a, b) >= len)
 			return -ENAMETOOLONG;
 		return 0;

@@ -186,7 +186,8 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	 * (a roll-forward stays in memory, no checkpoint at open or close);
 	 * a shared image lock keeps writers (create, fsck --repair) out. */
 	open_opts.readonly = o->read_only;
-	err = o->read_only ? serve_image_share(o->image, &share_fd) : 0;
+	err = o->read_only && !nand_backing_is_uri(o->image) ?
+	      serve_image_share(o->image, &share_fd) : 0;
 	/* Keep the server resident: reclaim must never wait on our own disk.
 	 * Before the open: the engine's memory is then locked as it is made
 	 * (MCL_FUTURE), and its read-only mapping of a tmpfs image can stay
