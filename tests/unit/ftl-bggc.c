@@ -235,6 +235,7 @@ static void cut_in_gc(void)
 		ftl_abandon(f);                 /* joins the thread */
 		nand_mem_set_trigger(b, 0, NULL, NULL);
 		b->ops->destroy(b);             /* the test's reference */
+		b = NULL;
 		if (!fired)
 			break;
 		/* the image the cut left: every flushed page intact */
@@ -245,11 +246,14 @@ static void cut_in_gc(void)
 		if (!verify(f, "after a power cut inside background GC"))
 			fprintf(stderr, "round %d: cut after the thread's write "
 				"%llu\n", round, (unsigned long long)c.seed);
-		/* more overwrites, inline: space low again for the next round */
-		overwrite(f, PAGES / 2);
+		/* more overwrites, inline, until space is low again for the next
+		 * round (how much the cut kept of the thread's work varies) */
+		for (int k = 0; k < 8 && (!k || nfree(f) >= f->bggc.hi); k++)
+			overwrite(f, PAGES / 2);
 		T_CHECK(ftl_close(f) == 0, "close");
 	}
-	b->ops->destroy(b);
+	if (b)
+		b->ops->destroy(b);
 	free(c.img);
 }
 
