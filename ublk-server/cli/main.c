@@ -35,23 +35,6 @@ static void usage(FILE *out)
 		     "6 not possible here, nothing changed (upgrade).\n");
 }
 
-int cli_fail(const char *what, int err)
-{
-	if (err < 0)
-		err = -err;
-	fprintf(stderr, "ublk-flash: %s: %s\n", what, strerror(err));
-	switch (err) {
-	case EBADMSG: case EPROTONOSUPPORT: case EUCLEAN:
-		return EXIT_CORRUPT;
-	case EBUSY: case EEXIST: case EALREADY:
-		return EXIT_BUSY;
-	case EINVAL:
-		return EXIT_USAGE;
-	default:
-		return EXIT_IO;
-	}
-}
-
 int main(int argc, char **argv)
 {
 	if (argc < 2) {

@@ -97,11 +97,13 @@ static int create_backing(struct nand_backing *b,
 	if (r)
 		goto out;
 	ftl_bbt_encode(f, area);
+	ftl_lock(&f->lock);             /* not shared: for what asserts it */
 	ftl_rebuild_lists(f);
 	r = ftl_ckpt_write(f, true);
 	ftl_ckpt_force_base(f);         /* two bases: two copies */
 	if (!r)
 		r = ftl_ckpt_write(f, true);
+	ftl_unlock(&f->lock);
 	/* superblock last: an interrupted create leaves no valid image */
 	if (!r)
 		r = b->ops->pwrite(b, area, sizeof(area), 0);

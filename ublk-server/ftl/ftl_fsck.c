@@ -81,7 +81,7 @@ static int check_blocks(struct ftl *f, struct fsck *k)
 		goto out;
 	}
 	for (uint32_t l = 0; l < g->nlpn; l++) {
-		uint32_t p = f->map[l], b;
+		uint32_t p = f->log.map[l], b;
 		uint8_t oob[1024];
 		const struct ftl_oob *o = (const struct ftl_oob *)oob;
 		const char *why = NULL;
@@ -100,8 +100,8 @@ static int check_blocks(struct ftl *f, struct fsck *k)
 		if (seen[p / 8] & (1 << (p % 8)))
 			why = "shares its page with another logical page";
 		seen[p / 8] |= (uint8_t)(1 << (p % 8));
-		if (!why && (f->state[b] == FTL_BLK_FREE ||
-			     f->state[b] == FTL_BLK_PENDING))
+		if (!why && (f->idx.state[b] == FTL_BLK_FREE ||
+			     f->idx.state[b] == FTL_BLK_PENDING))
 			why = "points into a free or erased block";
 		if (!why && ((r = nand_read_oob(f->nand, p, oob)) ||
 			     (r = nand_read(f->nand, p, 0, page, g->ps))))
@@ -119,19 +119,19 @@ static int check_blocks(struct ftl *f, struct fsck *k)
 		}
 	}
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
-		uint32_t from = f->state[b] == FTL_BLK_FREE ? 0 :
-				f->state[b] == FTL_BLK_OPEN ? nand_block_wp(f->nand, b) :
+		uint32_t from = f->idx.state[b] == FTL_BLK_FREE ? 0 :
+				f->idx.state[b] == FTL_BLK_OPEN ? nand_block_wp(f->nand, b) :
 				g->ppb;
 		if (from >= g->ppb || nand_block_oob_hole(f->nand, b))
 			continue;
-		r = nand_read_block_oob(f->nand, b, f->oobbuf);
+		r = nand_read_block_oob(f->nand, b, f->buf.oob);
 		if (r)
 			goto out;
 		if (from >= g->ppb ||
-		    oob_zero(f->oobbuf + (size_t)from * g->oob,
+		    oob_zero(f->buf.oob + (size_t)from * g->oob,
 			     (size_t)(g->ppb - from) * g->oob))
 			continue;
-		if (f->state[b] == FTL_BLK_FREE)
+		if (f->idx.state[b] == FTL_BLK_FREE)
 			finding(k, false, "free block %u holds stale pages left by "
 				"a crash (erased before reuse)", b);
 		else
@@ -156,11 +156,11 @@ static int check_bbt(struct ftl *f, int fd, struct fsck *k)
 	if (pread(fd, area, sizeof(area), 0) != (ssize_t)sizeof(area))
 		return -EIO;
 	ftl_fmark_load(f, area);
-	if (f->fm_bad)
+	if (f->fmark.bad)
 		finding(k, false, "%u flush mark cop%s in the superblock area "
 			"do%s not check out (a flush cut by a crash, or "
-			"damage)", f->fm_bad, f->fm_bad > 1 ? "ies" : "y",
-			f->fm_bad > 1 ? "" : "es");
+			"damage)", f->fmark.bad, f->fmark.bad > 1 ? "ies" : "y",
+			f->fmark.bad > 1 ? "" : "es");
 	if (ftl_bbt_load(f, area)) {
 		finding(k, true, "bad-block table: no valid copy (damaged; "
 			"--repair rebuilds it from the checkpoint)");
@@ -176,14 +176,14 @@ static int check_bbt(struct ftl *f, int fd, struct fsck *k)
 			(unsigned long long)st.bad_blocks_factory,
 			(unsigned long long)st.bad_blocks_grown,
 			(unsigned long long)st.bad_block_limit);
-	k->nbbt = f->nbbt;
-	k->bb_limit = f->bb_limit;
+	k->nbbt = f->bb.n;
+	k->bb_limit = f->bb.limit;
 	k->bbt_ro = ftl_bb_ro_unjustified(f);
 	if (k->bbt_ro)
 		finding(k, true, "bad-block table: read-only flag set with %u "
 			"bad blocks, the spare area absorbs %u: not justified "
 			"(a full backing taken for used-up spares); --repair "
-			"clears it", f->nbbt, f->bb_limit);
+			"clears it", f->bb.n, f->bb.limit);
 	else if (st.read_only)
 		finding(k, false, "spare blocks used up: the device is "
 			"read-only (its data stays readable)");
@@ -199,10 +199,10 @@ static int check_retired(struct ftl *f, struct fsck *k)
 
 	if (!bad)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < f->nbbt; i++)
-		bad[f->bbt[i] & ~FTL_BBT_GROWN] = 1;
+	for (uint32_t i = 0; i < f->bb.n; i++)
+		bad[f->bb.tab[i] & ~FTL_BBT_GROWN] = 1;
 	for (uint32_t l = 0; l < f->g.nlpn; l++) {
-		uint32_t p = f->map[l];
+		uint32_t p = f->log.map[l];
 
 		n += p != FTL_UNMAPPED && p != FTL_DAMAGED && bad[p / f->g.ppb];
 	}
@@ -281,71 +281,71 @@ static int check(const char *path, struct fsck *k)
 			"generation %llu, is used)", bad, bad > 1 ? "s" : "",
 			(unsigned long long)k->gen);
 	if (flags & FTL_CKPT_CLEAN) {
-		r = ftl_ckpt_mount_marker(f, &marker, false);
+		r = ftl_ckpt_marker_read(f, &marker);
 		if (r)
 			goto out;
 	}
-	if (marker && f->ck_marker_bad)
+	if (marker && f->mnt.marker_bad)
 		finding(k, true, "the mount marker of checkpoint %llu is "
 			"damaged (taken as present: the open rolls forward)",
 			(unsigned long long)k->gen);
-	if (!(flags & FTL_CKPT_CLEAN) || marker || f->ckpt_fallback) {
+	if (!(flags & FTL_CKPT_CLEAN) || marker || f->mnt.ckpt_fallback) {
 		k->dirty = true;
 		finding(k, false, "%s: the next open rolls forward from "
-			"checkpoint %llu", f->ckpt_fallback ? "a checkpoint slot "
+			"checkpoint %llu", f->mnt.ckpt_fallback ? "a checkpoint slot "
 			"is damaged" : "not cleanly closed",
 			(unsigned long long)k->gen);
 		r = ftl_roll_forward(f, false);
 		if (r)
 			goto out;
 	}
-	if (f->ckpt_lost)
+	if (f->mnt.ckpt_lost)
 		finding(k, true, "a newer checkpoint than generation %llu was "
 			"lost (its slot reads as never used, pages are "
 			"numbered past what that one allows): the open rolls "
 			"forward over everything since, but data trimmed or "
 			"moved after it may read an older version",
 			(unsigned long long)k->gen);
-	if (f->rf_lost_unknown)
+	if (f->mnt.rf_lost_unknown)
 		finding(k, true, "%llu page%s written before the last recorded "
 			"flush ha%s a damaged OOB record: %s logical page is "
 			"unknown and may read an older version",
-			(unsigned long long)f->rf_lost_unknown,
-			f->rf_lost_unknown > 1 ? "s" : "",
-			f->rf_lost_unknown > 1 ? "ve" : "s",
-			f->rf_lost_unknown > 1 ? "their" : "its");
-	if (f->rf_lost_trims)
+			(unsigned long long)f->mnt.rf_lost_unknown,
+			f->mnt.rf_lost_unknown > 1 ? "s" : "",
+			f->mnt.rf_lost_unknown > 1 ? "ve" : "s",
+			f->mnt.rf_lost_unknown > 1 ? "their" : "its");
+	if (f->mnt.rf_lost_trims)
 		finding(k, true, "%llu trim record%s written before the last "
 			"recorded flush damaged: discarded data may read back",
-			(unsigned long long)f->rf_lost_trims,
-			f->rf_lost_trims > 1 ? "s" : "");
-	if (f->rf_unknown)
+			(unsigned long long)f->mnt.rf_lost_trims,
+			f->mnt.rf_lost_trims > 1 ? "s" : "");
+	if (f->mnt.rf_unknown)
 		finding(k, true, "%llu flushed page%s written since checkpoint "
 			"%llu lost to media damage with %s logical page%s "
 			"unknown (the flush mark counts more than the medium "
 			"and its flush summaries hold): the open refuses; "
 			"--repair accepts the loss (%s may read an older "
-			"version)", (unsigned long long)f->rf_unknown,
-			f->rf_unknown > 1 ? "s" : "",
+			"version)", (unsigned long long)f->mnt.rf_unknown,
+			f->mnt.rf_unknown > 1 ? "s" : "",
 			(unsigned long long)k->gen,
-			f->rf_unknown > 1 ? "their" : "its",
-			f->rf_unknown > 1 ? "s" : "",
-			f->rf_unknown > 1 ? "they" : "it");
-	if (f->rf_sum_trims)
+			f->mnt.rf_unknown > 1 ? "their" : "its",
+			f->mnt.rf_unknown > 1 ? "s" : "",
+			f->mnt.rf_unknown > 1 ? "they" : "it");
+	if (f->mnt.rf_sum_trims)
 		finding(k, true, "%llu trim record%s written before the last "
 			"recorded flush lost to media damage (restored from "
-			"a flush summary)", (unsigned long long)f->rf_sum_trims,
-			f->rf_sum_trims > 1 ? "s" : "");
-	if (f->rf_lost_sums)
+			"a flush summary)", (unsigned long long)f->mnt.rf_sum_trims,
+			f->mnt.rf_sum_trims > 1 ? "s" : "");
+	if (f->mnt.rf_lost_sums)
 		finding(k, true, "%llu flush summar%s written before the last "
 			"recorded flush damaged (damage to the pages %s lists "
 			"may read an older version until the next checkpoint)",
-			(unsigned long long)f->rf_lost_sums,
-			f->rf_lost_sums > 1 ? "ies" : "y",
-			f->rf_lost_sums > 1 ? "they" : "it");
-	if (f->base.nand_violations)
+			(unsigned long long)f->mnt.rf_lost_sums,
+			f->mnt.rf_lost_sums > 1 ? "ies" : "y",
+			f->mnt.rf_lost_sums > 1 ? "they" : "it");
+	if (f->ctr.base.nand_violations)
 		finding(k, true, "%llu NAND rule violations were counted",
-			(unsigned long long)f->base.nand_violations);
+			(unsigned long long)f->ctr.base.nand_violations);
 	r = check_blocks(f, k);
 	if (!r)
 		r = check_retired(f, k);
@@ -413,7 +413,7 @@ static int repair(const char *path, struct fsck *k)
 			close(fd);
 		return r;
 	}
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	r = ftl_bb_clear_ro(f);
 	k->bbt_ro = r == 1;
 	r = r < 0 ? r : 0;
@@ -426,7 +426,7 @@ static int repair(const char *path, struct fsck *k)
 		r = ftl_ckpt_write(f, false);
 	}
 	ftl_ckpt_force_base(f);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	if (r)
 		ftl_close(f);
 	else

@@ -109,9 +109,9 @@ static int open_on(struct nand_backing *b, uint64_t bsize, bool blkdev,
 	if (!r && o->faults) {
 		/* the checkpoint area is the guaranteed-good system area */
 		r = nand_set_fault_model(n, o->faults, g.ckpt_blocks);
-		f->scrub_bits = nand_fault_ecc(n) * 3 / 4;
-		if (!f->scrub_bits)
-			f->scrub_bits = 1;
+		f->scrub.bits = nand_fault_ecc(n) * 3 / 4;
+		if (!f->scrub.bits)
+			f->scrub.bits = 1;
 	}
 	if (!r && o->bg_gc && !o->readonly)
 		r = ftl_bggc_start(f);  /* last: nothing can fail after it */
@@ -225,11 +225,11 @@ int ftl_close(struct ftl *f)
 		return 0;
 	ftl_bggc_stop(f);               /* no GC after the clean checkpoint */
 	if (!f->readonly) {
-		pthread_mutex_lock(&f->lock);
+		ftl_lock(&f->lock);
 		r = ftl_ckpt_write(f, true);
 		if (!r)
-			r = f->gc_err;  /* the GC thread's, not yet reported */
-		pthread_mutex_unlock(&f->lock);
+			r = f->bggc.err;  /* the GC thread's, not yet reported */
+		ftl_unlock(&f->lock);
 	}
 	if (f->fd >= 0)
 		close(f->fd);
@@ -255,7 +255,7 @@ uint64_t ftl_size(const struct ftl *f)
 /* How this open found the image (see ftl.h). */
 enum ftl_mount_kind ftl_mount_kind(const struct ftl *f)
 {
-	return f->mount_kind;
+	return f->mnt.kind;
 }
 
 /* The topology to report to the kernel (same as libalign reads). */

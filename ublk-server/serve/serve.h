@@ -60,12 +60,16 @@ int serve_entry_dir(const char *image, char *dir, size_t len);
 /* Create the entry folder and take its lock (exclusive, non-blocking, a
  * few retries): the lock fd in *fd, -EBUSY if a live server holds it. */
 int serve_entry_lock(const char *dir, int *fd);
+/* Take the lock of the existing entry @dir (one try, nothing created):
+ * the fd in *fd; -EBUSY held, -ENOENT no such entry. */
+int serve_entry_trylock(const char *dir, int *fd);
 
 /* Remove the entry folder @dir (registry files, mnt/, the lock file; with
  * @log also RUNDIR.log).  The caller holds the lock and closes it after. */
 void serve_entry_remove(const char *dir, bool log);
 
-/* Remove every stale entry but @self (its server gone: lock free): clean
+/* Remove every stale entry but @self (serve/cleanup.c; its server gone:
+ * lock free): clean
  * what a dead FUSE server left (serve_entry_cleanup), then the folder.  A
  * dead ublk server's entry is kept for `serve --recover`.  Returns how
  * many entries were removed. */
