@@ -65,6 +65,15 @@ $(BUILD)/nbdkit-octant-plugin.so: $(NBDKIT_PLUGIN_OBJS) $(BUILD)/libengine.a \
 		$(LDFLAGS) -o $@ $(NBDKIT_PLUGIN_OBJS) $(BUILD)/libengine.a \
 		$(BUILD)/libalign.a $(ENGINE_LIBS) $(LIBALIGN_LIBS) -lm
 
+# fd-hold: a copy of another process's open file (its flock with it), for
+# tests/vm/guest/ublk-upgrade-fail.sh; dgram-listen: a $NOTIFY_SOCKET listener
+# for tests/vm/guest/ublk-upgrade.sh (the guest has no python3).
+all: $(BUILD)/fd-hold $(BUILD)/dgram-listen
+$(BUILD)/fd-hold: $(BUILD)/obj/tests/vm/fd-hold.o
+	$(CC) $(LDFLAGS) -o $@ $^
+$(BUILD)/dgram-listen: $(BUILD)/obj/tests/vm/dgram-listen.o
+	$(CC) $(LDFLAGS) -o $@ $^
+
 # ublk-probe: the frontend's control-path decisions (opcode encoding, features) on the
 # running kernel, for tests/vm/guest/ublk-opcodes.sh.
 all: $(BUILD)/ublk-probe
