@@ -49,7 +49,7 @@
 	/* zero copy: the request's pages registered in the daemon's ring,\
 	 * data moved by io_uring copies (ublk-daemon.c) */ \
 	X(AUTO_BUF_REG,          11, 616, 1) \
-	/* QUIESCE_DEV command: live upgrade of the server (a later task) */ \
+	/* QUIESCE_DEV command: live upgrade (`ublk-flash upgrade`) */ \
 	X(QUIESCE,               12, 616, 1) \
 	/* a task per tag: the queue's daemons (ublk-daemon.c; 7.3 sets it \
 	 * anyway) */ \
