@@ -170,6 +170,7 @@ static int d_copy(struct ublk_daemon *dm, unsigned tag, unsigned len, bool out)
 		io_uring_prep_write_fixed(sqe, q->zc_fd, NULL, len, off, (int)tag);
 	sqe->user_data = D_COPY | tag;
 	dm->inflight++;
+	dm->copies++;
 	return 0;
 }
 
@@ -227,7 +228,11 @@ static int d_fetch_all(struct ublk_daemon *dm)
 }
 
 /* Serve until every tag is retired (a fetch answered UBLK_IO_RES_ABORT:
- * the device was stopped) and no copy is left: 0, or -errno. */
+ * the device was stopped) and no copy is left: 0, or -errno.  Draining
+ * (QUIESCE_DEV: a live upgrade, ublk.c) ends once no copy is left: the
+ * fetches the last commits re-armed are never answered (the driver
+ * requeues new requests), the ring's exit cancels them; every request
+ * this daemon got was answered (served inline, or after its copy). */
 static int d_loop(struct ublk_daemon *dm)
 {
 	struct ublk_queue *q = dm->q;
@@ -235,7 +240,7 @@ static int d_loop(struct ublk_daemon *dm)
 	unsigned head, n;
 	int ret, err = 0;
 
-	while (dm->inflight > 0 && !err) {
+	while (((dm->inflight > 0 && !dm->draining) || dm->copies > 0) && !err) {
 		ret = io_uring_submit_and_wait(&dm->ring, 1);
 		if (ret == -EINTR)
 			continue;
@@ -251,11 +256,14 @@ static int d_loop(struct ublk_daemon *dm)
 			if (tag >= q->depth) {
 				ret = -EIO;
 			} else if (cqe->user_data & D_COPY) {
+				dm->copies--;
 				ret = d_copied(dm, tag, res);
 			} else if (res == UBLK_IO_RES_OK) {
 				ret = d_start(dm, tag);
 			} else if (res == UBLK_IO_RES_ABORT) {
-				ret = 0;        /* retired */
+				ret = 0;        /* retired, or quiesced */
+				dm->draining |= __atomic_load_n(&q->dev->quiescing,
+								__ATOMIC_ACQUIRE);
 			} else {
 				fprintf(stderr, "ublk-flash: ublk queue %u tag %u: "
 					"%s\n", q->id, tag, strerror(-res));
@@ -266,6 +274,8 @@ static int d_loop(struct ublk_daemon *dm)
 		}
 		io_uring_cq_advance(&dm->ring, n);
 	}
+	if (dm->draining && !err)   /* the last answers reach the driver */
+		io_uring_submit(&dm->ring);
 	return err;
 }
 

@@ -132,6 +132,8 @@ struct ublk_daemon {
 	pthread_t thread;
 	bool thread_ok;
 	unsigned inflight;             /* commands and copies queued */
+	unsigned copies;               /* of which zero-copy copies */
+	bool draining;                 /* a fetch aborted by QUIESCE_DEV */
 	bool armed, fetched, ended;    /* under q->wlock */
 	int err;                       /* under q->wlock */
 };
