@@ -16,6 +16,12 @@
  *   getppid               an empty system call
  *   eventfd               eventfd write + read (a wake-up's two syscalls)
  *   uring-nop             one io_uring NOP: submit and wait for its completion
+ *   uring-read            an io_uring READ of 4 KiB from the file into a user buffer
+ *                         (copy_to_user, as the ublk driver's copy); tmpfs has no
+ *                         nowait reads, so io_uring runs it in an io-wq worker
+ *   uring-read-fixed      the same into a registered (fixed) buffer: a copy between
+ *                         kernel pages (memcpy), as zero copy's READ_FIXED
+ *   uring-write-fixed     WRITE_FIXED of 4 KiB from a registered buffer into the file
  * Each figure is the median of 5 batches, a batch sized to run >= 5 ms.
  * usage: tcg-calib [DIR]   (DIR for the file: $TMPDIR or /tmp; use a tmpfs)
  * Output: "NAME  US_PER_OP  CHOSEN" lines after a "# " header; the third
@@ -29,6 +35,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -131,6 +138,28 @@ static void op_nop(int a)
 	if (io_uring_submit_and_wait(&ring, 1) != 1 || io_uring_peek_cqe(&ring, &cqe) != 0) {
 		errno = EIO;
 		fail("io_uring nop");
+		return;
+	}
+	io_uring_cqe_seen(&ring, cqe);
+}
+
+/* one READ (@fixed 0), READ_FIXED (1) or WRITE_FIXED (2) of a page */
+static void op_uring_rw(int fixed)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+	struct io_uring_cqe *cqe;
+	off_t off = (off_t)(rnd() % FILE_PAGES) * PAGE;
+
+	if (fixed == 2)
+		io_uring_prep_write_fixed(sqe, fd, src, PAGE, (uint64_t)off, 1);
+	else if (fixed)
+		io_uring_prep_read_fixed(sqe, fd, dst, PAGE, (uint64_t)off, 0);
+	else
+		io_uring_prep_read(sqe, fd, dst, PAGE, (uint64_t)off);
+	if (io_uring_submit_and_wait(&ring, 1) != 1 || io_uring_peek_cqe(&ring, &cqe) != 0 ||
+	    cqe->res != PAGE) {
+		errno = EIO;
+		fail("io_uring read/write");
 		return;
 	}
 	io_uring_cqe_seen(&ring, cqe);
@@ -241,6 +270,15 @@ int main(int argc, char **argv)
 	row("getppid", measure(op_getppid, 0), NULL);
 	row("eventfd", measure(op_eventfd, 0), NULL);
 	row("uring-nop", measure(op_nop, 0), NULL);
+	{
+		struct iovec iov[2] = { { dst, PAGE }, { src, PAGE } };
+
+		row("uring-read", measure(op_uring_rw, 0), NULL);
+		if (io_uring_register_buffers(&ring, iov, 2) == 0) {
+			row("uring-read-fixed", measure(op_uring_rw, 1), NULL);
+			row("uring-write-fixed", measure(op_uring_rw, 2), NULL);
+		}
+	}
 	io_uring_queue_exit(&ring);
 	close(efd);
 	close(fd);

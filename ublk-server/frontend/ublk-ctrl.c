@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,7 +65,14 @@ const char *ublk_feature_name(unsigned bit)
 
 uint64_t ublk_ctrl_add_flags(const struct ublk_ctrl *c)
 {
-	return ctrl_wanted & c->features;
+	const char *zc = getenv("OCTANT_UBLK_ZC");
+	const char *dm = getenv("OCTANT_UBLK_DAEMONS");
+	uint64_t f = ctrl_wanted & c->features;
+
+	/* the A/B switches of the I/O path (docs/ublk.md): zero copy off */
+	if ((zc && !strcmp(zc, "0")) || (dm && !strcmp(dm, "queue")))
+		f &= ~UBLK_FEAT(AUTO_BUF_REG);
+	return f;
 }
 
 static uint64_t ctrl_now_ms(void)

@@ -46,12 +46,14 @@
 	X(USER_RECOVERY_FAIL_IO,  9, 613, 0) \
 	/* UPDATE_SIZE command: online resize (a later task) */ \
 	X(UPDATE_SIZE,           10, 614, 1) \
-	/* automatic buffer registration (zero copy, a later task) */ \
-	X(AUTO_BUF_REG,          11, 616, 0) \
+	/* zero copy: the request's pages registered in the daemon's ring,\
+	 * data moved by io_uring copies (ublk-daemon.c) */ \
+	X(AUTO_BUF_REG,          11, 616, 1) \
 	/* QUIESCE_DEV command: live upgrade (`ublk-flash upgrade`) */ \
 	X(QUIESCE,               12, 616, 1) \
-	/* fetches from any thread; ours fetch per queue (7.3 sets it anyway) */ \
-	X(PER_IO_DAEMON,         13, 616, 0) \
+	/* a task per tag: the queue's daemons (ublk-daemon.c; 7.3 sets it \
+	 * anyway) */ \
+	X(PER_IO_DAEMON,         13, 616, 1) \
 	/* buffer (un)registration off the daemon thread (zero copy) */ \
 	X(BUF_REG_OFF_DAEMON,    14, 617, 0) \
 	/* batched FETCH/COMMIT: another I/O protocol */ \

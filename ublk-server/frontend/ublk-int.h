@@ -41,6 +41,14 @@
 /* Every feature flag, the kernel that brought it and whether ADD_DEV asks
  * for it: one table (ublk-features.h). */
 #include "ublk-features.h"
+/* UBLK_FEAT(NAME): the flag's bit by the table, so code using a flag the
+ * host's 6.1 header lacks builds with it too (make UBLK_UAPI=host). */
+enum {
+#define X(name, bit, since, want) UBLK_FEAT_BIT_##name = (bit),
+	UBLK_FEATURES(X)
+#undef X
+};
+#define UBLK_FEAT(name) (1ULL << UBLK_FEAT_BIT_##name)
 
 /* dev_info.ublksrv_flags ("for ublksrv internal use"): our tag in the top
  * 16 bits, a hash of the image's identity below, so `serve --recover`
@@ -70,7 +78,9 @@ struct ublk_ctrl {
 /* Open /dev/ublk-control, set up a 128-byte-SQE ring, probe features. */
 int ublk_ctrl_open(struct ublk_ctrl *c);
 /* The flags ADD_DEV asks for: every feature ublk-features.h wants that the
- * driver offers (c->features); never one it does not. */
+ * driver offers (c->features); never one it does not.  Without zero copy
+ * (AUTO_BUF_REG) when the environment turns it off for an A/B:
+ * OCTANT_UBLK_ZC=0 or OCTANT_UBLK_DAEMONS=queue (docs/ublk.md). */
 uint64_t ublk_ctrl_add_flags(const struct ublk_ctrl *c);
 /* The table's name of feature bit @bit ("QUIESCE"), or NULL. */
 const char *ublk_feature_name(unsigned bit);
@@ -103,8 +113,30 @@ int ublk_ctrl_end_recovery(struct ublk_ctrl *c, uint32_t id, int pid,
 int ublk_ctrl_quiesce_dev(struct ublk_ctrl *c, uint32_t id,
 			  unsigned timeout_ms);
 
-/* ---- queues (ublk-queue.c) ---- */
+/* ---- queues (ublk-queue.c, ublk-daemon.c) ---- */
 struct ublk_dev;
+struct ublk_queue;
+
+/* A per-I/O daemon (ublk-daemon.c; the driver's UBLK_F_PER_IO_DAEMON): one
+ * thread and one io_uring that fetch tags idx, idx + n, ... of a queue (n
+ * daemons), run each request on the engine and commit it themselves: no
+ * hand-off between threads.  With zero copy (UBLK_F_AUTO_BUF_REG) the
+ * driver registers each request's pages in the daemon's ring, and the
+ * daemon moves the data between them and the tag's buffer with io_uring
+ * READ_FIXED / WRITE_FIXED of the memfd that holds the buffers. */
+struct ublk_daemon {
+	struct ublk_queue *q;
+	unsigned idx;
+	struct io_uring ring;
+	bool ring_ok;
+	pthread_t thread;
+	bool thread_ok;
+	unsigned inflight;             /* commands and copies queued */
+	unsigned copies;               /* of which zero-copy copies */
+	bool draining;                 /* a fetch aborted by QUIESCE_DEV */
+	bool armed, fetched, ended;    /* under q->wlock */
+	int err;                       /* under q->wlock */
+};
 
 /* NEW -> ARMED (ring and workers up, nothing asked of the driver yet) ->
  * READY (every tag fetched) -> DONE; FAILED from any of them. */
@@ -159,6 +191,14 @@ struct ublk_queue {
 	struct ublk_answer { unsigned tag; int res; } *done, *done_spare;
 	unsigned done_n;               /* answers waiting for their commit */
 	bool kicked;                   /* efd written since the last harvest */
+	/* Per-I/O daemons (ublk-daemon.c), when the driver has them: the
+	 * queue's thread is daemon 0 and runs the others; no ring thread,
+	 * workers or eventfd then. */
+	unsigned ndaemons;             /* 0: the ring thread and its workers */
+	struct ublk_daemon *daemons;
+	bool zc;                       /* zero copy (UBLK_F_AUTO_BUF_REG) */
+	int zc_fd;                     /* the memfd of bufs, with zc; else -1 */
+	bool dgo, dquit;               /* under wlock: daemons fetch / end */
 };
 
 struct ublk_dev {
@@ -199,5 +239,29 @@ int ublk_q_map(struct ublk_dev *d, unsigned i);
 int ublk_q_fetch(struct ublk_dev *d, bool go);
 /* Wait for a queue thread to end (the device was stopped) and free it. */
 void ublk_q_join(struct ublk_dev *d, unsigned i);
+
+/* ---- shared by ublk-queue.c and ublk-daemon.c ---- */
+/* Queue a FETCH_REQ or COMMIT_AND_FETCH_REQ (@nr) for @tag on @ring. */
+int ublk_q_prep(struct ublk_queue *q, struct io_uring *ring, unsigned nr,
+		unsigned tag, int result);
+/* Queue and submit FETCH_REQ for tags @first, @first + @step, ... of @q
+ * on @ring: how many, or -errno (an error the driver reports at submit
+ * included: it fails the queue). */
+int ublk_q_fetch_tags(struct ublk_queue *q, struct io_uring *ring,
+		      unsigned first, unsigned step);
+/* Run request @tag on the engine with @buf as its data: bytes done or
+ * -errno. */
+int ublk_q_handle(struct ublk_queue *q, unsigned tag, void *buf);
+void ublk_q_set_state(struct ublk_queue *q, enum ublk_q_state st, int err);
+void ublk_q_thread_setup(const char *fmt, unsigned a, unsigned b);
+/* The tag's buffer (depth * buf_size from q->bufs). */
+void *ublk_q_buf(const struct ublk_queue *q, unsigned tag);
+/* ublk-daemon.c: how queue @q of @d is served (q->ndaemons, q->zc) and
+ * its buffers (q->bufs; a memfd with zero copy): 0 or -errno. */
+int ublk_daemons_setup(struct ublk_dev *d, struct ublk_queue *q);
+/* The queue thread with daemons: daemon 0, which runs the others. */
+void *ublk_daemons_run(struct ublk_queue *q);
+/* Free what ublk_daemons_setup took (the buffers). */
+void ublk_daemons_free(struct ublk_queue *q);
 
 #endif

@@ -64,20 +64,25 @@ static size_t q_round(size_t n, size_t to)
 	return (n + to - 1) / to * to;
 }
 
-static void *q_buf(const struct ublk_queue *q, unsigned tag)
+void *ublk_q_buf(const struct ublk_queue *q, unsigned tag)
 {
 	return q->bufs + (size_t)tag * q->dev->buf_size;
 }
 
-/* Queue a FETCH_REQ or COMMIT_AND_FETCH_REQ (@nr) for @tag. */
-static int q_prep(struct ublk_queue *q, unsigned nr, unsigned tag, int result)
+/* Queue a FETCH_REQ or COMMIT_AND_FETCH_REQ (@nr) for @tag on @ring.  The
+ * tag's buffer goes in the command; with zero copy nothing does (the
+ * driver would refuse it) and the SQE's addr carries the index at which
+ * the driver registers the request's pages in @ring (struct
+ * ublk_auto_buf_reg: the index in the low 16 bits, no flags), the tag. */
+int ublk_q_prep(struct ublk_queue *q, struct io_uring *ring, unsigned nr,
+		unsigned tag, int result)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
 	struct ublksrv_io_cmd *cmd;
 
 	if (!sqe) {
-		io_uring_submit(&q->ring);
-		sqe = io_uring_get_sqe(&q->ring);
+		io_uring_submit(ring);
+		sqe = io_uring_get_sqe(ring);
 		if (!sqe)
 			return -EBUSY;
 	}
@@ -90,13 +95,23 @@ static int q_prep(struct ublk_queue *q, unsigned nr, unsigned tag, int result)
 	cmd->q_id = (uint16_t)q->id;
 	cmd->tag = (uint16_t)tag;
 	cmd->result = result;
-	cmd->addr = (uint64_t)(uintptr_t)q_buf(q, tag);
-	q->inflight++;
+	if (q->zc)
+		sqe->addr = (uint16_t)tag;
+	else
+		cmd->addr = (uint64_t)(uintptr_t)ublk_q_buf(q, tag);
 	return 0;
 }
 
-/* Run request @tag on the engine; bytes done or -errno. */
-static int q_handle(struct ublk_queue *q, unsigned tag)
+static int q_prep(struct ublk_queue *q, unsigned nr, unsigned tag, int result)
+{
+	int ret = ublk_q_prep(q, &q->ring, nr, tag, result);
+
+	if (!ret)
+		q->inflight++;
+	return ret;
+}
+
+int ublk_q_handle(struct ublk_queue *q, unsigned tag, void *buf)
 {
 	const struct ublksrv_io_desc *iod = &q->iods[tag];
 	struct ftl *f = q->dev->ftl;
@@ -111,9 +126,9 @@ static int q_handle(struct ublk_queue *q, unsigned tag)
 		if (len > q->dev->buf_size)
 			return -EINVAL;
 		if (op == UBLK_IO_OP_READ)
-			r = ftl_read(f, q_buf(q, tag), off, (size_t)len);
+			r = ftl_read(f, buf, off, (size_t)len);
 		else
-			r = ftl_write(f, q_buf(q, tag), off, (size_t)len,
+			r = ftl_write(f, buf, off, (size_t)len,
 				      (flags & UBLK_IO_F_FUA) ? FTL_FUA : 0);
 		return r < 0 ? r : (int)len;
 	case UBLK_IO_OP_FLUSH:
@@ -127,13 +142,15 @@ static int q_handle(struct ublk_queue *q, unsigned tag)
 	}
 }
 
-static void q_set_state(struct ublk_queue *q, enum ublk_q_state st, int err)
+/* A FAILED queue stays FAILED (daemons end one after the other). */
+void ublk_q_set_state(struct ublk_queue *q, enum ublk_q_state st, int err)
 {
 	struct ublk_dev *d = q->dev;
 	uint64_t one = 1;
 
 	pthread_mutex_lock(&d->lock);
-	q->state = st;
+	if (q->state != UBLK_Q_FAILED)
+		q->state = st;
 	if (err && !q->err)
 		q->err = err;
 	pthread_cond_broadcast(&d->cond);
@@ -144,31 +161,30 @@ static void q_set_state(struct ublk_queue *q, enum ublk_q_state st, int err)
 	}
 }
 
-/* Submit every fetch; an error the driver reports at once fails the queue. */
-static int q_fetch_all(struct ublk_queue *q)
+int ublk_q_fetch_tags(struct ublk_queue *q, struct io_uring *ring,
+		      unsigned first, unsigned step)
 {
 	struct io_uring_cqe *cqe;
-	unsigned tag;
-	int ret;
+	int ret, n = 0;
 
-	for (tag = 0; tag < q->depth; tag++) {
-		ret = q_prep(q, UBLK_IO_FETCH_REQ, tag, 0);
+	for (unsigned tag = first; tag < q->depth; tag += step, n++) {
+		ret = ublk_q_prep(q, ring, UBLK_IO_FETCH_REQ, tag, 0);
 		if (ret)
 			return ret;
 	}
-	ret = io_uring_submit(&q->ring);
+	ret = io_uring_submit(ring);
 	if (ret < 0)
 		return ret;
 	/* FETCH_REQ is handled inline at submit: failures are already here. */
-	if (io_uring_peek_cqe(&q->ring, &cqe) == 0 && cqe->res < 0)
+	if (io_uring_peek_cqe(ring, &cqe) == 0 && cqe->res < 0)
 		return cqe->res;
-	return 0;
+	return n;
 }
 
 /* user_data of the eventfd read; tags are below UBLK_MAX_QUEUE_DEPTH */
 #define Q_EVENT_DATA UINT64_MAX
 
-static void q_thread_setup(const char *fmt, unsigned id)
+void ublk_q_thread_setup(const char *fmt, unsigned a, unsigned b)
 {
 	sigset_t all;
 	char name[16];
@@ -176,7 +192,7 @@ static void q_thread_setup(const char *fmt, unsigned id)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	(void)prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0);
-	snprintf(name, sizeof(name), fmt, id);
+	snprintf(name, sizeof(name), fmt, a, b);
 	pthread_setname_np(pthread_self(), name);
 }
 
@@ -187,7 +203,7 @@ static void *q_worker(void *arg)
 	struct ublk_queue *q = arg;
 	uint64_t one = 1;
 
-	q_thread_setup("ublk-w%u", q->id);
+	ublk_q_thread_setup("ublk-w%u", q->id, 0);
 	pthread_mutex_lock(&q->wlock);
 	for (;;) {
 		unsigned tag;
@@ -203,7 +219,7 @@ static void *q_worker(void *arg)
 		q->todo_n--;
 		pthread_mutex_unlock(&q->wlock);
 
-		res = q_handle(q, tag);
+		res = ublk_q_handle(q, tag, ublk_q_buf(q, tag));
 
 		pthread_mutex_lock(&q->wlock);
 		q->done[q->done_n].tag = tag;
@@ -399,7 +415,7 @@ static void q_loop(struct ublk_queue *q)
 			unsigned tag = q->reads[i];
 
 			ret = q_prep(q, UBLK_IO_COMMIT_AND_FETCH_REQ, tag,
-				     q_handle(q, tag));
+				     ublk_q_handle(q, tag, ublk_q_buf(q, tag)));
 			if (ret && !err)
 				err = ret;
 		}
@@ -412,7 +428,7 @@ static void q_loop(struct ublk_queue *q)
 	if (q->draining && !err)   /* the last answers reach the driver */
 		io_uring_submit(&q->ring);
 	q_workers_stop(q);
-	q_set_state(q, err ? UBLK_Q_FAILED : UBLK_Q_DONE, err);
+	ublk_q_set_state(q, err ? UBLK_Q_FAILED : UBLK_Q_DONE, err);
 }
 
 static void *q_thread(void *arg)
@@ -421,8 +437,9 @@ static void *q_thread(void *arg)
 	bool go;
 	int ret;
 
-	q_thread_setup("ublk-q%u", q->id);
-	q->efd = -1;
+	if (q->ndaemons)
+		return ublk_daemons_run(q);
+	ublk_q_thread_setup("ublk-q%u", q->id, 0);
 
 	/* The ring belongs to this thread: the driver binds the queue to the
 	 * task that fetched, and completes commands in that task. */
@@ -439,7 +456,7 @@ static void *q_thread(void *arg)
 		goto fail;
 	/* Armed: nothing can fail for want of resources any more.  Fetch
 	 * once the driver is ready for it (ublk_q_fetch), or end. */
-	q_set_state(q, UBLK_Q_ARMED, 0);
+	ublk_q_set_state(q, UBLK_Q_ARMED, 0);
 	pthread_mutex_lock(&q->dev->lock);
 	while (!q->dev->go && !q->dev->quit)
 		pthread_cond_wait(&q->dev->cond, &q->dev->lock);
@@ -449,13 +466,17 @@ static void *q_thread(void *arg)
 		q_workers_stop(q);
 		io_uring_queue_exit(&q->ring);
 		q->ring_ok = false;
-		q_set_state(q, UBLK_Q_DONE, 0);
+		ublk_q_set_state(q, UBLK_Q_DONE, 0);
 		return NULL;
 	}
-	ret = q_fetch_all(q);
+	ret = ublk_q_fetch_tags(q, &q->ring, 0, 1);
+	if (ret > 0) {
+		q->inflight += (unsigned)ret;
+		ret = 0;
+	}
 	if (ret)
 		goto fail;
-	q_set_state(q, UBLK_Q_READY, 0);
+	ublk_q_set_state(q, UBLK_Q_READY, 0);
 	q_loop(q);
 	io_uring_queue_exit(&q->ring);
 	q->ring_ok = false;
@@ -465,7 +486,7 @@ fail:
 	if (q->ring_ok)
 		io_uring_queue_exit(&q->ring);
 	q->ring_ok = false;
-	q_set_state(q, UBLK_Q_FAILED, ret);
+	ublk_q_set_state(q, UBLK_Q_FAILED, ret);
 	return NULL;
 }
 
@@ -479,11 +500,18 @@ int ublk_q_prepare(struct ublk_dev *d, unsigned i)
 	q->dev = d;
 	q->id = i;
 	q->depth = d->info.queue_depth;
+	q->efd = -1;
+	q->zc_fd = -1;
 	q->iods_len = q_round(q->depth * sizeof(struct ublksrv_io_desc), page);
-	ret = posix_memalign(&p, page, (size_t)q->depth * d->buf_size);
+	ret = ublk_daemons_setup(d, q);   /* the mode and the buffers */
 	if (ret)
-		return -ret;
-	q->bufs = p;
+		return ret;
+	if (!q->bufs) {
+		ret = posix_memalign(&p, page, (size_t)q->depth * d->buf_size);
+		if (ret)
+			return -ret;
+		q->bufs = p;
+	}
 	ret = pthread_create(&q->thread, NULL, q_thread, q);
 	if (ret)
 		return -ret;
@@ -544,6 +572,8 @@ void ublk_q_join(struct ublk_dev *d, unsigned i)
 	if (q->iods)
 		munmap(q->iods, q->iods_len);
 	q->iods = NULL;
-	free(q->bufs);
+	if (q->zc_fd < 0)
+		free(q->bufs);
+	ublk_daemons_free(q);
 	q->bufs = NULL;
 }

@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
-# Guest test: which thread of a ublk queue does the backing I/O (ublk-queue.c).  Reads are
-# served by the queue's ring thread (ublk-qN): ftl_read is lock-free and a hand-off costs more
-# than it saves, so the queue's engine worker (ublk-wN) issues no backing read for them.
-# Writes go to the worker, so the ring thread issues no backing write and a slow write never
-# stops the ring.  Counted per thread from /proc/PID/task/TID/io (syscr, syscw), 1 and 2
-# queues; data written and read back through the device must match.  The image is on tmpfs,
-# which the server maps (nand_backing_fd): reads copy from the mapping and make no syscall at
-# all, so the thread of each read is proven with the mapping off (OCTANT_BACKING_MAP=0), and
-# with it on (2 queues) that no thread made a backing read syscall for them.
+# Guest test: which thread of a ublk queue does the backing I/O, counted per thread from
+# /proc/PID/task/TID/io (syscr, syscw), with 1 and 2 queues; the data written and read back
+# through the device must match.
+#   Per-I/O daemons (kernels whose driver grants UBLK_F_PER_IO_DAEMON: 7.3; ublk-daemon.c):
+#     each queue has two daemons (ublk-qNd0, ublk-qNd1), each fetching, serving and
+#     committing its own tags: every daemon makes backing reads AND writes for the requests it
+#     gets, no request is handed to another thread, and there is no engine worker.
+#   Ring thread + workers (6.1, 6.12, and OCTANT_UBLK_DAEMONS=queue on 7.3; ublk-queue.c):
+#     reads are served by the queue's ring thread (ublk-qN): ftl_read is lock-free and a
+#     hand-off costs more than it saves, so the queue's engine workers (ublk-wN) issue no
+#     backing read for them; writes go to the workers, so the ring thread issues no backing
+#     write and a slow write never stops the ring.
+# The image is on tmpfs, which the server maps (nand_backing_fd): reads copy from the mapping
+# and make no syscall at all, so the thread of each read is proven with the mapping off
+# (OCTANT_BACKING_MAP=0), and with it on (2 queues) that no thread made a backing read syscall
+# for them.
 . /octant/tests/vm/guest-lib.sh
 . /octant/tests/vm/guest/ublk-lib.bash
 
@@ -34,45 +41,95 @@ th_io() {
 	done
 	echo "$sum"
 }
+# th_count PID NAMES...: how many of PID's threads are called one of NAMES
+th_count() { local pid=$1 n; shift; for n in "$@"; do th_tids "$pid" "$n"; done | wc -l; }
 
+case "$(uname -r)" in 7.3.*) has_daemons=1 ;; *) has_daemons=0 ;; esac
 N=64  # 4 KiB requests per direction
 img=/tmp/ublk-threads.img data=/tmp/ublk-threads.dat
 t_cleanup "rm -f $img $data"
 dd if=/dev/urandom of="$data" bs=4k count=$N status=none
-for run in 1:0 2:0 2:1; do
-	queues=${run%:*} map=${run#*:}
+runs="1:0:auto 2:0:auto 2:1:auto"
+[ $has_daemons = 1 ] && runs+=" 1:0:queue"
+for run in $runs; do
+	IFS=: read -r queues map layout <<<"$run"
 	label="$queues queue(s), mapping $([ "$map" = 1 ] && echo on || echo off)"
+	dmode=; [ "$layout" = queue ] && { dmode=queue; label+=", OCTANT_UBLK_DAEMONS=queue"; }
 	if ! out=$(ublk_mkimg "$img" 64M 1m 2>&1); then t_fail "$label: create image" "$out"; continue; fi
-	if ! dev=$(OCTANT_BACKING_MAP=$map ublk_serve "$img" --queues "$queues"); then
+	if ! dev=$(OCTANT_BACKING_MAP=$map OCTANT_UBLK_DAEMONS=$dmode ublk_serve "$img" --queues "$queues"); then
 		t_fail "$label: serve --frontend ublk --queues $queues" "$dev"; continue
 	fi
 	t_cleanup "$UBLK_FLASH stop $img"
 	pid=$(ublk_server_pid "$img")
-	rings=() workers=()
-	for q in $(seq 0 $((queues - 1))); do rings+=("ublk-q$q"); workers+=("ublk-w$q"); done
-	nr=$(for n in "${rings[@]}"; do th_tids "$pid" "$n"; done | wc -l)
-	nw=$(for n in "${workers[@]}"; do th_tids "$pid" "$n"; done | wc -l)
-	t_eq "$label: server $pid has a ring thread per queue" "$nr" "$queues"
-	# UBLK_Q_WORKERS (ublk-int.h): two engine workers per queue
-	t_eq "$label: server $pid has two engine workers per queue" "$nw" "$((2 * queues))"
-
-	ring_w0=$(th_io "$pid" syscw "${rings[@]}") work_w0=$(th_io "$pid" syscw "${workers[@]}")
-	dd if="$data" of="$dev" bs=4k count=$N oflag=direct status=none
-	ring_w1=$(th_io "$pid" syscw "${rings[@]}") work_w1=$(th_io "$pid" syscw "${workers[@]}")
-	echo "# $label: $N writes: ring threads syscw +$((ring_w1 - ring_w0)), workers +$((work_w1 - work_w0))"
-	t_eq "$label: writes: no backing write in the ring thread" "$((ring_w1 - ring_w0))" 0
-	t_check "$label: writes: the worker wrote the backing" [ $((work_w1 - work_w0)) -ge $N ]
-
-	ring_r0=$(th_io "$pid" syscr "${rings[@]}") work_r0=$(th_io "$pid" syscr "${workers[@]}")
-	sum=$(dd if="$dev" bs=4k count=$N iflag=direct status=none | sha256sum)
-	ring_r1=$(th_io "$pid" syscr "${rings[@]}") work_r1=$(th_io "$pid" syscr "${workers[@]}")
-	echo "# $label: $N reads: ring threads syscr +$((ring_r1 - ring_r0)), workers +$((work_r1 - work_r0))"
-	t_eq "$label: reads: no backing read in the worker" "$((work_r1 - work_r0))" 0
-	if [ "$map" = 1 ]; then
-		t_eq "$label: reads: no backing read syscall (copied from the mapping)" \
-			"$((ring_r1 - ring_r0))" 0
+	flags=$("$BUILD/ublk-probe" info "${dev#/dev/ublkb}" | sed -n 's/^flags //p')
+	per_io=$(( (flags >> 13) & 1 ))    # UBLK_F_PER_IO_DAEMON on the live device
+	t_eq "$label: the device has per-I/O daemons (UBLK_F_PER_IO_DAEMON) on this kernel" \
+		"$per_io" "$has_daemons"
+	# what this server runs: daemons where granted, unless turned off
+	daemons=$has_daemons; [ "$layout" = queue ] && daemons=0
+	if [ $daemons = 1 ]; then
+		serving=() others=()
+		for q in $(seq 0 $((queues - 1))); do serving+=("ublk-q${q}d0" "ublk-q${q}d1"); others+=("ublk-q$q" "ublk-w$q"); done
+		t_eq "$label: server $pid has two daemons per queue" "$(th_count "$pid" "${serving[@]}")" "$((2 * queues))"
+		t_eq "$label: server $pid has no ring thread nor engine worker" "$(th_count "$pid" "${others[@]}")" 0
 	else
-		t_check "$label: reads: the ring thread read the backing" [ $((ring_r1 - ring_r0)) -ge $N ]
+		rings=() workers=()
+		for q in $(seq 0 $((queues - 1))); do rings+=("ublk-q$q"); workers+=("ublk-w$q"); done
+		t_eq "$label: server $pid has a ring thread per queue" "$(th_count "$pid" "${rings[@]}")" "$queues"
+		# UBLK_Q_WORKERS (ublk-int.h): two engine workers per queue
+		t_eq "$label: server $pid has two engine workers per queue" \
+			"$(th_count "$pid" "${workers[@]}")" "$((2 * queues))"
+	fi
+
+	declare -A w0 w1 r0 r1
+	snap() { local -n a=$1; local n; for n in ublk-q0d0 ublk-q0d1 ublk-q1d0 ublk-q1d1 ublk-q0 ublk-q1 ublk-w0 ublk-w1; do a[$n]=$(th_io "$pid" "$2" "$n"); done; }
+	snap w0 syscw
+	dd if="$data" of="$dev" bs=4k count=$N oflag=direct status=none
+	snap w1 syscw
+	snap r0 syscr
+	sum=$(dd if="$dev" bs=4k count=$N iflag=direct status=none | sha256sum)
+	snap r1 syscr
+	d() { local -n a=$1 b=$2; echo $(( b[$3] - a[$3] )); }
+	if [ $daemons = 1 ]; then
+		line="$label: $N writes / $N reads, backing syscw / syscr by daemon:"
+		tw=0 tr=0
+		for n in "${serving[@]}"; do
+			line+=" $n +$(d w0 w1 "$n") / +$(d r0 r1 "$n")"
+			tw=$((tw + $(d w0 w1 "$n"))) tr=$((tr + $(d r0 r1 "$n")))
+		done
+		echo "# $line"
+		# dd's requests go to the queue of the CPU it runs on, which the scheduler picks
+		# (with 2 queues either one, or both in turn), and that queue's tags go round (the
+		# block layer's tag allocation): both daemons of the queue that served most get some
+		# of dd's one-at-a-time requests
+		both() {
+			local q s best=-1 bq=0
+			for q in $(seq 0 $((queues - 1))); do
+				s=$(( $(d "$1" "$2" "ublk-q${q}d0") + $(d "$1" "$2" "ublk-q${q}d1") ))
+				if [ "$s" -gt "$best" ]; then best=$s bq=$q; fi
+			done
+			[ "$(d "$1" "$2" "ublk-q${bq}d0")" -ge 1 ] && [ "$(d "$1" "$2" "ublk-q${bq}d1")" -ge 1 ]
+		}
+		t_check "$label: writes: the daemons wrote the backing" [ $tw -ge $N ]
+		t_check "$label: writes: each daemon of the busiest queue wrote for its own tags" both w0 w1
+		if [ "$map" = 1 ]; then
+			t_eq "$label: reads: no backing read syscall (copied from the mapping)" "$tr" 0
+		else
+			t_check "$label: reads: the daemons read the backing" [ $tr -ge $N ]
+			t_check "$label: reads: each daemon of the busiest queue read for its own tags" both r0 r1
+		fi
+	else
+		rw=$(( $(d w0 w1 ublk-q0) + $(d w0 w1 ublk-q1) )) ww=$(( $(d w0 w1 ublk-w0) + $(d w0 w1 ublk-w1) ))
+		rr=$(( $(d r0 r1 ublk-q0) + $(d r0 r1 ublk-q1) )) wr=$(( $(d r0 r1 ublk-w0) + $(d r0 r1 ublk-w1) ))
+		echo "# $label: $N writes: ring threads syscw +$rw, workers +$ww; $N reads: ring threads syscr +$rr, workers +$wr"
+		t_eq "$label: writes: no backing write in the ring thread" "$rw" 0
+		t_check "$label: writes: the worker wrote the backing" [ $ww -ge $N ]
+		t_eq "$label: reads: no backing read in the worker" "$wr" 0
+		if [ "$map" = 1 ]; then
+			t_eq "$label: reads: no backing read syscall (copied from the mapping)" "$rr" 0
+		else
+			t_check "$label: reads: the ring thread read the backing" [ $rr -ge $N ]
+		fi
 	fi
 	t_eq "$label: data read back" "$sum" "$(sha256sum <"$data")"
 
