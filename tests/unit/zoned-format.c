@@ -135,8 +135,38 @@ static void files(void)
 	T_CHECK(ftl_open(path, &oo, &f) < 0, "the FTL refuses a zoned image");
 	if (f)
 		ftl_close(f);
+	/* four pages into zone 0; fsck clean, then one data byte damaged:
+	 * fsck finds that page (exit 4), the read says EIO */
 	fd = open(path, O_RDWR);
-	T_CHECK(fd >= 0 && pwrite(fd, "X", 1, 100) == 1, "damage copy 0");
+	T_EQ_U64(nand_backing_fd(fd, &b), 0, "backing");
+	T_EQ_U64(zn_load(b, false, &z), 0, "open read-write");
+	{
+		static uint8_t pg[4 * ZN_LBS];
+		FILE *devnull = fopen("/dev/null", "w");
+
+		for (uint32_t p = 0; p < 4; p++)
+			zt_fill(pg + p * ZN_LBS, 0, p, 3);
+		T_EQ_U64(zn_write(z, 0, 32, pg, 0), 0, "write");
+		T_EQ_U64(zn_close(z), 0, "close");
+		T_EQ_U64(zn_fsck(path, devnull, false), 0, "fsck clean");
+		T_CHECK(pwrite(fd, "X", 1, OCT_SB_AREA + (ZN_LBS + 64) + 5) == 1,
+			"damage page 1");
+		T_EQ_U64(zn_fsck(path, devnull, false), 4, "fsck finds it");
+		T_EQ_U64(zn_fsck(path, devnull, true), 4, "fsck --json too");
+		T_EQ_U64(zn_info(path, devnull, false), 0, "info");
+		fclose(devnull);
+	}
+	T_EQ_U64(nand_backing_fd(fd, &b), 0, "backing");
+	T_EQ_U64(zn_load(b, true, &z), 0, "open read-only");
+	{
+		static uint8_t pg[ZN_LBS];
+
+		T_EQ_U64(zn_read(z, 8, 8, pg), -EIO, "the damaged page reads EIO");
+		T_EQ_U64(zn_read(z, 16, 8, pg), 0, "the next one reads");
+		T_EQ_U64(zt_zone(z, 0).wp, 32, "the wp past it");
+	}
+	zn_close(z);
+	T_CHECK(pwrite(fd, "X", 1, 100) == 1, "damage copy 0");
 	T_EQ_U64(nand_backing_fd(fd, &b), 0, "backing");
 	T_EQ_U64(zn_load(b, true, &z), 0, "open from copy 1");
 	if (!t_failures)

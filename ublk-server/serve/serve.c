@@ -28,6 +28,7 @@
 #include "loop.h"
 #include "nand.h"
 #include "serve.h"
+#include "zoned.h"
 #include "notify.h"
 #include "log.h"
 #include "pidfile.h"
@@ -440,6 +441,23 @@ int serve_main(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	return code;
 }
 
+/* A zoned image (zoned.h) has zones only ublk can show: refuse FUSE (one
+ * line; 2 asked for, 3 the only frontend here), before anything changes. */
+static int serve_zoned_frontend(const struct fe_serve_opts *o)
+{
+	bool fuse_asked = o->frontend && !strcmp(o->frontend, "fuse");
+
+	if (zn_image_probe(o->image) != 1)
+		return 0;
+	if (!fuse_asked && (o->frontend ||
+			    access("/dev/ublk-control", F_OK) == 0))
+		return 0;
+	fprintf(stderr, "ublk-flash: serve: %s is a zoned image: FUSE + loop "
+		"cannot show zones; it needs the ublk frontend (Linux 6.6+)%s\n",
+		o->image, fuse_asked ? "" : ", and this kernel has no ublk");
+	return fuse_asked ? EXIT_USAGE : EXIT_IO;
+}
+
 static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 {
 	static char image[PATH_MAX], dir[PATH_MAX];
@@ -458,6 +476,9 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	}
 	o->image = image;
 	code = serve_check_outputs(o);
+	if (code)
+		return code;
+	code = serve_zoned_frontend(o);
 	if (code)
 		return code;
 	ops = serve_pick(o->frontend);

@@ -55,17 +55,20 @@ int zn_load(struct nand_backing *b, bool readonly, struct zn **out)
 	return r;
 }
 
-/* Refuse a medium holding something (an octant superblock or any byte in
- * its superblock area) unless forced. */
-static int check_empty(struct nand_backing *b)
+/* Refuse a medium holding something (an octant superblock or any other
+ * byte in its first OCT_SB_AREA bytes: most signatures are there) unless
+ * forced. */
+static int check_empty(int fd)
 {
 	uint8_t area[OCT_SB_AREA];
-	int r = b->ops->pread(b, area, sizeof(area), 0);
+	ssize_t n = pread(fd, area, sizeof(area), 0);
 
-	for (size_t i = 0; !r && i < sizeof(area); i++)
+	if (n < 0)
+		return -errno;
+	for (ssize_t i = 0; i < n; i++)
 		if (area[i])
 			return -EEXIST;
-	return r;
+	return 0;
 }
 
 int zn_create(const char *path, const struct zn_create_opts *o, char *why,
@@ -101,19 +104,23 @@ int zn_create(const char *path, const struct zn_create_opts *o, char *why,
 	} else {
 		size = (uint64_t)st.st_size;
 	}
-	r = nand_backing_fd(fd, &b);
-	if (r)
-		goto out;
 	if (size && !o->force) {
-		r = size >= OCT_SB_AREA ? check_empty(b) : -EEXIST;
+		r = check_empty(fd);
 		if (r)
 			goto out;
 	}
-	if (S_ISBLK(st.st_mode)) {
-		r = size < isz ? -ENOSPC : b->ops->punch(b, 0, isz);
-	} else if (ftruncate(fd, 0) || ftruncate(fd, (off_t)isz)) {
-		r = -errno;
+	if (S_ISBLK(st.st_mode) && size < isz) {
+		r = -ENOSPC;
+		goto out;
 	}
+	if (!S_ISBLK(st.st_mode) &&
+	    (ftruncate(fd, 0) || ftruncate(fd, (off_t)isz))) {
+		r = -errno;
+		goto out;
+	}
+	r = nand_backing_fd(fd, &b);     /* of the file at its new size */
+	if (!r && S_ISBLK(st.st_mode))
+		r = b->ops->punch(b, 0, isz);   /* no stale OOB records */
 	if (!r)
 		r = zn_format_backing(b, o);
 out:

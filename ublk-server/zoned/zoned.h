@@ -130,4 +130,19 @@ int zn_report(struct zn *z, uint64_t sect, struct zn_zone *out,
 int zn_flush(struct zn *z);
 void zn_counters_get(struct zn *z, struct zn_counters *c);
 
+/* ---- tools (zn_info.c): info and fsck of a zoned image file ------------ */
+#include <stdio.h>
+
+/* 1 when @path holds a zoned image's superblock (either copy valid, any
+ * zoned version), 0 when it holds something else, -errno when it cannot
+ * be read. */
+int zn_image_probe(const char *path);
+/* Geometry, limits and the zones by condition, read-only (the write
+ * pointers rebuilt as an open does); -errno as zn_load. */
+int zn_info(const char *path, FILE *out, bool json);
+/* Check both superblock copies and every page below each zone's write
+ * pointer (record and data CRC); read-only.  0 clean, 4 problems (each
+ * on a line), -errno when the image cannot be opened. */
+int zn_fsck(const char *path, FILE *out, bool json);
+
 #endif /* OCTANT_ZONED_H */
