@@ -43,13 +43,13 @@ bad() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"kind:           zoned, host-managed, no FTL"* ]]
 	[[ "$output" == *"13 zones of 8388608 bytes"* ]]
-	[[ "$output" == *"limits:         8 open, 8 active zones"* ]]
+	[[ "$output" == *"limits:         13 open, 13 active zones"* ]]
 	[[ "$output" == *"13 empty, 0 closed, 0 full"* ]]
 	run "$UBLK_FLASH" info z.img --json
 	[ "$status" -eq 0 ]
 	[[ "$output" == *'"kind":"zoned"'* ]]
 	[[ "$output" == *'"zone_size":8388608'* ]]
-	[[ "$output" == *'"max_active":8'* ]]
+	[[ "$output" == *'"max_active":13'* ]]
 	run "$UBLK_FLASH" fsck z.img
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"clean"* ]]

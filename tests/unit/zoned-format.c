@@ -24,8 +24,8 @@ static void geometry(void)
 	T_EQ_U64(zn_create_geom(&o, &g, &ng, why, sizeof(why)), 0, "%s", why);
 	T_EQ_U64(g.nzones, ZT_NZONES, "zones");
 	T_EQ_U64(g.zone_blocks, ZT_ZBLK, "blocks per zone");
-	T_EQ_U64(g.max_open, 8, "open limit: at least 8");
-	T_EQ_U64(g.max_active, 8, "active limit");
+	T_EQ_U64(g.max_open, 16, "open limit: at least 16 (16 zones)");
+	T_EQ_U64(g.max_active, 16, "active limit");
 	T_EQ_U64(ng.nblocks, ZT_NZONES * ZT_ZBLK, "nand blocks");
 	T_CHECK(ng.oob_inline && ng.oob_stamp, "inline layout with stamps");
 	o.size = 1ull << 30;
@@ -34,7 +34,11 @@ static void geometry(void)
 	T_EQ_U64(zn_create_geom(&o, &g, &ng, why, sizeof(why)), 0, "defaults");
 	T_EQ_U64(g.nzones, 64, "1 GiB of 16 MiB zones");
 	T_EQ_U64(g.zone_blocks, 64, "16 MiB zone of 256 KiB blocks");
-	T_EQ_U64(g.max_active, 8, "64 zones: 8 active");
+	T_EQ_U64(g.max_active, 16, "64 zones: 16 active");
+	o.size = 8ull << 30;
+	T_EQ_U64(zn_create_geom(&o, &g, &ng, why, sizeof(why)), 0, "8 GiB");
+	T_EQ_U64(g.max_active, 64, "512 zones: an eighth, 64 active");
+	o.size = 1ull << 30;
 	o.size = 64ull << 30;
 	T_EQ_U64(zn_create_geom(&o, &g, &ng, why, sizeof(why)), 0, "64 GiB");
 	T_EQ_U64(g.max_active, 128, "4096 zones: 128 active at most");

@@ -23,6 +23,8 @@
 #include "zoned-test.h"
 
 #define TAG_EIO 0xffffffffu   /* a page that may read EIO (torn) */
+#define LIMIT 6u              /* open and active zones (of 16): the
+                                 workload meets the limits */
 
 struct mzone {
 	uint32_t wp;                   /* pages */
@@ -179,7 +181,7 @@ static struct zn *reopen(struct nand_backing **b, struct zn *z, bool kill,
 	zn_close(z);
 	(*b)->ops->destroy(*b);
 	*b = nb;
-	T_EQ_U64(zt_open(nb, 0, 0, &nz), 0, "open after a %s",
+	T_EQ_U64(zt_open(nb, LIMIT, LIMIT, &nz), 0, "open after a %s",
 		 kill ? "kill -9" : "power cut");
 	if (!nz)
 		exit(t_result());
@@ -362,7 +364,7 @@ int main(void)
 
 	rng = (uint64_t)seed * 2654435761u | 1;
 	b = zt_medium(true, &size);
-	T_EQ_U64(zt_open(b, 0, 0, &z), 0, "open");
+	T_EQ_U64(zt_open(b, LIMIT, LIMIT, &z), 0, "open");
 	for (int round = 0; round < rounds && !t_failures; round++) {
 		int ops = 1 + (int)(rnd() % 40);
 

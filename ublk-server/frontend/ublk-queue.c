@@ -90,7 +90,9 @@ static int q_prep(struct ublk_queue *q, unsigned nr, unsigned tag, int result)
 	cmd->q_id = (uint16_t)q->id;
 	cmd->tag = (uint16_t)tag;
 	cmd->result = result;
-	cmd->addr = (uint64_t)(uintptr_t)q_buf(q, tag);
+	/* zoned (user copy): no buffer address; a zone append's commit
+	 * carries the sector it wrote */
+	cmd->addr = q->zlba ? q->zlba[tag] : (uint64_t)(uintptr_t)q_buf(q, tag);
 	q->inflight++;
 	return 0;
 }
@@ -105,6 +107,8 @@ static int q_handle(struct ublk_queue *q, unsigned tag)
 	uint64_t len = (uint64_t)iod->nr_sectors * FTL_SECTOR;
 	int r;
 
+	if (q->dev->zn)
+		return ublk_zoned_handle(q, tag, q_buf(q, tag), &q->zlba[tag]);
 	switch (op) {
 	case UBLK_IO_OP_READ:
 	case UBLK_IO_OP_WRITE:
@@ -476,6 +480,11 @@ int ublk_q_prepare(struct ublk_dev *d, unsigned i)
 	if (ret)
 		return -ret;
 	q->bufs = p;
+	if (d->zn) {
+		q->zlba = calloc(q->depth, sizeof(*q->zlba));
+		if (!q->zlba)
+			return -ENOMEM;
+	}
 	ret = pthread_create(&q->thread, NULL, q_thread, q);
 	if (ret)
 		return -ret;
@@ -538,4 +547,6 @@ void ublk_q_join(struct ublk_dev *d, unsigned i)
 	q->iods = NULL;
 	free(q->bufs);
 	q->bufs = NULL;
+	free(q->zlba);
+	q->zlba = NULL;
 }

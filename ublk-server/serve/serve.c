@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -168,6 +169,46 @@ static int serve_parent(int rfd, pid_t child)
 	return EXIT_IO;
 }
 
+/* Open the zoned image of @o (zoned.h) under the engine's image lock
+ * (exclusive; a read-only serve holds the shared one already): *fd to
+ * close after zn_close (its flock is the lock). */
+static int serve_zoned_open(const struct fe_serve_opts *o, struct zn **z,
+			    int *fd)
+{
+	struct nand_backing *b;
+	int r;
+
+	if (o->read_only) {
+		*fd = open(o->image, O_RDONLY | O_CLOEXEC);
+		if (*fd < 0)
+			return -errno;
+	} else {
+		struct stat st;
+
+		if (stat(o->image, &st) < 0)
+			return -errno;
+		/* a block device: claimed exclusively too, as the engine does */
+		*fd = open(o->image, O_RDWR | O_CLOEXEC |
+			   (S_ISBLK(st.st_mode) ? O_EXCL : 0));
+		if (*fd < 0)
+			return -errno;
+		if (flock(*fd, LOCK_EX | LOCK_NB) < 0) {
+			r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+			close(*fd);
+			*fd = -1;
+			return r;
+		}
+	}
+	r = nand_backing_fd(*fd, &b);
+	if (!r)
+		r = zn_load(b, o->read_only, z);
+	if (r) {
+		close(*fd);
+		*fd = -1;
+	}
+	return r;
+}
+
 static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 			const struct fe_ops *ops, int report_fd, int lock_fd)
 {
@@ -181,6 +222,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	bool tried = false, dm = false, pidfile = false, marked = false;
 	int code = 0, err, share_fd = -1, spare_fd = -1;
 
+	int zoned_fd = -1;
 	struct ftl_open_opts open_opts = *oo;
 	open_opts.unshifted = o->dm_name != NULL;   /* dm carries the shift */
 	/* Read-only: the engine opens the image O_RDONLY and never writes it
@@ -195,7 +237,9 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	 * it, allocating every hole of a sparse image. */
 	if (!err)
 		serve_memory_setup();
-	if (!err)
+	if (!err && zn_image_probe(o->image) == 1)
+		err = serve_zoned_open(o, &s.zn, &zoned_fd);
+	else if (!err)
 		err = ftl_open(o->image, &open_opts, &s.ftl);
 	if (err) {
 		code = serve_open_fail(o->image, err);
@@ -235,7 +279,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 			"registry: %s\n", strerror(-err));
 	}
 	/* spares used up (now or later): the kernel device read-only too */
-	if (!err && !o->read_only) {
+	if (!err && !o->read_only && s.ftl) {
 		err = serve_ro_start(&ro, s.ftl);
 		if (err)
 			fprintf(stderr, "ublk-flash: serve: read-only watch: "
@@ -347,6 +391,16 @@ out:
 				 strerror(-err));
 		}
 	}
+	if (s.zn) {
+		err = zn_close(s.zn);
+		if (err && !code) {
+			code = cli_fail("serve: zoned image: final flush", err);
+			snprintf(why, sizeof(why), "final flush: %s",
+				 strerror(-err));
+		}
+	}
+	if (zoned_fd >= 0)
+		close(zoned_fd);
 	if (share_fd >= 0)
 		close(share_fd);
 	if (spare_fd >= 0)
@@ -449,6 +503,12 @@ static int serve_zoned_frontend(const struct fe_serve_opts *o)
 
 	if (zn_image_probe(o->image) != 1)
 		return 0;
+	if (o->dm_name || o->recover) {
+		fprintf(stderr, "ublk-flash: serve: %s is a zoned image: %s is "
+			"not supported on zoned images yet\n", o->image,
+			o->dm_name ? "--dm" : "--recover");
+		return EXIT_USAGE;
+	}
 	if (!fuse_asked && (o->frontend ||
 			    access("/dev/ublk-control", F_OK) == 0))
 		return 0;

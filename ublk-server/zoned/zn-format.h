@@ -71,8 +71,11 @@ struct zn_create_opts {
 	bool force;           /* overwrite an existing signature */
 };
 #define ZN_ZONE_DEFAULT (16ull << 20)
-#define ZN_LIMIT_MIN 8u       /* open/active limit at least (btrfs needs
-                                 5 active zones, f2fs 6 open logs) */
+#define ZN_LIMIT_MIN 16u      /* open/active limit at least: twice what
+                                 btrfs asks for (8: 3 superblock log
+                                 zones, system, metadata, data, tree
+                                 log, relocation; a 7.3 guest's btrfs
+                                 stalled at 8), f2fs 6 open logs */
 #define ZN_LIMIT_MAX 128u
 
 /* The geometry @o asks for (@ng: the nand's); -EINVAL with a reason in
@@ -95,9 +98,6 @@ int zn_sb_read(struct nand_backing *b, struct oct_sb *sb, struct zn_geom *g,
 
 /* Format @b (its size zn_image_size) as an empty zoned image. */
 int zn_format_backing(struct nand_backing *b, const struct zn_create_opts *o);
-/* Open the zoned image on @b (which the engine then owns, also when the
- * open fails). */
-int zn_load(struct nand_backing *b, bool readonly, struct zn **out);
 /* create --zoned on a file or block device @path. */
 int zn_create(const char *path, const struct zn_create_opts *o, char *why,
 	      size_t len);

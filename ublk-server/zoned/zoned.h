@@ -102,6 +102,10 @@ struct zn;
  */
 int zn_open(struct nand *n, const struct zn_geom *g, bool readonly,
 	    struct zn **out);
+/* Open the zoned image on @b (its superblock read, the nand made): the
+ * engine owns @b from then on, also when the open fails.  -ENOTTY not a
+ * zoned image, -EBADMSG / -EPROTONOSUPPORT as zn_sb_decode. */
+int zn_load(struct nand_backing *b, bool readonly, struct zn **out);
 /* Flush (unless read-only) and free everything, the nand too. */
 int zn_close(struct zn *z);
 const struct zn_geom *zn_geom(const struct zn *z);
