@@ -9,8 +9,10 @@
 # pointers the zone state machine says (docs/engine.md); a write off the write pointer fails;
 # data written at the pointer reads back; mkfs.btrfs -O zoned, mount, write, remount and
 # verify, btrfs check; mkfs.f2fs -m (with a regular device for its metadata: f2fs needs
-# random-write space a zoned disk without an FTL has not), mount, write, verify, fsck.f2fs; a
-# clean stop, then `ublk-flash fsck` of the image is clean and `info` shows the zones written.
+# random-write space a zoned disk without an FTL has not), mount, write, verify, fsck.f2fs;
+# kill -9 of the server: served again, every write pointer and condition comes back from the
+# pages' OOB records and f2fs mounts with its files; a clean stop, then `ublk-flash fsck` of
+# the image is clean and `info` shows the zones written.
 . /octant/tests/vm/guest-lib.sh
 . /octant/tests/vm/guest/ublk-lib.bash
 
@@ -132,12 +134,53 @@ fs_case() {
 	sum2=$(cd "$mnt" && sha256sum big small* | sha256sum)
 	umount "$mnt"
 	t_eq "$kv: $label: checksums after remount" "$sum2" "$sum1"
+	fs_sum=$sum1
 	t_check "$kv: $label: $fsck" $fsck "$mdev"
 	n=$(blkzone report "$dev" | grep -vc "zcond: *1(em)")
 	if [ "$n" -gt 0 ]; then t_ok "$kv: $label wrote $n zones"; else t_fail "$kv: $label wrote zones"; fi
 }
 
 fs_case "btrfs zoned" btrfs "$dev" "btrfs check" mkfs.btrfs -q -f -O zoned "$dev"
+
+# zones_now: every zone's start, write pointer and condition, open ones as closed (what an
+# open after a crash makes of them)
+zones_now() {
+	blkzone report "$dev" |
+		sed -n 's/.*start: \(0x[0-9a-f]*\).*wptr \(0x[0-9a-f]*\).*zcond:[ ]*[0-9]*(\([a-z]*\)).*/\1 \2 \3/p' |
+		sed 's/ o[ie]$/ cl/'
+}
+
+# kill -9 of the server with f2fs's zones written (and flushed by its umount): the dead
+# server's device removed by `stop`, the image served again on the same number: every
+# write pointer rebuilt from the pages' OOB records, f2fs mounts with its files intact.
+kill9_case() {
+	local before after n=${dev#/dev/ublkb} sum out
+	before=$(zones_now)
+	ublk_kill_server "$img" "$kv: kill -9" || return
+	t_ok "$kv: kill -9 of the server"
+	if ! out=$("$UBLK_FLASH" stop "$img" 2>&1); then
+		t_fail "$kv: stop removes the dead server's device" "$out"; return
+	fi
+	ublk_wait_gone "$dev"
+	if ! dev=$(ublk_serve "$img" --dev-id "$n"); then
+		t_fail "$kv: serve again after kill -9" "$dev"; return
+	fi
+	after=$(zones_now)
+	if [ "$after" = "$before" ] && [ -n "$after" ]; then
+		t_ok "$kv: kill -9: all $(wc -l <<<"$after") write pointers and conditions back"
+	else
+		t_fail "$kv: kill -9: write pointers and conditions back" \
+			"$(diff <(echo "$before") <(echo "$after") | head -n 20)"
+	fi
+	if out=$(mount -t f2fs "$loopdev" "$mnt" 2>&1); then
+		sum=$(cd "$mnt" && sha256sum big small* | sha256sum)
+		umount "$mnt"
+		t_eq "$kv: kill -9: f2fs files intact" "$sum" "$fs_sum"
+		t_check "$kv: kill -9: fsck.f2fs" fsck.f2fs "$loopdev"
+	else
+		t_fail "$kv: kill -9: mount f2fs" "$out"
+	fi
+}
 
 # f2fs: its metadata on a regular device (a loop device), its main area on the zoned one
 if ! command -v mkfs.f2fs >/dev/null; then
@@ -152,6 +195,7 @@ else
 	t_cleanup "losetup -d $loopdev; rm -f $dir/f2fs-meta.img"
 	fs_case "f2fs zoned (metadata on $loopdev)" f2fs "$loopdev" fsck.f2fs \
 		mkfs.f2fs -f -m -c "$dev" "$loopdev"
+	kill9_case
 fi
 
 if out=$("$UBLK_FLASH" stop "$img" 2>&1); then t_ok "$kv: stop"; else t_fail "$kv: stop" "$out"; fi
