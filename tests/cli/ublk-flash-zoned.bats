@@ -107,3 +107,19 @@ bad() {
 	[ "$(sum z.img)" = "$s" ]
 	[ ! -e "$UBLK_FLASH_RUN_DIR/servers" ] || [ -z "$(ls -A "$UBLK_FLASH_RUN_DIR/servers")" ]
 }
+
+@test "serve a zoned image with an FTL option or --dm: one line, exit 2, image untouched" {
+	"$UBLK_FLASH" create z.img --size 64M --zoned
+	s=$(sum z.img)
+	for o in --scan "--gc cost-benefit" "--wl-threshold 5" "--gc-thread off"; do
+		# shellcheck disable=SC2086 # the option and its value
+		bad 2 "is a zoned image: ${o%% *} is an FTL option, and a zoned image has no FTL" \
+			"$UBLK_FLASH" serve z.img $o
+	done
+	bad 2 "is a zoned image: --dm is not supported on zoned images yet" \
+		"$UBLK_FLASH" serve z.img --dm x
+	run "$UBLK_FLASH" serve z.img --faults program=0.1
+	[ "$status" -eq 2 ]
+	[[ "${lines[-1]}" == *"--faults is an FTL option, and a zoned image has no FTL"* ]]
+	[ "$(sum z.img)" = "$s" ]
+}

@@ -497,16 +497,23 @@ int serve_main(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 
 /* A zoned image (zoned.h) has zones only ublk can show: refuse FUSE (one
  * line; 2 asked for, 3 the only frontend here), before anything changes. */
-static int serve_zoned_frontend(const struct fe_serve_opts *o)
+static int serve_zoned_frontend(const struct fe_serve_opts *o,
+				const struct ftl_open_opts *oo)
 {
 	bool fuse_asked = o->frontend && !strcmp(o->frontend, "fuse");
+	const char *ftl_opt = oo->faults ? "--faults" : oo->scan ? "--scan" :
+			      oo->gc != FTL_GC_GREEDY ? "--gc" :
+			      oo->wl_threshold ? "--wl-threshold" :
+			      !oo->bg_gc ? "--gc-thread" : NULL;
 
 	if (zn_image_probe(o->image) != 1)
 		return 0;
-	if (o->dm_name || o->recover) {
-		fprintf(stderr, "ublk-flash: serve: %s is a zoned image: %s is "
-			"not supported on zoned images yet\n", o->image,
-			o->dm_name ? "--dm" : "--recover");
+	if (o->dm_name || o->recover || ftl_opt) {
+		fprintf(stderr, "ublk-flash: serve: %s is a zoned image: %s%s\n",
+			o->image, ftl_opt ? ftl_opt : o->dm_name ? "--dm" :
+			"--recover", ftl_opt ? " is an FTL option, and a zoned "
+			"image has no FTL" : " is not supported on zoned images "
+			"yet");
 		return EXIT_USAGE;
 	}
 	if (!fuse_asked && (o->frontend ||
@@ -538,7 +545,7 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	code = serve_check_outputs(o);
 	if (code)
 		return code;
-	code = serve_zoned_frontend(o);
+	code = serve_zoned_frontend(o, oo);
 	if (code)
 		return code;
 	ops = serve_pick(o->frontend);
