@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# vm-kernels: 7.3 6.1
+# vm-kernels: 7.3 6.12 6.1
 # vm-timeout: 900
 # Guest test: a zoned image (`create --zoned`: the flash as a host-managed zoned disk, no FTL)
 # served over ublk's ZONED mode (Linux 6.6+, with USER_COPY).  On a kernel without it (6.1)
@@ -188,6 +188,8 @@ if ! command -v mkfs.f2fs >/dev/null; then
 elif ! modprobe f2fs 2>/dev/null && ! grep -qw f2fs /proc/filesystems; then
 	t_skip "$kv: f2fs on the zoned device" "no f2fs in this kernel"
 else
+	modprobe crc32_generic 2>/dev/null    # 6.12's f2fs asks the crypto API for crc32
+	modprobe crc32-pclmul 2>/dev/null
 	t_check "$kv: blkzone reset (all zones) before f2fs" blkzone reset "$dev"
 	truncate -s 64M "$dir/f2fs-meta.img"   # its main area goes on into the zones
 	# f2fs wants one sector size over its devices: the zoned one's 4096
