@@ -197,6 +197,23 @@ static struct zn *reopen(struct nand_backing **b, struct zn *z, bool kill,
 	return nz;
 }
 
+/* The power goes off under @z on @b (both freed); a fresh medium holding
+ * the crash image @img (freed too) comes back. */
+static struct nand_backing *power_cut(struct nand_backing *b, struct zn *z,
+				      uint8_t *img, uint64_t size)
+{
+	struct nand_backing *nb;
+
+	nand_mem_power_off(b);
+	zn_close(z);
+	b->ops->destroy(b);
+	if (nand_backing_mem(size, false, &nb))
+		exit(T_EXIT_FAIL);
+	nand_mem_load(nb, img);
+	free(img);
+	return nb;
+}
+
 struct cut {
 	struct nand_backing *b;
 	uint8_t *img;
@@ -243,13 +260,7 @@ static void cut_in_reset(void)
 		T_CHECK(at == 3 || cut.fired, "cut at write %u of the reset",
 			(unsigned)at);
 		nand_mem_set_trigger(b, 0, NULL, NULL);
-		nand_mem_power_off(b);
-		zn_close(z);
-		b->ops->destroy(b);
-		if (nand_backing_mem(size, false, &nb))
-			exit(T_EXIT_FAIL);
-		nand_mem_load(nb, img);
-		free(img);
+		nb = power_cut(b, z, img, size);
 		T_EQ_U64(zt_open(nb, 0, 0, &z), 0, "open after a cut in a reset");
 		for (uint32_t p = 0; z && p < ZT_ZPAGES; p++) {
 			int e = zn_read(z, 3 * ZT_ZSECT + p * 8, 8, rpage);
@@ -315,13 +326,7 @@ static void excess_active(void)
 		}
 		T_EQ_U64(bad, 0, "writes refused before the cut");
 		T_CHECK(nand_mem_crash_image(b, seed, false, img) >= 0, "crash");
-		nand_mem_power_off(b);
-		zn_close(z);
-		b->ops->destroy(b);
-		if (nand_backing_mem(size, false, &nb))
-			exit(T_EXIT_FAIL);
-		nand_mem_load(nb, img);
-		free(img);
+		nb = power_cut(b, z, img, size);
 		T_EQ_U64(zt_open(nb, 2, 2, &z), 0, "open after the cut (seed %u)",
 			 (unsigned)seed);
 		if (!z)
