@@ -105,6 +105,12 @@ then
 else
 	t_ok "$kv: a 17th active zone is refused"
 fi
+# ... with the status the zoned block layer expects (EOVERFLOW: BLK_STS_ZONE_ACTIVE_RESOURCE)
+if dmesg | grep -q "active zones exceeded error, dev ${dev#/dev/}"; then
+	t_ok "$kv: the kernel logs BLK_STS_ZONE_ACTIVE_RESOURCE (\"active zones exceeded\")"
+else
+	t_fail "$kv: the kernel logs BLK_STS_ZONE_ACTIVE_RESOURCE" "$(dmesg | tail -n 5)"
+fi
 t_check "$kv: blkzone reset (all zones) again" blkzone reset "$dev"
 rm -f /tmp/z.dat
 
