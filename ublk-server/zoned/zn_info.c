@@ -11,6 +11,11 @@
 
 int zn_image_probe(const char *path)
 {
+	return zn_image_disk(path, NULL);
+}
+
+int zn_image_disk(const char *path, uint64_t *size)
+{
 	static const off_t where[2] = { 0, OCT_SB_COPY_OFFSET };
 	struct nand_geom ng;
 	struct zn_geom g;
@@ -33,6 +38,8 @@ int zn_image_probe(const char *path)
 		d = n == (ssize_t)sizeof(sb) ? zn_sb_decode(&sb, &g, &ng) : -EBADMSG;
 		if (!d || d == -EPROTONOSUPPORT)   /* another zoned version too */
 			r = !d || (sb.flags & OCT_SB_F_ZONED) ? 1 : 0;
+		if (r == 1 && size)
+			*size = d ? 0 : (uint64_t)ng.nblocks * ng.ppb * ZN_LBS;
 	}
 	close(fd);
 	return r;

@@ -141,6 +141,9 @@ void zn_counters_get(struct zn *z, struct zn_counters *c);
  * zoned version), 0 when it holds something else, -errno when it cannot
  * be read. */
 int zn_image_probe(const char *path);
+/* The same, with the disk's size in bytes in *@size when it is one (0 for
+ * another zoned version). */
+int zn_image_disk(const char *path, uint64_t *size);
 /* Geometry, limits and the zones by condition, read-only (the write
  * pointers rebuilt as an open does); -errno as zn_load. */
 int zn_info(const char *path, FILE *out, bool json);
