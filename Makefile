@@ -20,6 +20,7 @@ CFLAGS   += -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -fPIC -pthread \
             -Wall -Wextra -Werror -Wno-missing-field-initializers \
             -MMD -MP -DOCTANT_VERSION='"$(VERSION)"' \
             -Ilibalign -Icommon -Iublk-server/nand -Iublk-server/ftl \
+            -Iublk-server/zoned \
             -Iublk-server/frontend -Iublk-server/serve
 LDFLAGS  += -pthread
 ifeq ($(SANITIZE),1)

@@ -69,6 +69,10 @@ _Static_assert(sizeof(struct oct_sb) == OCT_SB_SIZE, "superblock size");
  * block written since the last checkpoint is erased only after a newer
  * checkpoint (ublk-server/ftl/ftl-format.h, docs/image-format.md) */
 #define OCT_SB_F_FLUSH_SUM  0x8u
+/* OCT_SB_F_ZONED: a zoned image (ublk-server/zoned/zn-format.h): zones
+ * of erase blocks written in place, no FTL, no checkpoints; not in
+ * OCT_SB_F_KNOWN, the FTL's flags: the FTL refuses such an image */
+#define OCT_SB_F_ZONED      0x10u
 #define OCT_SB_F_KNOWN      (OCT_SB_F_OOB_INLINE | OCT_SB_F_CKPT_DELTA | \
 			     OCT_SB_F_OOB_STAMP | OCT_SB_F_FLUSH_SUM)
 

@@ -1,6 +1,7 @@
 # ublk-server: the engine (nand + ftl, a static library the tests link too)
 # and the ublk-flash program (cli + serve + frontends).
-ENGINE_SRCS    := $(wildcard ublk-server/nand/*.c ublk-server/ftl/*.c)
+ENGINE_SRCS    := $(wildcard ublk-server/nand/*.c ublk-server/ftl/*.c \
+                             ublk-server/zoned/*.c)
 ENGINE_OBJS    := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRCS))
 UBLKFLASH_SRCS := $(wildcard ublk-server/cli/*.c ublk-server/serve/*.c \
                              ublk-server/frontend/*.c ublk-server/dm/*.c)

@@ -65,6 +65,14 @@ json_check() {
 	[[ "$output" =~ dead\ +-\ +64\ MiB$ ]]
 }
 
+@test "list of a zoned image: MODE zoned and its size (no FTL info to read)" {
+	"$UBLK_FLASH" create "$SCRATCH/z.img" --size 64M --zoned >/dev/null
+	fake_entry z "$SCRATCH/z.img"
+	run "$UBLK_FLASH" list -n -r -o STATE,image,MODE,SIZE
+	[ "$status" -eq 0 ]
+	[ "$output" = "dead $SCRATCH/z.img zoned 64\\x20MiB" ]
+}
+
 @test "list --json: raw numbers, null for what is not there, the -o columns only" {
 	requires python3
 	"$UBLK_FLASH" create "$SCRATCH/a.img" --size 64M --align 1m >/dev/null

@@ -24,11 +24,13 @@ OCTANT_VM_73_ABI=${OCTANT_VM_73_ABI:-7.3.4+deb13}
 # Kernel modules put into the guest (their dependencies are added from each module's depends=).
 # crc32c is requested through the crypto API at run time, so it is listed explicitly (7.3's
 # module is crc32c-cryptoapi, which crc32c_generic's alias names there).
+# f2fs (tests/vm/guest/ublk-zoned.sh) asks 6.12's crypto API for "crc32" (crc32_generic).
 # dm-log-writes, nandsim, ubi, jffs2, ubifs, nbd (and the compressors ubifs/jffs2 ask the
 # crypto API for) are for the crash-replay and mount-time studies (issue 15).
 VM_MODULES=(ublk_drv dm-mod dm-flakey dm-delay loop ext4 btrfs scsi_debug sd_mod null_blk brd
             virtio_pci virtio_blk crc32c_generic crc32c-intel crc32c-cryptoapi fuse 9p 9pnet_virtio
-            dm-log-writes nandsim ubi jffs2 ubifs nbd lzo lzo-rle deflate zstd dm-snapshot)
+            dm-log-writes nandsim ubi jffs2 ubifs nbd lzo lzo-rle deflate zstd dm-snapshot f2fs
+            crc32_generic crc32-pclmul)
 # Modules the guest init loads before running a script (others: `modprobe NAME` in the script).
 VM_BOOT_MODULES=${OCTANT_VM_BOOT_MODULES:-"crc32c_generic crc32c-intel loop dm-mod ublk_drv ext4 btrfs sd_mod fuse virtio_pci virtio_blk"}
 
@@ -40,7 +42,7 @@ VM_PROGS=(bash kmod mke2fs mkfs.ext4 e2fsck fsck.ext4 tune2fs dumpe2fs debugfs r
           mount umount findmnt wipefs blockdev partx blkdiscard fallocate fio sgdisk gdisk
           dd stat sync pkill pgrep timeout jq cmp sha256sum truncate flock fusermount3 strace
           mountpoint find ubiattach ubidetach ubimkvol ubiformat flash_erase nandwrite mtdinfo
-          nbdkit nbd-client mkfs.xfs)
+          nbdkit nbd-client mkfs.xfs blkzone mkfs.f2fs fsck.f2fs)
 
 vm_log() { echo "vm: $*" >&2; }
 vm_die() { echo "vm: $*" >&2; exit 1; }

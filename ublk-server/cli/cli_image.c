@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "zoned.h"
 #include "ftl.h"
 #include "nand.h"
 #include "oct-format.h"
@@ -167,6 +168,13 @@ int cli_image_fail(const char *cmd, const char *path, int err)
 				"at byte 0 or %u: not an octant image, or a corrupt "
 				"one (`ublk-flash fsck %s` tells)\n", cmd, path,
 				OCT_SB_COPY_OFFSET, path);
+		} else if (zn_image_probe(path) == 1) {
+			fprintf(stderr, "ublk-flash: %s: %s: a zoned image (no FTL): "
+				"%s\n", cmd, path, err == -EPROTONOSUPPORT ?
+				"of another zoned version" : err == -EBADMSG &&
+				strcmp(cmd, "info") && strcmp(cmd, "fsck") ?
+				"this command does not read zoned images yet "
+				"(info and fsck do)" : "corrupt");
 		} else if (err == -EPROTONOSUPPORT) {
 			fprintf(stderr, "ublk-flash: %s: %s: an octant image of "
 				"format version %" PRIu32 "; this ublk-flash reads "

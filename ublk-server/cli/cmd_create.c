@@ -18,6 +18,7 @@
 #include "nand.h"
 #include "oct-parse.h"
 #include "serve.h"
+#include "zn-format.h"
 
 static void usage(FILE *out)
 {
@@ -37,6 +38,14 @@ static void usage(FILE *out)
 		"  --endurance N          rated erases per block (P/E cycles), for\n"
 		"                         `health` percentage used, 1..10000000 (3000)\n"
 		"  --force                overwrite an existing image or signature\n"
+		"  --zoned                a host-managed zoned disk with no FTL\n"
+		"                         (zones of erase blocks; served over ublk\n"
+		"                         on kernels 6.6+): --align 1m (the default;\n"
+		"                         odd is refused), --page-size 4096, no\n"
+		"                         --over-provision nor --bad-blocks\n"
+		"  --zone-size SIZE       with --zoned: a power of 2, a whole number\n"
+		"                         of erase blocks (16M); SIZE is rounded up\n"
+		"                         to whole zones\n"
 		"An image that is served (or open for writing anywhere) is refused,\n"
 		"--force or not.\n"
 		"Exit: 0 ok; 2 usage (a bad value, a size the geometry cannot\n"
@@ -123,6 +132,43 @@ static int check_size(const struct ftl_create_opts *o, const char *size_arg)
 	return -1;
 }
 
+/* create --zoned: a zoned image (zn-format.h), under the same image lock
+ * as an FTL image. */
+static int create_zoned(const char *path, const struct zn_create_opts *zo)
+{
+	int lock_fd = create_new_locked(path), r;
+	bool made = lock_fd >= 0;
+	char why[200] = "";
+
+	if (!made) {
+		r = cli_image_lock("create", path, "stop it first (--force does "
+				   "not override this)", &lock_fd);
+		if (r)
+			return r;
+	}
+	r = zn_create(path, zo, why, sizeof(why));
+	if (r && made)
+		unlink(path);
+	if (lock_fd >= 0)
+		close(lock_fd);
+	if (r == -EINVAL || r == -EOPNOTSUPP) {
+		fprintf(stderr, "ublk-flash: create: %s\n", why);
+		return EXIT_USAGE;
+	}
+	if (r == -EEXIST) {
+		fprintf(stderr, "ublk-flash: create: %s is not empty; use --force "
+			"to overwrite it\n", path);
+		return EXIT_BUSY;
+	}
+	if (r == -ENOSPC) {
+		fprintf(stderr, "ublk-flash: create: %s: the block device is "
+			"smaller than the image needs (try a smaller --size)\n",
+			path);
+		return EXIT_USAGE;
+	}
+	return r ? cli_image_fail("create", path, r) : 0;
+}
+
 /* create: make a fresh image (see usage). */
 int cmd_create(int argc, char **argv)
 {
@@ -137,13 +183,16 @@ int cmd_create(int argc, char **argv)
 		{ "bad-blocks", required_argument, NULL, 'B' },
 		{ "bad-block-seed", required_argument, NULL, 'S' },
 		{ "endurance", required_argument, NULL, 'E' },
+		{ "zoned", no_argument, NULL, 'Z' },
+		{ "zone-size", required_argument, NULL, 'z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	struct ftl_create_opts o = { 0 };
 	const char *size_arg = NULL, *arg[3] = { NULL, NULL, NULL };
 	uint64_t v;
-	bool seed_set = false;
+	bool seed_set = false, zoned = false, op_set = false;
+	uint64_t zone_size = 0;
 	char *end;
 	int c, r;
 
@@ -196,6 +245,14 @@ int cmd_create(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			o.op_permille = (uint32_t)v;
+			op_set = true;
+			break;
+		case 'Z':
+			zoned = true;
+			break;
+		case 'z':
+			if (cli_size("create", "--zone-size", optarg, &zone_size))
+				return EXIT_USAGE;
 			break;
 		case 'E':
 			if (cli_uint("create", "--endurance", optarg, 1,
@@ -238,6 +295,37 @@ int cmd_create(int argc, char **argv)
 			"after IMG '%s' (try --help)\n", argv[optind + 1],
 			argv[optind]);
 		return EXIT_USAGE;
+	}
+	if (zoned || zone_size) {
+		struct zn_create_opts zo = {
+			.size = o.size, .zone_size = zone_size,
+			.ppb = o.pages_per_block, .oob_size = o.oob_size,
+			.pe_cycles = o.pe_cycles, .force = o.force,
+		};
+		const char *why = !zoned ? "--zone-size needs --zoned" :
+			o.align == FTL_ALIGN_ODD ? "--align odd: a zoned image "
+			"has no odd mode (the 512-byte shift would make every "
+			"zone straddle two erase blocks and every page write a "
+			"read-modify-write, which sequential zones cannot take); "
+			"use --align 1m" :
+			o.page_size && o.page_size != ZN_LBS ? "--page-size: a "
+			"zoned image has 4096-byte pages (the logical block is "
+			"the page)" :
+			op_set ? "--over-provision: a zoned image has no FTL, "
+			"so no spare area" :
+			o.bad_block_rate > 0 ? "--bad-blocks: not supported on a "
+			"zoned image yet" : NULL;
+
+		if (why) {
+			fprintf(stderr, "ublk-flash: create: %s\n", why);
+			return EXIT_USAGE;
+		}
+		if (optind == argc || !o.size) {
+			fprintf(stderr, "ublk-flash: create: missing %s (try "
+				"--help)\n", optind == argc ? "IMG" : "--size SIZE");
+			return EXIT_USAGE;
+		}
+		return create_zoned(argv[optind], &zo);
 	}
 	if (optind == argc || !o.size || !o.align) {
 		fprintf(stderr, "ublk-flash: create: missing %s (try --help)\n",

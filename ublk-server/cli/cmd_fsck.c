@@ -11,6 +11,7 @@
 #include "nand.h"
 #include "ftl.h"
 #include "serve.h"
+#include "zoned.h"
 
 /* fsck: 0 clean, 1 problems found and repaired, 4 problems left. */
 int cmd_fsck(int argc, char **argv)
@@ -43,7 +44,8 @@ int cmd_fsck(int argc, char **argv)
 			       "(also: IMG is a directory or neither a file nor a block\n"
 			       "device); 3 I/O error; 4 problems left (corrupt, truncated\n"
 			       "or other-version image) or not an octant image; 5 busy\n"
-			       "(image in use).\n");
+			       "(image in use).  A zoned image: every page below each\n"
+			       "zone's write pointer is checked; --repair is refused (2).\n");
 			return 0;
 		default:
 			return cli_bad_option("fsck", c, argv);
@@ -57,6 +59,16 @@ int cmd_fsck(int argc, char **argv)
 	 * (a remote medium: the engine's check says) */
 	if (cli_image_foreign("fsck", argv[optind]))
 		return EXIT_CORRUPT;
+	if (zn_image_probe(argv[optind]) == 1) {   /* a zoned image */
+		if (repair) {
+			fprintf(stderr, "ublk-flash: fsck: %s: --repair has nothing "
+				"to do on a zoned image (a damaged page reads EIO "
+				"until the host resets its zone)\n", argv[optind]);
+			return EXIT_USAGE;
+		}
+		r = zn_fsck(argv[optind], stdout, json);
+		return r >= 0 ? r : cli_image_fail("fsck", argv[optind], r);
+	}
 	if (repair) {
 		/* Refuse an image in use before anything is written; the
 		 * repair's own open takes the engine's lock again. */

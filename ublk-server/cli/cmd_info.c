@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "ftl.h"
 #include "serve.h"
+#include "zoned.h"
 
 /* info: print what the superblock says (never writes). */
 int cmd_info(int argc, char **argv)
@@ -61,6 +62,10 @@ int cmd_info(int argc, char **argv)
 		return cli_stale("info", arg, &e);
 	if (blk)
 		img = r == 0 ? e.image : path;   /* not served: the device */
+	if (zn_image_probe(img) == 1) {     /* a zoned image: no FTL */
+		r = zn_info(img, stdout, json);
+		return r ? cli_image_fail("info", img, r) : 0;
+	}
 	r = ftl_info_read(img, &info);
 	if (r)
 		return cli_image_fail("info", img, r);

@@ -20,12 +20,15 @@
 #include "oct-fmt.h"
 #include "oct-json.h"
 #include "serve.h"
+#include "zoned.h"
 
 /* What list knows of one entry, raw (JSON) and as text (the table). */
 struct list_row {
 	const struct serve_entry *e;
 	const char *state;
 	bool has_info;
+	bool zoned;              /* a zoned image (no FTL): its size below */
+	uint64_t zsize;
 	struct ftl_info info;
 	uint64_t start;             /* unix seconds the device went live */
 	uint64_t uptime;            /* seconds, 0 when not running */
@@ -48,7 +51,7 @@ enum { C_DEVICE, C_IMAGE, C_MODE, C_SIZE, C_FRONTEND, C_DM, C_PID, C_STATE,
 static const struct list_col list_cols[C_NCOLS] = {
 	[C_DEVICE]   = { "DEVICE", "block device served (/dev/loopN, /dev/ublkbN)", 0.1, 0, LK_OPT_STR, true },
 	[C_IMAGE]    = { "IMAGE", "image file or device served", 0.4, SCOLS_FL_TRUNC, LK_STR, true },
-	[C_MODE]     = { "MODE", "alignment mode of the image: odd or 1m", 0.05, 0, LK_OPT_STR, true },
+	[C_MODE]     = { "MODE", "alignment mode of the image: odd or 1m, zoned for a zoned image", 0.05, 0, LK_OPT_STR, true },
 	[C_SIZE]     = { "SIZE", "logical size (JSON: bytes)", 0.05, SCOLS_FL_RIGHT, LK_U64, false },
 	[C_FRONTEND] = { "FRONTEND", "fuse (FUSE + loop) or ublk", 0.05, 0, LK_STR, true },
 	[C_DM]       = { "DM", "name of the dm-linear device stacked on it (serve option dm)", 0.1, 0, LK_OPT_STR, true },
@@ -78,6 +81,7 @@ static void list_row_fill(struct list_row *r, const struct serve_entry *e)
 	r->e = e;
 	r->state = list_state(e);
 	r->has_info = ftl_info_read(e->image, &r->info) == 0;
+	r->zoned = !r->has_info && zn_image_disk(e->image, &r->zsize) == 1;
 	snprintf(p, sizeof(p), "%s/pid", e->dir);
 	if (stat(p, &st) == 0)
 		r->start = (uint64_t)st.st_mtime;
@@ -99,11 +103,12 @@ static const char *list_value(const struct list_row *r, int c, uint64_t *num,
 	case C_DEVICE:   return e->dev[0] ? e->dev : NULL;
 	case C_IMAGE:    return e->image;
 	case C_MODE:
-		return !r->has_info ? NULL :
+		return r->zoned ? "zoned" : !r->has_info ? NULL :
 		       r->info.align == FTL_ALIGN_ODD ? "odd" : "1m";
 	case C_SIZE:
-		*num = r->has_info ? r->info.logical_size : 0;
-		return r->has_info ? oct_fmt_size(*num, buf, len) : NULL;
+		*num = r->zoned ? r->zsize : r->has_info ? r->info.logical_size : 0;
+		return r->zoned || r->has_info ? oct_fmt_size(*num, buf, len) :
+		       NULL;
 	case C_FRONTEND: return e->frontend;
 	case C_DM:
 		dm = strrchr(e->dm, '/');

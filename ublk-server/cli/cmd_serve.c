@@ -51,8 +51,11 @@ static void serve_usage(FILE *out)
 		"Exit: 0 live; 2 usage (a bad value, a ublk option with --frontend\n"
 		"fuse, IMG a directory or neither a file nor a block device, a\n"
 		"--pidfile or --log FILE that cannot be written, --recover with a\n"
-		"--read-only other than the device's); 3 system error\n"
-		"(no /dev/fuse, no syslog socket, ...); 4 not an octant image, or a\n"
+		"--read-only other than the device's, a zoned image with\n"
+		"--frontend fuse (FUSE + loop cannot show zones), an FTL option,\n"
+		"--dm or --recover); 3 system error\n"
+		"(no /dev/fuse, no syslog socket, a zoned image where ublk or its\n"
+		"ZONED feature (Linux 6.6+) is missing, ...); 4 not an octant image, or a\n"
 		"corrupt one; 5 busy (already served, no free loop device, the\n"
 		"--pidfile names a running process); 6 --upgrade not possible here\n"
 		"(no QUIESCE_DEV, served over FUSE, an older server; nothing changed).\n");

@@ -33,8 +33,11 @@ struct fe_serve_opts {
 	int log_kind;            /* enum serve_log_kind of @log */
 };
 
+struct zn;
+
 struct fe_server {
-	struct ftl *ftl;
+	struct ftl *ftl;         /* the engine, or NULL for ... */
+	struct zn *zn;           /* ... a zoned image (ublk only; zoned.h) */
 	const struct fe_serve_opts *opts;
 	char devpath[128];       /* filled by start(): /dev/loopN, /dev/ublkbN */
 	int stop_fd;             /* eventfd: readable once a stop was requested */

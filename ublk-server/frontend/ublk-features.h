@@ -38,9 +38,10 @@
 	X(UNPRIVILEGED_DEV,       5, 605, 0) \
 	/* ioctl-encoded FETCH/COMMIT (control commands follow GET_FEATURES) */ \
 	X(CMD_IOCTL_ENCODE,       6, 605, 1) \
-	/* pread/pwrite on /dev/ublkcN instead of per-tag buffers */ \
+	/* pread/pwrite on /dev/ublkcN instead of per-tag buffers: asked for \
+	 * with ZONED, for zoned images only (ublk-zoned.c) */ \
 	X(USER_COPY,              7, 605, 0) \
-	/* zoned device (needs USER_COPY and zone ops) */ \
+	/* zoned device: zoned images only (ublk_zoned_flags, ublk-zoned.c) */ \
 	X(ZONED,                  8, 606, 0) \
 	/* fail, not queue, I/O while no server: REISSUE is what we want */ \
 	X(USER_RECOVERY_FAIL_IO,  9, 613, 0) \

@@ -181,6 +181,9 @@ struct ublk_queue {
 	int efd;                       /* eventfd: "answers are ready" */
 	uint64_t efd_val;              /* its read buffer */
 	bool efd_armed;                /* a read of it is queued on the ring */
+	uint64_t *zlba;                /* zoned: per tag, the sector a zone
+	                                  append wrote (its commit's
+	                                  zone_append_lba), else 0 */
 	pthread_t workers[UBLK_Q_WORKERS];
 	unsigned nworkers;             /* started */
 	pthread_mutex_t wlock;         /* guards everything below */
@@ -204,7 +207,9 @@ struct ublk_queue {
 struct ublk_dev {
 	struct ublk_ctrl ctrl;
 	struct ublksrv_ctrl_dev_info info;
-	struct ftl *ftl;
+	struct ftl *ftl;               /* the engine, or NULL ... */
+	struct zn *zn;                 /* ... a zoned image (ublk-zoned.c):
+	                                  UBLK_F_ZONED with USER_COPY */
 	int cdev_fd;                   /* /dev/ublkcN */
 	uint32_t buf_size;             /* per-tag I/O buffer, = max_io_buf_bytes */
 	bool io_ioctl;                 /* ioctl-encoded FETCH/COMMIT */
@@ -263,5 +268,18 @@ int ublk_daemons_setup(struct ublk_dev *d, struct ublk_queue *q);
 void *ublk_daemons_run(struct ublk_queue *q);
 /* Free what ublk_daemons_setup took (the buffers). */
 void ublk_daemons_free(struct ublk_queue *q);
+
+/* ---- zoned images (ublk-zoned.c) ---- */
+struct zn;
+/* Run zoned request @tag through @buf (the tag's buffer), the data moved
+ * by user copy; *@lba the sector a zone append wrote.  Bytes or -errno. */
+int ublk_zoned_handle(struct ublk_queue *q, unsigned tag, void *buf,
+		      uint64_t *lba);
+/* The zoned device's parameters (basic with the zone as chunk_sectors,
+ * 4096-byte logical blocks; zoned with the image's limits). */
+void ublk_zoned_params(struct ublk_dev *d, struct ublk_params *p);
+/* The flags ADD_DEV needs for a zoned device (ZONED | USER_COPY; 0 when
+ * built with a uapi header without them). */
+uint64_t ublk_zoned_flags(void);
 
 #endif

@@ -97,8 +97,10 @@ int ublk_q_prep(struct ublk_queue *q, struct io_uring *ring, unsigned nr,
 	cmd->result = result;
 	if (q->zc)
 		sqe->addr = (uint16_t)tag;
-	else
-		cmd->addr = (uint64_t)(uintptr_t)ublk_q_buf(q, tag);
+	else    /* zoned (user copy): no buffer address; a zone append's
+		 * commit carries the sector it wrote */
+		cmd->addr = q->zlba ? q->zlba[tag]
+				    : (uint64_t)(uintptr_t)ublk_q_buf(q, tag);
 	return 0;
 }
 
@@ -120,6 +122,8 @@ int ublk_q_handle(struct ublk_queue *q, unsigned tag, void *buf)
 	uint64_t len = (uint64_t)iod->nr_sectors * FTL_SECTOR;
 	int r;
 
+	if (q->dev->zn)
+		return ublk_zoned_handle(q, tag, buf, &q->zlba[tag]);
 	switch (op) {
 	case UBLK_IO_OP_READ:
 	case UBLK_IO_OP_WRITE:
@@ -512,6 +516,11 @@ int ublk_q_prepare(struct ublk_dev *d, unsigned i)
 			return -ret;
 		q->bufs = p;
 	}
+	if (d->zn) {
+		q->zlba = calloc(q->depth, sizeof(*q->zlba));
+		if (!q->zlba)
+			return -ENOMEM;
+	}
 	ret = pthread_create(&q->thread, NULL, q_thread, q);
 	if (ret)
 		return -ret;
@@ -576,4 +585,6 @@ void ublk_q_join(struct ublk_dev *d, unsigned i)
 		free(q->bufs);
 	ublk_daemons_free(q);
 	q->bufs = NULL;
+	free(q->zlba);
+	q->zlba = NULL;
 }

@@ -39,6 +39,7 @@
 #include "frontend.h"
 #include "oct-proc.h"
 #include "ublk-int.h"
+#include "zoned.h"
 
 #define UBLK_DEF_QUEUES   1u
 #define UBLK_DEF_DEPTH    64u
@@ -128,6 +129,10 @@ static void ublk_params_fill(struct ublk_dev *d, struct ublk_params *p)
 	struct align_topology t;
 	uint32_t phys, io_min, io_opt;
 
+	if (d->zn) {
+		ublk_zoned_params(d, p);
+		return;
+	}
 	ftl_topology(d->ftl, &t);
 	phys = t.physical ? t.physical : 4096;
 	io_min = t.io_min ? t.io_min : phys;
@@ -274,6 +279,20 @@ static int ublk_add(struct ublk_dev *d, const struct fe_serve_opts *o,
 	info.max_io_buf_bytes = UBLK_BUF_BYTES;
 	info.dev_id = o->dev_id < 0 ? UINT32_MAX : (uint32_t)o->dev_id;
 	info.flags = ublk_ctrl_add_flags(&d->ctrl);   /* ublk-features.h */
+	if (d->zn) {        /* a zoned image: ZONED and USER_COPY, or nothing */
+		uint64_t zf = ublk_zoned_flags();
+
+		if (!zf || (d->ctrl.features & zf) != zf) {
+			fprintf(stderr, "ublk-flash: ublk: %s is a zoned image and "
+				"this %s has no zoned ublk (UBLK_F_ZONED with "
+				"USER_COPY: Linux 6.6+)\n", o->image, zf ?
+				"kernel's ublk driver" : "ublk-flash (built with "
+				"an older uapi header)");
+			return -EOPNOTSUPP;
+		}
+		/* its data moves by user copy: no automatic buffer registration */
+		info.flags = (info.flags & ~UBLK_FEAT(AUTO_BUF_REG)) | zf;
+	}
 	info.ublksrv_flags = tag;
 	ret = ublk_ctrl_add_dev(&d->ctrl, &info, UBLK_ADD_TIMEOUT);
 	if (ret) {
@@ -531,7 +550,8 @@ static int ublk_recover(struct ublk_dev *d, const struct fe_serve_opts *o,
 			return ret;
 	}
 	ret = ublk_ctrl_get_params(&d->ctrl, d->info.dev_id, &p);
-	if (ret == 0 && p.basic.dev_sectors != ftl_size(d->ftl) / FTL_SECTOR) {
+	if (ret == 0 && p.basic.dev_sectors != (d->zn ? zn_sectors(d->zn) :
+						 ftl_size(d->ftl) / FTL_SECTOR)) {
 		fprintf(stderr, "ublk-flash: serve --%s: /dev/ublkb%u has "
 			"another size than %s\n", how, d->info.dev_id, o->image);
 		return -EINVAL;
@@ -583,6 +603,7 @@ static int ublk_dev_new(struct fe_server *s)
 	if (!d)
 		return -ENOMEM;
 	d->ftl = s->ftl;
+	d->zn = s->zn;
 	d->read_only = s->opts->read_only;
 	d->cdev_fd = -1;
 	d->event_fd = -1;

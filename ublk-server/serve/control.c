@@ -146,6 +146,15 @@ static bool serve_ctl_answer(struct serve_ctl *c, int fd)
 			serve_ctl_write_all(fd, "error: out of memory\n", 21);
 			return false;
 		}
+		if (!c->s->ftl) {       /* a zoned image: no FTL counters */
+			static const char no[] = "error: a zoned image has no "
+				"FTL counters (stats and health: not yet)\n";
+
+			fclose(m);
+			free(buf);
+			serve_ctl_write_all(fd, no, sizeof(no) - 1);
+			return false;
+		}
 		if (cmd[0] == 'h') {
 			ftl_health_get(c->s->ftl, &h);
 			ftl_health_print(&h, m, json);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -28,6 +29,7 @@
 #include "loop.h"
 #include "nand.h"
 #include "serve.h"
+#include "zoned.h"
 #include "notify.h"
 #include "log.h"
 #include "pidfile.h"
@@ -170,6 +172,45 @@ static int serve_parent(int rfd, pid_t child)
 	return EXIT_IO;
 }
 
+/* Open the zoned image of @o (zoned.h) under the engine's image lock
+ * (exclusive; a read-only serve holds the shared one already): *fd to
+ * close after zn_close (its flock is the lock). */
+static int serve_zoned_open(const struct fe_serve_opts *o, struct zn **z,
+			    int *fd)
+{
+	struct nand_backing *b;
+	int r;
+
+	if (o->read_only) {
+		*fd = open(o->image, O_RDONLY | O_CLOEXEC);
+		if (*fd < 0)
+			return -errno;
+	} else {
+		struct stat st;
+
+		if (stat(o->image, &st) < 0)
+			return -errno;
+		/* a block device: claimed exclusively too, as the engine does */
+		*fd = open(o->image, O_RDWR | O_CLOEXEC |
+			   (S_ISBLK(st.st_mode) ? O_EXCL : 0));
+		if (*fd < 0)
+			return -errno;
+		if (flock(*fd, LOCK_EX | LOCK_NB) < 0) {
+			r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+			close(*fd);
+			*fd = -1;
+			return r;
+		}
+	}
+	r = nand_backing_fd(*fd, &b);
+	if (!r)
+		r = zn_load(b, o->read_only, z);
+	if (r) {
+		close(*fd);
+		*fd = -1;
+	}
+	return r;
+}
 /* This server's options for its successor (serve_options_record), made
  * before the daemon changes folder; answered on the control socket. */
 static char serve_options[PATH_MAX * 3];
@@ -194,6 +235,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	bool handed_in = false, handed_out = false, kept = false, live = false;
 	int code = 0, err, share_fd = -1, spare_fd = -1;
 
+	int zoned_fd = -1;
 	struct ftl_open_opts open_opts = *oo;
 	open_opts.unshifted = o->dm_name != NULL;   /* dm carries the shift */
 	/* Read-only: the engine opens the image O_RDONLY and never writes it
@@ -219,7 +261,9 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 		*lock_fd = up.lock_fd;
 		up.lock_fd = -1;
 	}
-	if (!err)
+	if (!err && zn_image_probe(o->image) == 1)
+		err = serve_zoned_open(o, &s.zn, &zoned_fd);
+	else if (!err)
 		err = ftl_open(o->image, &open_opts, &s.ftl);
 	if (err) {
 		code = serve_open_fail(o->image, err);
@@ -267,7 +311,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 			"registry: %s\n", strerror(-err));
 	}
 	/* spares used up (now or later): the kernel device read-only too */
-	if (!err && !o->read_only) {
+	if (!err && !o->read_only && s.ftl) {
 		err = serve_ro_start(&ro, s.ftl);
 		if (err)
 			fprintf(stderr, "ublk-flash: serve: read-only watch: "
@@ -407,6 +451,16 @@ out:
 				 strerror(-err));
 		}
 	}
+	if (s.zn) {
+		err = zn_close(s.zn);
+		if (err && !code) {
+			code = cli_fail("serve: zoned image: final flush", err);
+			snprintf(why, sizeof(why), "final flush: %s",
+				 strerror(-err));
+		}
+	}
+	if (zoned_fd >= 0)
+		close(zoned_fd);
 	if (share_fd >= 0)
 		close(share_fd);
 	if (spare_fd >= 0)
@@ -546,6 +600,37 @@ int serve_main(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	return code;
 }
 
+/* A zoned image (zoned.h) has zones only ublk can show: refuse FUSE (one
+ * line; 2 asked for, 3 the only frontend here), before anything changes. */
+static int serve_zoned_frontend(const struct fe_serve_opts *o,
+				const struct ftl_open_opts *oo)
+{
+	bool fuse_asked = o->frontend && !strcmp(o->frontend, "fuse");
+	const char *ftl_opt = oo->faults ? "--faults" : oo->scan ? "--scan" :
+			      oo->gc != FTL_GC_GREEDY ? "--gc" :
+			      oo->wl_threshold ? "--wl-threshold" :
+			      !oo->bg_gc ? "--gc-thread" : NULL;
+
+	if (zn_image_probe(o->image) != 1)
+		return 0;
+	if (o->dm_name || o->recover || o->upgrade || ftl_opt) {
+		fprintf(stderr, "ublk-flash: serve: %s is a zoned image: %s%s\n",
+			o->image, ftl_opt ? ftl_opt : o->dm_name ? "--dm" :
+			o->recover ? "--recover" : "--upgrade",
+			ftl_opt ? " is an FTL option, and a zoned "
+			"image has no FTL" : " is not supported on zoned images "
+			"yet");
+		return EXIT_USAGE;
+	}
+	if (!fuse_asked && (o->frontend ||
+			    access("/dev/ublk-control", F_OK) == 0))
+		return 0;
+	fprintf(stderr, "ublk-flash: serve: %s is a zoned image: FUSE + loop "
+		"cannot show zones; it needs the ublk frontend (Linux 6.6+)%s\n",
+		o->image, fuse_asked ? "" : ", and this kernel has no ublk");
+	return fuse_asked ? EXIT_USAGE : EXIT_IO;
+}
+
 static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 {
 	static char image[PATH_MAX], dir[PATH_MAX];
@@ -575,6 +660,9 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 			return code;
 	}
 	code = serve_check_outputs(o);
+	if (code)
+		return code;
+	code = serve_zoned_frontend(o, oo);
 	if (code)
 		return code;
 	ops = serve_pick(o->frontend);

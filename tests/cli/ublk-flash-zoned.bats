@@ -1,0 +1,125 @@
+#!/usr/bin/env bats
+# ublk-flash create --zoned (no root): a zoned image (no FTL,
+# docs/image-format.md "Zoned images"): created sparse, info text and
+# --json, fsck clean, and every refusal with its one line and exit code:
+# odd mode, another page size, over-provisioning, bad blocks, --zone-size
+# alone or not a power of two, an image there already, fsck --repair,
+# the FTL's commands (stats, health), and serve over FUSE (exit 2 asked
+# for; exit 3 when the kernel has no ublk, before anything changes).
+# Serving over ublk: tests/vm/guest/ublk-zoned.sh.
+load ../helpers
+
+setup() {
+	setup_scratch
+	export UBLK_FLASH_RUN_DIR=$SCRATCH/run
+	cd "$SCRATCH"
+}
+
+teardown() {
+	teardown_scratch
+}
+
+sum() { sha256sum <"$1" | cut -d' ' -f1; }
+
+bad() {
+	local code=$1 text=$2
+	shift 2
+	run "$@"
+	echo "\$ $*"
+	echo "exit $status (want $code): $output"
+	[ "$status" -eq "$code" ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"$text"* ]]
+}
+
+@test "create --zoned: a sparse zoned image; info and fsck know it" {
+	run "$UBLK_FLASH" create z.img --size 100M --zoned --zone-size 8M
+	[ "$status" -eq 0 ]
+	# 13 zones of 8 MiB (100M rounded up), 4160-byte page slots, 8 KiB head
+	[ "$(stat -c %s z.img)" -eq $((8192 + 13 * 32 * 64 * (4096 + 64))) ]
+	[ "$(stat -c %b z.img)" -lt 64 ]       # sparse
+	run "$UBLK_FLASH" info z.img
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"kind:           zoned, host-managed, no FTL"* ]]
+	[[ "$output" == *"13 zones of 8388608 bytes"* ]]
+	[[ "$output" == *"limits:         13 open, 13 active zones"* ]]
+	[[ "$output" == *"13 empty, 0 closed, 0 full"* ]]
+	run "$UBLK_FLASH" info z.img --json
+	[ "$status" -eq 0 ]
+	[[ "$output" == *'"kind":"zoned"'* ]]
+	[[ "$output" == *'"zone_size":8388608'* ]]
+	[[ "$output" == *'"max_active":13'* ]]
+	run "$UBLK_FLASH" fsck z.img
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"clean"* ]]
+}
+
+@test "create --zoned refusals: one line each, exit 2, nothing made" {
+	bad 2 "a zoned image has no odd mode" \
+		"$UBLK_FLASH" create z.img --size 64M --zoned --align odd
+	bad 2 "a zoned image has 4096-byte pages" \
+		"$UBLK_FLASH" create z.img --size 64M --zoned --page-size 16384
+	bad 2 "no spare area" \
+		"$UBLK_FLASH" create z.img --size 64M --zoned --over-provision 10
+	bad 2 "--bad-blocks: not supported on a zoned image" \
+		"$UBLK_FLASH" create z.img --size 64M --zoned --bad-blocks 0.01
+	bad 2 "--zone-size needs --zoned" \
+		"$UBLK_FLASH" create z.img --size 64M --align 1m --zone-size 8M
+	bad 2 "zone size 3145728: a power of two" \
+		"$UBLK_FLASH" create z.img --size 64M --zoned --zone-size 3M
+	bad 2 "OOB size 48" \
+		"$UBLK_FLASH" create z.img --size 64M --zoned --oob-size 48
+	[ ! -e z.img ]
+}
+
+@test "create --zoned over an image: exit 5 without --force; --force replaces it" {
+	"$UBLK_FLASH" create z.img --size 64M --align odd
+	s=$(sum z.img)
+	bad 5 "z.img is not empty; use --force" \
+		"$UBLK_FLASH" create z.img --size 64M --zoned
+	[ "$(sum z.img)" = "$s" ]
+	"$UBLK_FLASH" create z.img --size 64M --zoned --force
+	run "$UBLK_FLASH" info z.img
+	[[ "$output" == *"zoned"* ]]
+}
+
+@test "a zoned image: fsck --repair exit 2, stats and health exit 4, image untouched" {
+	"$UBLK_FLASH" create z.img --size 64M --zoned
+	s=$(sum z.img)
+	bad 2 "--repair has nothing to do on a zoned image" \
+		"$UBLK_FLASH" fsck z.img --repair
+	bad 4 "a zoned image (no FTL): this command does not read zoned" \
+		"$UBLK_FLASH" stats z.img
+	bad 4 "a zoned image (no FTL): this command does not read zoned" \
+		"$UBLK_FLASH" health z.img
+	[ "$(sum z.img)" = "$s" ]
+}
+
+@test "serve a zoned image over FUSE: one line, exit 2; no ublk here: exit 3" {
+	"$UBLK_FLASH" create z.img --size 64M --zoned
+	s=$(sum z.img)
+	bad 2 "is a zoned image: FUSE + loop cannot show zones" \
+		"$UBLK_FLASH" serve z.img --frontend fuse
+	if [ ! -e /dev/ublk-control ]; then
+		bad 3 "and this kernel has no ublk" "$UBLK_FLASH" serve z.img
+	fi
+	[ "$(sum z.img)" = "$s" ]
+	[ ! -e "$UBLK_FLASH_RUN_DIR/servers" ] || [ -z "$(ls -A "$UBLK_FLASH_RUN_DIR/servers")" ]
+}
+
+@test "serve a zoned image with an FTL option or --dm: one line, exit 2, image untouched" {
+	"$UBLK_FLASH" create z.img --size 64M --zoned
+	s=$(sum z.img)
+	for o in --scan "--gc cost-benefit" "--wl-threshold 5" "--gc-thread off"; do
+		# shellcheck disable=SC2086 # the option and its value
+		bad 2 "is a zoned image: ${o%% *} is an FTL option, and a zoned image has no FTL" \
+			"$UBLK_FLASH" serve z.img $o
+	done
+	bad 2 "is a zoned image: --dm is not supported on zoned images yet" \
+		"$UBLK_FLASH" serve z.img --dm x
+	run "$UBLK_FLASH" serve z.img --faults program=0.1
+	[ "$status" -eq 2 ]
+	[[ "${lines[-1]}" == *"--faults is an FTL option, and a zoned image has no FTL"* ]]
+	[ "$(sum z.img)" = "$s" ]
+}
