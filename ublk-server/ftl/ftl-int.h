@@ -144,7 +144,8 @@ struct ftl {
 	                                victim index (ftl_run_busy) */
 	uint8_t  *state;             /* per block: enum ftl_blk_state */
 	uint64_t *mtime;             /* per block: seq of last program */
-	uint64_t *trim_seq;          /* per block: newest trim record in it */
+	uint64_t *trim_seq;          /* per block: newest trim record or
+	                                flush summary in it */
 	uint8_t  *fdirty;            /* per block: free but maybe not erased
 	                                (after a crash); checked before use */
 	uint32_t nfree;              /* free blocks (in fh, ftl_blkidx.c) */
@@ -193,6 +194,11 @@ struct ftl {
 	uint64_t ckpt_prev_seq;      /* the one before it (0: unknown, after
 	                                an open); flush summaries: a block is
 	                                erased only once both cover it */
+	uint64_t ckpt_slot_seq;      /* the newest of the slot before the
+	                                newest base's (0: unknown, until the
+	                                first base after an open); flush
+	                                summaries: a block with trim_seq above
+	                                it is erased only after a base */
 	bool ckpt_fallback;          /* a damaged slot may have held a newer
 	                                one: roll forward, never a clean mount */
 	bool ckpt_lost;              /* roll-forward found pages numbered
@@ -420,7 +426,8 @@ int ftl_roll_forward(struct ftl *f, bool full_scan);
  * remember it for the next summary (@crc: the data CRC). */
 void ftl_fsum_note(struct ftl *f, uint8_t kind, uint32_t lpn, uint64_t ppn,
 		   uint64_t seq, uint32_t crc, const void *data);
-/* A checkpoint covers every page programmed so far. */
+/* A checkpoint was written: drop the entries the newest checkpoint of the
+ * slot before covers (f->ckpt_slot_seq). */
 void ftl_fsum_covered(struct ftl *f);
 /* A host flush: sync, then (after host pages) the proof of it on the
  * medium, a summary or a checkpoint, synced too. */

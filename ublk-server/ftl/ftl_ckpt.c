@@ -516,6 +516,7 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 	f->ck_mark = g->payload_pages + 1;
 	f->ck_didx = 0;
 	f->ckpt_gen = gen;
+	f->ckpt_slot_seq = f->ckpt_seq;
 	f->ckpt_prev_seq = f->ckpt_seq;
 	f->ckpt_seq = f->seq;
 	f->allocs_since_ckpt = 0;

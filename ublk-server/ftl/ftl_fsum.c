@@ -21,7 +21,11 @@
  * the medium as listed is media damage (EIO), never the older version.
  * For that a listed page may only disappear through damage: GC erases a
  * block holding a page newer than the last checkpoint only after a newer
- * checkpoint (ftl_erase_pending), which covers it.  When damage took the
+ * checkpoint (ftl_erase_pending), which covers it, and a block holding a
+ * summary only after the newest checkpoint of the slot before covers it
+ * too (a base), since a delta record dies with its slot's base.  Entries
+ * that slot does not cover stay listed across checkpoints (a checkpoint of
+ * the newest slot is no lasting witness).  When damage took the
  * summary as well, the mark still tells how far the flush went, and that
  * pages are missing (fewer than it counts): the open refuses then.
  *
@@ -78,9 +82,17 @@ void ftl_fsum_note(struct ftl *f, uint8_t kind, uint32_t lpn, uint64_t ppn,
 
 void ftl_fsum_covered(struct ftl *f)
 {
-	f->fsum_n = 0;
+	uint32_t k = 0;
+
+	/* an entry only the newest slot covers stays listed: one lost
+	 * block can take that slot (its base) and the entry's page */
+	for (uint32_t i = 0; i < f->fsum_n; i++)
+		if (f->fsum[i].seq > f->ckpt_slot_seq)
+			f->fsum[k++] = f->fsum[i];
+	f->fsum_n = k;
 	f->fsum_host = 0;
-	f->fsum_need = f->fsum_oom = false;
+	f->fsum_need = k > 0;
+	f->fsum_oom = false;
 }
 
 static const uint32_t fmark_off[2] = { FTL_FMARK_OFF0, FTL_FMARK_OFF1 };
@@ -158,13 +170,17 @@ static int program(struct ftl *f)
 	int r;
 
 	do {
-		uint32_t n = f->fsum_n - done < per ? f->fsum_n - done : per;
+		uint64_t cs = f->ckpt_seq;
+		uint32_t n;
 
 		r = ftl_gc_stream_ready(f);
 		if (r)
 			return r;
 		if (!f->fsum_need)
 			return 0;       /* a checkpoint came first: it covers */
+		if (f->ckpt_seq != cs)
+			done = 0;       /* ... all but what it kept listed */
+		n = f->fsum_n - done < per ? f->fsum_n - done : per;
 		if (!ftl_seq_room(f, FTL_PROG_RETRIES + 1))
 			return -EAGAIN;
 		memset(f->gcbuf, 0, g->ps);

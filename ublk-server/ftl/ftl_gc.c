@@ -379,6 +379,19 @@ static bool pend_uncovered(const struct ftl *f, uint32_t b)
 }
 
 /*
+ * With flush summaries, does pending block @b hold a summary (or a trim
+ * record) the newest checkpoint of the slot before the newest base does
+ * not cover?  Should that base's block be lost, its delta records go with
+ * it and recovery starts from that checkpoint: the summary is then the
+ * only witness of the flushed pages it lists (ftl_fsum_covered keeps
+ * them listed until a base), so a base comes first.
+ */
+static bool pend_unslotted(const struct ftl *f, uint32_t b)
+{
+	return f->g.flush_sum && f->trim_seq[b] > f->ckpt_slot_seq;
+}
+
+/*
  * Erase every PENDING block.  Their data was superseded (relocated,
  * overwritten or trimmed); make that durable first: a sync, or a
  * checkpoint when a block holds trim records the last checkpoint does not
@@ -424,6 +437,12 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 		if (f->gc_batch > f->gc_batch_max)
 			f->gc_batch = f->gc_batch_max;
 	}
+	for (uint32_t i = 0; !r && i < f->npend; i++)
+		if (pend_unslotted(f, f->pend[i])) {
+			ftl_ckpt_force_base(f);
+			r = ftl_ckpt_write(f, false);
+			break;
+		}
 	if (r)
 		return r;
 	pthread_rwlock_wrlock(&f->io_rw);

@@ -718,6 +718,8 @@ int ftl_roll_forward(struct ftl *f, bool full)
 		if (kind == FTL_OOB_FSUM) {
 			f->rf_lost_sums += (x->kind & REC_BAD) &&
 					   x->seq <= flushed;
+			if (x->kind == FTL_OOB_FSUM)    /* kept (ftl_gc.c) */
+				f->trim_seq[x->ppn / g->ppb] = x->seq;
 			continue;       /* its entries were checked above */
 		}
 		if ((x->kind & REC_GONE) && kind == FTL_OOB_TRIM) {
