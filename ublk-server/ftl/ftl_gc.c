@@ -439,8 +439,14 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 	}
 	for (uint32_t i = 0; !r && i < f->npend; i++)
 		if (pend_unslotted(f, f->pend[i])) {
+			/* a record of everything first: the base after it
+			 * then covers every summary so far, not only those
+			 * before the last record (fewer bases) */
+			if (f->seq > f->ckpt_seq)
+				r = ftl_ckpt_write(f, false);
 			ftl_ckpt_force_base(f);
-			r = ftl_ckpt_write(f, false);
+			if (!r)
+				r = ftl_ckpt_write(f, false);
 			break;
 		}
 	if (r)
