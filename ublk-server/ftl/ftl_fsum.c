@@ -43,6 +43,9 @@
 #include "crc32c.h"
 #include "ftl-int.h"
 
+/* list entries kept across checkpoints before a base drops them */
+#define FSUM_KEEP(f) ((f)->g.nlpn / 4 > (1u << 18) ? (f)->g.nlpn / 4 : (1u << 18))
+
 static void add(struct ftl *f, uint8_t kind, uint32_t lpn, uint64_t ppn,
 		uint64_t seq, uint32_t aux)
 {
@@ -93,6 +96,11 @@ void ftl_fsum_covered(struct ftl *f)
 	f->fsum_host = 0;
 	f->fsum_need = k > 0;
 	f->fsum_oom = false;
+	/* writes without flushes: a base next drops them (the list stays
+	 * below FSUM_KEEP entries, a quarter of the logical pages, plus two
+	 * checkpoint intervals) */
+	if (k > FSUM_KEEP(f))
+		ftl_ckpt_force_base(f);
 }
 
 static const uint32_t fmark_off[2] = { FTL_FMARK_OFF0, FTL_FMARK_OFF1 };
