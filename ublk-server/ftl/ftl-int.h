@@ -172,7 +172,8 @@ struct ftl {
 	bool fsum_need;              /* a host page since then: the next host
 	                                flush programs a summary */
 	bool fsum_oom;               /* an entry could not be kept: the next
-	                                host flush writes a checkpoint */
+	                                host flush writes a checkpoint and a
+	                                base */
 	uint64_t fsum_host;          /* host pages programmed since the last
 	                                checkpoint (the flush mark's count) */
 	struct ftl_fmark fm;         /* the newest valid flush mark read at
@@ -190,6 +191,10 @@ struct ftl {
 	uint64_t rf_lost, rf_lost_trims; /* after roll-forward: logical pages
 	                                lost to damage, damaged trim records */
 	uint64_t rf_lost_unknown;    /* flushed pages whose OOB is damaged */
+	uint64_t rf_gens_lost;       /* checkpoints the flush mark names past
+	                                the one used, if 2 or more (two slots
+	                                lost: GC may have erased what the
+	                                roll-forward needs): the open refuses */
 	uint64_t ckpt_gen, ckpt_seq; /* newest durable checkpoint */
 	uint64_t ckpt_prev_seq;      /* the one before it (0: unknown, after
 	                                an open); flush summaries: a block is

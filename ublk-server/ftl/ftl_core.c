@@ -242,7 +242,7 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 		return r;
 	/* flushed pages gone without a trace of their logical page: any
 	 * sector may read an older version; only a repair takes that */
-	if (f->rf_unknown && !o->accept_loss)
+	if ((f->rf_unknown || f->rf_gens_lost) && !o->accept_loss)
 		return -EUCLEAN;
 	ftl_bb_apply(f);                /* the bad-block table has the say */
 	ftl_rebuild_lists(f);

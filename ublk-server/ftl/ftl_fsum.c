@@ -43,8 +43,9 @@
 #include "crc32c.h"
 #include "ftl-int.h"
 
-/* list entries kept across checkpoints before a base drops them */
-#define FSUM_KEEP(f) ((f)->g.nlpn / 4 > (1u << 18) ? (f)->g.nlpn / 4 : (1u << 18))
+/* list entries kept across checkpoints (more: dropped, a base proves
+ * them at the next flush) */
+#define FSUM_KEEP (1u << 18)
 
 static void add(struct ftl *f, uint8_t kind, uint32_t lpn, uint64_t ppn,
 		uint64_t seq, uint32_t aux)
@@ -92,15 +93,13 @@ void ftl_fsum_covered(struct ftl *f)
 	for (uint32_t i = 0; i < f->fsum_n; i++)
 		if (f->fsum[i].seq > f->ckpt_slot_seq)
 			f->fsum[k++] = f->fsum[i];
+	if (k > FSUM_KEEP) {    /* writes without flushes: memory */
+		k = 0;
+		f->fsum_oom = true;
+	}
 	f->fsum_n = k;
 	f->fsum_host = 0;
-	f->fsum_need = k > 0;
-	f->fsum_oom = false;
-	/* writes without flushes: a base next drops them (the list stays
-	 * below FSUM_KEEP entries, a quarter of the logical pages, plus two
-	 * checkpoint intervals) */
-	if (k > FSUM_KEEP(f))
-		ftl_ckpt_force_base(f);
+	f->fsum_need = k > 0 || f->fsum_oom;
 }
 
 static const uint32_t fmark_off[2] = { FTL_FMARK_OFF0, FTL_FMARK_OFF1 };
@@ -220,9 +219,24 @@ int ftl_fsum_sync(struct ftl *f)
 	if (r || !f->g.flush_sum || !f->fsum_need)
 		return r;
 	r = f->fsum_oom ? -ENOMEM : program(f);
+	if (r == -EAGAIN) {     /* sequence numbers short: after a checkpoint
+				   (which keeps the list), once more */
+		r = ftl_ckpt_write(f, false);
+		if (!r)
+			r = f->fsum_oom ? -ENOMEM : program(f);
+	}
 	if (!r)
 		return ftl_sync(f);
-	if (r == -ENOSPC || r == -ENOMEM || r == -EAGAIN || r == -EIO)
-		r = ftl_ckpt_write(f, false);   /* proves it all */
+	if (r == -ENOSPC || r == -ENOMEM || r == -EAGAIN || r == -EIO) {
+		r = ftl_ckpt_write(f, false);   /* proves it all (the list
+						   stays for the next one) */
+		if (!r && f->fsum_oom) {        /* entries dropped: a base,
+						   proof once its slot is lost */
+			ftl_ckpt_force_base(f);
+			r = ftl_ckpt_write(f, false);
+			if (!r)
+				f->fsum_oom = f->fsum_need = false;
+		}
+	}
 	return r;
 }

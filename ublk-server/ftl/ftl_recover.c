@@ -615,6 +615,7 @@ int ftl_roll_forward(struct ftl *f, bool full)
 
 	f->rf_lost = f->rf_lost_trims = f->rf_lost_unknown = 0;
 	f->rf_lost_sums = f->rf_sum_trims = f->rf_unknown = 0;
+	f->rf_gens_lost = 0;
 	f->ckpt_lost = false;
 	f->ck_pos = 0;  /* the map changes here: the next checkpoint is a base */
 	scanned = calloc(g->nblocks, 1);
@@ -706,6 +707,8 @@ int ftl_roll_forward(struct ftl *f, bool full)
 	if (fm)
 		f->rf_unknown = unknown_lost(&rs, f->fm.ckpt_seq,
 					     f->fm.flushed, f->fm.host_pages);
+	if (fm && f->fm.ckpt_gen > f->ckpt_gen + 1)
+		f->rf_gens_lost = f->fm.ckpt_gen - f->ckpt_gen;
 	for (size_t i = 0; i < rs.n; i++) {
 		const struct rec *x = &rs.r[i];
 		uint8_t kind = x->kind & ~(REC_BAD | REC_GONE | REC_SUMMED);
