@@ -7,7 +7,8 @@
 #   make bench      benchmarks (ratios side by side, not tests)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (tests/fuzz/)
 #   make SANITIZE=1 BUILD=build/san ...   ASan + UBSan build
-#                                         (and FTL_CKPT_CHECK: full-table cross-checks)
+#                                         (and FTL_CKPT_CHECK: full-table cross-checks,
+#                                          FTL_LOCK_CHECK: lock-held assertions)
 SHELL    := /bin/bash
 BUILD    ?= build
 CC       ?= gcc
@@ -23,7 +24,7 @@ CFLAGS   += -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -fPIC -pthread \
 LDFLAGS  += -pthread
 ifeq ($(SANITIZE),1)
 CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer \
-            -fno-sanitize-recover=all -O1 -DFTL_CKPT_CHECK
+            -fno-sanitize-recover=all -O1 -DFTL_CKPT_CHECK -DFTL_LOCK_CHECK
 LDFLAGS  += -fsanitize=address,undefined
 endif
 

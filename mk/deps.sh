@@ -6,14 +6,16 @@ set -euo pipefail
 
 build_pkgs=(gcc make pkg-config libblkid-dev libfdisk-dev libsmartcols-dev
             liburing-dev libfuse3-dev libdevmapper-dev libmount-dev
-            libnbd-dev nbdkit-plugin-dev)
+            libnbd-dev nbdkit-plugin-dev librbd-dev)
 # check runs compare-physics.bats, so it needs the compare set too (gnuplot-nox).
 # mandoc lints the man pages, systemd's systemd-analyze verifies the unit,
 # python3-minimal listens as systemd would for the service test's READY=1
-# (tests/cli/install.bats, tests/integration/service.bats).
+# (tests/cli/install.bats, tests/integration/service.bats).  The ceph
+# daemons make the one-node cluster of tests/ceph-lib.bash (rbd-backing.bats,
+# bench-network; ~53 MB, their postinst only links systemd units).
 check_pkgs=(bats fuse3 util-linux e2fsprogs btrfs-progs fio parted gdisk fdisk
             procps psmisc kmod mandoc systemd python3-minimal
-            nbdkit libnbd-bin)
+            nbdkit libnbd-bin ceph-mon ceph-mgr ceph-osd ceph-common)
 # vm: qemu + the guest's userland (copied from the host: busybox-static, kmod, e2fsprogs...)
 # + what building ublk_drv.ko out of tree needs (gcc, make; kbuild's tools link libelf1).
 vm_pkgs=(qemu-system-x86 busybox-static cpio xz-utils dmsetup kmod gcc make libelf1 libssl3
@@ -25,7 +27,7 @@ deb_pkgs=(dpkg-dev debhelper lintian)
 # the vm tier's system guest (tests/vm/system-tap.sh): make deb, its Debian 12 root made with
 # mmdebstrap, the root image (mkfs.ext4 -d) and its copy-on-write overlay per run (qemu-img)
 system_pkgs=(mmdebstrap qemu-utils e2fsprogs "${deb_pkgs[@]}")
-bench_pkgs=(fio jq qemu-system-common nbdkit)
+bench_pkgs=(fio jq qemu-system-common nbdkit ceph-mon ceph-mgr ceph-osd ceph-common)
 compare_pkgs=(fio gnuplot-nox e2fsprogs btrfs-progs xfsprogs fuse3 jq util-linux mount procps)
 # fuzz: make fuzz (clang's libFuzzer + ASan/UBSan runtimes); make check does not need it
 fuzz_pkgs=(clang libclang-rt-dev)

@@ -33,3 +33,32 @@ exercise_round() {
 	echo "$output"
 	[ "$status" -eq 0 ]
 }
+
+# nbd_free_port: a TCP port nobody listens on (for nbdkit -i 127.0.0.1 -p).
+nbd_free_port() {
+	local p used
+	used=$(ss -Htanl 2>/dev/null | awk '{ n = split($4, a, ":"); print a[n] }')
+	for _ in $(seq 100); do
+		p=$(( 20000 + RANDOM % 30000 ))
+		grep -qx "$p" <<<"$used" || { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+# nbd_certs DIR: a throwaway CA and a server certificate for localhost /
+# 127.0.0.1 signed by it, as nbdkit --tls-certificates=DIR and libnbd's
+# tls-certificates=DIR want them (ca-cert.pem, server-cert.pem,
+# server-key.pem); a second, unrelated CA in DIR/other.
+nbd_certs() {
+	local d=$1
+	mkdir -p "$d/other"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=octant test CA" \
+		-keyout "$d/ca-key.pem" -out "$d/ca-cert.pem" 2>/dev/null &&
+	openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+		-keyout "$d/server-key.pem" -out "$d/server.csr" 2>/dev/null &&
+	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$d/ext.cnf" &&
+	openssl x509 -req -in "$d/server.csr" -CA "$d/ca-cert.pem" -CAkey "$d/ca-key.pem" \
+		-CAcreateserial -days 2 -extfile "$d/ext.cnf" -out "$d/server-cert.pem" 2>/dev/null &&
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=another CA" \
+		-keyout "$d/other/ca-key.pem" -out "$d/other/ca-cert.pem" 2>/dev/null
+}

@@ -7,8 +7,9 @@ UBLKFLASH_SRCS := $(wildcard ublk-server/cli/*.c ublk-server/serve/*.c \
 UBLKFLASH_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(UBLKFLASH_SRCS))
 EXTRA_CFLAGS_ublk-server = $(call pc_cflags,fuse3 liburing devmapper blkid smartcols) \
                             -Iublk-server/dm
-# the engine's NBD backing (nand/nand_backing_nbd.c) loads libnbd with
-# dlopen when an NBD medium is opened (libnbd.h for the types only)
+# the engine's NBD and RBD backings (nand/nand_backing_nbd.c, _rbd.c) load
+# libnbd / librbd with dlopen when such a medium is opened (libnbd.h,
+# rbd/librbd.h and rados/librados.h, from librbd-dev, for the types only)
 ENGINE_LIBS     = -ldl
 EXTRA_CFLAGS_ublk-server += $(call pc_cflags,libnbd nbdkit)
 UBLKFLASH_LIBS  = $(call pc_libs,fuse3 liburing devmapper blkid smartcols) $(ENGINE_LIBS) -lm
@@ -63,6 +64,15 @@ $(BUILD)/nbdkit-octant-plugin.so: $(NBDKIT_PLUGIN_OBJS) $(BUILD)/libengine.a \
 	$(CC) -shared -Wl,--version-script=ublk-server/nbdkit/plugin.map \
 		$(LDFLAGS) -o $@ $(NBDKIT_PLUGIN_OBJS) $(BUILD)/libengine.a \
 		$(BUILD)/libalign.a $(ENGINE_LIBS) $(LIBALIGN_LIBS) -lm
+
+# fd-hold: a copy of another process's open file (its flock with it), for
+# tests/vm/guest/ublk-upgrade-fail.sh; dgram-listen: a $NOTIFY_SOCKET listener
+# for tests/vm/guest/ublk-upgrade.sh (the guest has no python3).
+all: $(BUILD)/fd-hold $(BUILD)/dgram-listen
+$(BUILD)/fd-hold: $(BUILD)/obj/tests/vm/fd-hold.o
+	$(CC) $(LDFLAGS) -o $@ $^
+$(BUILD)/dgram-listen: $(BUILD)/obj/tests/vm/dgram-listen.o
+	$(CC) $(LDFLAGS) -o $@ $^
 
 # ublk-probe: the frontend's control-path decisions (opcode encoding, features) on the
 # running kernel, for tests/vm/guest/ublk-opcodes.sh.

@@ -282,11 +282,11 @@ static void open_times(const char *dir)
 		/* one checkpoint, measured: what a clean close writes */
 		ftl_stats_get(f, &st);
 		ckpb = (double)st.ckpt_bytes;
-		pthread_mutex_lock(&f->lock);
+		ftl_lock(&f->lock);
 		ftl_ckpt_force_base(f);         /* a base, not a delta record */
 		if ((r = ftl_ckpt_write(f, false)))
 			die("checkpoint", r);
-		pthread_mutex_unlock(&f->lock);
+		ftl_unlock(&f->lock);
 		ftl_stats_get(f, &st);
 		ckpb = ((double)st.ckpt_bytes - ckpb) / f->g.nlpn;
 		for (int k = 0; k < 16; k++)
@@ -370,8 +370,8 @@ static void scale_run(const char *img, uint64_t size, uint64_t host,
 		mb[0] = (uint8_t)(o >> 20);
 		if ((r = ftl_write(f, mb, o, sizeof(mb), 0)))
 			die("ftl_write", r);
-		if (f->seq - f->ckpt_seq > res->max_rf)
-			res->max_rf = f->seq - f->ckpt_seq;
+		if (f->log.seq - f->ck.seq > res->max_rf)
+			res->max_rf = f->log.seq - f->ck.seq;
 	}
 	if ((r = ftl_flush(f)))
 		die("flush", r);
@@ -383,9 +383,9 @@ static void scale_run(const char *img, uint64_t size, uint64_t host,
 	res->ckpt_write = b.ckpt_bytes - a.ckpt_bytes;
 	/* ftl_close() is this checkpoint and a free: measured apart */
 	t0 = now();
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	r = ftl_ckpt_write(f, true);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	if (r)
 		die("close checkpoint", r);
 	res->close_s = now() - t0;

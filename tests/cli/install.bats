@@ -230,7 +230,7 @@ complete_words() {
 
 @test "bash completion: ublk-flash commands, options and values" {
 	run complete_words ublk-flash _ublk_flash ublk-flash ""
-	[ "$(echo $output)" = "create info fsck stats health serve stop list --help --version" ] ||
+	[ "$(echo $output)" = "create info fsck stats health serve stop upgrade list --help --version" ] ||
 		[[ " $(echo $output) " == *" create "*" serve "*" stop "* ]]
 	run complete_words ublk-flash _ublk_flash ublk-flash st
 	[ "$(echo $output)" = "stats stop" ]
@@ -244,6 +244,8 @@ complete_words() {
 	[ "$output" = "cost-benefit" ]
 	run complete_words ublk-flash _ublk_flash ublk-flash stop --t
 	[ "$output" = "--timeout" ]
+	run complete_words ublk-flash _ublk_flash ublk-flash upgrade --b
+	[ "$output" = "--binary" ]
 	# list: its options, and -o completes column names after a comma
 	run complete_words ublk-flash _ublk_flash ublk-flash list --
 	[ "$(echo $output)" = "--json --noheadings --output --raw" ]

@@ -326,3 +326,30 @@ serve_ok() {
 		"$ALIGNPART" create disk.img --label gpt --profile odd --part 3G5:L
 	[ "$(sum disk.img)" = "$s" ]
 }
+
+# ---- RBD URIs (no cluster needed: librbd1 only) ----------------------------
+
+@test "an RBD URI that cannot work: malformed, conf= missing, unknown option, no monitor, a silent monitor: one line each" {
+	[ -e /usr/lib/x86_64-linux-gnu/librbd.so.1 ] || ldconfig -p | grep -q 'librbd\.so\.1 ' ||
+		skip "requires librbd1 (an RBD medium loads it)"
+	export -n CEPH_CONF CEPH_ARGS
+	unset CEPH_CONF CEPH_ARGS
+	bad 2 "rbd://pool: not an RBD URI (rbd://POOL[/NAMESPACE]/IMAGE[@SNAP]" \
+		"$UBLK_FLASH" info rbd://pool
+	bad 2 "not an RBD URI" "$UBLK_FLASH" create 'rbd://p/i@' --size 64M --align odd
+	bad 3 "cannot read the Ceph configuration $SCRATCH/none.conf: No such file or directory" \
+		"$UBLK_FLASH" info "rbd://rbd/x?conf=$SCRATCH/none.conf"
+	bad 2 "option bogus_opt=1: no such Ceph option" \
+		"$UBLK_FLASH" info 'rbd://rbd/x?mon_host=127.0.0.1:9&bogus_opt=1'
+	# the connection options reach librados: id= names the client, a
+	# conf= file's mon_host is used (nothing listens on port 9)
+	printf '[global]\nmon_host = 127.0.0.1:9\n' >c.conf
+	local t0=$SECONDS
+	bad 3 "cannot connect to the Ceph cluster: Connection timed out" \
+		"$UBLK_FLASH" info "rbd://rbd/x?conf=$SCRATCH/c.conf&id=octant&timeout=2"
+	[ $((SECONDS - t0)) -lt 20 ]
+	if [ ! -e /etc/ceph/ceph.conf ]; then
+		bad 3 "no Ceph monitor address (no ceph.conf found" "$UBLK_FLASH" info rbd://rbd/x
+	fi
+	[ ! -e "rbd:" ] && [ -z "$(ls "$SCRATCH" | grep -v '^c.conf$\|^run$')" ]   # nothing made
+}

@@ -61,6 +61,30 @@ fuse_serve() {
 	[ -b "$DEV" ] || { echo "serve gave '$DEV'"; return 1; }
 }
 
+# fuse_files_make DIR [N]: N (40) files of random sizes (1-256 KiB) in
+# DIR/d, their sums in $SCRATCH/sums.
+fuse_files_make() {
+	local i
+	mkdir -p "$1/d"
+	for i in $(seq "${2:-40}"); do
+		head -c $(( (RANDOM % 256 + 1) * 1024 + RANDOM % 999 )) /dev/urandom > "$1/d/f$i"
+	done
+	(cd "$1" && sha256sum d/*) > "$SCRATCH/sums"
+}
+
+# fuse_check_files IMG: serve IMG again; ext4 clean and every file in
+# $SCRATCH/sums matches; stop it.
+fuse_check_files() {
+	fuse_serve "$1"
+	run fuse_fsck ext4 "$DEV"
+	echo "$output"
+	[ "$status" -eq 0 ] || return 1
+	mount -o ro "$DEV" "$SCRATCH/m"
+	(cd "$SCRATCH/m" && sha256sum -c --quiet "$SCRATCH/sums") || return 1
+	umount "$SCRATCH/m"
+	"$UBLK_FLASH" stop "$1"
+}
+
 # fuse_pid IMG: the server's pid.
 fuse_pid() {
 	local d

@@ -29,26 +29,8 @@ teardown() {
 medium_up() { nbd_start "$SOCK" "$SCRATCH/mpid" "$@"; }
 medium_down() { [ -n "${SCRATCH:-}" ] && nbd_stop "$SCRATCH/mpid" "${1:--TERM}"; }
 
-# check_files: serve $URI again; ext4 clean and every file's sum matches.
-check_files() {
-	fuse_serve "$URI"
-	run fuse_fsck ext4 "$DEV"
-	echo "$output"
-	[ "$status" -eq 0 ] || return 1
-	mount -o ro "$DEV" "$SCRATCH/m"
-	(cd "$SCRATCH/m" && sha256sum -c --quiet "$SCRATCH/sums") || return 1
-	umount "$SCRATCH/m"
-	"$UBLK_FLASH" stop "$URI"
-}
-
-files_make() { # DIR: 40 files of random sizes, their sums in $SCRATCH/sums
-	local i
-	mkdir -p "$1/d"
-	for i in $(seq 40); do
-		head -c $(( (RANDOM % 256 + 1) * 1024 + RANDOM % 999 )) /dev/urandom > "$1/d/f$i"
-	done
-	(cd "$1" && sha256sum d/*) > "$SCRATCH/sums"
-}
+check_files() { fuse_check_files "$URI"; }
+files_make() { fuse_files_make "$1" 40; }
 
 @test "nbd backing: create on an NBD export, serve, ext4, stop, serve again: data intact" {
 	fuse_requires_fs ext4
@@ -146,4 +128,85 @@ files_make() { # DIR: 40 files of random sizes, their sums in $SCRATCH/sums
 	echo "$output"
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"Read-only"* || "$output" == *"read-only"* ]]
+}
+
+@test "nbd backing: one connection, so nbdkit's limit=1 is an image lock: a second server on the export exits 5" {
+	"$UBLK_FLASH" create "$SCRATCH/medium.img" --size 32M --align 1m >/dev/null
+	medium_up --filter=limit file "$SCRATCH/medium.img" limit=1
+	fuse_serve "$URI"
+	# another host: its own run registry; only the export's limit refuses it
+	run env UBLK_FLASH_RUN_DIR="$SCRATCH/host2" "$UBLK_FLASH" serve "$URI" --frontend fuse
+	echo "$output"
+	[ "$status" -eq 5 ]
+	[[ "$output" == *"in use"* ]]
+	run env UBLK_FLASH_RUN_DIR="$SCRATCH/host2" "$UBLK_FLASH" create "$URI" --size 32M --align 1m --force
+	echo "$output"
+	[ "$status" -eq 5 ]
+	# the first server is unharmed
+	head -c 1M /dev/urandom > "$SCRATCH/A"
+	dd if="$SCRATCH/A" of="$DEV" bs=1M oflag=direct conv=fsync status=none
+	dd if="$DEV" bs=1M count=1 iflag=direct status=none | cmp - "$SCRATCH/A"
+	"$UBLK_FLASH" stop "$URI"
+	medium_down
+	run "$UBLK_FLASH" fsck "$SCRATCH/medium.img"
+	[ "$status" -eq 0 ]
+}
+
+@test "nbd backing: TLS (nbds://, a throwaway certificate): served and checked with the CA; a plain client and another CA are refused" {
+	requires openssl ss
+	nbd_certs "$SCRATCH/pki"
+	local port
+	port=$(nbd_free_port)
+	rm -f "$SCRATCH/mpid"
+	nbdkit -i 127.0.0.1 -p "$port" -P "$SCRATCH/mpid" --tls=require \
+		--tls-certificates="$SCRATCH/pki" memory 64M
+	for _ in $(seq 50); do [ -s "$SCRATCH/mpid" ] && break; sleep 0.1; done
+	local tls="nbds://localhost:$port/?tls-certificates=$SCRATCH/pki"
+	run "$UBLK_FLASH" create "$tls" --size 32M --align odd
+	echo "$output"
+	[ "$status" -eq 0 ]
+	fuse_serve "$tls"
+	head -c 2M /dev/urandom > "$SCRATCH/A"
+	dd if="$SCRATCH/A" of="$DEV" bs=1M oflag=direct conv=fsync status=none
+	"$UBLK_FLASH" stop "$tls"
+	run "$UBLK_FLASH" fsck "$tls"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	fuse_serve "$tls"
+	dd if="$DEV" bs=1M count=2 iflag=direct status=none | cmp - "$SCRATCH/A"
+	"$UBLK_FLASH" stop "$tls"
+	run "$UBLK_FLASH" info "nbd://localhost:$port/"            # no TLS
+	echo "$output"
+	[ "$status" -ne 0 ]
+	run "$UBLK_FLASH" info "nbds://localhost:$port/?tls-certificates=$SCRATCH/pki/other"
+	echo "$output"
+	[ "$status" -ne 0 ]
+}
+
+@test "nbd backing: requests are asynchronous (8 in flight on one connection); a server killed under I/O fails it with EIO, no hang" {
+	requires fio
+	"$UBLK_FLASH" create "$SCRATCH/medium.img" --size 32M --align 1m >/dev/null
+	medium_up file "$SCRATCH/medium.img"
+	fuse_serve "$URI"
+	dd if=/dev/urandom of="$DEV" bs=1M count=8 oflag=direct conv=fsync status=none
+	"$UBLK_FLASH" stop "$URI"
+	medium_down
+	# every read request takes 20 ms at the server: IOPS = requests in
+	# flight / 20 ms (one at a time, as the synchronous calls were per
+	# connection: 50; the FUSE frontend's 8 threads: 400)
+	medium_up --filter=delay file "$SCRATCH/medium.img" rdelay=20ms
+	fuse_serve "$URI"
+	local iops
+	iops=$(fio --name=r --filename="$DEV" --ioengine=io_uring --direct=1 --iodepth=16 \
+		--bs=4k --rw=randread --size=8M --time_based --runtime=3 --randrepeat=0 \
+		--output-format=json 2>/dev/null | sed -n '/^{/,$p' |
+		python3 -c 'import json,sys; print(int(json.load(sys.stdin)["jobs"][0]["read"]["iops"]))')
+	echo "4K randread QD16, 20 ms per request: $iops IOPS"
+	[ "$iops" -gt 250 ]
+	# the server dies: reads in flight and after fail, promptly
+	medium_down -9
+	run timeout 30 dd if="$DEV" of=/dev/null bs=4k count=64 skip=100 iflag=direct status=none
+	echo "$output"
+	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+	[[ "$output" == *"Input/output error"* ]]
 }

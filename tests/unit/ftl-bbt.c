@@ -7,6 +7,9 @@
  * a torn update falls back to the older copy; without a table (all zero)
  * the checkpoint's bad blocks are taken over; a read-only flag the
  * table's count does not justify is a problem fsck --repair clears.
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): retires blocks in use
+ * (ftl_retire_block) to use the spares up, reads the table (f->bb).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -262,15 +265,15 @@ static void ro_hook(uint8_t *img)
 	if (r)
 		return;
 	T_CHECK(!ftl_on_read_only(f, hook, &calls), "hook: not worn out yet");
-	pthread_mutex_lock(&f->lock);
-	lim = f->bb_limit;
-	for (b = f->g.nblocks - 1; f->nbbt <= lim && b >= f->g.ckpt_blocks; b--) {
+	ftl_lock(&f->lock);
+	lim = f->bb.limit;
+	for (b = f->g.nblocks - 1; f->bb.n <= lim && b >= f->g.ckpt_blocks; b--) {
 		if (ftl_bb_is(f, b, NULL))
 			continue;
-		T_EQ_U64(calls, 0, "hook: called at %u of %u bad blocks", f->nbbt, lim);
-		ftl_bb_grown(f, b, "test");
+		T_EQ_U64(calls, 0, "hook: called at %u of %u bad blocks", f->bb.n, lim);
+		ftl_retire_block(f, b, "test");
 	}
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	T_EQ_U64(calls, 1, "hook: calls once the spares are used up");
 	T_CHECK(ftl_read_only(f), "hook: ftl_read_only");
 	T_CHECK(ftl_close(f) == 0, "hook: close");

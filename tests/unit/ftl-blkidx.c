@@ -17,6 +17,10 @@
  *    (cost-benefit once picked a victim GC had no room to empty: ENOSPC
  *    on a device not full; fixed regression seed below).
  * Random: a new seed per run, printed; OCTANT_SEED replays.
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): the block indexes
+ * against a scan of every block (ftl_idx_check, ftl_victim,
+ * ftl_victim_scan, f->idx).
  */
 #include <errno.h>
 #include <string.h>
@@ -62,7 +66,7 @@ static uint32_t free_ref(struct ftl *f, bool most)
 	for (uint32_t b = f->g.ckpt_blocks; b < f->g.nblocks; b++) {
 		uint32_t ec = nand_block_ec(f->nand, b);
 
-		if (f->state[b] != FTL_BLK_FREE)
+		if (f->idx.state[b] != FTL_BLK_FREE)
 			continue;
 		if (best == FTL_NONE || (most ? ec > bec : ec < bec)) {
 			best = b;
@@ -75,14 +79,20 @@ static uint32_t free_ref(struct ftl *f, bool most)
 /* Returns false after the first failure (the rest would repeat it). */
 static bool check(struct ftl *f, const char *what, uint64_t op)
 {
-	long c = ftl_idx_check(f);
 	uint32_t lim = (uint32_t)(op % (f->g.ppb + 1));  /* draws no number */
-	uint32_t v = ftl_victim(f, f->g.ppb), vs = ftl_victim_scan(f, f->g.ppb);
-	uint32_t vl = ftl_victim(f, lim), vsl = ftl_victim_scan(f, lim);
-	uint32_t h = f->nfree ? f->fh[0].a[0] : FTL_NONE;
-	uint32_t g = f->nfree ? f->fh[1].a[0] : FTL_NONE;
+	uint32_t v, vs, vl, vsl, h, g;
 	int before = t_failures;
+	long c;
 
+	ftl_lock(&f->lock);             /* the index's lock (LOCKING) */
+	c = ftl_idx_check(f);
+	v = ftl_victim(f, f->g.ppb);
+	vs = ftl_victim_scan(f, f->g.ppb);
+	vl = ftl_victim(f, lim);
+	vsl = ftl_victim_scan(f, lim);
+	h = f->idx.nfree ? f->idx.fh[0].a[0] : FTL_NONE;
+	g = f->idx.nfree ? f->idx.fh[1].a[0] : FTL_NONE;
+	ftl_unlock(&f->lock);
 	T_CHECK(c == 0, "%s, op %llu: index check %ld", what,
 		(unsigned long long)op, c);
 	T_CHECK(v == vs, "%s, op %llu: victim %u, the scan picks %u", what,
@@ -150,7 +160,9 @@ static void run(enum ftl_gc_policy gc, bool faulty, uint64_t nops)
 		T_CHECK(r == 0, "%s, op %llu: %d", what, (unsigned long long)op, r);
 		if (r || !f || !check(f, what, op))
 			break;
+		ftl_lock(&f->lock);
 		victims += ftl_victim(f, f->g.ppb) != FTL_NONE;
+		ftl_unlock(&f->lock);
 	}
 	if (f) {
 		struct ftl_stats st;

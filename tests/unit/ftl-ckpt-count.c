@@ -10,6 +10,9 @@
  * the next mount's page_programs - A == k + 1 (the mount marker).
  * Measured per checkpoint: with delta checkpoints (v4) k depends on what
  * changed since the previous one.
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): writes checkpoints on
+ * demand (ftl_ckpt_write).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -67,9 +70,9 @@ int main(void)
 	T_CHECK(ftl_write(f, mb, 0, sizeof(mb), 0) == 0, "write");
 	T_CHECK(ftl_flush(f) == 0, "flush");
 	ftl_stats_get(f, &a);
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	r = ftl_ckpt_write(f, true);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	T_CHECK(r == 0, "checkpoint: %d", r);
 	ftl_stats_get(f, &cc);
 	k = (cc.ckpt_bytes - a.ckpt_bytes) / ps;

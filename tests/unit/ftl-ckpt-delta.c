@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Delta checkpoints (OCT_SB_F_CKPT_DELTA, ftl_ckpt.c): after a base, a
+ * Delta checkpoints (OCT_SB_F_CKPT_DELTA, ftl_ckpt_write.c): after a base, a
  * checkpoint writes only the map and block-table entries that changed.
  * 1. Scale: the same 256 MiB written sequentially (1 MiB writes) to a
  *    32 MiB and a 1 GiB image, each written full first: checkpoint bytes
@@ -20,6 +20,9 @@
  *    the next slot; a clean reopen reads everything.
  * Ranges and scattered pages (single map entries: pairs) are written.
  * Random: a new seed per run (crash images), printed; OCTANT_SEED replays.
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): checkpoint records
+ * written on demand and their generation, delta index and marker (f->ck).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -52,9 +55,9 @@ static int ckpt(struct ftl *f)
 {
 	int r;
 
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	r = ftl_ckpt_write(f, false);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	T_CHECK(r == 0, "checkpoint: %d", r);
 	return r;
 }
@@ -91,8 +94,8 @@ static void scale_run(const char *img, uint64_t size, uint64_t host,
 	for (uint64_t o = 0; o < host && !r; o += sizeof(mb)) {
 		mb[0] = (uint8_t)(o >> 20);
 		r = ftl_write(f, mb, o % size, sizeof(mb), 0);
-		if (f->seq - f->ckpt_seq > res->max_rf)
-			res->max_rf = f->seq - f->ckpt_seq;
+		if (f->log.seq - f->ck.seq > res->max_rf)
+			res->max_rf = f->log.seq - f->ck.seq;
 	}
 	T_CHECK(r == 0 && ftl_flush(f) == 0, "write: %d", r);
 	ftl_stats_get(f, &b);
@@ -184,12 +187,12 @@ static void power_cuts(void)
 		tt_write_range(f, 100, 1200, 2);  /* 2 map pages, many blocks */
 		tt_write_range(f, 3000, 50, 2);
 		write_scattered(f, 1501, 40, 3, 2);
-		didx = f->ck_didx;
+		didx = f->ck.didx;
 		nand_mem_set_trigger(b, cut_at, at_cut, NULL);
 		(void)ckpt(f);
 		nand_mem_set_trigger(b, 0, NULL, NULL);
-		T_CHECK(f->ck_didx == didx + 1 && didx >= 1,
-			"not a delta after a delta: %u, %u", didx, f->ck_didx);
+		T_CHECK(f->ck.didx == didx + 1 && didx >= 1,
+			"not a delta after a delta: %u, %u", didx, f->ck.didx);
 		ftl_abandon(f);
 		b->ops->destroy(b);
 		if (cuts == before)
@@ -250,13 +253,13 @@ static void damaged(bool clean)
 	memset(tt_tags, 0, sizeof(tt_tags));
 	tt_write_range(f, 0, 500, 1);
 	(void)ckpt(f);
-	first = f->ck_mark - 1;         /* header of this record */
+	first = f->ck.mark - 1;         /* header of this record */
 	tt_write_range(f, 200, 600, 2);
 	(void)ckpt(f);
-	hdr = f->ck_mark - 1;
+	hdr = f->ck.mark - 1;
 	tt_write_range(f, 1000, 300, 3);
-	gen = f->ckpt_gen;
-	T_CHECK(f->ck_didx >= 2, "%s: deltas %u", what, f->ck_didx);
+	gen = f->ck.gen;
+	T_CHECK(f->ck.didx >= 2, "%s: deltas %u", what, f->ck.didx);
 	if (clean)
 		T_CHECK(ftl_close(f) == 0, "close");   /* a third, clean */
 	else
@@ -292,27 +295,27 @@ static void damaged_base(void)
 
 	memset(tt_tags, 0, sizeof(tt_tags));
 	tt_write_range(f, 0, 64, 1);
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	ftl_ckpt_force_base(f);
 	r = ftl_ckpt_write(f, false);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	T_CHECK(r == 0, "%s: base: %d", what, r);
-	limit = f->ckpt_seq + f->seq_gap;       /* of the slot before */
-	pthread_mutex_lock(&f->lock);
+	limit = f->ck.seq + f->ck.seq_gap;       /* of the slot before */
+	ftl_lock(&f->lock);
 	ftl_ckpt_force_base(f);
 	r = ftl_ckpt_write(f, false);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	T_CHECK(r == 0, "%s: base: %d", what, r);
-	gen = f->ckpt_gen;
-	while (f->seq < limit + 256 && round < 2000 && !t_failures) {
+	gen = f->ck.gen;
+	while (f->log.seq < limit + 256 && round < 2000 && !t_failures) {
 		tt_write_range(f, 64, 64, (uint64_t)++round + 1);
 		if (round % 8 == 0)
 			(void)ckpt(f);
 	}
-	T_CHECK(f->ckpt_gen == gen && f->ck_didx >= 2,
+	T_CHECK(f->ck.gen == gen && f->ck.didx >= 2,
 		"%s: chain gen %llu -> %llu, %u deltas", what,
-		(unsigned long long)gen, (unsigned long long)f->ckpt_gen,
-		f->ck_didx);
+		(unsigned long long)gen, (unsigned long long)f->ck.gen,
+		f->ck.didx);
 	ftl_abandon(f);
 	flip(b, &geo, gen, 0);
 	r = fsck_img(b, what);
@@ -333,36 +336,36 @@ static void rotate(void)
 {
 	struct nand_backing *b;
 	struct ftl *f = tt_create(&b, 32u << 20, 4, false), *g = NULL;
-	uint64_t gen0 = f->ckpt_gen;
+	uint64_t gen0 = f->ck.gen;
 	uint32_t maxd = 0;
 
 	memset(tt_tags, 0, sizeof(tt_tags));
-	for (int i = 0; i < 400 && f->ckpt_gen == gen0; i++) {
+	for (int i = 0; i < 400 && f->ck.gen == gen0; i++) {
 		tt_write_range(f, (uint64_t)(i * 37) % (TT_SPAN - 64), 64,
 			    (uint64_t)i + 1);
 		write_scattered(f, (uint64_t)(i * 53) % (TT_SPAN / 2), 16, 7,
 				(uint64_t)i + 1);
 		(void)ckpt(f);
-		if (f->ck_didx > maxd)
-			maxd = f->ck_didx;
+		if (f->ck.didx > maxd)
+			maxd = f->ck.didx;
 	}
-	T_CHECK(f->ckpt_gen == gen0 + 1 && f->ck_didx == 0,
+	T_CHECK(f->ck.gen == gen0 + 1 && f->ck.didx == 0,
 		"no new base: gen %llu -> %llu, delta %u",
-		(unsigned long long)gen0, (unsigned long long)f->ckpt_gen,
-		f->ck_didx);
+		(unsigned long long)gen0, (unsigned long long)f->ck.gen,
+		f->ck.didx);
 	T_CHECK(maxd >= 3, "only %u deltas fit in the slot", maxd);
 	tt_write_range(f, 10, 20, 999);
 	write_scattered(f, 100, 30, 5, 999);
 	(void)ckpt(f);
-	T_CHECK(f->ck_didx == 1, "a delta after the new base: %u", f->ck_didx);
+	T_CHECK(f->ck.didx == 1, "a delta after the new base: %u", f->ck.didx);
 	T_CHECK(ftl_close(f) == 0, "close");
 	nand_mem_hold(b);
 	T_CHECK(ftl_open_backing(b, NULL, &g) == 0, "reopen");
 	if (g) {
 		/* the whole chain loaded: both records (runs and pairs) */
-		T_CHECK(g->mount_kind == FTL_MOUNT_CLEAN && g->ck_didx == 2 &&
-			!g->ckpt_fallback, "clean reopen: kind %d, %u records",
-			g->mount_kind, g->ck_didx);
+		T_CHECK(g->mnt.kind == FTL_MOUNT_CLEAN && g->ck.didx == 2 &&
+			!g->mnt.ckpt_fallback, "clean reopen: kind %d, %u records",
+			g->mnt.kind, g->ck.didx);
 		(void)tt_verify(g, "after rotation");
 		ftl_close(g);
 	}

@@ -16,6 +16,9 @@
  * delta format, clean close (the lost slot ends with a clean delta);
  * the version-3 format (no deltas: one base per slot), crash.
  * Deterministic (no random draws).
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): checkpoints written
+ * on demand, their generation and the sequence gap (f->ck).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -56,11 +59,11 @@ static int ckpt(struct ftl *f, bool base)
 {
 	int r;
 
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	if (base)
 		ftl_ckpt_force_base(f);
 	r = ftl_ckpt_write(f, false);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	T_CHECK(r == 0, "checkpoint: %d", r);
 	return r;
 }
@@ -102,31 +105,31 @@ static void run(bool delta, bool clean, const char *what)
 	int r;
 
 	memset(tt_tags, 0, sizeof(tt_tags));
-	f->ckpt_interval = UINT32_MAX / 2;      /* only the ones forced here */
+	f->ck.interval = UINT32_MAX / 2;      /* only the ones forced here */
 	tt_write_range(f, 0, 64, tag++);
 	(void)ckpt(f, true);                    /* the slot that survives */
-	limit = f->ckpt_seq + f->seq_gap;
-	half = f->ckpt_seq + f->seq_gap / 2;
-	while (f->seq < half && tag < 4000) {
+	limit = f->ck.seq + f->ck.seq_gap;
+	half = f->ck.seq + f->ck.seq_gap / 2;
+	while (f->log.seq < half && tag < 4000) {
 		tt_write_range(f, lo, 64, tag++);
 		lo = (lo + 64) % TT_SPAN;
 	}
 	(void)ckpt(f, true);                    /* the slot to be lost */
-	gen = f->ckpt_gen;
-	while (f->seq < limit + 256 && tag < 4000) {
+	gen = f->ck.gen;
+	while (f->log.seq < limit + 256 && tag < 4000) {
 		tt_write_range(f, lo, 64, tag++);
 		lo = (lo + 64) % TT_SPAN;
-		if (delta && f->seq > half + f->seq_gap / 4 &&
-		    f->ck_didx == 0)
+		if (delta && f->log.seq > half + f->ck.seq_gap / 4 &&
+		    f->ck.didx == 0)
 			(void)ckpt(f, false);   /* a delta record too */
 	}
-	T_CHECK(f->ckpt_gen == gen && (!delta || f->ck_didx >= 1),
+	T_CHECK(f->ck.gen == gen && (!delta || f->ck.didx >= 1),
 		"%s: newest checkpoint gen %llu (want %llu), %u deltas", what,
-		(unsigned long long)f->ckpt_gen, (unsigned long long)gen,
-		f->ck_didx);
+		(unsigned long long)f->ck.gen, (unsigned long long)gen,
+		f->ck.didx);
 	fprintf(stderr, "%s: seq %llu, previous slot's limit %llu, gap %llu\n",
-		what, (unsigned long long)f->seq, (unsigned long long)limit,
-		(unsigned long long)f->seq_gap);
+		what, (unsigned long long)f->log.seq, (unsigned long long)limit,
+		(unsigned long long)f->ck.seq_gap);
 	if (clean)
 		T_CHECK(ftl_close(f) == 0, "%s: close", what);
 	else
@@ -194,19 +197,19 @@ static void clean_lost(bool create_lost, const char *what)
 		nand_mem_hold(b);
 		f = NULL;
 		T_CHECK(ftl_open_backing(b, NULL, &f) == 0 &&
-			f->mount_kind == FTL_MOUNT_CLEAN, "%s: reopen", what);
+			f->mnt.kind == FTL_MOUNT_CLEAN, "%s: reopen", what);
 		if (!f)
 			exit(t_result());
 	}
-	gen = f->ckpt_gen;
-	marker = (gen % FTL_CKPT_SLOTS) * geo.slot_blocks * geo.ppb + f->ck_mark;
+	gen = f->ck.gen;
+	marker = (gen % FTL_CKPT_SLOTS) * geo.slot_blocks * geo.ppb + f->ck.mark;
 	for (int i = 0; i < (create_lost ? 40 : 4); i++) {
 		tt_write_range(f, (uint64_t)(i * 64) % TT_SPAN, 64, tag++);
 		if (create_lost && i % 8 == 7)
 			(void)ckpt(f, false);   /* deltas in the same slot */
 	}
-	T_CHECK(f->ckpt_gen == gen, "%s: gen %llu -> %llu", what,
-		(unsigned long long)gen, (unsigned long long)f->ckpt_gen);
+	T_CHECK(f->ck.gen == gen, "%s: gen %llu -> %llu", what,
+		(unsigned long long)gen, (unsigned long long)f->ck.gen);
 	ftl_abandon(f);
 	if (create_lost) {
 		T_CHECK(gen == 2, "%s: the mount was from generation %llu",

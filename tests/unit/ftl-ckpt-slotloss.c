@@ -24,6 +24,9 @@
  * logical page as its newest version or EIO (never zeroes for written
  * data, never an older version, never data from before a trim).
  * Seeded (OCTANT_SEED replays); OCTANT_LONG=1: 4 seeds in a row.
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): the newest
+ * checkpoint's slot (f->ck) and the geometry (f->g) to damage them.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -139,7 +142,7 @@ static void damage_all(struct ftl *f, struct nand_backing *b, bool whole)
 {
 	const struct ftl_geom *g = &f->g;
 	uint64_t isz = g->image_size;
-	uint32_t s0 = (uint32_t)(ftl_ckpt_slot_page(f, f->ckpt_gen, 0) / g->ppb);
+	uint32_t s0 = (uint32_t)(ftl_ckpt_slot_page(f, f->ck.gen, 0) / g->ppb);
 	uint8_t *img = malloc(isz), *m = malloc(isz);
 
 	if (!img || !m)

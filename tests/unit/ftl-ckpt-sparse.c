@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Checkpoints skip blank payload pages (version 3, ftl_ckpt.c).
+ * Checkpoints skip blank payload pages (version 3, ftl_ckpt_write.c).
  * 1. What a checkpoint writes follows the data written, not the device
  *    size: the same 2 MiB written to a 16 MiB and a 256 MiB image, then one
  *    checkpoint each (ckpt_bytes counter): the big one writes at most a few
@@ -16,6 +16,9 @@
  *    even with garbage in the data area of every unprogrammed payload page
  *    (blank by its OOB: its data is never read).
  * Random: a new seed per run (crash images), printed; OCTANT_SEED replays.
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): checkpoints written
+ * on demand and the newest one's slot (f->ck).
  */
 #include <errno.h>
 #include <string.h>
@@ -81,9 +84,9 @@ static uint64_t ckpt_once(struct ftl *f)
 	int r;
 
 	ftl_stats_get(f, &a);
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	r = ftl_ckpt_write(f, false);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	T_CHECK(r == 0, "checkpoint: %d", r);
 	ftl_stats_get(f, &b);
 	return b.ckpt_bytes - a.ckpt_bytes;
@@ -137,7 +140,7 @@ static void size_independent(void)
 		nand_mem_hold(bb);
 		T_CHECK(ftl_open_backing(bb, NULL, &g) == 0, "reopen");
 		if (g) {
-			T_CHECK(g->mount_kind == FTL_MOUNT_CLEAN, "clean open");
+			T_CHECK(g->mnt.kind == FTL_MOUNT_CLEAN, "clean open");
 			verify(g, 1, "256 MiB after a clean reopen");
 			ftl_close(g);
 		}
@@ -176,7 +179,7 @@ static void at_cut(void *ctx)
 		T_CHECK(r == 0, "%s: open: %d", what, r);
 		if (!r && getenv("T_DEBUG"))
 			fprintf(stderr, "%s: gen %llu\n", what,
-				(unsigned long long)g->ckpt_gen);
+				(unsigned long long)g->ck.gen);
 		if (!r && !verify(g, 2, what))
 			cut_fail = 1;
 		if (!r)
@@ -251,7 +254,7 @@ static void torn_block(void)
 	(void)ckpt_once(f);
 	write_set(f, 2);
 	(void)ckpt_once(f);
-	slot0 = ftl_ckpt_slot_page(f, f->ckpt_gen, 0);
+	slot0 = ftl_ckpt_slot_page(f, f->ck.gen, 0);
 	T_CHECK(geo.ppb == 4 && geo.payload_pages > 8 && geo.slot_blocks >= 3,
 		"geometry: ppb %u, payload %u pages", geo.ppb, geo.payload_pages);
 	ftl_abandon(f);
@@ -262,8 +265,8 @@ static void torn_block(void)
 	r = ftl_open_backing(b, NULL, &g);
 	T_CHECK(r == 0, "torn block: open: %d", r);
 	if (!r) {
-		T_CHECK(g->mount_kind == FTL_MOUNT_ROLL_FORWARD,
-			"torn block: mount kind %d", g->mount_kind);
+		T_CHECK(g->mnt.kind == FTL_MOUNT_ROLL_FORWARD,
+			"torn block: mount kind %d", g->mnt.kind);
 		verify(g, 2, "checkpoint with its second block's OOB lost");
 		ftl_close(g);
 	}

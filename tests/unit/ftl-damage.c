@@ -12,6 +12,10 @@
  * record its last flush with one more write, and damage to an OOB record
  * was found only when the records around it bracketed it.)  A fresh seed
  * per run (OCTANT_SEED replays); 150 trials, 1,500 with OCTANT_LONG=1.
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): the newest
+ * checkpoint's sequence number (f->ck) and the map (f->log) pick the page
+ * to damage.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -95,17 +99,17 @@ static void trial(int n)
 	}
 	T_CHECK(ftl_flush(f) == 0, "flush");  /* the last program: none after */
 	/* the victim: a mapped page, newer than the checkpoint 3 times in 4 */
-	ckpt_seq = f->ckpt_seq;
+	ckpt_seq = f->ck.seq;
 	for (int tries = 0; tries < 1000; tries++) {
 		victim = 1 + (uint32_t)(rnd() % (NLPN - 1));
-		ppn = f->map[victim];
+		ppn = f->log.map[victim];
 		if (!cur[victim] || ppn >= FTL_DAMAGED ||
 		    nand_read_oob(f->nand, ppn, oob))
 			continue;
 		if ((o->seq > ckpt_seq) == (rnd() % 4 != 0))
 			break;
 	}
-	ppn = f->map[victim];
+	ppn = f->log.map[victim];
 	T_CHECK(ppn < FTL_DAMAGED && nand_read_oob(f->nand, ppn, oob) == 0,
 		"victim");
 	seq = o->seq;

@@ -118,7 +118,7 @@ static void host_write_fails(bool stamp, size_t len, uint64_t off,
 	T_CHECK(ftl_flush(f) == 0, "%s: flush", what);
 	/* the next program of at least one slot in a data block (not a
 	 * checkpoint's) lands @keep bytes, fails */
-	fb_min_off = ftl_page_off(&f->g, (uint64_t)f->g.ckpt_blocks * f->g.ppb);
+	fb_min_off = ftl_page_off(ftl_test_geom(f), (uint64_t)ftl_test_geom(f)->ckpt_blocks * ftl_test_geom(f)->ppb);
 	fb_arm(SLOT, UINT64_MAX, keep, -EIO, false, false);
 	memset(buf, 'N', sizeof(buf));
 	r = ftl_write(f, buf, off, len, 0);
@@ -159,7 +159,7 @@ static void nothing_after(void)
 	memset(buf, 'o', sizeof(buf));
 	T_CHECK(ftl_write(f, buf, 0, MIB, 0) == 0 && ftl_flush(f) == 0,
 		"nothing after: old data");
-	fb_min_off = ftl_page_off(&f->g, (uint64_t)f->g.ckpt_blocks * f->g.ppb);
+	fb_min_off = ftl_page_off(ftl_test_geom(f), (uint64_t)ftl_test_geom(f)->ckpt_blocks * ftl_test_geom(f)->ppb);
 	fb_arm(SLOT, UINT64_MAX, 5 * SLOT, -EIO, true, true);
 	memset(buf, 'N', sizeof(buf));
 	r = ftl_write(f, buf, 0, MIB, 0);

@@ -170,7 +170,7 @@ static void run(double bad_rate, int cuts, uint64_t seed0)
 				barrier(s);
 		}
 		if (bg)                 /* the GC thread between two steps */
-			pthread_mutex_lock(&f->lock);
+			ftl_test_hold(f, true);
 		if (rnd() % 2) {
 			cut(b, isz, seed0 * 1000003 + (uint64_t)done);
 			done++;
@@ -180,13 +180,13 @@ static void run(double bad_rate, int cuts, uint64_t seed0)
 			nand_mem_set_trigger(b, 1 + rnd() % 24, fire, &tc);
 		}
 		if (bg)
-			pthread_mutex_unlock(&f->lock);
+			ftl_test_hold(f, false);
 	}
 	if (bg)
-		pthread_mutex_lock(&f->lock);
+		ftl_test_hold(f, true);
 	nand_mem_set_trigger(b, 0, NULL, NULL);
 	if (bg)
-		pthread_mutex_unlock(&f->lock);
+		ftl_test_hold(f, false);
 	armed = false;
 	ftl_stats_get(f, &st);
 	fprintf(stderr, "bad-block rate %g, GC %s: %d cuts (%d inside "

@@ -9,6 +9,9 @@
  * data readable; fsck and stats report it.  Seeded (OCTANT_SEED).  The
  * new seed's scenario runs twice: inline GC, then with the background GC
  * thread (which meets the failures too and ends when the spares run out).
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): block states (f->idx)
+ * find retired blocks; the GC policy of an open engine is switched (f->o).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -73,7 +76,7 @@ static void check_sectors(struct ftl *f, uint32_t bad0, uint32_t bad1,
 					"%u state %u)", what, s, r,
 					bad ? " (should be EIO)" : "", pp,
 					pp / f->g.ppb, pp == FTL_UNMAPPED ? 9 :
-					f->state[pp / f->g.ppb]);
+					f->idx.state[pp / f->g.ppb]);
 		}
 	}
 	T_EQ_U64(wrong, 0, "%s: sectors wrong", what);
@@ -171,7 +174,7 @@ static void scenario(unsigned seed)
 	if (!f)
 		return;
 	for (uint32_t k = 0; k < f->g.nblocks; k++)
-		nbad += nand_is_bad(f->nand, k) && f->state[k] == FTL_BLK_BAD;
+		nbad += nand_is_bad(f->nand, k) && f->idx.state[k] == FTL_BLK_BAD;
 	ftl_stats_get(f, &st);
 	T_EQ_U64(st.bad_blocks_factory, nbad, "factory bad blocks");
 	fprintf(stderr, "%u factory bad blocks of %u, limit %llu\n", nbad,
@@ -213,10 +216,10 @@ static void scenario(unsigned seed)
 		uint32_t blk = ppn / f->g.ppb;
 
 		f->o.gc = FTL_GC_COST_BENEFIT;  /* the old block's turn comes */
-		for (int i = 0; i < 8 && f->state[blk] != FTL_BLK_BAD; i++)
+		for (int i = 0; i < 8 && f->idx.state[blk] != FTL_BLK_BAD; i++)
 			write_all_but(f, lpn, ps);
 		f->o.gc = FTL_GC_GREEDY;
-		T_CHECK(f->state[blk] == FTL_BLK_BAD, "block %u retired", blk);
+		T_CHECK(f->idx.state[blk] == FTL_BLK_BAD, "block %u retired", blk);
 		T_CHECK(ftl_map_get(f, lpn) == ppn, "the unreadable page stays");
 		ftl_stats_get(f, &st);
 		T_EQ_U64(st.bad_blocks_grown, 1, "one grown bad block");

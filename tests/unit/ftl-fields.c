@@ -17,6 +17,9 @@
  *    checkpoint;
  *  - wear_out: a block whose erase count reaches NAND_EC_MAX (set
  *    through the test seam) is retired at its next erase, not an error.
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): forges block states
+ * and marks them for the checkpoint (ftl_ckpt_blk_dirty).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -330,16 +333,16 @@ static void wear_out(void)
 	T_CHECK(ftl_open(img, NULL, &f) == 0, "wear: open");
 	if (!f)
 		return;
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	for (uint32_t blk = g.ckpt_blocks; blk < g.nblocks; blk++)
-		if (f->state[blk] == FTL_BLK_FULL && worn == FTL_NONE)
+		if (f->idx.state[blk] == FTL_BLK_FULL && worn == FTL_NONE)
 			worn = blk;
 	T_CHECK(worn != FTL_NONE, "wear: a full block");
 	/* what a count forged past the range would give too (0xffffffff:
 	 * the nand keeps at most NAND_EC_MAX) */
 	nand_set_block(f->nand, worn, g.ppb, 0xffffffffu);
 	ftl_ckpt_blk_dirty(f, worn);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	for (int i = 0; i < 400 && !r; i++) {
 		memset(buf, 0x40 + i % 64, sizeof(buf));
 		r = ftl_write(f, buf, (uint64_t)(i % 200) * 4096, 4096, 0);

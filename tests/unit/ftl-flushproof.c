@@ -31,6 +31,9 @@
  *     one more page per FTL_FSUM_PER_PAGE pages); an image of the older
  *     format programs none and writes no flush mark.
  * Seeded (OCTANT_SEED replays).
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): the GC stream's open
+ * block (f->log) and the flush mark (f->fmark) find the summary to damage.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -209,7 +212,7 @@ static void check(const char *what, const uint8_t *m, uint64_t isz,
 /* The flash page the map points @lpn at before the crash, and its OOB. */
 static uint32_t where(struct ftl *f, uint32_t lpn)
 {
-	uint32_t p = f->map[lpn];
+	uint32_t p = f->log.map[lpn];
 
 	T_CHECK(p < FTL_DAMAGED, "lpn %u mapped", lpn);
 	return p;
@@ -264,7 +267,7 @@ static void lost_block(uint32_t oob)
 	T_CHECK(ftl_flush(f) == 0, "flush");
 	blk = where(f, 7) / g.ppb;
 	for (uint32_t l = 0; l < NLPN; l++)
-		lost[l] = f->map[l] < FTL_DAMAGED && f->map[l] / g.ppb == blk;
+		lost[l] = f->log.map[l] < FTL_DAMAGED && f->log.map[l] / g.ppb == blk;
 	m = crash(f, b, &isz);
 	for (uint64_t p = (uint64_t)blk * g.ppb; p < (uint64_t)(blk + 1) * g.ppb;
 	     p++) {
@@ -324,7 +327,7 @@ static void lost_trim(void)
 	for (uint32_t l = 40; l < 48; l++)
 		cur[l] = 0;
 	/* the trim record: the host stream's newest page */
-	tp = (uint64_t)f->st[STREAM_HOST].blk * g.ppb + f->st[STREAM_HOST].wp - 1;
+	tp = (uint64_t)f->log.st[STREAM_HOST].blk * g.ppb + f->log.st[STREAM_HOST].wp - 1;
 	T_CHECK(nand_read_oob(f->nand, tp, oob) == 0 &&
 		((struct ftl_oob *)oob)->kind == FTL_OOB_TRIM, "trim record");
 	m = crash(f, b, &isz);
@@ -351,9 +354,9 @@ static void summary_and_page(void)
 	put(f, l, id);
 	T_CHECK(ftl_flush(f) == 0, "flush");
 	blk = where(f, l) / g.ppb;
-	sp = (uint64_t)f->st[STREAM_GC].blk * g.ppb + f->st[STREAM_GC].wp - 1;
-	T_CHECK(f->fm.sum_ppn == sp, "the summary at %llu, the mark says %u",
-		(unsigned long long)sp, f->fm.sum_ppn);
+	sp = (uint64_t)f->log.st[STREAM_GC].blk * g.ppb + f->log.st[STREAM_GC].wp - 1;
+	T_CHECK(f->fmark.last.sum_ppn == sp, "the summary at %llu, the mark says %u",
+		(unsigned long long)sp, f->fmark.last.sum_ppn);
 	m = crash(f, b, &isz);
 	m[ftl_page_off(&g, sp) + 100] ^= 1;     /* the summary's data */
 	for (uint64_t p = (uint64_t)blk * g.ppb; p < (uint64_t)(blk + 1) * g.ppb;
@@ -401,14 +404,14 @@ static void format(void)
 		"40-byte OOB accepted");
 	workload(f, 100, 3);
 	workload(f, 10, 3);             /* two marks: both copies written */
-	gen = f->fm.gen;
+	gen = f->fmark.last.gen;
 	m = crash(f, b, &isz);
 	m[(gen & 1 ? FTL_FMARK_OFF1 : FTL_FMARK_OFF0) + 40] ^= 1;
 	T_CHECK(open_img(m, isz, &h) == 0, "open, newest mark damaged");
 	if (!t_failures) {
-		T_CHECK(h->fm_bad == 1 && h->fm.gen == gen - 1, "mark copies: %u "
-			"bad, gen %llu used (newest %llu)", h->fm_bad,
-			(unsigned long long)h->fm.gen, (unsigned long long)gen);
+		T_CHECK(h->fmark.bad == 1 && h->fmark.last.gen == gen - 1, "mark copies: %u "
+			"bad, gen %llu used (newest %llu)", h->fmark.bad,
+			(unsigned long long)h->fmark.last.gen, (unsigned long long)gen);
 		ftl_abandon(h);
 	}
 	m[(gen & 1 ? FTL_FMARK_OFF0 : FTL_FMARK_OFF1) + 40] ^= 1;

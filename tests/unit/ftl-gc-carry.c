@@ -61,12 +61,12 @@ static void trial(int n, const char *img, FILE *null)
 	T_CHECK(ftl_flush(f) == 0, "flush");
 	/* one bit of the victim's data, on the medium (what reads see) */
 	victim = (uint32_t)(rnd() % NLPN);
-	ppn = f->map[victim];
+	ppn = ftl_map_get(f, victim);
 	T_CHECK(ppn < FTL_DAMAGED, "trial %d: victim mapped", n);
-	nand_mem_bytes(b, &bsz)[ftl_page_off(&f->g, ppn) + rnd() % 4096] ^=
+	nand_mem_bytes(b, &bsz)[ftl_page_off(ftl_test_geom(f), ppn) + rnd() % 4096] ^=
 		(uint8_t)(1u << (rnd() % 8));
 	/* overwrite the others until GC has moved the victim */
-	for (i = 0; i < 200000 && f->map[victim] == ppn; i++) {
+	for (i = 0; i < 200000 && ftl_map_get(f, victim) == ppn; i++) {
 		uint32_t l = (uint32_t)(rnd() % NLPN);
 
 		if (l == victim)
@@ -76,12 +76,12 @@ static void trial(int n, const char *img, FILE *null)
 			"write");
 		cur[l] = id++;
 	}
-	T_CHECK(f->map[victim] != ppn && f->map[victim] < FTL_DAMAGED,
+	T_CHECK(ftl_map_get(f, victim) != ppn && ftl_map_get(f, victim) < FTL_DAMAGED,
 		"trial %d: GC never moved lpn %u (%d writes)", n, victim, i);
 	rc = ftl_read(f, r, (uint64_t)victim * 4096, 4096);
 	fill(w, victim, cur[victim]);
 	T_CHECK(rc < 0, "trial %d: lpn %u damaged at ppn %u, moved to %u by "
-		"GC, reads %d (%s)", n, victim, ppn, f->map[victim], rc,
+		"GC, reads %d (%s)", n, victim, ppn, ftl_map_get(f, victim), rc,
 		rc ? "" : memcmp(r, w, 4096) ? "the damage, as good data" :
 		"the original data");
 	for (uint32_t l = 0; l < NLPN; l++) {

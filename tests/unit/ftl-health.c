@@ -22,6 +22,9 @@
  *    next checkpoint is a version-5 base; after a kill the marker rule
  *    holds there too.
  * Random workloads: seed printed, replay with OCTANT_SEED.
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): checkpoints written
+ * on demand, delta or base (f->ck), blocks retired (ftl_retire_block).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -93,9 +96,9 @@ static void io(struct ftl *f, int n)
 
 static void checkpoint(struct ftl *f)
 {
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	T_CHECK(ftl_ckpt_write(f, false) == 0, "checkpoint");
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 }
 
 /* lo <= x <= hi for every counter the health log carries forward. */
@@ -120,8 +123,8 @@ static void kill_cycles(bool delta)
 	io(f, 40);
 	checkpoint(f);
 	if (delta)
-		T_CHECK(f->ck_didx >= 1, "%s: the checkpoint is a delta "
-			"record (%u)", what, f->ck_didx);
+		T_CHECK(f->ck.didx >= 1, "%s: the checkpoint is a delta "
+			"record (%u)", what, f->ck.didx);
 	a = health(f);           /* what the checkpoint holds */
 	io(f, 40);
 	t = health(f);           /* the true totals at the kill */
@@ -130,7 +133,7 @@ static void kill_cycles(bool delta)
 
 	f = open_mem(b, false);  /* rolls forward */
 	h = health(f);
-	T_CHECK(f->mount_kind == FTL_MOUNT_ROLL_FORWARD, "%s: roll-forward",
+	T_CHECK(f->mnt.kind == FTL_MOUNT_ROLL_FORWARD, "%s: roll-forward",
 		what);
 	BETWEEN(a.host_write_commands, h.host_write_commands,
 		t.host_write_commands, what);
@@ -157,7 +160,7 @@ static void kill_cycles(bool delta)
 	/* 3: a clean close: no unsafe shutdown; read-only counts nothing */
 	f = open_mem(b, false);
 	h = health(f);
-	T_CHECK(f->mount_kind == FTL_MOUNT_CLEAN, "%s: clean", what);
+	T_CHECK(f->mnt.kind == FTL_MOUNT_CLEAN, "%s: clean", what);
 	T_EQ_U64(h.unsafe_shutdowns, 1, "%s: after a clean close", what);
 	T_EQ_U64(h.power_cycles, 3, "%s: clean reopen", what);
 	T_CHECK(ftl_close(f) == 0, "close");
@@ -274,15 +277,15 @@ static void spare(void)
 
 	T_CHECK(limit >= 5, "a spare area (%llu)", (unsigned long long)limit);
 	T_EQ_U64(h.available_spare, 100, "fresh");
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	for (uint32_t blk = f->g.nblocks - 1; n <= limit; blk--) {
-		if (f->state[blk] != FTL_BLK_FREE)
+		if (f->idx.state[blk] != FTL_BLK_FREE)
 			continue;
-		ftl_bb_grown(f, blk, "test");
+		ftl_retire_block(f, blk, "test");
 		n++;
-		pthread_mutex_unlock(&f->lock);
+		ftl_unlock(&f->lock);
 		h = health(f);
-		pthread_mutex_lock(&f->lock);
+		ftl_lock(&f->lock);
 		T_EQ_U64(h.bad_blocks_grown, n, "grown");
 		T_EQ_U64(h.spare_blocks, n < limit ? limit - n : 0, "left");
 		T_EQ_U64(h.available_spare, 100 * (n < limit ? limit - n : 0) /
@@ -294,7 +297,7 @@ static void spare(void)
 		T_EQ_U64(!!(h.critical_warning & FTL_CW_READ_ONLY), n > limit,
 			 "bit 3 with %llu bad", (unsigned long long)n);
 	}
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	T_CHECK(h.read_only && (h.critical_warning & FTL_CW_READ_ONLY) &&
 		(h.critical_warning & FTL_CW_SPARE), "worn out: %#x",
 		h.critical_warning);
@@ -330,8 +333,8 @@ static void old_image(const char *name, uint64_t reads, uint64_t programs,
 	if (!f)
 		goto out;
 	if (delta)
-		T_CHECK(f->ck_didx >= 1, "%s: a version-1 delta record "
-			"applied (%u)", name, f->ck_didx);
+		T_CHECK(f->ck.didx >= 1, "%s: a version-1 delta record "
+			"applied (%u)", name, f->ck.didx);
 	h = health(f);
 	T_EQ_U64(h.host_write_sectors, 2049, "%s: carried", name);
 	T_EQ_U64(h.host_read_sectors, reads, "%s: carried", name);
@@ -340,20 +343,20 @@ static void old_image(const char *name, uint64_t reads, uint64_t programs,
 		 h.power_cycles + h.unsafe_shutdowns + h.media_errors +
 		 h.power_on_seconds, 0, "%s: the new counters start at 0", name);
 	T_EQ_U64(h.pe_cycles, FTL_PE_DEFAULT, "%s: no rating recorded", name);
-	gen = f->ckpt_gen;
+	gen = f->ck.gen;
 	ftl_close(f);
 
 	/* read-write: counted; the clean close writes a version-5 base */
 	T_CHECK(ftl_open(img, &rw, &f) == 0, "%s: open rw", name);
-	T_CHECK(f->mount_kind == FTL_MOUNT_CLEAN, "%s: clean", name);
+	T_CHECK(f->mnt.kind == FTL_MOUNT_CLEAN, "%s: clean", name);
 	T_CHECK(ftl_write(f, buf, 0, 4096, 0) == 0, "write");
 	T_CHECK(ftl_close(f) == 0, "close");
 	T_CHECK(ftl_open(img, &ro, &f) == 0, "%s: reopen", name);
 	if (!f)
 		goto out;
 	h = health(f);
-	T_EQ_U64(f->ckpt_gen, gen + 1, "%s: a new base", name);
-	T_EQ_U64(f->ck_didx, 0, "%s: no records after it", name);
+	T_EQ_U64(f->ck.gen, gen + 1, "%s: a new base", name);
+	T_EQ_U64(f->ck.didx, 0, "%s: no records after it", name);
 	T_EQ_U64(h.power_cycles, 1, "%s", name);
 	T_EQ_U64(h.unsafe_shutdowns, 0, "%s", name);
 	T_EQ_U64(h.host_write_commands, 1, "%s", name);

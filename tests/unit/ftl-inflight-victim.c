@@ -14,6 +14,10 @@
  *  - the only gain is in blocks the runs supersede: GC publishes the runs
  *    (drain) and collects those, copying nothing.
  * Then every page reads what was written last.
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): host runs reserved
+ * and programmed by hand (ftl_run_*), GC thread steps (ftl_gc_bg_step),
+ * pending blocks (f->gc).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -114,7 +118,7 @@ static void one_case(bool partial)
 	if (partial)
 		T_CHECK(write_model(0, 32, 'p') == 0 &&
 			write_model(64, 32, 'q') == 0, "%s: rewrites", what);
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	/* run 0 takes a whole fresh block; run 1's reservation closes it */
 	r = reserve(0, partial ? 200 : 0, 'A');
 	if (!r)
@@ -122,7 +126,7 @@ static void one_case(bool partial)
 	busy = (uint32_t)(x[0].ppn / PPB);
 	T_CHECK(!r && x[0].ppn % PPB == 0 && x[1].ppn / PPB != busy,
 		"%s: two runs reserved: %d", what, r);
-	T_CHECK(f->state[busy] == FTL_BLK_FULL && f->valid[busy] == 0,
+	T_CHECK(f->idx.state[busy] == FTL_BLK_FULL && f->idx.valid[busy] == 0,
 		"%s: the busy block is FULL with 0 valid pages counted", what);
 	v = ftl_victim(f, PPB);
 	T_CHECK(v != busy, "%s: the index picks block %u, in flight", what, v);
@@ -135,27 +139,27 @@ static void one_case(bool partial)
 	/* GC thread steps until one victim is done; the programs land
 	 * meanwhile (the step's drain waits for them) */
 	pthread_create(&t, NULL, programmer, NULL);
-	rel0 = f->m.gc_relocations;
+	rel0 = f->ctr.m.gc_relocations;
 	r = 0;
-	for (int s = 0; s < 8 && !r && f->npend == 0; s++)
-		r = ftl_gc_bg_step(f, f->nfree + 1);
+	for (int s = 0; s < 8 && !r && f->gc.npend == 0; s++)
+		r = ftl_gc_bg_step(f, f->idx.nfree + 1);
 	T_CHECK(r == 0 || r == 1, "%s: GC steps: %d", what, r);
-	T_EQ_U64(f->npend, 1, "%s: one victim collected", what);
-	T_CHECK(f->npend && f->pend[0] == b0, "%s: it is the first block (%u), "
-		"not the busy one (%u)", what, f->npend ? f->pend[0] : FTL_NONE,
+	T_EQ_U64(f->gc.npend, 1, "%s: one victim collected", what);
+	T_CHECK(f->gc.npend && f->gc.pend[0] == b0, "%s: it is the first block (%u), "
+		"not the busy one (%u)", what, f->gc.npend ? f->gc.pend[0] : FTL_NONE,
 		busy);
 	/* the victim's valid pages and nothing more: 32 (half a block), or
 	 * none when the runs superseded the whole block */
-	T_EQ_U64(f->m.gc_relocations - rel0, partial ? 32 : 0,
+	T_EQ_U64(f->ctr.m.gc_relocations - rel0, partial ? 32 : 0,
 		 "%s: pages copied to gain one block", what);
-	T_CHECK(f->valid[busy] == PPB, "%s: the busy block holds its run", what);
-	pthread_mutex_unlock(&f->lock);
+	T_CHECK(f->idx.valid[busy] == PPB, "%s: the busy block holds its run", what);
+	ftl_unlock(&f->lock);
 	pthread_join(t, NULL);
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	T_CHECK(ftl_run_finish(f, &x[0]) == 0 && ftl_run_finish(f, &x[1]) == 0,
 		"%s: runs finish", what);
 	T_CHECK(ftl_idx_check(f) == 0, "%s: indexes after", what);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	check_all(what);
 	T_CHECK(ftl_close(f) == 0, "%s: close", what);
 }

@@ -58,13 +58,13 @@ int main(void)
 		goto out;
 
 	/* 4 KiB random writes, fresh device: no GC, WA 1 */
-	nand_counters_get(f->nand, &n0);
+	nand_counters_get(ftl_test_nand(f), &n0);
 	for (unsigned i = 0; i < nw; i++) {
 		uint64_t pg = t_xorshift(&rs) % (c.size / 4096);
 		fill(buf, 4096, pg);
 		T_CHECK(ftl_write(f, buf, pg * 4096, 4096, 0) == 0, "write %u", i);
 	}
-	nand_counters_get(f->nand, &n1);
+	nand_counters_get(ftl_test_nand(f), &n1);
 	wpw = (double)(n1.backing_writes - n0.backing_writes) / nw;
 	fprintf(stderr, "4K random write, WA 1: %.3f backing writes per write "
 		"(%llu programs)\n", wpw,
@@ -74,39 +74,39 @@ int main(void)
 	/* 1 MiB sequential writes (whole pages: program runs, one backing
 	 * write per open block's worth, checkpoints included), then 1 MiB
 	 * sequential reads */
-	nand_counters_get(f->nand, &n0);
+	nand_counters_get(ftl_test_nand(f), &n0);
 	for (unsigned i = 0; i < nr; i++) {
 		fill(buf, MIB, 1000 + i);
 		T_CHECK(ftl_write(f, buf, (uint64_t)(32 + i) * MIB, MIB, 0) == 0,
 			"seq write %u", i);
 	}
-	nand_counters_get(f->nand, &n1);
+	nand_counters_get(ftl_test_nand(f), &n1);
 	wpw = (double)(n1.backing_writes - n0.backing_writes) / nr;
 	fprintf(stderr, "1 MiB sequential write: %.2f backing writes per "
 		"write\n", wpw);
 	T_CHECK(wpw <= 4, "%.2f backing writes per 1 MiB write (max 4)", wpw);
-	nand_counters_get(f->nand, &n0);
+	nand_counters_get(ftl_test_nand(f), &n0);
 	for (unsigned i = 0; i < nr; i++) {
 		T_CHECK(ftl_read(f, buf, (uint64_t)(32 + i) * MIB, MIB) == 0,
 			"seq read %u", i);
 		fill(chk, MIB, 1000 + i);
 		T_CHECK(!memcmp(buf, chk, MIB), "data of MiB %u", 32 + i);
 	}
-	nand_counters_get(f->nand, &n1);
+	nand_counters_get(ftl_test_nand(f), &n1);
 	rpr = (double)(n1.backing_reads - n0.backing_reads) / nr;
 	fprintf(stderr, "1 MiB sequential read: %.2f backing reads per read\n",
 		rpr);
 	T_CHECK(rpr <= 4, "%.2f backing reads per 1 MiB read (max 4)", rpr);
 
 	/* unaligned 4 KiB reads (two parts of pages): one run each */
-	nand_counters_get(f->nand, &n0);
+	nand_counters_get(ftl_test_nand(f), &n0);
 	fill(chk, MIB, 1000);
 	for (unsigned i = 0; i < 16; i++) {
 		uint64_t at = (uint64_t)i * 8192 + 512 * (1 + i % 7);
 		T_CHECK(ftl_read(f, buf, 32 * MIB + at, 4096) == 0 &&
 			!memcmp(buf, chk + at, 4096), "unaligned read %u", i);
 	}
-	nand_counters_get(f->nand, &n1);
+	nand_counters_get(ftl_test_nand(f), &n1);
 	rpr = (double)(n1.backing_reads - n0.backing_reads) / 16;
 	fprintf(stderr, "unaligned 4 KiB read: %.2f backing reads per read\n",
 		rpr);
@@ -114,13 +114,13 @@ int main(void)
 		rpr);
 
 	/* aligned 4 KiB reads: one backing read each */
-	nand_counters_get(f->nand, &n0);
+	nand_counters_get(ftl_test_nand(f), &n0);
 	for (unsigned i = 0; i < 16; i++) {
 		uint64_t at = (uint64_t)(i * 37 % 256) * 4096;
 		T_CHECK(ftl_read(f, buf, 32 * MIB + at, 4096) == 0 &&
 			!memcmp(buf, chk + at, 4096), "aligned read %u", i);
 	}
-	nand_counters_get(f->nand, &n1);
+	nand_counters_get(ftl_test_nand(f), &n1);
 	rpr = (double)(n1.backing_reads - n0.backing_reads) / 16;
 	fprintf(stderr, "aligned 4 KiB read: %.2f backing reads per read\n",
 		rpr);
@@ -130,7 +130,7 @@ int main(void)
 	 * once; the pages around it still read */
 	{
 		uint32_t lpn = (uint32_t)(33 * MIB / 4096 + 100);
-		uint64_t at = ftl_page_off(&f->g, f->map[lpn]) + 123;
+		uint64_t at = ftl_page_off(ftl_test_geom(f), ftl_map_get(f, lpn)) + 123;
 		struct ftl_stats s0, s1;
 		uint8_t x;
 
@@ -164,14 +164,14 @@ int main(void)
 			T_CHECK(ftl_write(f, buf, off, MIB, 0) == 0, "fill");
 		}
 		ftl_stats_get(f, &s0);
-		nand_counters_get(f->nand, &n0);
+		nand_counters_get(ftl_test_nand(f), &n0);
 		for (uint64_t i = 0; i < hw; i++) {
 			uint64_t pg = t_xorshift(&rs) % (c.size / 4096);
 			fill(buf, 4096, pg);
 			T_CHECK(ftl_write(f, buf, pg * 4096, 4096, 0) == 0, "w");
 		}
 		ftl_stats_get(f, &s1);
-		nand_counters_get(f->nand, &n1);
+		nand_counters_get(ftl_test_nand(f), &n1);
 		rel = s1.gc_relocations - s0.gc_relocations;
 		rpp = rel ? (double)(n1.backing_reads - n0.backing_reads) / rel : 0;
 		opw = (double)(n1.backing_reads - n0.backing_reads +
@@ -205,14 +205,14 @@ int main(void)
 
 		for (int pass = 0; pass < 2; pass++) {
 			ftl_stats_get(f, &s0);
-			nand_counters_get(f->nand, &n0);
+			nand_counters_get(ftl_test_nand(f), &n0);
 			for (uint64_t off = 0; off < c.size; off += MIB) {
 				fill(buf, MIB, off + 7 + (uint64_t)pass);
 				T_CHECK(ftl_write(f, buf, off, MIB, 0) == 0,
 					"overwrite");
 			}
 			ftl_stats_get(f, &s1);
-			nand_counters_get(f->nand, &n1);
+			nand_counters_get(ftl_test_nand(f), &n1);
 		}
 		rpm = (double)(n1.backing_reads - n0.backing_reads) / (double)n;
 		fprintf(stderr, "1 MiB sequential overwrite, full device: %.3f "

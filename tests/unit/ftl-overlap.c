@@ -8,6 +8,9 @@
  * acknowledged (else a later write was lost or a map update reordered:
  * e.g. two read-modify-writes of one page not excluding each other).
  * Randomised: prints its seed, replays with OCTANT_SEED.
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): holds one range-lock
+ * stripe (f->stripe).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -149,13 +152,13 @@ static void disjoint_ranges(void)
 		if (ftl_stripe_of(p) == k)
 			T_CHECK(0, "pages %llu and %llu share a stripe",
 				(unsigned long long)p, (unsigned long long)far);
-	pthread_mutex_lock(&f->stripe[k]);
+	ftl_lock(&f->stripe[k]);
 	pthread_create(&th, NULL, write_mib, (void *)&done);
 	for (int i = 0; i < 500 && !done; i++)
 		usleep(10000);
 	T_CHECK(done, "a 1 MiB write at 0 waited for the stripe of page %llu",
 		(unsigned long long)far);
-	pthread_mutex_unlock(&f->stripe[k]);
+	ftl_unlock(&f->stripe[k]);
 	pthread_join(th, NULL);
 }
 

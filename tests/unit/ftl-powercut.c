@@ -260,7 +260,7 @@ static void run(uint64_t seed0, int cuts)
 			 * after one of the next few writes to the medium, i.e.
 			 * inside a page program, GC, erase or checkpoint */
 			if (bg)         /* the GC thread between two steps */
-				pthread_mutex_lock(&f->lock);
+				ftl_test_hold(f, true);
 			if (rnd() % 2) {
 				cut(b, isz, seed0 * 1000003 + (uint64_t)done, &pmax);
 				done++;
@@ -270,13 +270,13 @@ static void run(uint64_t seed0, int cuts)
 				nand_mem_set_trigger(b, 1 + rnd() % 24, fire, &tc);
 			}
 			if (bg)
-				pthread_mutex_unlock(&f->lock);
+				ftl_test_hold(f, false);
 		}
 		if (bg)
-			pthread_mutex_lock(&f->lock);
+			ftl_test_hold(f, true);
 		nand_mem_set_trigger(b, 0, NULL, NULL);
 		if (bg)
-			pthread_mutex_unlock(&f->lock);
+			ftl_test_hold(f, false);
 		armed = false;
 		fprintf(stderr, "%d cut points inside operations\n", inside);
 		ftl_stats_get(f, &st);

@@ -5,6 +5,9 @@
  * fallback and fsck.  Each is opened, written and checked as a user would:
  * writes must succeed, fsck must tell the truth, and no NAND rule may be
  * broken afterwards.
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): the newest
+ * checkpoint's slot (f->ck) and the map (f->log) to damage them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -265,7 +268,7 @@ static void stale_entry(const char *name)
 	if (!f)
 		return;
 	for (uint32_t l = 0; l < f->g.nlpn; l++) {
-		uint32_t p = f->map[l];
+		uint32_t p = f->log.map[l];
 
 		if (p == FTL_DAMAGED)
 			damaged++;
@@ -325,7 +328,7 @@ static void flushed_damage(void)
 	T_CHECK(ftl_open_backing(b, NULL, &f) == 0, "open");
 	if (!f)
 		return;
-	ckpt0 = f->ckpt_gen;
+	ckpt0 = f->ck.gen;
 	for (int v = 1; v <= 2; v++) {
 		for (uint32_t l = 0; l < 8; l++) {
 			fill(w, l, v);
@@ -339,8 +342,8 @@ static void flushed_damage(void)
 		T_CHECK(ftl_write(f, w, (uint64_t)l * 4096, 4096, 0) == 0, "write");
 	}
 	T_CHECK(ftl_flush(f) == 0, "flush");
-	T_EQ_U64(f->ckpt_gen, ckpt0, "no checkpoint since the writes");
-	ppn = ftl_page_off(&f->g, f->map[3]);   /* its byte offset */
+	T_EQ_U64(f->ck.gen, ckpt0, "no checkpoint since the writes");
+	ppn = ftl_page_off(&f->g, f->log.map[3]);   /* its byte offset */
 	bytes = nand_mem_bytes(b, &bsz);
 	memcpy(copy, bytes, isz);
 	ftl_abandon(f);                 /* the crash */
@@ -427,9 +430,11 @@ static void old_slot_damaged(void)
 	for (int i = 0; i < 3; i++) {
 		T_CHECK(ftl_write(f, w, 0, sizeof(w), 0) == 0 &&
 			ftl_flush(f) == 0, "write");
+		ftl_lock(&f->lock);
 		T_CHECK(ftl_ckpt_write(f, false) == 0, "checkpoint");
+		ftl_unlock(&f->lock);
 	}
-	gen = f->ckpt_gen;
+	gen = f->ck.gen;
 	/* the slot of gen - 2: neither the newest nor the one a crash cuts */
 	slot_page = ftl_ckpt_slot_page(f, gen - 2, 0);
 	crash_to_file(f, b, isz, ftl_page_off(&f->g, slot_page) + 100);

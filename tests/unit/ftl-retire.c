@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Moving data off retired blocks costs O(1) per host page: ftl_bb_retire
+ * Moving data off retired blocks costs O(1) per host page: ftl_retire_move
  * (called from ftl_balance before every host page) resumes where it left
  * off instead of scanning every block from the start on each call.
  * 1. K full blocks near the end of a 64 MiB device (1024 blocks) are
  *    retired; host writes move their pages off while every block is
- *    looked at about once in all (f->retire_visits, the test seam), not
+ *    looked at about once in all (f->maint.retire_visits, the test seam), not
  *    K times;
  * 2. once nothing is left to retire, further host writes look at no
  *    block at all;
  * 3. every sector still reads back what was written.
  * Random write offsets: seed printed, replay with OCTANT_SEED.
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): retires blocks
+ * (ftl_retire_block), counts the blocks ftl_retire_move looked at
+ * (f->maint).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -75,40 +79,40 @@ int main(void)
 		T_CHECK(ftl_write(f, model + off, off, 1 << 20, false) == 0, "fill");
 
 	/* retire the K highest full blocks holding data */
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	for (uint32_t blk = nb - 1; blk >= f->g.ckpt_blocks && got < K; blk--) {
-		if (f->state[blk] != FTL_BLK_FULL || !f->valid[blk])
+		if (f->idx.state[blk] != FTL_BLK_FULL || !f->idx.valid[blk])
 			continue;
-		r = ftl_bb_grown(f, blk, "test");
+		r = ftl_retire_block(f, blk, "test");
 		T_CHECK(r == 0, "retire %u: %d", blk, r);
 		got++;
 	}
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	T_EQ_U64(got, K, "blocks retired");
-	T_CHECK(f->retire_scan, "retire_scan set");
+	T_CHECK(f->maint.retire_scan, "retire_scan set");
 
 	/* 1. move them: about one look per block in all */
-	f->retire_visits = 0;
+	f->maint.retire_visits = 0;
 	host_writes(f, 4 * K, &rs);
 	for (uint32_t blk = f->g.ckpt_blocks; blk < nb; blk++)
-		if (f->state[blk] == FTL_BLK_BAD && f->valid[blk] &&
-		    !f->bb_done[blk])
+		if (f->idx.state[blk] == FTL_BLK_BAD && f->idx.valid[blk] &&
+		    !f->maint.bb_done[blk])
 			left++;
 	T_EQ_U64(left, 0, "retired blocks still holding pages to move");
-	T_CHECK(f->m.bad_relocations > 0, "pages moved off retired blocks");
-	visits = f->retire_visits;
+	T_CHECK(f->ctr.m.bad_relocations > 0, "pages moved off retired blocks");
+	visits = f->maint.retire_visits;
 	printf("# %u blocks, %u retired: %llu blocks looked at\n", nb, K,
 	       (unsigned long long)visits);
 	T_CHECK(visits <= nb + 4 * K,
-		"ftl_bb_retire looked at %llu blocks for %u retired ones on a "
+		"ftl_retire_move looked at %llu blocks for %u retired ones on a "
 		"%u-block device (at most %u expected)",
 		(unsigned long long)visits, K, nb, nb + 4 * K);
 
 	/* 2. nothing left: no block looked at */
-	T_CHECK(!f->retire_scan, "retire_scan cleared");
-	f->retire_visits = 0;
+	T_CHECK(!f->maint.retire_scan, "retire_scan cleared");
+	f->maint.retire_visits = 0;
 	host_writes(f, 1000, &rs);
-	T_EQ_U64(f->retire_visits, 0, "blocks looked at with nothing to retire");
+	T_EQ_U64(f->maint.retire_visits, 0, "blocks looked at with nothing to retire");
 
 	/* 3. the data */
 	T_CHECK(ftl_read(f, rd, 0, SIZE) == 0, "read");

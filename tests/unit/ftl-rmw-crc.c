@@ -19,6 +19,9 @@
  *   without one, the block-run path) leave the damage detectable: the copy
  *   reads EIO and fsck reports it.
  * Both alignment modes.  Deterministic (no seed): the damage is one chosen bit.
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): retires a block
+ * (ftl_retire_block) to take the move path.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -320,7 +323,7 @@ static void scrub_damaged(enum ftl_align_mode mode)
 	teardown(&e);
 }
 
-/* The move off a retired block (ftl_bb_retire -> ftl_gc_evacuate, as GC
+/* The move off a retired block (ftl_retire_move -> ftl_gc_evacuate, as GC
  * and static WL): with an ECC model page by page, else one block run. */
 static void retire_damaged(enum ftl_align_mode mode, bool faults)
 {
@@ -336,9 +339,9 @@ static void retire_damaged(enum ftl_align_mode mode, bool faults)
 		return;
 	ppn = ftl_map_get(e.f, 10);
 	damage(&e, 10, 3000);
-	pthread_mutex_lock(&e.f->lock);
-	rc = ftl_bb_grown(e.f, ppn / e.f->g.ppb, "test");
-	pthread_mutex_unlock(&e.f->lock);
+	ftl_lock(&e.f->lock);
+	rc = ftl_retire_block(e.f, ppn / e.f->g.ppb, "test");
+	ftl_unlock(&e.f->lock);
 	T_CHECK(rc == 0, "%s: retire the block: %d", m, rc);
 	T_CHECK(wr(&e, 1, 1), "%s: a write moves its pages", m);
 	ftl_stats_get(e.f, &st);

@@ -9,6 +9,9 @@
  * data before it intact; so does a power cut inside GC's copy runs (a
  * victim's valid pages go to the GC stream as runs too).  Randomised (data, cut seeds): prints its seed,
  * replays with OCTANT_SEED.
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): program faults keyed
+ * on GC's victim (f->gc) and the GC stream's block (f->log).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -104,8 +107,8 @@ static void failed_run(void)
 	fill(model + 2 * MIB, 2 * 4096);
 	T_CHECK(ftl_write(f, model + 2 * MIB, 2 * MIB, 2 * 4096, 0) == 0,
 		"two pages");
-	blk = f->st[STREAM_HOST].blk;
-	wp = f->st[STREAM_HOST].wp;
+	blk = f->log.st[STREAM_HOST].blk;
+	wp = f->log.st[STREAM_HOST].wp;
 	T_CHECK(blk != FTL_NONE && wp + 8 < f->g.ppb, "open block, room left");
 	fail_ppn = (uint64_t)blk * f->g.ppb + wp + 5;
 	nand_set_fault(ftl_test_nand(f), fail_one, NULL);
@@ -113,7 +116,7 @@ static void failed_run(void)
 	T_CHECK(ftl_write(f, model + 4 * MIB, 4 * MIB, MIB, 0) == 0,
 		"the run survives a failed program");
 	nand_set_fault(ftl_test_nand(f), NULL, NULL);
-	T_EQ_U64(f->state[blk], FTL_BLK_BAD, "the failed block is retired");
+	T_EQ_U64(f->idx.state[blk], FTL_BLK_BAD, "the failed block is retired");
 	for (uint32_t p = 0; p < MIB / 4096; p++) {
 		uint32_t ppn = ftl_map_get(f, 4 * MIB / 4096 + p);
 		inblk += ppn / f->g.ppb == blk;
@@ -136,7 +139,7 @@ static int fail_gc(void *ctx, enum nand_op op, uint64_t page, void *buf,
 		   size_t len)
 {
 	(void)ctx; (void)buf; (void)len;
-	if (op != NAND_OP_PROGRAM || gc_fail_f->ev[0].v == FTL_NONE ||
+	if (op != NAND_OP_PROGRAM || gc_fail_f->gc.ev[0].v == FTL_NONE ||
 	    gc_failed != UINT64_MAX || ++gc_fail_n < 5)
 		return 0;
 	gc_failed = page;
@@ -175,7 +178,7 @@ static void failed_gc_run(void)
 	nand_set_fault(ftl_test_nand(f), NULL, NULL);
 	T_CHECK(gc_failed != UINT64_MAX, "a GC copy program failed");
 	if (gc_failed != UINT64_MAX)
-		T_EQ_U64(f->state[gc_failed / f->g.ppb], FTL_BLK_BAD,
+		T_EQ_U64(f->idx.state[gc_failed / f->g.ppb], FTL_BLK_BAD,
 			 "the block of the failed copy is retired");
 	check_all(f, "after a failed GC copy");
 	flush_kill_reopen(f, b, "roll-forward after a failed GC copy",
@@ -325,7 +328,7 @@ static bool gc_wrote_summary(const struct gcut *c, uint64_t gpos)
 static void gc_fire(void *ctx)
 {
 	struct gcut *c = ctx;
-	const struct ftl_stream *st = &c->f->st[STREAM_GC];
+	const struct ftl_stream *st = &c->f->log.st[STREAM_GC];
 	uint64_t gpos = (uint64_t)st->blk * c->f->g.ppb + st->wp;
 	struct nand_counters nc;
 
@@ -374,8 +377,8 @@ static void gc_cut(void)
 
 		nand_counters_get(ftl_test_nand(g.f), &nc);
 		g.programs = nc.programs;
-		g.gpos = (uint64_t)g.f->st[STREAM_GC].blk * g.f->g.ppb +
-			 g.f->st[STREAM_GC].wp;
+		g.gpos = (uint64_t)g.f->log.st[STREAM_GC].blk * g.f->g.ppb +
+			 g.f->log.st[STREAM_GC].wp;
 	}
 	nand_mem_set_trigger(b, 1, gc_fire, &g);
 	for (uint32_t i = 0; i < 40000 && cuts < 24 && !t_failures; i++) {

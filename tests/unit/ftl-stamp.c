@@ -10,6 +10,9 @@
  * reprogram cycles: every logical page reads its newest flushed version or
  * a newer one, never an older one.  A fresh seed per run (printed; replay
  * with OCTANT_SEED); OCTANT_LONG=1: 10x more cuts.
+ *
+ * Inspects engine internals (struct ftl, ftl-int.h): block states (f->idx)
+ * find free blocks to plant stamps in; superblock flags.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +65,7 @@ static int stale_but_hidden(struct ftl *f, struct nand_backing *b)
 	for (uint32_t blk = f->g.ckpt_blocks; blk < f->g.nblocks; blk++) {
 		bool raw = false;
 
-		if (f->state[blk] != FTL_BLK_FREE || !nand_block_ec(n, blk))
+		if (f->idx.state[blk] != FTL_BLK_FREE || !nand_block_ec(n, blk))
 			continue;
 		for (uint32_t pg = 1; pg < PPB && !raw; pg++)
 			raw = ftl_oob_ok((const struct ftl_oob *)(img +

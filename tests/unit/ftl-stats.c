@@ -59,7 +59,7 @@ int main(void)
 		if (st.erase_hist[i])
 			last = i;
 	}
-	T_EQ_U64(hist, f->g.data_blocks, "histogram holds every data block");
+	T_EQ_U64(hist, ftl_test_geom(f)->data_blocks, "histogram holds every data block");
 	T_EQ_U64(st.erase_hist_base, st.erase_min, "histogram base");
 	T_CHECK(st.erase_hist_width >= 1, "width %u", st.erase_hist_width);
 	T_CHECK(st.erase_max >= st.erase_hist_base + last * st.erase_hist_width &&
@@ -67,12 +67,12 @@ int main(void)
 		"erase_max %u not in the last bucket %u", st.erase_max, last);
 
 	T_EQ_U64(st.wear_map_group, 1, "wear map group");
-	T_EQ_U64(st.wear_map_len, f->g.data_blocks, "wear map length");
+	T_EQ_U64(st.wear_map_len, ftl_test_geom(f)->data_blocks, "wear map length");
 	for (uint32_t i = 0; i < st.wear_map_len; i++) {
 		if (st.wear_map[i] > mx)
 			mx = st.wear_map[i];
 		T_EQ_U64(st.wear_map[i],
-			 nand_block_ec(f->nand, f->g.ckpt_blocks + i),
+			 nand_block_ec(ftl_test_nand(f), ftl_test_geom(f)->ckpt_blocks + i),
 			 "wear map cell %u", i);
 	}
 	T_EQ_U64(mx, st.erase_max, "wear map max");

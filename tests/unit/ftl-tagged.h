@@ -100,8 +100,8 @@ static inline struct ftl *tt_reopen_rolled(struct nand_backing *b,
 	T_CHECK(r == 0, "%s: open %d", what, r);
 	if (r)
 		return NULL;
-	T_CHECK(g->mount_kind == FTL_MOUNT_ROLL_FORWARD,
-		"%s: mount kind %d", what, g->mount_kind);
+	T_CHECK(ftl_mount_kind(g) == FTL_MOUNT_ROLL_FORWARD,
+		"%s: mount kind %d", what, ftl_mount_kind(g));
 	(void)tt_verify(g, what);
 	return g;
 }

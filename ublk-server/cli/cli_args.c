@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Option values: every number through common/oct-parse, one message shape. */
+/* Option values: every number through common/oct-parse, one message shape;
+ * an error as its one line and exit code (cli_fail). */
 #include <errno.h>
 #include <inttypes.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "align.h"
 #include "commands.h"
@@ -55,4 +57,27 @@ int cli_bad_option(const char *cmd, int c, char **argv)
 		fprintf(stderr, "ublk-flash: %s: unknown option '%s' "
 			"(try --help)\n", cmd, o);
 	return EXIT_USAGE;
+}
+
+int cli_fail(const char *what, int err)
+{
+	fprintf(stderr, "ublk-flash: %s: %s\n", what, strerror(err < 0 ? -err
+								    : err));
+	return cli_exit_of(err);
+}
+
+int cli_exit_of(int err)
+{
+	if (err < 0)
+		err = -err;
+	switch (err) {
+	case EBADMSG: case EPROTONOSUPPORT: case EUCLEAN:
+		return EXIT_CORRUPT;
+	case EBUSY: case EEXIST: case EALREADY:
+		return EXIT_BUSY;
+	case EINVAL:
+		return EXIT_USAGE;
+	default:
+		return EXIT_IO;
+	}
 }

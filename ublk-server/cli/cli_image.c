@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "ftl.h"
+#include "nand.h"
 #include "oct-format.h"
 #include "serve.h"
 
@@ -129,6 +130,24 @@ int cli_image_fail(const char *cmd, const char *path, int err)
 
 	if (err > 0)
 		err = -err;
+	if (nand_backing_is_uri(path)) {
+		/* a remote medium: its backing said why (before any other
+		 * look at it replaces the reason); its lock's holder */
+		const char *why = nand_backing_uri_error(path);
+		char msg[512];
+
+		snprintf(msg, sizeof(msg), "%s", why ? why : "");
+		if (err == -EBUSY && nand_backing_is_rbd(path)) {
+			serve_image_holder(path, what, sizeof(what));
+			fprintf(stderr, "ublk-flash: %s: %s is %s\n", cmd, path,
+				what);
+			return EXIT_BUSY;
+		}
+		if (msg[0]) {
+			fprintf(stderr, "ublk-flash: %s: %s\n", cmd, msg);
+			return cli_exit_of(err);
+		}
+	}
 	switch (err) {
 	case -EISDIR:
 		fprintf(stderr, "ublk-flash: %s: %s: is a directory, not an "
@@ -187,7 +206,18 @@ int cli_image_lock(const char *cmd, const char *path, const char *advice,
 	int r;
 
 	*fd = -1;
-	r = serve_image_lock(path, fd);
+	if (nand_backing_is_rbd(path)) {
+		/* its exclusive lock, probed: taken and let go (the command's
+		 * own open takes it again) */
+		struct nand_backing *b;
+		uint64_t size;
+
+		r = nand_backing_rbd(path, false, &b, &size);
+		if (!r)
+			b->ops->destroy(b);
+	} else {
+		r = serve_image_lock(path, fd);
+	}
 	if (r == -ENOENT)
 		return 0;               /* nothing there yet: nothing to hold */
 	if (r == -EBUSY) {

@@ -64,7 +64,7 @@ int cli_report(int argc, char **argv, const char *cmd, const char *help,
 	}
 	if (err == 0 && blk) {
 		arg = e.image;        /* its server died: read its image */
-	} else if (!nand_backing_is_uri(arg)) {   /* a URI: an NBD medium */
+	} else if (!nand_backing_is_uri(arg)) {   /* a URI: a remote medium */
 		arg = path;           /* NAME: /dev/mapper/NAME */
 		if (stat(arg, &sb) < 0)
 			return cli_fail(what, -errno);

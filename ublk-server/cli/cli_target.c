@@ -97,7 +97,7 @@ static int cli_find_once(const char *arg, struct serve_entry *e, bool *blk,
 	memset(e, 0, sizeof(*e));
 	if ((size_t)snprintf(path, len, "%s", arg) >= len)
 		return -ENAMETOOLONG;
-	if (nand_backing_is_uri(arg))   /* an image on an NBD export */
+	if (nand_backing_is_uri(arg))   /* an image on a remote medium */
 		return serve_entry_find(arg, e);
 	if (stat(arg, &st) < 0) {
 		err = -errno;

@@ -47,7 +47,7 @@ static void usage(FILE *out)
 
 /* The geometry options, each against the engine's limits (ftl_geom.c). */
 /* @path does not exist: make it (empty, O_EXCL) and lock it, the fd; else
- * (it exists, an NBD URI, or another create locked it first) -1. */
+ * (it exists, a remote medium's URI, or another create locked it first) -1. */
 static int create_new_locked(const char *path)
 {
 	int fd;

@@ -53,12 +53,8 @@ int cmd_fsck(int argc, char **argv)
 		fprintf(stderr, "ublk-flash: fsck: expected one IMG\n");
 		return EXIT_USAGE;
 	}
-	/* something else entirely (ext4, empty): nothing to check or repair */
-	if (nand_backing_is_uri(argv[optind])) {
-		fprintf(stderr, "ublk-flash: fsck: %s: fsck needs a local image "
-			"(copy it first: nbdcopy URI FILE)\n", argv[optind]);
-		return EXIT_USAGE;
-	}
+	/* something else entirely (ext4, empty): nothing to check or repair
+	 * (a remote medium: the engine's check says) */
 	if (cli_image_foreign("fsck", argv[optind]))
 		return EXIT_CORRUPT;
 	if (repair) {

@@ -41,6 +41,10 @@ static void serve_usage(FILE *out)
 		"  --recover             ublk: re-attach a device left by a dead server;\n"
 		"                        it keeps the access it was created with, so\n"
 		"                        give --read-only exactly when it had it (else 2)\n"
+		"  --upgrade             ublk: take the device over from the live\n"
+		"                        server of IMG (a live upgrade: `ublk-flash\n"
+		"                        upgrade` runs this with its options; it\n"
+		"                        needs the kernel's QUIESCE_DEV, else 6)\n"
 		"  --dev-id N            ublk: device id to ask for, 0..1048575\n"
 		"  --queues N, --depth N ublk: hardware queues 1..64 (default 1),\n"
 		"                        queue depth 1..4096 (default 64)\n\n"
@@ -50,7 +54,8 @@ static void serve_usage(FILE *out)
 		"--read-only other than the device's); 3 system error\n"
 		"(no /dev/fuse, no syslog socket, ...); 4 not an octant image, or a\n"
 		"corrupt one; 5 busy (already served, no free loop device, the\n"
-		"--pidfile names a running process).\n");
+		"--pidfile names a running process); 6 --upgrade not possible here\n"
+		"(no QUIESCE_DEV, served over FUSE, an older server; nothing changed).\n");
 }
 
 /* Limits of the numbers (ublk: UBLK_MAX_QUEUE_DEPTH, the 64 queues
@@ -62,7 +67,8 @@ static void serve_usage(FILE *out)
 int cmd_serve(int argc, char **argv)
 {
 	enum { O_FRONTEND = 256, O_RECOVER, O_DEVID, O_QUEUES, O_DEPTH, O_DM,
-	       O_SCAN, O_GC, O_GCTHREAD, O_WL, O_FAULTS, O_PIDFILE, O_LOG };
+	       O_SCAN, O_GC, O_GCTHREAD, O_WL, O_FAULTS, O_PIDFILE, O_LOG,
+	       O_UPGRADE };
 	static const struct option lo[] = {
 		{ "frontend", required_argument, NULL, O_FRONTEND },
 		{ "foreground", no_argument, NULL, 'f' },
@@ -70,6 +76,7 @@ int cmd_serve(int argc, char **argv)
 		{ "pidfile", required_argument, NULL, O_PIDFILE },
 		{ "log", required_argument, NULL, O_LOG },
 		{ "recover", no_argument, NULL, O_RECOVER },
+		{ "upgrade", no_argument, NULL, O_UPGRADE },
 		{ "dev-id", required_argument, NULL, O_DEVID },
 		{ "queues", required_argument, NULL, O_QUEUES },
 		{ "depth", required_argument, NULL, O_DEPTH },
@@ -114,6 +121,10 @@ int cmd_serve(int argc, char **argv)
 		case O_RECOVER:
 			o.recover = true;
 			ublk_only = "--recover";
+			break;
+		case O_UPGRADE:
+			o.upgrade = true;
+			ublk_only = "--upgrade";
 			break;
 		case O_DEVID:
 			if (cli_unsigned("serve", "--dev-id", optarg, 0,
@@ -171,6 +182,14 @@ int cmd_serve(int argc, char **argv)
 		default:
 			return cli_bad_option("serve", c, argv);
 		}
+	}
+	/* the device, its queues and its id are the live server's */
+	if (o.upgrade && (o.recover || o.dev_id >= 0 || o.queues || o.depth ||
+			  o.foreground || oo.scan)) {
+		fprintf(stderr, "ublk-flash: serve: --upgrade takes the device "
+			"as it is: not with --recover, --dev-id, --queues, "
+			"--depth, --scan or --foreground\n");
+		return EXIT_USAGE;
 	}
 	if (ublk_only && o.frontend && !strcmp(o.frontend, "fuse")) {
 		fprintf(stderr, "ublk-flash: serve: %s applies to the ublk "

@@ -173,7 +173,8 @@ int cmd_stop(int argc, char **argv)
 			       "server's leftovers cleaned); 2 usage; 3 not served, did\n"
 			       "not stop, could not close the image cleanly (its clean\n"
 			       "checkpoint is not on the image, or it cannot be told), or\n"
-			       "a dead server's device that could not be removed; 5 busy.\n");
+			       "a dead server's device that could not be removed; 5 busy\n"
+			       "(also: the server is handing its device to a new one).\n");
 			return 0;
 		default:
 			return cli_bad_option("stop", c, argv);
@@ -271,6 +272,13 @@ int cmd_stop(int argc, char **argv)
 		fprintf(stderr, "ublk-flash: stop: the server (pid %d) did not exit "
 			"within %u s\n", (int)e.pid, timeout);
 		return EXIT_IO;
+	}
+	if (err == -EINPROGRESS) {
+		fprintf(stderr, "ublk-flash: stop: the server of %s (pid %d) is "
+			"handing its device over to a new server (ublk-flash "
+			"upgrade): stop that one once it is live\n", e.image,
+			(int)e.pid);
+		return EXIT_BUSY;
 	}
 	if (err == -EPIPE)
 		return stop_unreported(&e, signalled);

@@ -8,7 +8,10 @@
  *   0 success; 1 the check/fsck found problems; 2 usage error (also a
  *   target that is a directory or neither a file nor a block device);
  *   3 I/O or system error; 4 not an octant image, or a corrupt or
- *   unsupported one; 5 busy (already served, device in use).
+ *   unsupported one; 5 busy (already served, device in use); 6 not
+ *   possible here, nothing changed (`upgrade`: the kernel has no
+ *   QUIESCE_DEV, the image is served over FUSE, its server predates live
+ *   upgrade).
  */
 #ifndef OCTANT_COMMANDS_H
 #define OCTANT_COMMANDS_H
@@ -22,6 +25,7 @@
 #define EXIT_IO      3
 #define EXIT_CORRUPT 4
 #define EXIT_BUSY    5
+#define EXIT_UNSUPPORTED 6
 
 int cmd_create(int argc, char **argv);
 int cmd_info(int argc, char **argv);
@@ -31,10 +35,13 @@ int cmd_health(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
 int cmd_list(int argc, char **argv);
+int cmd_upgrade(int argc, char **argv);
 
 /* Map an -errno from the engine to an exit code above, after printing
  * "ublk-flash: WHAT: strerror" on stderr. */
 int cli_fail(const char *what, int err);
+/* The exit status cli_fail gives error @err (without printing anything). */
+int cli_exit_of(int err);
 
 /* ---- cli_report.c: stats and health ---- */
 

@@ -18,6 +18,7 @@ static const struct command {
 	{ "health", cmd_health, "health IMG|DEV [--json]                  health log since create (NVMe SMART)" },
 	{ "serve",  cmd_serve,  "serve IMG [--frontend ublk|fuse] ...     expose the image as a block device" },
 	{ "stop",   cmd_stop,   "stop DEV|IMG                             stop serving, clean checkpoint" },
+	{ "upgrade", cmd_upgrade, "upgrade DEV|IMG [--binary PATH]          hand a live ublk device to a new server" },
 	{ "list",   cmd_list,   "list [--json] [-o COLS] [-n] [-r]        every served device and its state" },
 };
 
@@ -30,24 +31,8 @@ static void usage(FILE *out)
 		     "  ublk-flash --version\n\n"
 		     "Exit codes: 0 ok, 1 problems found, 2 usage (a bad option or\n"
 		     "value, a directory or other non-image path), 3 I/O error,\n"
-		     "4 not an octant image, or a corrupt or unsupported one, 5 busy.\n");
-}
-
-int cli_fail(const char *what, int err)
-{
-	if (err < 0)
-		err = -err;
-	fprintf(stderr, "ublk-flash: %s: %s\n", what, strerror(err));
-	switch (err) {
-	case EBADMSG: case EPROTONOSUPPORT: case EUCLEAN:
-		return EXIT_CORRUPT;
-	case EBUSY: case EEXIST: case EALREADY:
-		return EXIT_BUSY;
-	case EINVAL:
-		return EXIT_USAGE;
-	default:
-		return EXIT_IO;
-	}
+		     "4 not an octant image, or a corrupt or unsupported one, 5 busy,\n"
+		     "6 not possible here, nothing changed (upgrade).\n");
 }
 
 int main(int argc, char **argv)

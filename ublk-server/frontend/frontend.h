@@ -21,6 +21,9 @@ struct fe_serve_opts {
 	bool read_only;          /* --read-only: the engine never writes the
 	                            image, the device is read-only */
 	bool recover;            /* ublk: re-attach to a device left by a dead server */
+	bool upgrade;            /* ublk, serve --upgrade: take the device over
+	                            from its live server (implies recover) */
+	int upgrade_pid;         /* that server's pid (the registry's, proven) */
 	int dev_id;              /* ublk: device id to ask for, -1 any */
 	unsigned queues, depth;  /* ublk: hardware queues, queue depth */
 	const char *dm_name;     /* --dm NAME: stack a dm-linear device on top */
@@ -38,6 +41,12 @@ struct fe_server {
 	volatile bool force_stop; /* set before stop_fd by `stop --force`: a
 	                            device still in use may be cut off (its
 	                            I/O fails) after a short grace */
+	volatile int handover_pid; /* set before stop_fd by a live upgrade's
+	                            request ("upgrade PID" on the control
+	                            socket): hand the device to that server */
+	const char *options;     /* this server's options for its successor:
+	                            NUL-terminated words, @options_len bytes */
+	size_t options_len;
 	void *priv;              /* the frontend's own state */
 };
 
@@ -58,15 +67,30 @@ struct fe_ops {
 	 * `--recover` would re-attach (exit 2), -EBUSY it is served (exit 5),
 	 * another -errno nothing to recover (exit 3). */
 	int (*prepare)(const struct fe_serve_opts *o);
-	/* Create the block device; return once it is live (devpath filled). */
+	/* Optional, serve --upgrade, before the engine opens and before the
+	 * live server is asked for its device: everything the device needs
+	 * that can fail for want of memory, threads or descriptors, without
+	 * touching it (one line on stderr).  start() then completes it. */
+	int (*takeover)(struct fe_server *s);
+	/* Create the block device; return once it is live (devpath filled).
+	 * With opts->upgrade, after takeover() and after the live server
+	 * handed the device over: re-attach it. */
 	int (*start)(struct fe_server *s);
 	/* Serve I/O until stop_fd is readable or a fatal error; -errno on error. */
 	int (*run)(struct fe_server *s);
 	/* Remove the block device (clean stop) in bounded time: a device still
 	 * in use after a grace period is cut off (every request answered, with
 	 * EIO once cut; the engine untouched afterwards).  Safe after a failed
-	 * start. */
+	 * start.  After a quiesce() that succeeded: hand the device over
+	 * instead (it stays, its requests wait in the kernel for the next
+	 * server), never remove it. */
 	void (*stop)(struct fe_server *s);
+	/* Optional, a live upgrade (run() returned for handover_pid): stop
+	 * taking requests so that another server can take the device over;
+	 * the requests in flight are answered, new ones wait in the kernel.
+	 * 0 done (stop() then hands it over); -EOPNOTSUPP the device cannot
+	 * be (nothing changed: serve on); another -errno it failed. */
+	int (*quiesce)(struct fe_server *s);
 };
 
 extern const struct fe_ops fe_fuse_ops;
@@ -91,5 +115,15 @@ int fe_ublk_remove_left(const char *dev, const char *image, int pid,
  * device's now; -EBUSY a process serves it; another -errno cannot tell
  * (/dev/ublk-control not ours to open). */
 int fe_ublk_left_is(const char *dev, const char *image, int pid);
+
+/* Can the live server of @image (pid @pid) hand its device @dev
+ * (/dev/ublkbN) over to another server (`ublk-flash upgrade`)?  The
+ * device carries the image's tag and @pid, is LIVE, and has
+ * UBLK_F_QUIESCE (which needs the kernel's QUIESCE_DEV, Linux 6.16).  0
+ * yes; -EOPNOTSUPP no QUIESCE (@why says whose: the kernel's or the
+ * device's); -ESTALE it is another device or another server's; -ENOENT
+ * no such device; another -errno cannot tell.  Nothing is changed. */
+int fe_ublk_upgradable(const char *dev, const char *image, int pid,
+		       char *why, size_t len);
 
 #endif

@@ -28,6 +28,11 @@
 #error "<linux/ublk_cmd.h> is older than kernel 7.3's: build through make (it fetches it into BUILD/uapi) or with make UBLK_UAPI=host"
 #endif
 
+#ifdef UBLK_U_CMD_QUIESCE_DEV
+_Static_assert(UBLK_IOC_RW(UBLK_CMD_QUIESCE_DEV) == UBLK_U_CMD_QUIESCE_DEV,
+	       "UBLK_CMD_QUIESCE_DEV");
+#endif
+
 #define UBLK_FBIT(bit) (1ULL << (bit))
 /* The table's bits are the header's, where the header names them (every
  * row with 7.3's header). */
@@ -244,4 +249,13 @@ int ublk_ctrl_end_recovery(struct ublk_ctrl *c, uint32_t id, int pid,
 {
 	return ctrl_cmd(c, UBLK_CMD_END_USER_RECOVERY, true, id, NULL, 0,
 			(uint64_t)pid, timeout_ms);
+}
+
+int ublk_ctrl_quiesce_dev(struct ublk_ctrl *c, uint32_t id,
+			  unsigned timeout_ms)
+{
+	/* data[0]: the driver's wait in ms (0 would be forever); ours is a
+	 * little longer, so its -EBUSY arrives before our timeout */
+	return ctrl_cmd(c, UBLK_CMD_QUIESCE_DEV, true, id, NULL, 0,
+			timeout_ms ? timeout_ms : 1, timeout_ms + 5000);
 }

@@ -48,7 +48,7 @@
 	X(UPDATE_SIZE,           10, 614, 1) \
 	/* automatic buffer registration (zero copy, a later task) */ \
 	X(AUTO_BUF_REG,          11, 616, 0) \
-	/* QUIESCE_DEV command: live upgrade of the server (a later task) */ \
+	/* QUIESCE_DEV command: live upgrade (`ublk-flash upgrade`) */ \
 	X(QUIESCE,               12, 616, 1) \
 	/* fetches from any thread; ours fetch per queue (7.3 sets it anyway) */ \
 	X(PER_IO_DAEMON,         13, 616, 0) \

@@ -24,6 +24,9 @@
 #ifndef UBLK_CMD_GET_FEATURES
 #define UBLK_CMD_GET_FEATURES 0x13
 #endif
+/* QUIESCE_DEV (Linux 6.16, UBLK_F_QUIESCE): the uapi names only its ioctl
+ * encoding (UBLK_U_CMD_QUIESCE_DEV); this is its number. */
+#define UBLK_CMD_QUIESCE_DEV 0x16
 /* ioctl-encoded command opcodes (newer kernels); the legacy opcodes are the
  * low byte.  Defined here under our own names so both headers work. */
 #define UBLK_IOC_R(nr)  _IOR('u', nr, struct ublksrv_ctrl_cmd)
@@ -89,6 +92,16 @@ int ublk_ctrl_stop_dev(struct ublk_ctrl *c, uint32_t id, unsigned timeout_ms);
 int ublk_ctrl_start_recovery(struct ublk_ctrl *c, uint32_t id);
 int ublk_ctrl_end_recovery(struct ublk_ctrl *c, uint32_t id, int pid,
 			   unsigned timeout_ms);
+/* QUIESCE_DEV (a device with UBLK_F_QUIESCE): the driver requeues every new
+ * request (they wait in the kernel), waits up to @timeout_ms until every
+ * queue has an idle fetch, then answers the idle fetches
+ * UBLK_IO_RES_ABORT; requests the server holds are still committed as
+ * usual.  The device stays LIVE until the server closes /dev/ublkcN, then
+ * it is QUIESCED and waits for START/END_USER_RECOVERY.  -EBUSY: the
+ * queues did not idle in time (the driver keeps requeueing new requests:
+ * ask again); -EOPNOTSUPP: the device lacks UBLK_F_QUIESCE. */
+int ublk_ctrl_quiesce_dev(struct ublk_ctrl *c, uint32_t id,
+			  unsigned timeout_ms);
 
 /* ---- queues (ublk-queue.c) ---- */
 struct ublk_dev;
@@ -120,6 +133,11 @@ struct ublk_queue {
 	enum ublk_q_state state;       /* under dev->lock */
 	int err;                       /* why it failed / ended */
 	unsigned inflight;             /* fetch/commit commands queued */
+	bool draining;                 /* a fetch aborted by QUIESCE_DEV: end
+	                                  once the workers hold no tag and
+	                                  the answers are submitted, leaving
+	                                  the re-armed fetches to the ring's
+	                                  exit (ring thread) */
 	uint64_t ios;                  /* requests served */
 	/* Writes, flush, discard and write-zeroes run in the queue's
 	 * workers, never in the ring thread, so a slow backing write does
@@ -156,6 +174,13 @@ struct ublk_dev {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;           /* a queue changed state, or go/quit */
 	bool go, quit;                 /* under lock: ARMED queues fetch / end */
+	bool quiescing;                /* atomic: QUIESCE_DEV is sent, so an
+	                                  aborted fetch means drain and end (a
+	                                  live upgrade), not a stop */
+	bool quiesced;                 /* QUIESCE_DEV succeeded: stop hands the
+	                                  device over, never STOP_DEV */
+	bool upgrade;                  /* serve --upgrade: the device is taken
+	                                  over from a live server */
 	int event_fd;                  /* written when a queue thread ends */
 	int spare_fd;                  /* held from ublk_q_prepare until
 	                                  /dev/ublkcN is opened in its place */

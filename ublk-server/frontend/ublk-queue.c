@@ -334,7 +334,10 @@ static void q_loop(struct ublk_queue *q)
 	unsigned head, n, nnew, nread, i;
 	int ret, err = 0;
 
-	while (q->inflight > 0 || q->busy > 0) {
+	/* Draining (QUIESCE_DEV: a live upgrade) ends once the workers hold
+	 * nothing: the fetches the last commits re-armed are never answered
+	 * (the driver requeues new requests), the ring's exit cancels them. */
+	while ((q->inflight > 0 && !q->draining) || q->busy > 0) {
 		if (q->busy > 0 && !q->efd_armed) {
 			ret = q_arm_event(q);
 			if (ret) {
@@ -375,7 +378,10 @@ static void q_loop(struct ublk_queue *q)
 				q->todo[(q->todo_head + q->todo_n) % q->depth] = tag;
 				q->todo_n++;
 				nnew++;
-			} else if (res != UBLK_IO_RES_ABORT && !err) {
+			} else if (res == UBLK_IO_RES_ABORT) {
+				q->draining |= __atomic_load_n(&q->dev->quiescing,
+							       __ATOMIC_ACQUIRE);
+			} else if (!err) {
 				fprintf(stderr, "ublk-flash: ublk queue %u tag %u: "
 					"%s\n", q->id, tag, strerror(-res));
 				err = res < 0 ? res : -EIO;
@@ -403,6 +409,8 @@ static void q_loop(struct ublk_queue *q)
 		if (err)
 			break;
 	}
+	if (q->draining && !err)   /* the last answers reach the driver */
+		io_uring_submit(&q->ring);
 	q_workers_stop(q);
 	q_set_state(q, err ? UBLK_Q_FAILED : UBLK_Q_DONE, err);
 }

@@ -13,6 +13,13 @@
  *   requests the dead server held are reissued to us.
  * stop: sync the block device, STOP_DEV (the driver waits for in-flight
  *   requests, then aborts every fetch so the queue threads end), DEL_DEV.
+ * live upgrade (UBLK_F_QUIESCE): the new server (serve --upgrade) prepares
+ *   its queues (takeover) before the old one is asked; the old one sends
+ *   QUIESCE_DEV (quiesce: new requests wait in the kernel, idle fetches are
+ *   aborted), its queues answer what they hold and end, it closes
+ *   /dev/ublkcN and the engine (stop after quiesce: no STOP_DEV), and the
+ *   driver marks the device QUIESCED; the new server then recovers it as
+ *   --recover does.  docs/ublk.md, "Live upgrade".
  */
 #include <dirent.h>
 #include <errno.h>
@@ -24,6 +31,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +47,8 @@
 #define UBLK_ADD_TIMEOUT  10000u         /* ms */
 #define UBLK_START_TIMEOUT 60000u        /* START_DEV scans partitions */
 #define UBLK_RECOVER_WAIT 30000u         /* dead server -> QUIESCED */
+#define UBLK_QUIESCE_WAIT 10000u         /* QUIESCE_DEV's wait for idle queues */
+#define UBLK_QUIESCE_TRIES 6u            /* ... asked again while -EBUSY */
 #define UBLK_SCAN_IDS     256u           /* ids tried without sysfs */
 
 static const char ublk_no_driver[] = "no /dev/ublk-control: load the driver "
@@ -305,6 +315,93 @@ static int ublk_add(struct ublk_dev *d, const struct fe_serve_opts *o,
 	return 0;
 }
 
+/* Can device @id (its info into *info) be taken over live from the server
+ * of @image, pid @pid?  0; else -ENOENT, -ESTALE or -EOPNOTSUPP with the
+ * reason in @why (docs: fe_ublk_upgradable). */
+static int ublk_upgrade_check(struct ublk_ctrl *c, unsigned id,
+			      const char *image, int pid,
+			      struct ublksrv_ctrl_dev_info *info, char *why,
+			      size_t len)
+{
+	uint64_t tag = ublk_image_tag(image);
+	struct utsname u;
+	int ret = ublk_ctrl_get_info(c, id, info);
+
+	if (ret) {
+		snprintf(why, len, "no such ublk device (%s)", strerror(-ret));
+		return ret == -ENODEV ? -ENOENT : ret;
+	}
+	if ((tag && info->ublksrv_flags != tag) || info->ublksrv_pid != pid) {
+		snprintf(why, len, "it is not the device pid %d serves from %s "
+			 "(the kernel records pid %d)", pid, image,
+			 info->ublksrv_pid);
+		return -ESTALE;
+	}
+	if (info->state != UBLK_S_DEV_LIVE) {
+		snprintf(why, len, "it is not live (state %u: its server "
+			 "died? `serve --recover` re-attaches it)", info->state);
+		return -ESTALE;
+	}
+	if (!(info->flags & UBLK_F_QUIESCE) ||
+	    !(info->flags & UBLK_F_USER_RECOVERY)) {
+		if (uname(&u) < 0)
+			snprintf(u.release, sizeof(u.release), "?");
+		if (!(c->features & UBLK_F_QUIESCE))
+			snprintf(why, len, "the kernel's ublk driver (Linux %s) "
+				 "has no QUIESCE_DEV (UBLK_F_QUIESCE, Linux 6.16 "
+				 "and later): a live upgrade cannot be done here",
+				 u.release);
+		else
+			snprintf(why, len, "it was added without %s (by an "
+				 "older server): a live upgrade cannot be done "
+				 "on it", info->flags & UBLK_F_USER_RECOVERY ?
+				 "UBLK_F_QUIESCE" : "user recovery");
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+/* serve --upgrade: the device the live server (opts->upgrade_pid) serves,
+ * number opts->dev_id (the registry's), into d->info; one line and
+ * -errno if it cannot be taken over. */
+static int ublk_upgrade_find(struct ublk_dev *d, const struct fe_serve_opts *o)
+{
+	char why[256];
+	int ret = ublk_upgrade_check(&d->ctrl, (unsigned)o->dev_id, o->image,
+				     o->upgrade_pid, &d->info, why, sizeof(why));
+
+	if (ret)
+		fprintf(stderr, "ublk-flash: serve --upgrade: /dev/ublkb%d: %s; "
+			"nothing changed\n", o->dev_id, why);
+	return ret;
+}
+
+int fe_ublk_upgradable(const char *dev, const char *image, int pid,
+		       char *why, size_t len)
+{
+	struct ublksrv_ctrl_dev_info info;
+	struct ublk_ctrl c;
+	unsigned id;
+	int ret;
+
+	snprintf(why, len, "not a ublk device");
+	if (sscanf(dev, "/dev/ublkb%u", &id) != 1)
+		return -EINVAL;
+	if ((ret = ublk_ctrl_open(&c))) {
+		if (ret == -ENOENT)   /* this kernel has no ublk driver loaded */
+			snprintf(why, len, "no /dev/ublk-control: the ublk driver "
+				 "is not loaded");
+		else
+			snprintf(why, len, "/dev/ublk-control: %s",
+				 strerror(-ret));
+		return ret;
+	}
+	ret = ublk_upgrade_check(&c, id, image, pid, &info, why, len);
+	if (!c.lost)
+		ublk_ctrl_close(&c);
+	return ret;
+}
+
 /* The device to recover: --dev-id, else the one tagged with our image. */
 static int ublk_recover_find(struct ublk_dev *d, const struct fe_serve_opts *o,
 			     uint64_t tag)
@@ -359,7 +456,7 @@ static int ublk_prepare(const struct fe_serve_opts *o)
 	bool ro;
 	int ret;
 
-	if (!o->recover)
+	if (!o->recover && !o->upgrade)
 		return 0;
 	d = calloc(1, sizeof(*d));
 	if (!d)
@@ -369,7 +466,8 @@ static int ublk_prepare(const struct fe_serve_opts *o)
 		free(d);
 		return 0;             /* start says why */
 	}
-	ret = ublk_recover_find(d, o, ublk_image_tag(o->image));
+	ret = o->upgrade ? ublk_upgrade_find(d, o) :
+			   ublk_recover_find(d, o, ublk_image_tag(o->image));
 	if (ret)
 		goto out;
 	ret = ublk_ctrl_get_params(&d->ctrl, d->info.dev_id, &p);
@@ -382,7 +480,14 @@ static int ublk_prepare(const struct fe_serve_opts *o)
 		goto out;
 	}
 	ro = p.basic.attrs & UBLK_ATTR_READ_ONLY;
-	if (ro != o->read_only) {
+	if (ro != o->read_only && o->upgrade) {
+		fprintf(stderr, "ublk-flash: serve --upgrade: /dev/ublkb%u was "
+			"created %s and its successor keeps that: give "
+			"--read-only exactly when it was served with it; nothing "
+			"changed\n", d->info.dev_id,
+			ro ? "read-only" : "read-write");
+		ret = -EROFS;
+	} else if (ro != o->read_only) {
 		fprintf(stderr, "ublk-flash: serve --recover: /dev/ublkb%u was "
 			"created %s and recovery cannot change that: recover it "
 			"%s --read-only (to serve it %s: recover, stop, serve%s)\n",
@@ -402,17 +507,33 @@ out:
 static int ublk_recover(struct ublk_dev *d, const struct fe_serve_opts *o,
 			uint64_t tag)
 {
+	const char *how = o->upgrade ? "upgrade" : "recover";
+	/* a live upgrade's old server has closed the device already: the
+	 * driver marks it QUIESCED at once, so ask often */
+	unsigned step = o->upgrade ? 5 : 100;
 	struct ublk_params p;
 	unsigned waited = 0;
 	int ret;
 
-	ret = ublk_recover_find(d, o, tag);
-	if (ret)
-		return ret;
+	if (d->upgrade) {   /* found and checked by takeover; handed over */
+		ret = ublk_ctrl_get_info(&d->ctrl, d->info.dev_id, &d->info);
+		if (!ret && tag && d->info.ublksrv_flags != tag)
+			ret = -ESTALE;
+		if (ret) {
+			fprintf(stderr, "ublk-flash: serve --upgrade: /dev/ublkb%u "
+				"is not the device handed over any more (%s)\n",
+				d->info.dev_id, strerror(-ret));
+			return ret;
+		}
+	} else {
+		ret = ublk_recover_find(d, o, tag);
+		if (ret)
+			return ret;
+	}
 	ret = ublk_ctrl_get_params(&d->ctrl, d->info.dev_id, &p);
 	if (ret == 0 && p.basic.dev_sectors != ftl_size(d->ftl) / FTL_SECTOR) {
-		fprintf(stderr, "ublk-flash: serve --recover: /dev/ublkb%u has "
-			"another size than %s\n", d->info.dev_id, o->image);
+		fprintf(stderr, "ublk-flash: serve --%s: /dev/ublkb%u has "
+			"another size than %s\n", how, d->info.dev_id, o->image);
 		return -EINVAL;
 	}
 	/* Whatever can fail for want of resources fails now, while the
@@ -420,20 +541,22 @@ static int ublk_recover(struct ublk_dev *d, const struct fe_serve_opts *o,
 	 * START_USER_RECOVERY a failure can only be undone by STOP_DEV on
 	 * the 6.1 and 6.12 drivers (their next START_USER_RECOVERY is
 	 * refused with EINVAL, or on 6.1 dereferences NULL), which removes
-	 * it (docs/ublk.md). */
-	ret = ublk_queues_prepare(d);
+	 * it (docs/ublk.md).  (A live upgrade prepared them before it asked
+	 * for the device: ublk_takeover.) */
+	ret = d->q ? 0 : ublk_queues_prepare(d);
 	if (ret)
 		return ret;
 	/* The driver quiesces the device once it notices the dead server
 	 * (at once on new I/O, else within ~5 s): -EBUSY until then. */
 	while ((ret = ublk_ctrl_start_recovery(&d->ctrl, d->info.dev_id)) ==
 	       -EBUSY && waited < UBLK_RECOVER_WAIT) {
-		ublk_sleep_ms(100);
-		waited += 100;
+		ublk_sleep_ms(step);
+		waited += step;
 	}
 	if (ret) {
-		fprintf(stderr, "ublk-flash: serve --recover: START_USER_RECOVERY "
-			"on /dev/ublkb%u: %s\n", d->info.dev_id, strerror(-ret));
+		fprintf(stderr, "ublk-flash: serve --%s: START_USER_RECOVERY "
+			"on /dev/ublkb%u: %s\n", how, d->info.dev_id,
+			strerror(-ret));
 		return ret == -EBUSY ? -EBUSY : ret;
 	}
 	d->added = true;
@@ -443,18 +566,18 @@ static int ublk_recover(struct ublk_dev *d, const struct fe_serve_opts *o,
 	ret = ublk_ctrl_end_recovery(&d->ctrl, d->info.dev_id, (int)getpid(),
 				     UBLK_START_TIMEOUT);
 	if (ret) {
-		fprintf(stderr, "ublk-flash: serve --recover: END_USER_RECOVERY: "
-			"%s\n", strerror(-ret));
+		fprintf(stderr, "ublk-flash: serve --%s: END_USER_RECOVERY: "
+			"%s\n", how, strerror(-ret));
 		return ret;
 	}
 	d->started = true;
 	return 0;
 }
 
-static int ublk_start(struct fe_server *s)
+/* The frontend's state for @s, its control open: 0 or -errno (one line). */
+static int ublk_dev_new(struct fe_server *s)
 {
 	struct ublk_dev *d = calloc(1, sizeof(*d));
-	uint64_t tag;
 	int ret;
 
 	if (!d)
@@ -481,17 +604,87 @@ static int ublk_start(struct fe_server *s)
 		else
 			fprintf(stderr, "ublk-flash: /dev/ublk-control: %s\n",
 				strerror(-ret));
-		return ret;
 	}
+	return ret;
+}
+
+/* serve --upgrade, before the live server is asked for its device (and
+ * before the engine opens): find and check the device again, and prepare
+ * every queue (buffers, rings, workers: armed, nothing asked of the
+ * driver), so that what can fail for want of resources fails while the
+ * old server still serves. */
+static int ublk_takeover(struct fe_server *s)
+{
+	struct ublk_dev *d;
+	int ret = ublk_dev_new(s);
+
+	d = s->priv;
+	if (ret)
+		return ret;
+	d->upgrade = true;
+	ret = ublk_upgrade_find(d, s->opts);
+	if (!ret)
+		ret = ublk_queues_prepare(d);
+	return ret;
+}
+
+static int ublk_start(struct fe_server *s)
+{
+	struct ublk_dev *d = s->priv;
+	uint64_t tag;
+	int ret;
+
+	if (!d) {
+		ret = ublk_dev_new(s);
+		d = s->priv;
+		if (ret)
+			return ret;
+	}
+	d->ftl = s->ftl;   /* takeover ran before the engine opened */
 	tag = ublk_image_tag(s->opts->image);
-	ret = s->opts->recover ? ublk_recover(d, s->opts, tag)
-			       : ublk_add(d, s->opts, tag);
+	ret = s->opts->recover || s->opts->upgrade ?
+		ublk_recover(d, s->opts, tag) : ublk_add(d, s->opts, tag);
 	if (ret)
 		return ret;
 	snprintf(s->devpath, sizeof(s->devpath), "/dev/ublkb%u", d->info.dev_id);
 	if (ublk_wait_node(s->devpath, 5000) < 0)
 		fprintf(stderr, "ublk-flash: warning: %s did not appear\n",
 			s->devpath);
+	return 0;
+}
+
+/* A live upgrade asked for the device: QUIESCE_DEV (asked again while the
+ * driver says the queues are busy, up to UBLK_QUIESCE_TRIES times).  New
+ * requests wait in the kernel from then on; the queues answer what they
+ * hold and end (ublk-queue.c, draining), and stop() hands the device
+ * over. */
+static int ublk_quiesce(struct fe_server *s)
+{
+	struct ublk_dev *d = s->priv;
+	unsigned i;
+	int ret = -EBUSY;
+
+	if (!d || !d->started || !(d->info.flags & UBLK_F_QUIESCE))
+		return -EOPNOTSUPP;
+	__atomic_store_n(&d->quiescing, true, __ATOMIC_RELEASE);
+	for (i = 0; i < UBLK_QUIESCE_TRIES && ret == -EBUSY; i++) {
+		if (i)
+			fprintf(stderr, "ublk-flash: ublk: QUIESCE_DEV: requests "
+				"still in flight after %u s; asking again\n",
+				i * UBLK_QUIESCE_WAIT / 1000);
+		ret = ublk_ctrl_quiesce_dev(&d->ctrl, d->info.dev_id,
+					    UBLK_QUIESCE_WAIT);
+	}
+	if (ret) {
+		/* -EBUSY: the driver keeps new requests waiting (its
+		 * "canceling" stays set) while ours are stuck in the engine;
+		 * nothing better can be done than serving what we hold */
+		__atomic_store_n(&d->quiescing, false, __ATOMIC_RELEASE);
+		fprintf(stderr, "ublk-flash: ublk: QUIESCE_DEV on %s: %s\n",
+			s->devpath, strerror(-ret));
+		return ret;
+	}
+	d->quiesced = true;
 	return 0;
 }
 
@@ -559,7 +752,7 @@ static bool ublk_q_ended(struct ublk_dev *d, unsigned i)
 static void ublk_stop(struct fe_server *s)
 {
 	struct ublk_dev *d = s->priv;
-	bool stopped = false, joined = true;
+	bool stopped = false, joined = true, keep = false;
 	unsigned i;
 	int ret;
 
@@ -569,7 +762,14 @@ static void ublk_stop(struct fe_server *s)
 	if (d->spare_fd >= 0)
 		close(d->spare_fd);
 	d->spare_fd = -1;
-	if (d->added && !d->ctrl.lost) {
+	/* Handed over (quiesce), or a live upgrade that failed before any
+	 * queue fetched: the device stays.  Once /dev/ublkcN is closed the
+	 * driver marks it QUIESCED, its requests waiting for the next server
+	 * (drivers with QUIESCE reset the device at that close, so another
+	 * START_USER_RECOVERY is taken). */
+	if (d->quiesced || (d->upgrade && !d->go))
+		keep = true;
+	if (d->added && !d->ctrl.lost && !keep) {
 		if (d->started)
 			ublk_drain(s->devpath);
 		ret = ublk_ctrl_stop_dev(&d->ctrl, d->info.dev_id, 60000);
@@ -581,7 +781,8 @@ static void ublk_stop(struct fe_server *s)
 	/* After STOP_DEV every fetch is aborted and the threads end; without
 	 * it only the threads that already ended can be joined. */
 	for (i = 0; d->q && i < d->info.nr_hw_queues; i++) {
-		if (stopped || ublk_q_ended(d, i))
+		/* quiesced: each queue ends once it holds nothing */
+		if (stopped || d->quiesced || ublk_q_ended(d, i))
 			ublk_q_join(d, i);
 		else
 			joined = false;
@@ -591,7 +792,7 @@ static void ublk_stop(struct fe_server *s)
 	if (d->cdev_fd >= 0)
 		close(d->cdev_fd);
 	d->cdev_fd = -1;
-	if (d->added) {
+	if (d->added && !keep) {
 		ret = ublk_ctrl_del_dev(&d->ctrl, d->info.dev_id, 30000);
 		if (ret)
 			fprintf(stderr, "ublk-flash: ublk: DEL_DEV: %s\n",
@@ -704,7 +905,9 @@ const struct fe_ops fe_ublk_ops = {
 	.name  = "ublk",
 	.probe = ublk_probe,
 	.prepare = ublk_prepare,
+	.takeover = ublk_takeover,
 	.start = ublk_start,
 	.run   = ublk_run,
 	.stop  = ublk_stop,
+	.quiesce = ublk_quiesce,
 };

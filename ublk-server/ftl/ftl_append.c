@@ -19,61 +19,85 @@ int ftl_sync(struct ftl *f)
 {
 	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
 	/* the flush record must not cover a program still in flight */
 	ftl_inflight_drain(f);
 	r = nand_sync(f->nand);
 
 	if (!r) {
-		f->sync_gen++;
-		f->flushed_seq = f->seq;
+		f->log.sync_gen++;
+		f->log.flushed_seq = f->log.seq;
 	}
 	return r;
+}
+
+/*
+ * Retire block @blk in use (a program or erase failed, a page could not be
+ * read back; f->lock held): it leaves its stream and goes into the
+ * bad-block table (ftl_bb_grown); its valid pages stay readable where
+ * they are until ftl_balance() moves them (ftl_maint.c).  -EIO when @blk
+ * is not a data block; else the table's write.
+ */
+int ftl_retire_block(struct ftl *f, uint32_t blk, const char *why)
+{
+	FTL_ASSERT_HELD(&f->lock);
+	if (blk >= f->g.ckpt_blocks && blk < f->g.nblocks) {
+		for (unsigned s = 0; s < FTL_NSTREAMS; s++)
+			if (f->log.st[s].blk == blk)
+				f->log.st[s].blk = FTL_NONE;
+		f->log.fdirty[blk] = 0;
+	}
+	return ftl_bb_grown(f, blk, why);
 }
 
 /* Point @lpn at @ppn, keeping valid counts. */
 void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn)
 {
-	uint32_t old = f->map[lpn];
+	uint32_t old = f->log.map[lpn];
 
+	FTL_ASSERT_HELD(&f->lock);
 	if (old == FTL_UNMAPPED)
-		f->mapped++;
+		f->log.mapped++;
 	else if (old != FTL_DAMAGED)
 		ftl_valid_dec(f, old / f->g.ppb);
 	ftl_valid_inc(f, ppn / f->g.ppb);
-	__atomic_store_n(&f->map[lpn], ppn, __ATOMIC_RELEASE);
+	__atomic_store_n(&f->log.map[lpn], ppn, __ATOMIC_RELEASE);
 	ftl_ckpt_dirty(f, lpn);
 }
 
 /* Unmap @lpn. */
 void ftl_map_unset(struct ftl *f, uint32_t lpn)
 {
-	uint32_t old = f->map[lpn];
+	uint32_t old = f->log.map[lpn];
 
+	FTL_ASSERT_HELD(&f->lock);
 	if (old == FTL_UNMAPPED)
 		return;
 	if (old != FTL_DAMAGED)
 		ftl_valid_dec(f, old / f->g.ppb);
-	f->mapped--;
-	__atomic_store_n(&f->map[lpn], FTL_UNMAPPED, __ATOMIC_RELEASE);
+	f->log.mapped--;
+	__atomic_store_n(&f->log.map[lpn], FTL_UNMAPPED, __ATOMIC_RELEASE);
 	ftl_ckpt_dirty(f, lpn);
 }
 
 /* Can @n more pages be programmed before a checkpoint is needed (sequence
- * numbers stay below ckpt_seq + seq_gap)?  Long runs of copies (GC,
+ * numbers stay below ck.seq + ck.seq_gap)?  Long runs of copies (GC,
  * retiring, scrub) stop when not, and ftl_balance() checkpoints. */
 bool ftl_seq_room(const struct ftl *f, uint64_t n)
 {
-	return f->seq + n <= f->ckpt_seq + f->seq_gap;
+	FTL_ASSERT_HELD(&f->lock);
+	return f->log.seq + n <= f->ck.seq + f->ck.seq_gap;
 }
 
 /* Does stream @s need a new block before its next page? */
 bool ftl_stream_needs_block(const struct ftl *f, int s)
 {
-	return f->st[s].blk == FTL_NONE || f->st[s].wp >= f->g.ppb;
+	FTL_ASSERT_HELD(&f->lock);
+	return f->log.st[s].blk == FTL_NONE || f->log.st[s].wp >= f->g.ppb;
 }
 
 /* Does block @b hold anything (a non-blank OOB) from page @from on?
- * Uses oobbuf2 (a relocation may be walking oobbuf). */
+ * Uses buf.oob2 (a relocation may be walking buf.oob). */
 static int holds_past(struct ftl *f, uint32_t b, uint32_t from, bool *any)
 {
 	const struct ftl_geom *g = &f->g;
@@ -82,10 +106,10 @@ static int holds_past(struct ftl *f, uint32_t b, uint32_t from, bool *any)
 	*any = false;
 	if (from >= g->ppb || nand_block_oob_hole(f->nand, b))
 		return 0;
-	r = nand_read_block_oob(f->nand, b, f->oobbuf2);
+	r = nand_read_block_oob(f->nand, b, f->buf.oob2);
 	for (size_t i = (size_t)from * g->oob;
 	     !r && i < (size_t)g->ppb * g->oob && !*any; i++)
-		*any = f->oobbuf2[i] != 0;
+		*any = f->buf.oob2[i] != 0;
 	return r;
 }
 
@@ -96,8 +120,9 @@ static int holds_past(struct ftl *f, uint32_t b, uint32_t from, bool *any)
  */
 int ftl_streams_check(struct ftl *f)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	for (unsigned s = 0; s < FTL_NSTREAMS; s++) {
-		struct ftl_stream *st = &f->st[s];
+		struct ftl_stream *st = &f->log.st[s];
 		bool any;
 		int r;
 
@@ -117,7 +142,7 @@ int ftl_streams_check(struct ftl *f)
 }
 
 /* Open a free block for stream @s.  The host stream leaves the last
- * f->gc_reserve free blocks to GC (-ENOSPC when only those are left)
+ * f->gc.reserve free blocks to GC (-ENOSPC when only those are left)
  * unless @dip (a retry after a failed program).  A free block that holds
  * anything (left by a crash, or stray bytes on the medium: checked for
  * every block, one OOB read) is erased first; one whose erase fails is
@@ -128,8 +153,8 @@ static int open_block(struct ftl *f, int s, bool dip)
 	int r;
 
 	for (;;) {
-		if (s == STREAM_HOST && !dip ? f->nfree <= f->gc_reserve
-					     : !f->nfree)
+		if (s == STREAM_HOST && !dip ? f->idx.nfree <= f->gc.reserve
+					     : !f->idx.nfree)
 			return -ENOSPC;
 		/* dynamic wear levelling (ftl_free_take) */
 		b = ftl_free_take(f, s != STREAM_HOST);
@@ -139,7 +164,7 @@ static int open_block(struct ftl *f, int s, bool dip)
 		if (!r && dirty)
 			r = ftl_erase(f, b);
 		if (r == -NAND_EFAIL) {
-			r = ftl_bb_grown(f, b, "erase failed");
+			r = ftl_retire_block(f, b, "erase failed");
 			if (r)
 				return r;
 			continue;
@@ -148,21 +173,20 @@ static int open_block(struct ftl *f, int s, bool dip)
 			ftl_free_put(f, b);
 			return r;
 		}
-		f->fdirty[b] = 0;
+		f->log.fdirty[b] = 0;
 		break;
 	}
 	ftl_set_state(f, b, FTL_BLK_OPEN);
-	f->st[s].blk = b;
-	f->st[s].wp = 0;
-	if (++f->allocs_since_ckpt >= f->ckpt_interval)
-		f->ckpt_due = true;
+	f->log.st[s].blk = b;
+	f->log.st[s].wp = 0;
+	ftl_ckpt_note_alloc(f);
 	return 0;
 }
 
 /* Next page of stream @s's open block, opening one when needed. */
 static int alloc_page(struct ftl *f, int s, uint64_t *ppn, bool dip)
 {
-	struct ftl_stream *st = &f->st[s];
+	struct ftl_stream *st = &f->log.st[s];
 	int r;
 
 	if (st->blk != FTL_NONE && st->wp >= f->g.ppb) {
@@ -180,13 +204,14 @@ static int alloc_page(struct ftl *f, int s, uint64_t *ppn, bool dip)
 
 int ftl_alloc_page(struct ftl *f, int s, uint64_t *ppn)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	return alloc_page(f, s, ppn, false);
 }
 
 /*
  * Program one page into stream @stream's open block with a fresh sequence
  * number and its OOB record; a data page becomes @lpn's mapping.
- * Sequence numbers stay below ckpt_seq + seq_gap (recovery relies on it):
+ * Sequence numbers stay below ck.seq + ck.seq_gap (recovery relies on it):
  * ftl_balance() checkpoints early enough; running past it is a bug.
  * A failed program retires its block and the page goes to the next one
  * (up to FTL_PROG_RETRIES blocks, dipping into GC's reserve).  @crc: the
@@ -204,13 +229,13 @@ static int prog_page(struct ftl *f, int stream, uint32_t lpn,
 	if (stream == STREAM_HOST)
 		ftl_inflight_drain(f);  /* in order after the runs in flight */
 	for (unsigned tries = 0;; tries++) {
-		if (f->seq + 1 > f->ckpt_seq + f->seq_gap)
+		if (f->log.seq + 1 > f->ck.seq + f->ck.seq_gap)
 			return -EIO;
 		r = alloc_page(f, stream, &ppn, tries > 0);
 		if (r)
 			return r;
 		blk = (uint32_t)(ppn / f->g.ppb);
-		seq = ++f->seq;
+		seq = ++f->log.seq;
 		memset(oob, 0, f->g.oob);
 		if (crc)
 			ftl_oob_fill_crc((struct ftl_oob *)oob, kind,
@@ -220,13 +245,13 @@ static int prog_page(struct ftl *f, int stream, uint32_t lpn,
 			ftl_oob_fill((struct ftl_oob *)oob, kind,
 				     (uint16_t)stream, lpn, seq,
 				     nand_block_ec(f->nand, blk), data, f->g.ps);
-		ftl_oob_set_flushed(&f->g, oob, ppn, f->flushed_seq);
+		ftl_oob_set_flushed(&f->g, oob, ppn, f->log.flushed_seq);
 		r = nand_program(f->nand, ppn, data, oob);
 		if (r != -NAND_EFAIL)
 			break;
 		/* status FAIL: retire the block (its valid pages move at the
 		 * next balance) and program the page elsewhere */
-		r = ftl_bb_grown(f, blk, "program failed");
+		r = ftl_retire_block(f, blk, "program failed");
 		if (r)
 			return r;
 		if (tries + 1 >= FTL_PROG_RETRIES)
@@ -234,12 +259,12 @@ static int prog_page(struct ftl *f, int stream, uint32_t lpn,
 	}
 	if (r)
 		return r;
-	f->mtime[blk] = seq;
+	f->log.mtime[blk] = seq;
 	ftl_ckpt_blk_dirty(f, blk);
 	if (kind == FTL_OOB_DATA)
 		ftl_map_set(f, lpn, (uint32_t)ppn);
 	else if (kind == FTL_OOB_TRIM || kind == FTL_OOB_FSUM)
-		f->trim_seq[blk] = seq;
+		f->log.trim_seq[blk] = seq;
 	if (stream == STREAM_HOST)      /* for the next flush summary */
 		ftl_fsum_note(f, kind, lpn, ppn, seq,
 			      ((struct ftl_oob *)oob)->data_crc, data);
@@ -251,12 +276,14 @@ static int prog_page(struct ftl *f, int stream, uint32_t lpn,
 int ftl_prog_page(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		  uint8_t kind, uint64_t *seq_out)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	return prog_page(f, stream, lpn, data, kind, NULL, seq_out);
 }
 
 int ftl_prog_copy(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		  uint32_t crc)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	return prog_page(f, stream, lpn, data, FTL_OOB_DATA, &crc, NULL);
 }
 
@@ -281,17 +308,17 @@ static int prog_run(struct ftl *f, int stream, uint32_t lpn,
 {
 	const struct ftl_geom *g = &f->g;
 	const uint8_t *src = data;
-	struct ftl_stream *st = &f->st[stream];
+	struct ftl_stream *st = &f->log.st[stream];
 	int r;
 
 	*done = 0;
-	if (!f->runoob)
-		f->runoob = malloc((size_t)g->ppb * g->oob);
-	if (!f->runoob)
+	if (!f->log.runoob)
+		f->log.runoob = malloc((size_t)g->ppb * g->oob);
+	if (!f->log.runoob)
 		return -ENOMEM;
 	for (unsigned tries = 0;; tries++) {
-		uint64_t room = f->seq < f->ckpt_seq + f->seq_gap ?
-				f->ckpt_seq + f->seq_gap - f->seq : 0;
+		uint64_t room = f->log.seq < f->ck.seq + f->ck.seq_gap ?
+				f->ck.seq + f->ck.seq_gap - f->log.seq : 0;
 		uint64_t ppn, seq = 0, c, cap;
 		uint32_t blk, pd;
 
@@ -311,21 +338,21 @@ static int prog_run(struct ftl *f, int stream, uint32_t lpn,
 		st->wp += (uint32_t)c - 1;
 		blk = (uint32_t)(ppn / g->ppb);
 		for (uint32_t i = 0; i < c; i++) {
-			uint8_t *oob = f->runoob + (size_t)i * g->oob;
+			uint8_t *oob = f->log.runoob + (size_t)i * g->oob;
 			uint32_t k = *done + i;
 
-			seq = ++f->seq;
+			seq = ++f->log.seq;
 			memset(oob, 0, g->oob);
 			ftl_oob_fill_crc((struct ftl_oob *)oob, FTL_OOB_DATA,
 				(uint16_t)stream, lpns ? lpns[k] : lpn + k,
 				seq, nand_block_ec(f->nand, blk),
 				crcs ? crcs[k] : oct_crc32c(0, src +
 					(size_t)k * g->ps, g->ps));
-			ftl_oob_set_flushed(g, oob, ppn + i, f->flushed_seq);
+			ftl_oob_set_flushed(g, oob, ppn + i, f->log.flushed_seq);
 		}
 		seq -= c;               /* the seq before the run's first */
 		r = nand_program_run(f->nand, ppn, (uint32_t)c,
-				     src + (size_t)*done * g->ps, f->runoob, &pd);
+				     src + (size_t)*done * g->ps, f->log.runoob, &pd);
 		/* publish what is on the medium, nothing more */
 		for (uint32_t i = 0; i < pd; i++) {
 			uint32_t k = *done + i, l = lpns ? lpns[k] : lpn + k;
@@ -340,11 +367,11 @@ static int prog_run(struct ftl *f, int stream, uint32_t lpn,
 			if (stream == STREAM_HOST)
 				ftl_fsum_note(f, FTL_OOB_DATA, l, ppn + i,
 					      seq + 1 + i, ((struct ftl_oob *)
-					      (f->runoob + (size_t)i * g->oob))
+					      (f->log.runoob + (size_t)i * g->oob))
 					      ->data_crc, NULL);
 		}
 		if (pd) {
-			f->mtime[blk] = seq + pd;
+			f->log.mtime[blk] = seq + pd;
 			ftl_ckpt_blk_dirty(f, blk);
 		}
 		*done += pd;
@@ -352,7 +379,7 @@ static int prog_run(struct ftl *f, int stream, uint32_t lpn,
 			return r;
 		/* status FAIL: retire the block (its valid pages move at the
 		 * next balance); the rest of the run goes elsewhere */
-		r = ftl_bb_grown(f, blk, "program failed");
+		r = ftl_retire_block(f, blk, "program failed");
 		if (r)
 			return r;
 		if (tries + 1 >= FTL_PROG_RETRIES)
@@ -370,6 +397,7 @@ int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
 {
 	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
 	*done = 0;
 	if (stream == STREAM_HOST)
 		ftl_inflight_drain(f);  /* in order after the runs in flight */
@@ -390,6 +418,7 @@ int ftl_prog_copies(struct ftl *f, int stream, const uint32_t *lpn,
 		    const void *data, uint32_t n, uint32_t *done,
 		    uint64_t *counter)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	return prog_run(f, stream, 0, lpn, from, crc, data, n, done, counter);
 }
 
@@ -426,8 +455,8 @@ static void run_publish(struct ftl *f, struct ftl_inflight *x)
 			      x->seq0 + i, ((const struct ftl_oob *)
 			      (x->oob + (size_t)i * f->g.oob))->data_crc, NULL);
 	}
-	if (x->done && f->mtime[blk] < x->seq0 + x->done - 1) {
-		f->mtime[blk] = x->seq0 + x->done - 1;
+	if (x->done && f->log.mtime[blk] < x->seq0 + x->done - 1) {
+		f->log.mtime[blk] = x->seq0 + x->done - 1;
 		ftl_ckpt_blk_dirty(f, blk);
 	}
 	ftl_run_unbusy(f, blk, x->n);   /* a victim again, valid count true */
@@ -435,13 +464,14 @@ static void run_publish(struct ftl *f, struct ftl_inflight *x)
 
 void ftl_inflight_drain(struct ftl *f)
 {
-	if (!f->inflight)
+	FTL_ASSERT_HELD(&f->lock);
+	if (!f->pipe.inflight)
 		return;
-	pthread_mutex_lock(&f->io_mx);
-	while (f->io_done != f->io_next)
-		pthread_cond_wait(&f->io_cv, &f->io_mx);
-	pthread_mutex_unlock(&f->io_mx);
-	for (struct ftl_inflight *x = f->inflight; x; x = x->next)
+	ftl_lock(&f->pipe.mx);
+	while (f->pipe.done != f->pipe.next)
+		ftl_cond_wait(&f->pipe.cv, &f->pipe.mx);
+	ftl_unlock(&f->pipe.mx);
+	for (struct ftl_inflight *x = f->pipe.inflight; x; x = x->next)
 		run_publish(f, x);
 }
 
@@ -454,7 +484,7 @@ static void oob_fill_crc(struct ftl *f, uint8_t *oob, uint32_t lpn,
 
 	memset(oob, 0, f->g.oob);
 	ftl_oob_fill_crc(o, FTL_OOB_DATA, STREAM_HOST, lpn, seq, ec, crc);
-	ftl_oob_set_flushed(&f->g, oob, ppn, f->flushed_seq);
+	ftl_oob_set_flushed(&f->g, oob, ppn, f->log.flushed_seq);
 }
 
 int ftl_run_reserve(struct ftl *f, uint32_t lpn, uint32_t n,
@@ -462,13 +492,14 @@ int ftl_run_reserve(struct ftl *f, uint32_t lpn, uint32_t n,
 		    struct ftl_inflight *x)
 {
 	const struct ftl_geom *g = &f->g;
-	struct ftl_stream *st = &f->st[STREAM_HOST];
-	uint64_t room = f->seq < f->ckpt_seq + f->seq_gap ?
-			f->ckpt_seq + f->seq_gap - f->seq : 0;
+	struct ftl_stream *st = &f->log.st[STREAM_HOST];
+	uint64_t room = f->log.seq < f->ck.seq + f->ck.seq_gap ?
+			f->ck.seq + f->ck.seq_gap - f->log.seq : 0;
 	uint64_t ppn, c, cap;
 	uint32_t blk, ec;
 	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
 	if (!nand_program_run_unlocked(f->nand) || oob_room < g->oob || !n)
 		return -EAGAIN;         /* page by page, under the lock */
 	if (!room)
@@ -489,7 +520,7 @@ int ftl_run_reserve(struct ftl *f, uint32_t lpn, uint32_t n,
 	ec = nand_block_ec(f->nand, blk);
 	x->ppn = ppn;
 	x->oob = oob;
-	x->seq0 = f->seq + 1;
+	x->seq0 = f->log.seq + 1;
 	x->lpn = lpn;
 	x->n = (uint32_t)c;
 	x->done = 0;
@@ -498,12 +529,12 @@ int ftl_run_reserve(struct ftl *f, uint32_t lpn, uint32_t n,
 	x->published = false;
 	for (uint32_t i = 0; i < c; i++)
 		oob_fill_crc(f, oob + (size_t)i * g->oob, lpn + i, ppn + i,
-			     ++f->seq, ec, crc[i]);
-	pthread_mutex_lock(&f->io_mx);
-	x->ticket = f->io_next++;
-	pthread_mutex_unlock(&f->io_mx);
-	x->next = f->inflight;
-	f->inflight = x;
+			     ++f->log.seq, ec, crc[i]);
+	ftl_lock(&f->pipe.mx);
+	x->ticket = f->pipe.next++;
+	ftl_unlock(&f->pipe.mx);
+	x->next = f->pipe.inflight;
+	f->pipe.inflight = x;
 	/* until published the block's valid count leaves these pages out:
 	 * once the next run closes it, it must not look like a free victim */
 	ftl_run_busy(f, blk, x->n);
@@ -517,37 +548,39 @@ void ftl_run_program(struct ftl *f, struct ftl_inflight *x, const void *data,
 	uint32_t pd = 0;
 	int r;
 
-	pthread_mutex_lock(&f->io_mx);
-	while (f->io_done != x->ticket)
-		pthread_cond_wait(&f->io_turn[x->ticket % FTL_IO_TURNS],
-				  &f->io_mx);
-	pthread_mutex_unlock(&f->io_mx);
+	FTL_ASSERT_NOT_HELD(&f->lock);
+	ftl_lock(&f->pipe.mx);
+	while (f->pipe.done != x->ticket)
+		ftl_cond_wait(&f->pipe.turn[x->ticket % FTL_IO_TURNS],
+			      &f->pipe.mx);
+	ftl_unlock(&f->pipe.mx);
 	r = nand_program_run(f->nand, x->ppn, x->n, data, oob, &pd);
-	pthread_mutex_lock(&f->io_mx);
+	ftl_lock(&f->pipe.mx);
 	x->r = r;
 	x->done = pd;
 	x->io_done = true;
-	f->io_done++;
+	f->pipe.done++;
 	/* the next ticket's owner (and any of a later round of its slot,
 	 * which sleeps again), and the drainers once all are done */
-	pthread_cond_broadcast(&f->io_turn[f->io_done % FTL_IO_TURNS]);
-	if (f->io_done == f->io_next)
-		pthread_cond_broadcast(&f->io_cv);
-	pthread_mutex_unlock(&f->io_mx);
+	pthread_cond_broadcast(&f->pipe.turn[f->pipe.done % FTL_IO_TURNS]);
+	if (f->pipe.done == f->pipe.next)
+		pthread_cond_broadcast(&f->pipe.cv);
+	ftl_unlock(&f->pipe.mx);
 }
 
 int ftl_run_finish(struct ftl *f, struct ftl_inflight *x)
 {
-	struct ftl_inflight **p = &f->inflight;
+	struct ftl_inflight **p = &f->pipe.inflight;
 
+	FTL_ASSERT_HELD(&f->lock);
 	run_publish(f, x);
 	while (*p && *p != x)
 		p = &(*p)->next;
 	if (*p)
 		*p = x->next;
 	if (x->r == -NAND_EFAIL) {      /* not on this path; if ever: */
-		int r = ftl_bb_grown(f, (uint32_t)(x->ppn / f->g.ppb),
-				     "program failed");
+		int r = ftl_retire_block(f, (uint32_t)(x->ppn / f->g.ppb),
+					 "program failed");
 		return r ? r : -EIO;
 	}
 	return x->r;

@@ -2,10 +2,12 @@
 /*
  * Bad blocks: the table on the medium (two copies in the superblock area,
  * see ftl-format.h and docs/image-format.md), factory bad blocks drawn at
- * create, blocks retired in use (a program or erase failed, or a page
- * could not be read back), moving the valid pages off retired blocks, and
- * the spare budget: when more blocks have gone bad than the spare area can
- * absorb, the device turns read-only (every flushed sector stays readable).
+ * create, blocks going bad in use (a program or erase failed, or a page
+ * could not be read back: ftl_retire_block in ftl_append.c takes them out
+ * of their stream, the table here records them; ftl_maint.c moves their
+ * valid pages), and the spare budget: when more blocks have gone bad than
+ * the spare area can absorb, the device turns read-only (every flushed
+ * sector stays readable).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,18 +52,18 @@ static void encode(struct ftl *f, uint64_t gen, uint8_t *buf)
 	h->hdr_size = sizeof(*h);
 	h->gen = gen;
 	h->nblocks = f->g.nblocks;
-	h->count = f->nbbt;
-	h->limit = f->bb_limit;
-	h->flags = f->worn_out ? FTL_BBT_RDONLY : 0;
+	h->count = f->bb.n;
+	h->limit = f->bb.limit;
+	h->flags = f->bb.worn_out ? FTL_BBT_RDONLY : 0;
 	memcpy(h->uuid, f->sb.uuid, 16);
-	memcpy(buf + sizeof(*h), f->bbt, (size_t)f->nbbt * 4);
+	memcpy(buf + sizeof(*h), f->bb.tab, (size_t)f->bb.n * 4);
 	h->crc = tab_crc(h, (const uint32_t *)(buf + sizeof(*h)));
 }
 
 /* Both copies into a superblock area being created (generation 1). */
 void ftl_bbt_encode(struct ftl *f, uint8_t *area)
 {
-	f->bbt_gen = 1;
+	f->bb.gen = 1;
 	encode(f, 1, area + FTL_BBT_OFF0);
 	encode(f, 1, area + FTL_BBT_OFF1);
 }
@@ -102,7 +104,7 @@ static int check_copy(struct ftl *f, const uint8_t *p)
  * spares) is known unjustified (fsck; ftl_bb_clear_ro). */
 static bool spares_gone(const struct ftl *f)
 {
-	return f->nbbt > f->bb_limit || f->nbbt >= FTL_BBT_MAX;
+	return f->bb.n > f->bb.limit || f->bb.n >= FTL_BBT_MAX;
 }
 
 /* Load the newest valid copy from the superblock area (OCT_SB_AREA bytes):
@@ -112,9 +114,9 @@ int ftl_bbt_load(struct ftl *f, const uint8_t *area)
 	const struct ftl_bbt_hdr *best = NULL;
 	int st[2];
 
-	f->bb_limit = bb_limit(&f->g);
-	f->nbbt = 0;
-	f->bbt_gen = 0;
+	f->bb.limit = bb_limit(&f->g);
+	f->bb.n = 0;
+	f->bb.gen = 0;
 	for (int i = 0; i < 2; i++) {
 		const struct ftl_bbt_hdr *h =
 			(const struct ftl_bbt_hdr *)(area + bbt_off[i]);
@@ -125,10 +127,10 @@ int ftl_bbt_load(struct ftl *f, const uint8_t *area)
 	}
 	if (!best)
 		return st[0] == 1 && st[1] == 1 ? 0 : -EBADMSG;
-	f->nbbt = best->count;
-	f->bbt_gen = best->gen;
-	memcpy(f->bbt, best + 1, (size_t)best->count * 4);
-	f->worn_out = (best->flags & FTL_BBT_RDONLY) || spares_gone(f);
+	f->bb.n = best->count;
+	f->bb.gen = best->gen;
+	memcpy(f->bb.tab, best + 1, (size_t)best->count * 4);
+	f->bb.worn_out = (best->flags & FTL_BBT_RDONLY) || spares_gone(f);
 	return 0;
 }
 
@@ -138,7 +140,7 @@ int ftl_bbt_load(struct ftl *f, const uint8_t *area)
  * until fsck --repair clears it. */
 bool ftl_bb_ro_unjustified(const struct ftl *f)
 {
-	return f->worn_out && !spares_gone(f);
+	return f->bb.worn_out && !spares_gone(f);
 }
 
 /* Write the table (the copy not holding the newest generation), flush. */
@@ -146,7 +148,7 @@ static int store(struct ftl *f)
 {
 	struct nand_backing *b = nand_backing(f->nand);
 	uint8_t buf[FTL_BBT_BYTES];
-	uint64_t gen = f->bbt_gen + 1;
+	uint64_t gen = f->bb.gen + 1;
 	int r;
 
 	if (gen >= FTL_BBT_GEN_MAX)
@@ -156,7 +158,7 @@ static int store(struct ftl *f)
 	if (!r)
 		r = b->ops->sync(b);
 	if (!r)
-		f->bbt_gen = gen;
+		f->bb.gen = gen;
 	return r;
 }
 
@@ -165,21 +167,22 @@ int ftl_bb_sync(struct ftl *f)
 {
 	int r;
 
-	if (!f->bbt_dirty || f->readonly)
+	FTL_ASSERT_HELD(&f->lock);
+	if (!f->bb.dirty || f->readonly)
 		return 0;
 	r = store(f);
 	if (!r)
-		f->bbt_dirty = false;
+		f->bb.dirty = false;
 	return r;
 }
 
 /* Is @blk in the table (and did it go bad in use)? */
 bool ftl_bb_is(const struct ftl *f, uint32_t blk, bool *grown)
 {
-	for (uint32_t i = 0; i < f->nbbt; i++)
-		if ((f->bbt[i] & ~FTL_BBT_GROWN) == blk) {
+	for (uint32_t i = 0; i < f->bb.n; i++)
+		if ((f->bb.tab[i] & ~FTL_BBT_GROWN) == blk) {
 			if (grown)
-				*grown = f->bbt[i] & FTL_BBT_GROWN;
+				*grown = f->bb.tab[i] & FTL_BBT_GROWN;
 			return true;
 		}
 	return false;
@@ -215,16 +218,16 @@ int ftl_bb_factory_check(const struct ftl_geom *g, double rate, uint64_t seed)
  * from @seed).  -ENOSPC when more than the spares absorb. */
 int ftl_bb_factory(struct ftl *f, double rate, uint64_t seed)
 {
-	f->bb_limit = bb_limit(&f->g);
+	f->bb.limit = bb_limit(&f->g);
 	if (!(rate >= 0 && rate < 1))
 		return -EINVAL;
 	for (uint32_t b = f->g.ckpt_blocks; b < f->g.nblocks && rate > 0; b++) {
 		if (!factory_bad(b, rate, seed))
 			continue;
-		if (f->nbbt >= f->bb_limit)
+		if (f->bb.n >= f->bb.limit)
 			return -ENOSPC;
-		f->bbt[f->nbbt++] = b;
-		f->state[b] = FTL_BLK_BAD;
+		f->bb.tab[f->bb.n++] = b;
+		f->idx.state[b] = FTL_BLK_BAD;
 		nand_mark_bad(f->nand, b, true);
 	}
 	return 0;
@@ -232,20 +235,14 @@ int ftl_bb_factory(struct ftl *f, double rate, uint64_t seed)
 
 /* fsck --repair of a table with no valid copy: zero both copies (= no
  * table); the next open rebuilds it from the checkpoint's block states. */
-int ftl_bbt_reset(const char *path)
+int ftl_bbt_reset(struct nand_backing *b)
 {
 	static const uint8_t zero[FTL_BBT_BYTES];
-	int fd = open(path, O_RDWR | O_CLOEXEC), r = 0;
+	int r = 0;
 
-	if (fd < 0)
-		return -errno;
 	for (int i = 0; i < 2 && !r; i++)
-		if (pwrite(fd, zero, sizeof(zero), bbt_off[i]) != sizeof(zero))
-			r = -EIO;
-	if (!r && fdatasync(fd))
-		r = -errno;
-	close(fd);
-	return r;
+		r = b->ops->pwrite(b, zero, sizeof(zero), bbt_off[i]);
+	return r ? r : b->ops->sync(b);
 }
 
 /* Mount: the table overrides what checkpoint and recovery say; a block
@@ -254,34 +251,34 @@ int ftl_bbt_reset(const char *path)
 void ftl_bb_apply(struct ftl *f)
 {
 	for (uint32_t b = f->g.ckpt_blocks; b < f->g.nblocks; b++) {
-		if (f->state[b] != FTL_BLK_BAD || ftl_bb_is(f, b, NULL))
+		if (f->idx.state[b] != FTL_BLK_BAD || ftl_bb_is(f, b, NULL))
 			continue;
-		if (f->nbbt < FTL_BBT_MAX) {
-			f->bbt[f->nbbt++] = b | FTL_BBT_GROWN;
-			f->bbt_dirty = true;
+		if (f->bb.n < FTL_BBT_MAX) {
+			f->bb.tab[f->bb.n++] = b | FTL_BBT_GROWN;
+			f->bb.dirty = true;
 		} else {
-			f->state[b] = FTL_BLK_FULL;     /* no room: not bad */
+			f->idx.state[b] = FTL_BLK_FULL;     /* no room: not bad */
 		}
 	}
 	if (spares_gone(f))
-		f->worn_out = true;
-	else if (f->worn_out)
+		f->bb.worn_out = true;
+	else if (f->bb.worn_out)
 		fprintf(stderr, "ublk-flash: the bad-block table says read-only "
 			"with %u bad blocks (the spare area absorbs %u): not "
-			"justified, fsck --repair clears it\n", f->nbbt,
-			f->bb_limit);
-	for (uint32_t i = 0; i < f->nbbt; i++) {
-		uint32_t b = f->bbt[i] & ~FTL_BBT_GROWN;
+			"justified, fsck --repair clears it\n", f->bb.n,
+			f->bb.limit);
+	for (uint32_t i = 0; i < f->bb.n; i++) {
+		uint32_t b = f->bb.tab[i] & ~FTL_BBT_GROWN;
 
-		f->state[b] = FTL_BLK_BAD;
-		f->fdirty[b] = 0;
+		f->idx.state[b] = FTL_BLK_BAD;
+		f->log.fdirty[b] = 0;
 		nand_mark_bad(f->nand, b, true);
 		for (unsigned s = 0; s < FTL_NSTREAMS; s++)
-			if (f->st[s].blk == b)
-				f->st[s].blk = FTL_NONE;
+			if (f->log.st[s].blk == b)
+				f->log.st[s].blk = FTL_NONE;
 	}
-	f->retire_scan = f->nbbt > 0;
-	f->retire_next = f->g.ckpt_blocks;
+	f->maint.retire_scan = f->bb.n > 0;
+	f->maint.retire_next = f->g.ckpt_blocks;
 }
 
 /* Write the table; a failure is said in the log. */
@@ -299,12 +296,12 @@ static int store_logged(struct ftl *f)
  * in the table, said once in the log. */
 static int worn_out(struct ftl *f)
 {
-	__atomic_store_n(&f->worn_out, true, __ATOMIC_RELEASE);
-	if (f->ro_fn)
-		f->ro_fn(f->ro_ctx);    /* a frontend tells the kernel */
+	__atomic_store_n(&f->bb.worn_out, true, __ATOMIC_RELEASE);
+	if (f->bb.ro_fn)
+		f->bb.ro_fn(f->bb.ro_ctx); /* a frontend tells the kernel */
 	fprintf(stderr, "ublk-flash: %u bad blocks, more than the spare area "
 		"absorbs (%u): the device is read-only from now on (all "
-		"written data stays readable)\n", f->nbbt, f->bb_limit);
+		"written data stays readable)\n", f->bb.n, f->bb.limit);
 	return store_logged(f);
 }
 
@@ -315,105 +312,72 @@ int ftl_bb_clear_ro(struct ftl *f)
 {
 	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
 	if (!ftl_bb_ro_unjustified(f) || f->readonly)
 		return 0;
-	f->worn_out = false;
+	f->bb.worn_out = false;
 	r = store_logged(f);
 	if (r) {
-		f->worn_out = true;
+		f->bb.worn_out = true;
 		return r;
 	}
 	return 1;
 }
 
 /*
- * Retire @blk (f->lock held): it goes into the table (written and flushed
- * before anything else happens), leaves the free list and its stream; its
- * valid pages are moved by ftl_bb_retire() from ftl_balance().  Past the
- * spare budget the device turns read-only.
+ * Block @blk went bad in use (f->lock held; ftl_retire_block, which also
+ * takes it out of its stream): it goes into the table (written and flushed
+ * before anything else happens) and leaves the free list; its valid pages
+ * are moved by ftl_retire_move() (ftl_maint.c) from ftl_balance().  Past
+ * the spare budget the device turns read-only.  -EIO: not a data block.
  */
 int ftl_bb_grown(struct ftl *f, uint32_t blk, const char *why)
 {
+	FTL_ASSERT_HELD(&f->lock);
 	if (blk < f->g.ckpt_blocks || blk >= f->g.nblocks)
 		return -EIO;
 	ftl_free_drop(f, blk);
-	for (unsigned s = 0; s < FTL_NSTREAMS; s++)
-		if (f->st[s].blk == blk)
-			f->st[s].blk = FTL_NONE;
 	ftl_set_state(f, blk, FTL_BLK_BAD);
-	f->fdirty[blk] = 0;
-	f->bb_done[blk] = 0;
 	nand_mark_bad(f->nand, blk, true);
-	f->retire_scan = true;
-	if (blk < f->retire_next)
-		f->retire_next = blk;
+	ftl_retire_note(f, blk);
 	if (ftl_bb_is(f, blk, NULL))
 		return 0;
 	if (nand_block_ec(f->nand, blk) >= NAND_EC_MAX)
 		why = "worn out: erase count at NAND_EC_MAX";
 	fprintf(stderr, "ublk-flash: block %u retired (%s), %u of %u spare "
-		"blocks used\n", blk, why, f->nbbt + 1, f->bb_limit);
-	if (f->nbbt < FTL_BBT_MAX)
-		f->bbt[f->nbbt++] = blk | FTL_BBT_GROWN;
-	if (spares_gone(f) && !f->worn_out)
+		"blocks used\n", blk, why, f->bb.n + 1, f->bb.limit);
+	if (f->bb.n < FTL_BBT_MAX)
+		f->bb.tab[f->bb.n++] = blk | FTL_BBT_GROWN;
+	if (spares_gone(f) && !f->bb.worn_out)
 		return worn_out(f);
 	return store_logged(f);
 }
 
-/* Move the valid pages off one retired block (from ftl_balance: one per
- * host page, so the work is spread).  Pages that cannot be read stay
- * (the block is then done: bb_done).  The scan resumes at retire_next
- * (a BAD block's valid count only falls, and a block retired below it
- * moves it back), so all calls together look at each block about once
- * per retirement, and a call with nothing to retire looks at none. */
-int ftl_bb_retire(struct ftl *f)
-{
-	if (!f->retire_scan)
-		return 0;
-	for (uint32_t b = f->retire_next; b < f->g.nblocks; b++) {
-		int r;
-
-		f->retire_visits++;
-		if (f->state[b] != FTL_BLK_BAD || !f->valid[b] || f->bb_done[b])
-			continue;
-		f->retire_next = b;
-		r = ftl_gc_evacuate(f, b, &f->m.bad_relocations);
-		if (!r)
-			f->bb_done[b] = 1;
-		/* retire_scan stays: the next block (or the rest, after a
-		 * checkpoint: -EAGAIN) later */
-		return r == -EAGAIN ? 0 : r;
-	}
-	f->retire_next = f->g.nblocks;
-	f->retire_scan = false;
-	return 0;
-}
-
 bool ftl_read_only(struct ftl *f)
 {
-	return f->readonly || __atomic_load_n(&f->worn_out, __ATOMIC_ACQUIRE);
+	return f->readonly || __atomic_load_n(&f->bb.worn_out, __ATOMIC_ACQUIRE);
 }
 
 bool ftl_on_read_only(struct ftl *f, void (*fn)(void *ctx), void *ctx)
 {
 	bool worn;
 
-	pthread_mutex_lock(&f->lock);
-	worn = f->worn_out;
-	f->ro_fn = worn ? NULL : fn;
-	f->ro_ctx = ctx;
-	pthread_mutex_unlock(&f->lock);
+	ftl_lock(&f->lock);
+	worn = f->bb.worn_out;
+	f->bb.ro_fn = worn ? NULL : fn;
+	f->bb.ro_ctx = ctx;
+	ftl_unlock(&f->lock);
 	return worn;
 }
 
 void ftl_bb_stats(struct ftl *f, struct ftl_stats *st)
 {
-	for (uint32_t i = 0; i < f->nbbt; i++) {
-		if (f->bbt[i] & FTL_BBT_GROWN)
+	for (uint32_t i = 0; i < f->bb.n; i++) {
+		if (f->bb.tab[i] & FTL_BBT_GROWN)
 			st->bad_blocks_grown++;
 		else
 			st->bad_blocks_factory++;
 	}
-	st->bad_block_limit = f->bb_limit;
-	st->read_only = f->worn_out;
+	st->bad_block_limit = f->bb.limit;
+	st->read_only = f->bb.worn_out;
 }

@@ -10,7 +10,7 @@
 #include "ftl-int.h"
 
 /* Checkpoint when the host page (and the blocks a failed program may
- * retry in) could run past ckpt_seq + seq_gap.  Longer runs of copies (GC,
+ * retry in) could run past ck.seq + ck.seq_gap.  Longer runs of copies (GC,
  * static WL, retiring, scrub) check ftl_seq_room() per page and stop with
  * -EAGAIN; the next turn of the loop below then checkpoints. */
 static bool seq_room_low(const struct ftl *f)
@@ -20,8 +20,9 @@ static bool seq_room_low(const struct ftl *f)
 
 /*
  * Make room for one host page (f->lock held): a checkpoint when one is
- * due, moving valid pages off retired blocks, scrub rewrites, garbage
- * collection while the host stream would have to open a block from GC's
+ * due, moving valid pages off retired blocks, scrub rewrites (ftl_maint.c),
+ * garbage collection (and the static-WL check after its erase round)
+ * while the host stream would have to open a block from GC's
  * reserve (the low watermark: with a background GC thread, ftl_bggc.c,
  * only when it has not kept up; above it the thread is woken instead).
  * -EROFS once the spares are used up (ftl_bb_grown); -ENOSPC when GC
@@ -30,12 +31,14 @@ static bool seq_room_low(const struct ftl *f)
  */
 int ftl_balance(struct ftl *f)
 {
-	int r = ftl_bggc_poke(f);
+	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
+	r = ftl_bggc_poke(f);
 	if (r)
 		return r;
 	for (;;) {
-		if (f->ckpt_due || seq_room_low(f)) {
+		if (f->ck.due || seq_room_low(f)) {
 			r = ftl_ckpt_write(f, false);
 			if (r)
 				return r;
@@ -44,19 +47,21 @@ int ftl_balance(struct ftl *f)
 		 * limit (at most a block each): with the host's share of
 		 * free blocks only, as they free nothing; else later */
 		r = 0;
-		if (f->nfree > f->gc_reserve)
-			r = ftl_bb_retire(f);
-		if (!r && f->nfree > f->gc_reserve)
+		if (f->idx.nfree > f->gc.reserve)
+			r = ftl_retire_move(f);
+		if (!r && f->idx.nfree > f->gc.reserve)
 			r = ftl_scrub_run(f);
 		if (r && r != -ENOSPC)
 			return r;
-		if (f->worn_out)
+		if (f->bb.worn_out)
 			return -EROFS;
 		if (!ftl_stream_needs_block(f, STREAM_HOST) ||
-		    f->nfree > f->gc_reserve)
+		    f->idx.nfree > f->gc.reserve)
 			return 0;
 		CADD(f, m.gc_fg_runs, 1);       /* the writer waits */
 		r = ftl_gc_free_space(f);
+		if (r == FTL_GC_WL_DUE)
+			r = ftl_wl_static(f);   /* after the erase round */
 		/* -ENOSPC here is not "bad blocks took the spares": the
 		 * spares absorb bb_limit bad blocks with room for GC to
 		 * spare, and more turn the engine read-only where they are

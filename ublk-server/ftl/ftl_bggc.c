@@ -4,38 +4,38 @@
  * with ftl_open_opts.bg_gc) that keeps free blocks ready so host writers
  * do not relocate pages in their own critical section.
  *
- * Policy (free blocks, f->nfree, counted in erase blocks):
- *   - low (critical) watermark = gc_reserve, the blocks only GC may take
+ * Policy (free blocks, f->idx.nfree, counted in erase blocks):
+ *   - low (critical) watermark = gc.reserve, the blocks only GC may take
  *     (FTL_GC_RESERVE, less on tiny devices; ftl_alloc).  A host write
- *     that needs a new block with nfree <= gc_reserve collects inline, as
+ *     that needs a new block with nfree <= gc.reserve collects inline, as
  *     an engine without the thread always does (ftl_balance; counted as
  *     gc_fg_runs): the writer then waits, but is never refused space the
  *     thread has not made yet.
- *   - high watermark gc_hi = gc_reserve + spare / 16, at least 2 and at
+ *   - high watermark bggc.hi = gc.reserve + spare / 16, at least 2 and at
  *     most 32 above it, and at most spare - FTL_NSTREAMS - 1 (spare = data
  *     blocks beyond the logical size; free blocks beyond that cannot be
  *     had on a full device): on a 1 GiB device with 7 % OP (287 spare
- *     blocks) gc_reserve + 17; on the unit tests' devices of 8-12 spare
- *     blocks gc_reserve + 2, where inline GC stops too.  Held free blocks
+ *     blocks) gc.reserve + 17; on the unit tests' devices of 8-12 spare
+ *     blocks gc.reserve + 2, where inline GC stops too.  Held free blocks
  *     are over-provisioning GC cannot use, hence the small share.
- *   - a host write that finds nfree < gc_hi signals the thread and goes
+ *   - a host write that finds nfree < hi signals the thread and goes
  *     on.  The thread, woken, takes f->lock for one step at a time (at
  *     most FTL_GC_STEP_PAGES of its victim's valid pages copied, one run;
  *     or one erase round: a sync, then every pending block erased) and
  *     releases it between steps, so writers interleave, also inside a
- *     victim, until nfree >= gc_hi.  A victim half evacuated stays FULL
- *     and marked (f->gc_cur: no other GC picks it, unless a writer's
+ *     victim, until nfree >= hi.  A victim half evacuated stays FULL
+ *     and marked (f->gc.cur: no other GC picks it, unless a writer's
  *     inline GC finds nothing else) and is finished before the thread
  *     sleeps; host writes in between may supersede more of its pages.  Emptied victims wait for one
- *     erase round until gc_batch of them (the victims per sync the inline
+ *     erase round until gc.batch of them (the victims per sync the inline
  *     path learnt from what a sync costs: 1 on tmpfs, up to 16 on a disk)
- *     or free + pending reach gc_hi: freed blocks come back promptly
+ *     or free + pending reach hi: freed blocks come back promptly
  *     where a sync is cheap, and one sync serves several where it is not.
  *   - when no victim gains anything the thread sleeps until a block's
- *     worth of pages (ppb) has been written since (gc_retry_seq).
+ *     worth of pages (ppb) has been written since (retry_seq).
  *   - a checkpoint a step needs first (sequence room, -EAGAIN) is written
  *     by the thread.
- *   - an error of the thread is remembered (gc_err), counted
+ *   - an error of the thread is remembered (err), counted
  *     (gc_bg_errors) and returned by the next host write; the thread does
  *     nothing more until a writer took it.  A worn-out engine (EROFS) ends
  *     the thread; writers collect inline from then on, as they must.
@@ -53,7 +53,7 @@
 /* The thread's stack: GC and checkpoint frames need a few KiB. */
 #define BGGC_STACK    (512u << 10)
 
-/* Watermarks for this geometry (see above); gc_reserve is set. */
+/* Watermarks for this geometry (see above); gc.reserve is set. */
 void ftl_bggc_marks(struct ftl *f)
 {
 	const struct ftl_geom *g = &f->g;
@@ -64,58 +64,60 @@ void ftl_bggc_marks(struct ftl *f)
 		extra = 2;
 	if (extra > 32)
 		extra = 32;
-	f->gc_hi = f->gc_reserve + extra;
+	f->bggc.hi = f->gc.reserve + extra;
 	cap = spare > FTL_NSTREAMS + 1 ? spare - FTL_NSTREAMS - 1 : 0;
-	if (f->gc_hi > cap)
-		f->gc_hi = cap;
-	if (f->gc_hi < f->gc_reserve + 1)
-		f->gc_hi = f->gc_reserve + 1;
+	if (f->bggc.hi > cap)
+		f->bggc.hi = cap;
+	if (f->bggc.hi < f->gc.reserve + 1)
+		f->bggc.hi = f->gc.reserve + 1;
 }
 
 /* Nothing to do: an error not reported yet, or enough free blocks (or
  * nothing gained lately) and no victim half evacuated. */
 static bool bggc_idle(const struct ftl *f)
 {
-	return f->gc_err || (f->gc_cur == FTL_NONE &&
-			     (f->nfree >= f->gc_hi || f->seq < f->gc_retry_seq));
+	return f->bggc.err || (f->gc.cur == FTL_NONE &&
+			     (f->idx.nfree >= f->bggc.hi || f->log.seq < f->bggc.retry_seq));
 }
 
 static void *bggc_main(void *arg)
 {
 	struct ftl *f = arg;
 
-	pthread_mutex_lock(&f->lock);
-	while (!f->gc_stop && !f->worn_out) {
+	ftl_lock(&f->lock);
+	while (!f->bggc.stop && !f->bb.worn_out) {
 		int r;
 
 		if (bggc_idle(f)) {
-			f->gc_busy = false;
-			pthread_cond_wait(&f->gc_cv, &f->lock);
+			f->bggc.busy = false;
+			ftl_cond_wait(&f->bggc.cv, &f->lock);
 			continue;
 		}
-		f->gc_busy = true;
-		r = ftl_gc_bg_step(f, f->gc_hi);
+		f->bggc.busy = true;
+		r = ftl_gc_bg_step(f, f->bggc.hi);
+		if (r == FTL_GC_WL_DUE)         /* after an erase round */
+			r = ftl_wl_static(f);
 		if (r == -EAGAIN)               /* sequence room: checkpoint */
 			r = ftl_ckpt_write(f, false);
 		if (r == 1 || r == -ENOSPC) {
 			/* nothing to gain now: wait for more overwrites */
-			f->gc_retry_seq = f->seq + f->g.ppb;
+			f->bggc.retry_seq = f->log.seq + f->g.ppb;
 		} else if (r) {
-			f->gc_err = r;
+			f->bggc.err = r;
 			CADD(f, m.gc_bg_errors, 1);
 			ftl_gc_bg_drop(f);
 		}
 		/* let writers waiting on the lock in: a writer woken by the
 		 * unlock needs a moment to run, and a mutex is not fair */
-		pthread_mutex_unlock(&f->lock);
-		if (f->gc_step_hook)            /* tests: lock released */
-			f->gc_step_hook(f, f->gc_step_ctx);
+		ftl_unlock(&f->lock);
+		if (f->bggc.step_hook)            /* tests: lock released */
+			f->bggc.step_hook(f, f->bggc.step_ctx);
 		nanosleep(&(struct timespec){ 0, BGGC_PAUSE_NS }, NULL);
-		pthread_mutex_lock(&f->lock);
+		ftl_lock(&f->lock);
 	}
 	ftl_gc_bg_drop(f);              /* a victim left half evacuated */
-	f->gc_busy = false;
-	pthread_mutex_unlock(&f->lock);
+	f->bggc.busy = false;
+	ftl_unlock(&f->lock);
 	return NULL;
 }
 
@@ -127,9 +129,9 @@ int ftl_bggc_start(struct ftl *f)
 	sigset_t all, old;
 	int r;
 
-	if (f->readonly || f->gc_running)
+	if (f->readonly || f->bggc.running)
 		return 0;
-	f->gc_stop = false;
+	f->bggc.stop = false;
 	r = pthread_attr_init(&attr);
 	if (r)
 		return -r;
@@ -138,12 +140,12 @@ int ftl_bggc_start(struct ftl *f)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	if (!r)
-		r = pthread_create(&f->gc_thread, &attr, bggc_main, f);
+		r = pthread_create(&f->bggc.thread, &attr, bggc_main, f);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (r)
 		return -r;
-	f->gc_running = true;
+	f->bggc.running = true;
 	return 0;
 }
 
@@ -151,25 +153,27 @@ int ftl_bggc_start(struct ftl *f)
  * then writes nothing more.  Idempotent. */
 void ftl_bggc_stop(struct ftl *f)
 {
-	if (!f->gc_running)
+	FTL_ASSERT_NOT_HELD(&f->lock);
+	if (!f->bggc.running)
 		return;
-	pthread_mutex_lock(&f->lock);
-	f->gc_stop = true;
-	pthread_cond_signal(&f->gc_cv);
-	pthread_mutex_unlock(&f->lock);
-	pthread_join(f->gc_thread, NULL);
-	f->gc_running = false;
+	ftl_lock(&f->lock);
+	f->bggc.stop = true;
+	pthread_cond_signal(&f->bggc.cv);
+	ftl_unlock(&f->lock);
+	pthread_join(f->bggc.thread, NULL);
+	f->bggc.running = false;
 }
 
 int ftl_bggc_poke(struct ftl *f)
 {
-	int r = f->gc_err;
+	int r = f->bggc.err;
 
+	FTL_ASSERT_HELD(&f->lock);
 	if (r) {
-		f->gc_err = 0;
+		f->bggc.err = 0;
 		return r;
 	}
-	if (f->gc_running && !f->gc_busy && !bggc_idle(f))
-		pthread_cond_signal(&f->gc_cv);
+	if (f->bggc.running && !f->bggc.busy && !bggc_idle(f))
+		pthread_cond_signal(&f->bggc.cv);
 	return 0;
 }

@@ -12,7 +12,7 @@
  *    buckets' first blocks (within a bucket the oldest scores best).  Both
  *    pick exactly the block the scan of every block (ftl_victim_scan)
  *    picks: ties go to the lower block number.  A FULL block holding
- *    pages of a host run still in flight (f->run_pages: reserved, not
+ *    pages of a host run still in flight (f->idx.run_pages: reserved, not
  *    published) is left out until the run is published: its valid count
  *    does not count those pages yet, and a victim chosen by it would be
  *    data written a moment ago (ftl_run_busy).
@@ -111,17 +111,17 @@ int ftl_idx_init(struct ftl *f)
 {
 	size_t nb = f->g.nblocks;
 
-	f->fkey = calloc(nb, sizeof(*f->fkey));
-	f->vkey = calloc(nb, sizeof(*f->vkey));
-	f->vbk = malloc(nb * sizeof(*f->vbk));
-	f->vpos = malloc(nb * sizeof(*f->vpos));
-	f->vh = calloc((size_t)f->g.ppb + 1, sizeof(*f->vh));
-	if (!f->fkey || !f->vkey || !f->vbk || !f->vpos || !f->vh)
+	f->idx.fkey = calloc(nb, sizeof(*f->idx.fkey));
+	f->idx.vkey = calloc(nb, sizeof(*f->idx.vkey));
+	f->idx.vbk = malloc(nb * sizeof(*f->idx.vbk));
+	f->idx.vpos = malloc(nb * sizeof(*f->idx.vpos));
+	f->idx.vh = calloc((size_t)f->g.ppb + 1, sizeof(*f->idx.vh));
+	if (!f->idx.fkey || !f->idx.vkey || !f->idx.vbk || !f->idx.vpos || !f->idx.vh)
 		return -ENOMEM;
-	memset(f->vbk, 0xff, nb * sizeof(*f->vbk));
-	memset(f->vpos, 0xff, nb * sizeof(*f->vpos));
+	memset(f->idx.vbk, 0xff, nb * sizeof(*f->idx.vbk));
+	memset(f->idx.vpos, 0xff, nb * sizeof(*f->idx.vpos));
 	for (int i = 0; i < 2; i++) {
-		struct ftl_heap *h = &f->fh[i];
+		struct ftl_heap *h = &f->idx.fh[i];
 
 		h->a = malloc(nb * sizeof(*h->a));
 		h->pos = malloc(nb * sizeof(*h->pos));
@@ -129,12 +129,12 @@ int ftl_idx_init(struct ftl *f)
 			return -ENOMEM;
 		memset(h->pos, 0xff, nb * sizeof(*h->pos));
 		h->cap = (uint32_t)nb;          /* never grows */
-		h->key = f->fkey;
+		h->key = f->idx.fkey;
 		h->max = i == 1;
 	}
 	for (uint32_t v = 0; v <= f->g.ppb; v++) {
-		f->vh[v].pos = f->vpos;
-		f->vh[v].key = f->vkey;
+		f->idx.vh[v].pos = f->idx.vpos;
+		f->idx.vh[v].key = f->idx.vkey;
 	}
 	return 0;
 }
@@ -142,17 +142,17 @@ int ftl_idx_init(struct ftl *f)
 void ftl_idx_fini(struct ftl *f)
 {
 	for (int i = 0; i < 2; i++) {
-		free(f->fh[i].a);
-		free(f->fh[i].pos);
+		free(f->idx.fh[i].a);
+		free(f->idx.fh[i].pos);
 	}
-	if (f->vh)
+	if (f->idx.vh)
 		for (uint32_t v = 0; v <= f->g.ppb; v++)
-			free(f->vh[v].a);
-	free(f->vh);
-	free(f->fkey);
-	free(f->vkey);
-	free(f->vbk);
-	free(f->vpos);
+			free(f->idx.vh[v].a);
+	free(f->idx.vh);
+	free(f->idx.fkey);
+	free(f->idx.vkey);
+	free(f->idx.vbk);
+	free(f->idx.vpos);
 }
 
 /* ---- free blocks -------------------------------------------------------- */
@@ -160,21 +160,23 @@ void ftl_idx_fini(struct ftl *f)
 /* @b joins the free set (its erase count now is its key). */
 void ftl_free_put(struct ftl *f, uint32_t b)
 {
-	f->fkey[b] = nand_block_ec(f->nand, b);
+	FTL_ASSERT_HELD(&f->lock);
+	f->idx.fkey[b] = nand_block_ec(f->nand, b);
 	for (int i = 0; i < 2; i++)
-		(void)h_push(&f->fh[i], b);     /* preallocated: cannot fail */
-	f->nfree = f->fh[0].n;
+		(void)h_push(&f->idx.fh[i], b);     /* preallocated: cannot fail */
+	f->idx.nfree = f->idx.fh[0].n;
 }
 
 /*
  * Dynamic wear levelling: host writes (hot) get the free block with the
  * fewest erases, GC and WL copies (cold: they survived) the one with the
- * most, so worn blocks rest under cold data.  f->nfree > 0.
+ * most, so worn blocks rest under cold data.  f->idx.nfree > 0.
  */
 uint32_t ftl_free_take(struct ftl *f, bool most_worn)
 {
-	uint32_t b = f->fh[most_worn ? 1 : 0].a[0];
+	uint32_t b = f->idx.fh[most_worn ? 1 : 0].a[0];
 
+	FTL_ASSERT_HELD(&f->lock);
 	ftl_free_drop(f, b);
 	return b;
 }
@@ -182,47 +184,59 @@ uint32_t ftl_free_take(struct ftl *f, bool most_worn)
 /* @b leaves the free set if it is there. */
 void ftl_free_drop(struct ftl *f, uint32_t b)
 {
-	if (f->fh[0].pos[b] == FTL_NONE)
+	FTL_ASSERT_HELD(&f->lock);
+	if (f->idx.fh[0].pos[b] == FTL_NONE)
 		return;
 	for (int i = 0; i < 2; i++)
-		h_del(&f->fh[i], b);
-	f->nfree = f->fh[0].n;
+		h_del(&f->idx.fh[i], b);
+	f->idx.nfree = f->idx.fh[0].n;
 }
 
 bool ftl_free_has(const struct ftl *f, uint32_t b)
 {
-	return f->fh[0].pos[b] != FTL_NONE;
+	FTL_ASSERT_HELD(&f->lock);
+	return f->idx.fh[0].pos[b] != FTL_NONE;
+}
+
+/* Block @b was erased: FREE, no valid page left, in the free set. */
+void ftl_free_erased(struct ftl *f, uint32_t b)
+{
+	FTL_ASSERT_HELD(&f->lock);
+	ftl_set_state(f, b, FTL_BLK_FREE);
+	f->idx.valid[b] = 0;
+	ftl_free_put(f, b);
 }
 
 /* ---- full blocks by valid count ------------------------------------------ */
 
 static void full_add(struct ftl *f, uint32_t b)
 {
-	uint32_t v = f->valid[b] < f->g.ppb ? f->valid[b] : f->g.ppb;
+	uint32_t v = f->idx.valid[b] < f->g.ppb ? f->idx.valid[b] : f->g.ppb;
 
-	if (f->run_pages[b])
+	if (f->idx.run_pages[b])
 		return;                 /* joins when the run is published */
-	f->vkey[b] = f->o.gc == FTL_GC_COST_BENEFIT ? f->mtime[b] : 0;
-	if (h_push(&f->vh[v], b))
-		f->idx_lost = true;             /* scan until rebuilt */
+	f->idx.vkey[b] = f->o.gc == FTL_GC_COST_BENEFIT ? f->log.mtime[b] : 0;
+	if (h_push(&f->idx.vh[v], b))
+		f->idx.lost = true;             /* scan until rebuilt */
 	else
-		f->vbk[b] = v;
+		f->idx.vbk[b] = v;
 }
 
 static void full_del(struct ftl *f, uint32_t b)
 {
-	if (f->vbk[b] == FTL_NONE)
+	if (f->idx.vbk[b] == FTL_NONE)
 		return;
-	h_del(&f->vh[f->vbk[b]], b);
-	f->vbk[b] = FTL_NONE;
+	h_del(&f->idx.vh[f->idx.vbk[b]], b);
+	f->idx.vbk[b] = FTL_NONE;
 }
 
 /* Set block @b's state, keeping the victim index. */
 void ftl_set_state(struct ftl *f, uint32_t b, uint8_t s)
 {
-	bool was = f->state[b] == FTL_BLK_FULL;
+	bool was = f->idx.state[b] == FTL_BLK_FULL;
 
-	f->state[b] = s;
+	FTL_ASSERT_HELD(&f->lock);
+	f->idx.state[b] = s;
 	ftl_ckpt_blk_dirty(f, b);
 	if (b < f->g.ckpt_blocks || was == (s == FTL_BLK_FULL))
 		return;
@@ -234,7 +248,7 @@ void ftl_set_state(struct ftl *f, uint32_t b, uint8_t s)
 
 static void refile(struct ftl *f, uint32_t b)
 {
-	if (f->vbk[b] == FTL_NONE)
+	if (f->idx.vbk[b] == FTL_NONE)
 		return;
 	full_del(f, b);
 	full_add(f, b);
@@ -248,28 +262,32 @@ static void refile(struct ftl *f, uint32_t b)
  * written.) */
 void ftl_run_busy(struct ftl *f, uint32_t b, uint32_t n)
 {
-	f->run_pages[b] += n;
+	FTL_ASSERT_HELD(&f->lock);
+	f->idx.run_pages[b] += n;
 	full_del(f, b);
 }
 
 /* The run's @n pages in block @b are published (or given up). */
 void ftl_run_unbusy(struct ftl *f, uint32_t b, uint32_t n)
 {
-	f->run_pages[b] -= n;
-	if (!f->run_pages[b] && f->state[b] == FTL_BLK_FULL &&
-	    b >= f->g.ckpt_blocks && f->vbk[b] == FTL_NONE)
+	FTL_ASSERT_HELD(&f->lock);
+	f->idx.run_pages[b] -= n;
+	if (!f->idx.run_pages[b] && f->idx.state[b] == FTL_BLK_FULL &&
+	    b >= f->g.ckpt_blocks && f->idx.vbk[b] == FTL_NONE)
 		full_add(f, b);
 }
 
 void ftl_valid_inc(struct ftl *f, uint32_t b)
 {
-	f->valid[b]++;
+	FTL_ASSERT_HELD(&f->lock);
+	f->idx.valid[b]++;
 	refile(f, b);
 }
 
 void ftl_valid_dec(struct ftl *f, uint32_t b)
 {
-	f->valid[b]--;
+	FTL_ASSERT_HELD(&f->lock);
+	f->idx.valid[b]--;
 	refile(f, b);
 }
 
@@ -279,22 +297,23 @@ void ftl_idx_rebuild(struct ftl *f)
 {
 	const struct ftl_geom *g = &f->g;
 
+	FTL_ASSERT_HELD(&f->lock);
 	for (int i = 0; i < 2; i++) {
-		f->fh[i].n = 0;
-		memset(f->fh[i].pos, 0xff, (size_t)g->nblocks * sizeof(uint32_t));
+		f->idx.fh[i].n = 0;
+		memset(f->idx.fh[i].pos, 0xff, (size_t)g->nblocks * sizeof(uint32_t));
 	}
 	for (uint32_t v = 0; v <= g->ppb; v++)
-		f->vh[v].n = 0;
-	memset(f->vpos, 0xff, (size_t)g->nblocks * sizeof(*f->vpos));
-	memset(f->vbk, 0xff, (size_t)g->nblocks * sizeof(*f->vbk));
-	f->idx_lost = false;
+		f->idx.vh[v].n = 0;
+	memset(f->idx.vpos, 0xff, (size_t)g->nblocks * sizeof(*f->idx.vpos));
+	memset(f->idx.vbk, 0xff, (size_t)g->nblocks * sizeof(*f->idx.vbk));
+	f->idx.lost = false;
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
-		if (f->state[b] == FTL_BLK_FREE)
+		if (f->idx.state[b] == FTL_BLK_FREE)
 			ftl_free_put(f, b);
-		else if (f->state[b] == FTL_BLK_FULL)
+		else if (f->idx.state[b] == FTL_BLK_FULL)
 			full_add(f, b);
 	}
-	f->nfree = f->fh[0].n;
+	f->idx.nfree = f->idx.fh[0].n;
 }
 
 /* The victim the scan of every block picks (the reference; used when a
@@ -305,15 +324,16 @@ uint32_t ftl_victim_scan(const struct ftl *f, uint32_t max_valid)
 	uint32_t best = FTL_NONE, bv = UINT32_MAX;
 	double bscore = -1;
 
+	FTL_ASSERT_HELD(&f->lock);
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
-		uint32_t v = f->valid[b];
+		uint32_t v = f->idx.valid[b];
 
-		if (f->state[b] != FTL_BLK_FULL || v >= g->ppb || v > max_valid ||
-		    b == f->gc_cur || f->run_pages[b])
+		if (f->idx.state[b] != FTL_BLK_FULL || v >= g->ppb || v > max_valid ||
+		    b == f->gc.cur || f->idx.run_pages[b])
 			continue;
 		if (f->o.gc == FTL_GC_COST_BENEFIT) {
 			double u = (double)v / g->ppb;
-			double age = (double)(f->seq - f->mtime[b]) + 1;
+			double age = (double)(f->log.seq - f->log.mtime[b]) + 1;
 			double score = (1 - u) * age / (1 + u);
 			if (score > bscore) {
 				bscore = score;
@@ -333,7 +353,7 @@ uint32_t ftl_victim_scan(const struct ftl *f, uint32_t max_valid)
  * The GC victim: a FULL block with fewer valid pages than a block holds
  * and at most @max_valid (what GC has room to copy); greedy: the fewest
  * valid pages; cost-benefit: the highest (1-u)·age/(1+u); never the GC
- * thread's victim (f->gc_cur), never a block with a host run in flight
+ * thread's victim (f->gc.cur), never a block with a host run in flight
  * (not indexed).  FTL_NONE if there is none.  O(ppb + log n).
  */
 uint32_t ftl_victim(struct ftl *f, uint32_t max_valid)
@@ -342,22 +362,23 @@ uint32_t ftl_victim(struct ftl *f, uint32_t max_valid)
 	uint32_t best = FTL_NONE;
 	double bscore = -1;
 
-	if (f->idx_lost) {
+	FTL_ASSERT_HELD(&f->lock);
+	if (f->idx.lost) {
 		ftl_idx_rebuild(f);
-		if (f->idx_lost)
+		if (f->idx.lost)
 			return ftl_victim_scan(f, max_valid);
 	}
 	for (uint32_t v = 0; v < g->ppb && v <= max_valid; v++) {
 		uint32_t b;
 		double u, age, score;
 
-		if (!f->vh[v].n)
+		if (!f->idx.vh[v].n)
 			continue;
-		b = f->vh[v].a[0];
-		if (b == f->gc_cur) {
+		b = f->idx.vh[v].a[0];
+		if (b == f->gc.cur) {
 			/* the GC thread's victim, half evacuated: the next
 			 * of this bucket (a child of the root), if any */
-			const struct ftl_heap *h = &f->vh[v];
+			const struct ftl_heap *h = &f->idx.vh[v];
 
 			if (h->n < 2)
 				continue;
@@ -368,7 +389,7 @@ uint32_t ftl_victim(struct ftl *f, uint32_t max_valid)
 		if (f->o.gc != FTL_GC_COST_BENEFIT)
 			return b;
 		u = (double)v / g->ppb;
-		age = (double)(f->seq - f->mtime[b]) + 1;
+		age = (double)(f->log.seq - f->log.mtime[b]) + 1;
 		score = (1 - u) * age / (1 + u);
 		if (score > bscore || (score == bscore && b < best)) {
 			bscore = score;
@@ -404,36 +425,37 @@ long ftl_idx_check(const struct ftl *f)
 	const struct ftl_geom *g = &f->g;
 	uint64_t nfull = 0, inb = 0;
 
+	FTL_ASSERT_HELD(&f->lock);
 	for (int i = 0; i < 2; i++)
-		if (h_check(&f->fh[i]) || f->fh[i].n != f->nfree)
+		if (h_check(&f->idx.fh[i]) || f->idx.fh[i].n != f->idx.nfree)
 			return -1;
 	for (uint32_t v = 0; v <= g->ppb; v++) {
-		if (h_check(&f->vh[v]))
+		if (h_check(&f->idx.vh[v]))
 			return -2 - (long)v;
-		inb += f->vh[v].n;
+		inb += f->idx.vh[v].n;
 	}
 	for (uint32_t b = 0; b < g->nblocks; b++) {
 		bool data = b >= g->ckpt_blocks;
-		bool isfree = data && f->state[b] == FTL_BLK_FREE;
-		bool full = data && f->state[b] == FTL_BLK_FULL &&
-			    !f->run_pages[b];
-		uint32_t v = f->valid[b] < g->ppb ? f->valid[b] : g->ppb;
+		bool isfree = data && f->idx.state[b] == FTL_BLK_FREE;
+		bool full = data && f->idx.state[b] == FTL_BLK_FULL &&
+			    !f->idx.run_pages[b];
+		uint32_t v = f->idx.valid[b] < g->ppb ? f->idx.valid[b] : g->ppb;
 
 		if (isfree != ftl_free_has(f, b) ||
-		    (isfree != (f->fh[1].pos[b] != FTL_NONE)) ||
-		    (isfree && f->fkey[b] != nand_block_ec(f->nand, b)))
+		    (isfree != (f->idx.fh[1].pos[b] != FTL_NONE)) ||
+		    (isfree && f->idx.fkey[b] != nand_block_ec(f->nand, b)))
 			return (long)b + 1;
-		if (f->idx_lost)
+		if (f->idx.lost)
 			continue;
 		nfull += full;
-		if (full != (f->vbk[b] != FTL_NONE) ||
-		    (full && (f->vbk[b] != v || f->vpos[b] >= f->vh[v].n ||
-			      f->vh[v].a[f->vpos[b]] != b ||
-			      f->vkey[b] != (f->o.gc == FTL_GC_COST_BENEFIT ?
-					     f->mtime[b] : 0))))
+		if (full != (f->idx.vbk[b] != FTL_NONE) ||
+		    (full && (f->idx.vbk[b] != v || f->idx.vpos[b] >= f->idx.vh[v].n ||
+			      f->idx.vh[v].a[f->idx.vpos[b]] != b ||
+			      f->idx.vkey[b] != (f->o.gc == FTL_GC_COST_BENEFIT ?
+					     f->log.mtime[b] : 0))))
 			return (long)b + 1;
 	}
-	if (!f->idx_lost && nfull != inb)
+	if (!f->idx.lost && nfull != inb)
 		return -1000;
 	return 0;
 }

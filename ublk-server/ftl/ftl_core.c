@@ -19,59 +19,59 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 		return -ENOMEM;
 	f->g = *g;
 	f->fd = -1;
-	f->map = malloc((size_t)g->nlpn * sizeof(*f->map));
-	f->valid = calloc(nb, sizeof(*f->valid));
-	f->run_pages = calloc(nb, sizeof(*f->run_pages));
-	f->state = calloc(nb, 1);
-	f->mtime = calloc(nb, sizeof(*f->mtime));
-	f->trim_seq = calloc(nb, sizeof(*f->trim_seq));
-	f->fdirty = calloc(nb, 1);
-	f->pend = calloc(nb, sizeof(*f->pend));
-	f->pend_gen = calloc(nb, sizeof(*f->pend_gen));
-	f->gcbuf = aligned_alloc(4096, g->ps);
-	f->zero = aligned_alloc(4096, g->ps);
-	f->oobbuf = malloc((size_t)g->ppb * g->oob);
-	f->oobbuf2 = malloc((size_t)g->ppb * g->oob);
-	f->ckbuf = malloc(nb * sizeof(struct ftl_ckpt_blk) + g->ps);
+	f->log.map = malloc((size_t)g->nlpn * sizeof(*f->log.map));
+	f->idx.valid = calloc(nb, sizeof(*f->idx.valid));
+	f->idx.run_pages = calloc(nb, sizeof(*f->idx.run_pages));
+	f->idx.state = calloc(nb, 1);
+	f->log.mtime = calloc(nb, sizeof(*f->log.mtime));
+	f->log.trim_seq = calloc(nb, sizeof(*f->log.trim_seq));
+	f->log.fdirty = calloc(nb, 1);
+	f->gc.pend = calloc(nb, sizeof(*f->gc.pend));
+	f->gc.pend_gen = calloc(nb, sizeof(*f->gc.pend_gen));
+	f->buf.page = aligned_alloc(4096, g->ps);
+	f->buf.zero = aligned_alloc(4096, g->ps);
+	f->buf.oob = malloc((size_t)g->ppb * g->oob);
+	f->buf.oob2 = malloc((size_t)g->ppb * g->oob);
+	f->ck.buf = malloc(nb * sizeof(struct ftl_ckpt_blk) + g->ps);
 	if (g->ckpt_delta) {
-		f->ck_dirty = calloc((size_t)g->nlpn / 64 + 1, sizeof(uint64_t));
-		f->ck_tab = calloc(nb, sizeof(struct ftl_ckpt_blk));
-		f->ck_chg = calloc(nb, sizeof(uint32_t));
-		f->ck_dsum = calloc((size_t)g->nlpn / 4096 + 1, sizeof(uint64_t));
-		f->ck_bdirty = calloc(nb / 64 + 1, sizeof(uint64_t));
+		f->ck.dirty = calloc((size_t)g->nlpn / 64 + 1, sizeof(uint64_t));
+		f->ck.tab = calloc(nb, sizeof(struct ftl_ckpt_blk));
+		f->ck.chg = calloc(nb, sizeof(uint32_t));
+		f->ck.dsum = calloc((size_t)g->nlpn / 4096 + 1, sizeof(uint64_t));
+		f->ck.bdirty = calloc(nb / 64 + 1, sizeof(uint64_t));
 	}
-	f->bbt = calloc(FTL_BBT_MAX, sizeof(*f->bbt));
-	f->bb_done = calloc(nb, 1);
+	f->bb.tab = calloc(FTL_BBT_MAX, sizeof(*f->bb.tab));
+	f->maint.bb_done = calloc(nb, 1);
 	for (int i = 0; i < 2; i++) {
-		f->ev[i].v = FTL_NONE;
-		f->ev[i].oob = malloc((size_t)g->ppb * g->oob);
-		f->ev[i].res = calloc(g->ppb, sizeof(int));
+		f->gc.ev[i].v = FTL_NONE;
+		f->gc.ev[i].oob = malloc((size_t)g->ppb * g->oob);
+		f->gc.ev[i].res = calloc(g->ppb, sizeof(int));
 	}
-	f->gc_cur = FTL_NONE;
-	if (!f->map || !f->valid || !f->run_pages || !f->state || !f->mtime || !f->trim_seq ||
-	    !f->fdirty || ftl_idx_init(f) || !f->pend || !f->pend_gen || !f->gcbuf || !f->zero ||
-	    !f->oobbuf || !f->oobbuf2 || !f->ckbuf || !f->bbt ||
-	    !f->bb_done || !f->ev[0].oob || !f->ev[0].res || !f->ev[1].oob ||
-	    !f->ev[1].res ||
-	    (g->ckpt_delta && (!f->ck_dirty || !f->ck_tab || !f->ck_chg ||
-			     !f->ck_dsum || !f->ck_bdirty))) {
+	f->gc.cur = FTL_NONE;
+	if (!f->log.map || !f->idx.valid || !f->idx.run_pages || !f->idx.state || !f->log.mtime || !f->log.trim_seq ||
+	    !f->log.fdirty || ftl_idx_init(f) || !f->gc.pend || !f->gc.pend_gen || !f->buf.page || !f->buf.zero ||
+	    !f->buf.oob || !f->buf.oob2 || !f->ck.buf || !f->bb.tab ||
+	    !f->maint.bb_done || !f->gc.ev[0].oob || !f->gc.ev[0].res || !f->gc.ev[1].oob ||
+	    !f->gc.ev[1].res ||
+	    (g->ckpt_delta && (!f->ck.dirty || !f->ck.tab || !f->ck.chg ||
+			     !f->ck.dsum || !f->ck.bdirty))) {
 		ftl_free(f);
 		return -ENOMEM;
 	}
-	memset(f->map, 0xff, (size_t)g->nlpn * sizeof(*f->map));
-	memset(f->zero, 0, g->ps);
+	memset(f->log.map, 0xff, (size_t)g->nlpn * sizeof(*f->log.map));
+	memset(f->buf.zero, 0, g->ps);
 	for (uint32_t b = 0; b < g->ckpt_blocks; b++)
-		f->state[b] = FTL_BLK_CKPT;
+		f->idx.state[b] = FTL_BLK_CKPT;
 	for (int s = 0; s < (int)FTL_NSTREAMS; s++)
-		f->st[s].blk = FTL_NONE;
-	f->ckpt_interval = g->data_blocks / 4 > 16 ? g->data_blocks / 4 : 16;
+		f->log.st[s].blk = FTL_NONE;
+	f->ck.interval = g->data_blocks / 4 > 16 ? g->data_blocks / 4 : 16;
 	/* with delta records a checkpoint costs what changed, so it comes
 	 * after a fixed amount of writing: roll-forward stays bounded
 	 * (FTL_CKPT_DELTA_PAGES, not the device size) */
-	if (g->ckpt_delta && f->ckpt_interval > FTL_CKPT_DELTA_PAGES / g->ppb)
-		f->ckpt_interval = FTL_CKPT_DELTA_PAGES / g->ppb > 16 ?
+	if (g->ckpt_delta && f->ck.interval > FTL_CKPT_DELTA_PAGES / g->ppb)
+		f->ck.interval = FTL_CKPT_DELTA_PAGES / g->ppb > 16 ?
 				   FTL_CKPT_DELTA_PAGES / g->ppb : 16;
-	f->seq_gap = 2ull * f->ckpt_interval * g->ppb;
+	f->ck.seq_gap = 2ull * f->ck.interval * g->ppb;
 	/* GC's reserve: FTL_GC_RESERVE, less on devices whose spare blocks
 	 * cannot hold it, two open blocks and two of slack (with 3 on 4
 	 * spare blocks a full device left the host stream nothing: ENOSPC
@@ -80,31 +80,31 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 	{
 		uint32_t spare = g->data_blocks - (g->nlpn + g->ppb - 1) / g->ppb;
 
-		f->gc_reserve = spare >= FTL_GC_RESERVE + FTL_NSTREAMS + 2 ?
+		f->gc.reserve = spare >= FTL_GC_RESERVE + FTL_NSTREAMS + 2 ?
 				FTL_GC_RESERVE :
 				spare > FTL_NSTREAMS + 3 ? spare - FTL_NSTREAMS - 2 : 2;
 	}
 	ftl_bggc_marks(f);
-	f->gc_batch = 1;
-	f->gc_batch_max = (g->data_blocks - (g->nlpn + g->ppb - 1) / g->ppb) / 8;
-	if (f->gc_batch_max < 1)
-		f->gc_batch_max = 1;
-	if (f->gc_batch_max > 16)
-		f->gc_batch_max = 16;
-	pthread_mutex_init(&f->lock, NULL);
-	pthread_mutex_init(&f->scrub_lock, NULL);
-	pthread_cond_init(&f->gc_cv, NULL);
-	pthread_mutex_init(&f->io_mx, NULL);
-	pthread_cond_init(&f->io_cv, NULL);
+	f->gc.batch = 1;
+	f->gc.batch_max = (g->data_blocks - (g->nlpn + g->ppb - 1) / g->ppb) / 8;
+	if (f->gc.batch_max < 1)
+		f->gc.batch_max = 1;
+	if (f->gc.batch_max > 16)
+		f->gc.batch_max = 16;
+	ftl_mutex_init(&f->lock);
+	ftl_mutex_init(&f->scrub.lock);
+	pthread_cond_init(&f->bggc.cv, NULL);
+	ftl_mutex_init(&f->pipe.mx);
+	pthread_cond_init(&f->pipe.cv, NULL);
 	for (unsigned i = 0; i < FTL_IO_TURNS; i++)
-		pthread_cond_init(&f->io_turn[i], NULL);
+		pthread_cond_init(&f->pipe.turn[i], NULL);
 	pthread_rwlockattr_init(&ra);
 	pthread_rwlockattr_setkind_np(&ra,
 		PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	pthread_rwlock_init(&f->io_rw, &ra);
+	pthread_rwlock_init(&f->io_rw.rw, &ra);
 	pthread_rwlockattr_destroy(&ra);
 	for (unsigned i = 0; i < FTL_NSTRIPES; i++)
-		pthread_mutex_init(&f->stripe[i], NULL);
+		ftl_mutex_init(&f->stripe[i]);
 	*out = f;
 	return 0;
 }
@@ -117,46 +117,46 @@ void ftl_free(struct ftl *f)
 	ftl_bggc_stop(f);               /* nothing may run on a freed engine */
 	if (f->nand)
 		nand_destroy(f->nand);
-	free(f->map);
-	free(f->valid);
-	free(f->run_pages);
-	free(f->state);
-	free(f->mtime);
-	free(f->trim_seq);
-	free(f->fdirty);
+	free(f->log.map);
+	free(f->idx.valid);
+	free(f->idx.run_pages);
+	free(f->idx.state);
+	free(f->log.mtime);
+	free(f->log.trim_seq);
+	free(f->log.fdirty);
 	ftl_idx_fini(f);
-	free(f->pend);
-	free(f->pend_gen);
-	free(f->gcbuf);
+	free(f->gc.pend);
+	free(f->gc.pend_gen);
+	free(f->buf.page);
 	for (int i = 0; i < 2; i++) {
-		free(f->ev[i].blk);
-		free(f->ev[i].oob);
-		free(f->ev[i].res);
-		free(f->ev[i].run);
+		free(f->gc.ev[i].blk);
+		free(f->gc.ev[i].oob);
+		free(f->gc.ev[i].res);
+		free(f->gc.ev[i].run);
 	}
-	free(f->runoob);
-	free(f->fsum);
-	free(f->zero);
-	free(f->oobbuf);
-	free(f->oobbuf2);
-	free(f->ckbuf);
-	free(f->ck_dirty);
-	free(f->ck_tab);
-	free(f->ck_chg);
-	free(f->ck_dsum);
-	free(f->ck_bdirty);
-	free(f->bbt);
-	free(f->bb_done);
-	pthread_mutex_destroy(&f->lock);
-	pthread_mutex_destroy(&f->scrub_lock);
-	pthread_cond_destroy(&f->gc_cv);
-	pthread_mutex_destroy(&f->io_mx);
-	pthread_cond_destroy(&f->io_cv);
+	free(f->log.runoob);
+	free(f->fsl.ent);
+	free(f->buf.zero);
+	free(f->buf.oob);
+	free(f->buf.oob2);
+	free(f->ck.buf);
+	free(f->ck.dirty);
+	free(f->ck.tab);
+	free(f->ck.chg);
+	free(f->ck.dsum);
+	free(f->ck.bdirty);
+	free(f->bb.tab);
+	free(f->maint.bb_done);
+	pthread_mutex_destroy(&f->lock.mx);
+	pthread_mutex_destroy(&f->scrub.lock.mx);
+	pthread_cond_destroy(&f->bggc.cv);
+	pthread_mutex_destroy(&f->pipe.mx.mx);
+	pthread_cond_destroy(&f->pipe.cv);
 	for (unsigned i = 0; i < FTL_IO_TURNS; i++)
-		pthread_cond_destroy(&f->io_turn[i]);
-	pthread_rwlock_destroy(&f->io_rw);
+		pthread_cond_destroy(&f->pipe.turn[i]);
+	pthread_rwlock_destroy(&f->io_rw.rw);
 	for (unsigned i = 0; i < FTL_NSTRIPES; i++)
-		pthread_mutex_destroy(&f->stripe[i]);
+		pthread_mutex_destroy(&f->stripe[i].mx);
 	free(f);
 }
 
@@ -166,32 +166,25 @@ void ftl_rebuild_lists(struct ftl *f)
 {
 	const struct ftl_geom *g = &f->g;
 
-	memset(f->valid, 0, (size_t)g->nblocks * sizeof(*f->valid));
-	f->mapped = 0;
+	FTL_ASSERT_HELD(&f->lock);
+	memset(f->idx.valid, 0, (size_t)g->nblocks * sizeof(*f->idx.valid));
+	f->log.mapped = 0;
 	for (uint32_t l = 0; l < g->nlpn; l++) {
-		uint32_t p = f->map[l];
+		uint32_t p = f->log.map[l];
 		if (p == FTL_UNMAPPED)
 			continue;
 		if (p != FTL_DAMAGED)
-			f->valid[p / g->ppb]++;
-		f->mapped++;
+			f->idx.valid[p / g->ppb]++;
+		f->log.mapped++;
 	}
-	f->npend = 0;
+	f->gc.npend = 0;
 	ftl_idx_rebuild(f);
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
-		if (f->state[b] == FTL_BLK_PENDING) {
-			f->pend_gen[f->npend] = 0;  /* durable: no sync needed */
-			f->pend[f->npend++] = b;
+		if (f->idx.state[b] == FTL_BLK_PENDING) {
+			f->gc.pend_gen[f->gc.npend] = 0;  /* durable: no sync needed */
+			f->gc.pend[f->gc.npend++] = b;
 		}
 	}
-}
-
-double ftl_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 /*
@@ -213,67 +206,70 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 		f->o.wl_threshold = 128;
 	f->readonly = o->readonly;
 	if (o->gc_batch)
-		f->gc_batch = o->gc_batch < f->gc_batch_max ? o->gc_batch :
-			      f->gc_batch_max;
+		f->gc.batch = o->gc_batch < f->gc.batch_max ? o->gc_batch :
+			      f->gc.batch_max;
 	found = ftl_ckpt_find(f, &gen, &flags, NULL, NULL);
 	if (found && (!o->scan || found != -EBADMSG))
 		return found;
 	if (!found && (flags & FTL_CKPT_CLEAN)) {
-		r = ftl_ckpt_mount_marker(f, &marker, false);
+		r = ftl_ckpt_marker_read(f, &marker);
 		if (r)
 			return r;
 	}
 	/* the last read-write session ended with a clean checkpoint */
 	clean = !found && (flags & FTL_CKPT_CLEAN) && !marker &&
-		!f->ckpt_fallback;
+		!f->mnt.ckpt_fallback;
 	if (o->scan) {
 		/* forget everything but the generation and counters */
-		memset(f->map, 0xff, (size_t)f->g.nlpn * sizeof(*f->map));
-		f->seq = f->ckpt_seq = 0;
+		memset(f->log.map, 0xff, (size_t)f->g.nlpn * sizeof(*f->log.map));
+		f->log.seq = f->ck.seq = 0;
 		r = ftl_roll_forward(f, true);
-		f->mount_kind = FTL_MOUNT_SCAN;
+		f->mnt.kind = FTL_MOUNT_SCAN;
 	} else if (clean) {
-		f->mount_kind = FTL_MOUNT_CLEAN;
+		f->mnt.kind = FTL_MOUNT_CLEAN;
 	} else {
 		r = ftl_roll_forward(f, false);
-		f->mount_kind = FTL_MOUNT_ROLL_FORWARD;
+		f->mnt.kind = FTL_MOUNT_ROLL_FORWARD;
 	}
 	if (r)
 		return r;
 	/* flushed pages gone without a trace of their logical page: any
 	 * sector may read an older version; only a repair takes that */
-	if ((f->rf_unknown || f->rf_gens_lost) && !o->accept_loss)
+	if ((f->mnt.rf_unknown || f->mnt.rf_gens_lost) && !o->accept_loss)
 		return -EUCLEAN;
+	/* the engine is not shared yet; f->lock for what asserts it */
+	ftl_lock(&f->lock);
 	ftl_bb_apply(f);                /* the bad-block table has the say */
 	ftl_rebuild_lists(f);
 	ftl_ckpt_blk_dirty_all(f);      /* recovery moved any of them */
-	nand_counters_get(f->nand, &f->nbase);
-	f->mount_ms = ftl_now_ms() - t0;
+	ftl_unlock(&f->lock);
+	nand_counters_get(f->nand, &f->ctr.nbase);
+	f->mnt.ms = ftl_now_ms() - t0;
 	if (f->readonly)
 		return 0;
-	f->base.last_mount = f->mount_kind;
-	f->base.last_mount_time = (uint64_t)time(NULL);
-	f->base.last_mount_us = (uint32_t)(f->mount_ms * 1000);
+	f->ctr.base.last_mount = f->mnt.kind;
+	f->ctr.base.last_mount_time = (uint64_t)time(NULL);
+	f->ctr.base.last_mount_us = (uint32_t)(f->mnt.ms * 1000);
 	/* a clean checkpoint with its mount marker: the session that wrote
 	 * the marker died before any checkpoint counted its open */
-	f->base.power_cycles += 1 + (!found && (flags & FTL_CKPT_CLEAN) &&
+	f->ctr.base.power_cycles += 1 + (!found && (flags & FTL_CKPT_CLEAN) &&
 				     marker);
-	f->base.unsafe_shutdowns += !clean;
-	f->rw_t0 = ftl_now_ms();
-	pthread_mutex_lock(&f->lock);
+	f->ctr.base.unsafe_shutdowns += !clean;
+	f->ctr.rw_t0 = ftl_now_ms();
+	ftl_lock(&f->lock);
 	r = ftl_bb_sync(f);
 	if (!r)
 		r = ftl_streams_check(f);
 	if (r)
 		goto unlock;
-	if (f->mount_kind == FTL_MOUNT_CLEAN)
-		r = ftl_ckpt_mount_marker(f, &marker, true);
+	if (f->mnt.kind == FTL_MOUNT_CLEAN)
+		r = ftl_ckpt_marker_write(f);
 	else
 		r = ftl_ckpt_write(f, false);
 unlock:
-	pthread_mutex_unlock(&f->lock);
-	f->mount_ms = ftl_now_ms() - t0;
-	f->base.last_mount_us = (uint32_t)(f->mount_ms * 1000);
+	ftl_unlock(&f->lock);
+	f->mnt.ms = ftl_now_ms() - t0;
+	f->ctr.base.last_mount_us = (uint32_t)(f->mnt.ms * 1000);
 	return r;
 }
 
@@ -282,4 +278,20 @@ unlock:
 struct nand *ftl_test_nand(struct ftl *f)
 {
 	return f->nand;
+}
+
+/* The geometry of an engine (tests). */
+const struct ftl_geom *ftl_test_geom(const struct ftl *f)
+{
+	return &f->g;
+}
+
+/* Hold (@hold) or give back the engine's mutex (tests): while held, no
+ * host write, checkpoint or step of the GC thread runs. */
+void ftl_test_hold(struct ftl *f, bool hold)
+{
+	if (hold)
+		ftl_lock(&f->lock);
+	else
+		ftl_unlock(&f->lock);
 }

@@ -97,11 +97,13 @@ static int create_backing(struct nand_backing *b,
 	if (r)
 		goto out;
 	ftl_bbt_encode(f, area);
+	ftl_lock(&f->lock);             /* not shared: for what asserts it */
 	ftl_rebuild_lists(f);
 	r = ftl_ckpt_write(f, true);
 	ftl_ckpt_force_base(f);         /* two bases: two copies */
 	if (!r)
 		r = ftl_ckpt_write(f, true);
+	ftl_unlock(&f->lock);
 	/* superblock last: an interrupted create leaves no valid image */
 	if (!r)
 		r = b->ops->pwrite(b, area, sizeof(area), 0);
@@ -192,18 +194,27 @@ static int zero_meta(struct nand_backing *b, const struct ftl_geom *g)
 	return r ? r : b->ops->punch(b, g->oob_off, g->image_size - g->oob_off);
 }
 
-/* Create on the NBD export @uri: like a block device (at least the image
- * size); anything but zeroes in its first bytes counts as a signature,
- * since libblkid cannot probe a remote export. */
+/* Create on the remote medium @uri (an NBD export, an RBD image): like a
+ * block device (at least the image size); anything but zeroes in its
+ * first bytes counts as a signature, since libblkid cannot probe a remote
+ * medium.  An RBD image that does not exist is made, the image's size
+ * (all zeroes: nothing to check or zero). */
 static int create_on_uri(const char *uri, const struct ftl_create_opts *o,
 			 const struct ftl_geom *g)
 {
 	uint8_t area[OCT_SB_AREA];
 	struct nand_backing *b;
 	uint64_t size;
+	bool fresh = false;
 	int r;
 
-	r = nand_backing_nbd(uri, false, &b, &size);
+	if (nand_backing_is_rbd(uri)) {
+		r = nand_backing_rbd_create(uri, g->image_size);
+		if (r < 0)
+			return r;
+		fresh = r == 1;
+	}
+	r = nand_backing_uri(uri, false, &b, &size);
 	if (r)
 		return r;
 	if (size < g->image_size) {
@@ -213,12 +224,12 @@ static int create_on_uri(const char *uri, const struct ftl_create_opts *o,
 	r = b->ops->pread(b, area, sizeof(area), 0);
 	if (r)
 		goto out;
-	for (size_t i = 0; i < sizeof(area) && !o->force; i++)
+	for (size_t i = 0; i < sizeof(area) && !o->force && !fresh; i++)
 		if (area[i]) {
 			r = -EEXIST;
 			goto out;
 		}
-	r = zero_meta(b, g);
+	r = fresh ? 0 : zero_meta(b, g);
 	if (!r)
 		r = ftl_create_backing(b, o);
 out:

@@ -81,7 +81,7 @@ static int check_blocks(struct ftl *f, struct fsck *k)
 		goto out;
 	}
 	for (uint32_t l = 0; l < g->nlpn; l++) {
-		uint32_t p = f->map[l], b;
+		uint32_t p = f->log.map[l], b;
 		uint8_t oob[1024];
 		const struct ftl_oob *o = (const struct ftl_oob *)oob;
 		const char *why = NULL;
@@ -100,8 +100,8 @@ static int check_blocks(struct ftl *f, struct fsck *k)
 		if (seen[p / 8] & (1 << (p % 8)))
 			why = "shares its page with another logical page";
 		seen[p / 8] |= (uint8_t)(1 << (p % 8));
-		if (!why && (f->state[b] == FTL_BLK_FREE ||
-			     f->state[b] == FTL_BLK_PENDING))
+		if (!why && (f->idx.state[b] == FTL_BLK_FREE ||
+			     f->idx.state[b] == FTL_BLK_PENDING))
 			why = "points into a free or erased block";
 		if (!why && ((r = nand_read_oob(f->nand, p, oob)) ||
 			     (r = nand_read(f->nand, p, 0, page, g->ps))))
@@ -119,19 +119,19 @@ static int check_blocks(struct ftl *f, struct fsck *k)
 		}
 	}
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
-		uint32_t from = f->state[b] == FTL_BLK_FREE ? 0 :
-				f->state[b] == FTL_BLK_OPEN ? nand_block_wp(f->nand, b) :
+		uint32_t from = f->idx.state[b] == FTL_BLK_FREE ? 0 :
+				f->idx.state[b] == FTL_BLK_OPEN ? nand_block_wp(f->nand, b) :
 				g->ppb;
 		if (from >= g->ppb || nand_block_oob_hole(f->nand, b))
 			continue;
-		r = nand_read_block_oob(f->nand, b, f->oobbuf);
+		r = nand_read_block_oob(f->nand, b, f->buf.oob);
 		if (r)
 			goto out;
 		if (from >= g->ppb ||
-		    oob_zero(f->oobbuf + (size_t)from * g->oob,
+		    oob_zero(f->buf.oob + (size_t)from * g->oob,
 			     (size_t)(g->ppb - from) * g->oob))
 			continue;
-		if (f->state[b] == FTL_BLK_FREE)
+		if (f->idx.state[b] == FTL_BLK_FREE)
 			finding(k, false, "free block %u holds stale pages left by "
 				"a crash (erased before reuse)", b);
 		else
@@ -148,19 +148,20 @@ out:
 }
 
 /* The bad-block table (ftl_badblock.c): its copies, what it holds. */
-static int check_bbt(struct ftl *f, int fd, struct fsck *k)
+static int check_bbt(struct ftl *f, struct fsck *k)
 {
 	uint8_t area[OCT_SB_AREA];
 	struct ftl_stats st = { 0 };
+	struct nand_backing *b = nand_backing(f->nand);
 
-	if (pread(fd, area, sizeof(area), 0) != (ssize_t)sizeof(area))
+	if (b->ops->pread(b, area, sizeof(area), 0))
 		return -EIO;
 	ftl_fmark_load(f, area);
-	if (f->fm_bad)
+	if (f->fmark.bad)
 		finding(k, false, "%u flush mark cop%s in the superblock area "
 			"do%s not check out (a flush cut by a crash, or "
-			"damage)", f->fm_bad, f->fm_bad > 1 ? "ies" : "y",
-			f->fm_bad > 1 ? "" : "es");
+			"damage)", f->fmark.bad, f->fmark.bad > 1 ? "ies" : "y",
+			f->fmark.bad > 1 ? "" : "es");
 	if (ftl_bbt_load(f, area)) {
 		finding(k, true, "bad-block table: no valid copy (damaged; "
 			"--repair rebuilds it from the checkpoint)");
@@ -176,14 +177,14 @@ static int check_bbt(struct ftl *f, int fd, struct fsck *k)
 			(unsigned long long)st.bad_blocks_factory,
 			(unsigned long long)st.bad_blocks_grown,
 			(unsigned long long)st.bad_block_limit);
-	k->nbbt = f->nbbt;
-	k->bb_limit = f->bb_limit;
+	k->nbbt = f->bb.n;
+	k->bb_limit = f->bb.limit;
 	k->bbt_ro = ftl_bb_ro_unjustified(f);
 	if (k->bbt_ro)
 		finding(k, true, "bad-block table: read-only flag set with %u "
 			"bad blocks, the spare area absorbs %u: not justified "
 			"(a full backing taken for used-up spares); --repair "
-			"clears it", f->nbbt, f->bb_limit);
+			"clears it", f->bb.n, f->bb.limit);
 	else if (st.read_only)
 		finding(k, false, "spare blocks used up: the device is "
 			"read-only (its data stays readable)");
@@ -199,10 +200,10 @@ static int check_retired(struct ftl *f, struct fsck *k)
 
 	if (!bad)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < f->nbbt; i++)
-		bad[f->bbt[i] & ~FTL_BBT_GROWN] = 1;
+	for (uint32_t i = 0; i < f->bb.n; i++)
+		bad[f->bb.tab[i] & ~FTL_BBT_GROWN] = 1;
 	for (uint32_t l = 0; l < f->g.nlpn; l++) {
-		uint32_t p = f->map[l];
+		uint32_t p = f->log.map[l];
 
 		n += p != FTL_UNMAPPED && p != FTL_DAMAGED && bad[p / f->g.ppb];
 	}
@@ -212,6 +213,55 @@ static int check_retired(struct ftl *f, struct fsck *k)
 			(unsigned long long)n);
 	free(bad);
 	return 0;
+}
+
+/*
+ * The medium at @path: a file or block device (*fd open, read-write with
+ * @rw, and flocked then; the backing over it) or a remote medium (a URI:
+ * *fd -1, sized like a device; read-write, an RBD image's exclusive lock
+ * is held by the backing).  -EBUSY: locked by another.
+ */
+static int medium_open(const char *path, bool rw, int *fd,
+		       struct nand_backing **b, uint64_t *size, bool *blkdev)
+{
+	int r;
+
+	*fd = -1;
+	*b = NULL;
+	if (nand_backing_is_uri(path)) {
+		*blkdev = true;
+		return nand_backing_uri(path, !rw, b, size);
+	}
+	*fd = open(path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	if (*fd < 0)
+		return -errno;
+	r = 0;
+	if (rw && flock(*fd, LOCK_EX | LOCK_NB))
+		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+	if (!r)
+		r = ftl_fd_size(*fd, size, blkdev);
+	if (!r)
+		r = nand_backing_fd(*fd, b);
+	if (r) {
+		close(*fd);
+		*fd = -1;
+	}
+	return r;
+}
+
+/* The superblock area through @b: *load is the superblock's verdict. */
+static int medium_sb(struct nand_backing *b, uint64_t size, struct oct_sb *sb,
+		     struct ftl_geom *g, int *bad, int *load)
+{
+	uint8_t area[OCT_SB_AREA];
+	size_t n = size < sizeof(area) ? (size_t)size : sizeof(area);
+	int r;
+
+	memset(area, 0, sizeof(area));
+	r = b->ops->pread(b, area, n, 0);
+	if (!r)
+		*load = ftl_sb_load(area, n, sb, g, bad);
+	return r;
 }
 
 /* Load like a read-only mount; 0, or <0 when it cannot be checked. */
@@ -228,10 +278,10 @@ static int check(const char *path, struct fsck *k)
 	bool blkdev, marker = false;
 	int fd, r, load, bad = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = ftl_sb_read_fd(fd, &size, &blkdev, &sb, &g, &k->sb_bad, &load);
+	r = medium_open(path, false, &fd, &b, &size, &blkdev);
+	if (r)
+		return r;
+	r = medium_sb(b, size, &sb, &g, &k->sb_bad, &load);
 	if (r)
 		goto out;
 	r = load;                       /* the superblock's verdict */
@@ -252,9 +302,7 @@ static int check(const char *path, struct fsck *k)
 		goto out;
 	}
 	ng = ftl_nand_geom(&g);
-	r = nand_backing_fd(fd, &b);
-	if (!r)
-		r = ftl_alloc(&g, &f);
+	r = ftl_alloc(&g, &f);
 	if (!r)
 		r = nand_create(b, &ng, &f->nand);
 	if (r)
@@ -263,7 +311,7 @@ static int check(const char *path, struct fsck *k)
 	f->sb = sb;
 	f->o = oo;
 	f->readonly = true;
-	r = check_bbt(f, fd, k);
+	r = check_bbt(f, k);
 	if (r)
 		goto out;
 	r = ftl_ckpt_find(f, &k->gen, &flags, &bad, NULL);
@@ -281,79 +329,79 @@ static int check(const char *path, struct fsck *k)
 			"generation %llu, is used)", bad, bad > 1 ? "s" : "",
 			(unsigned long long)k->gen);
 	if (flags & FTL_CKPT_CLEAN) {
-		r = ftl_ckpt_mount_marker(f, &marker, false);
+		r = ftl_ckpt_marker_read(f, &marker);
 		if (r)
 			goto out;
 	}
-	if (marker && f->ck_marker_bad)
+	if (marker && f->mnt.marker_bad)
 		finding(k, true, "the mount marker of checkpoint %llu is "
 			"damaged (taken as present: the open rolls forward)",
 			(unsigned long long)k->gen);
-	if (!(flags & FTL_CKPT_CLEAN) || marker || f->ckpt_fallback) {
+	if (!(flags & FTL_CKPT_CLEAN) || marker || f->mnt.ckpt_fallback) {
 		k->dirty = true;
 		finding(k, false, "%s: the next open rolls forward from "
-			"checkpoint %llu", f->ckpt_fallback ? "a checkpoint slot "
+			"checkpoint %llu", f->mnt.ckpt_fallback ? "a checkpoint slot "
 			"is damaged" : "not cleanly closed",
 			(unsigned long long)k->gen);
 		r = ftl_roll_forward(f, false);
 		if (r)
 			goto out;
 	}
-	if (f->ckpt_lost)
+	if (f->mnt.ckpt_lost)
 		finding(k, true, "a newer checkpoint than generation %llu was "
 			"lost (its slot reads as never used, pages are "
 			"numbered past what that one allows): the open rolls "
 			"forward over everything since, but data trimmed or "
 			"moved after it may read an older version",
 			(unsigned long long)k->gen);
-	if (f->rf_lost_unknown)
+	if (f->mnt.rf_lost_unknown)
 		finding(k, true, "%llu page%s written before the last recorded "
 			"flush ha%s a damaged OOB record: %s logical page is "
 			"unknown and may read an older version",
-			(unsigned long long)f->rf_lost_unknown,
-			f->rf_lost_unknown > 1 ? "s" : "",
-			f->rf_lost_unknown > 1 ? "ve" : "s",
-			f->rf_lost_unknown > 1 ? "their" : "its");
-	if (f->rf_lost_trims)
+			(unsigned long long)f->mnt.rf_lost_unknown,
+			f->mnt.rf_lost_unknown > 1 ? "s" : "",
+			f->mnt.rf_lost_unknown > 1 ? "ve" : "s",
+			f->mnt.rf_lost_unknown > 1 ? "their" : "its");
+	if (f->mnt.rf_lost_trims)
 		finding(k, true, "%llu trim record%s written before the last "
 			"recorded flush damaged: discarded data may read back",
-			(unsigned long long)f->rf_lost_trims,
-			f->rf_lost_trims > 1 ? "s" : "");
-	if (f->rf_unknown)
+			(unsigned long long)f->mnt.rf_lost_trims,
+			f->mnt.rf_lost_trims > 1 ? "s" : "");
+	if (f->mnt.rf_unknown)
 		finding(k, true, "%llu flushed page%s written since checkpoint "
 			"%llu lost to media damage with %s logical page%s "
 			"unknown (the flush mark counts more than the medium "
 			"and its flush summaries hold): the open refuses; "
 			"--repair accepts the loss (%s may read an older "
-			"version)", (unsigned long long)f->rf_unknown,
-			f->rf_unknown > 1 ? "s" : "",
+			"version)", (unsigned long long)f->mnt.rf_unknown,
+			f->mnt.rf_unknown > 1 ? "s" : "",
 			(unsigned long long)k->gen,
-			f->rf_unknown > 1 ? "their" : "its",
-			f->rf_unknown > 1 ? "s" : "",
-			f->rf_unknown > 1 ? "they" : "it");
-	if (f->rf_gens_lost)
+			f->mnt.rf_unknown > 1 ? "their" : "its",
+			f->mnt.rf_unknown > 1 ? "s" : "",
+			f->mnt.rf_unknown > 1 ? "they" : "it");
+	if (f->mnt.rf_gens_lost)
 		finding(k, true, "the %llu checkpoints after generation %llu "
 			"lost to media damage (the flush mark names %llu): "
 			"what was erased since may be needed; the open "
 			"refuses; --repair accepts the loss (data may read an "
-			"older version)", (unsigned long long)f->rf_gens_lost,
+			"older version)", (unsigned long long)f->mnt.rf_gens_lost,
 			(unsigned long long)k->gen,
-			(unsigned long long)f->fm.ckpt_gen);
-	if (f->rf_sum_trims)
+			(unsigned long long)f->fmark.last.ckpt_gen);
+	if (f->mnt.rf_sum_trims)
 		finding(k, true, "%llu trim record%s written before the last "
 			"recorded flush lost to media damage (restored from "
-			"a flush summary)", (unsigned long long)f->rf_sum_trims,
-			f->rf_sum_trims > 1 ? "s" : "");
-	if (f->rf_lost_sums)
+			"a flush summary)", (unsigned long long)f->mnt.rf_sum_trims,
+			f->mnt.rf_sum_trims > 1 ? "s" : "");
+	if (f->mnt.rf_lost_sums)
 		finding(k, true, "%llu flush summar%s written before the last "
 			"recorded flush damaged (damage to the pages %s lists "
 			"may read an older version until the next checkpoint)",
-			(unsigned long long)f->rf_lost_sums,
-			f->rf_lost_sums > 1 ? "ies" : "y",
-			f->rf_lost_sums > 1 ? "they" : "it");
-	if (f->base.nand_violations)
+			(unsigned long long)f->mnt.rf_lost_sums,
+			f->mnt.rf_lost_sums > 1 ? "ies" : "y",
+			f->mnt.rf_lost_sums > 1 ? "they" : "it");
+	if (f->ctr.base.nand_violations)
 		finding(k, true, "%llu NAND rule violations were counted",
-			(unsigned long long)f->base.nand_violations);
+			(unsigned long long)f->ctr.base.nand_violations);
 	r = check_blocks(f, k);
 	if (!r)
 		r = check_retired(f, k);
@@ -362,7 +410,8 @@ out:
 		ftl_free(f);
 	if (b)
 		b->ops->destroy(b);
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return r;
 }
 
@@ -378,50 +427,64 @@ static void fsck_reset(struct fsck *k, bool json)
 	oct_json_init_list(&k->jlog, k->log);
 }
 
+/* Write the good superblock copy over both (a damaged one), durably. */
+static int fix_sb(struct nand_backing *b, uint64_t size)
+{
+	struct oct_sb sb;
+	struct ftl_geom g;
+	int r, bad, load;
+
+	r = medium_sb(b, size, &sb, &g, &bad, &load);
+	if (!r)
+		r = load;
+	if (!r)
+		r = b->ops->pwrite(b, &sb, sizeof(sb), 0);
+	if (!r)
+		r = b->ops->pwrite(b, &sb, sizeof(sb), OCT_SB_COPY_OFFSET);
+	return r ? r : b->ops->sync(b);
+}
+
 /* Fix what check() found: superblock copy, dirty state, bad map entries,
  * missing checkpoints (scan).  Leaves a cleanly closed image. */
 static int repair(const char *path, struct fsck *k)
 {
 	struct ftl_open_opts o = { .scan = k->no_ckpt, .accept_loss = true };
-	uint8_t area[OCT_SB_AREA];
-	struct oct_sb sb;
-	struct ftl_geom g;
+	struct nand_backing *b;
 	struct ftl *f;
-	int fd, r, bad;
+	uint64_t size;
+	bool blkdev;
+	int fd, r;
 
 	/* The engine's image lock (see ftl_open) is held over the raw fixes
 	 * below, so nothing that serves the image sees them half done, and
 	 * into the open, which takes it on this descriptor (lock_fd): it is
-	 * never let go in between for a server to take. */
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = 0;
-	if (flock(fd, LOCK_EX | LOCK_NB))
-		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
-	if (!r && k->sb_bad && k->sb_bad != 3) {
-		r = pread(fd, area, sizeof(area), 0) == sizeof(area) ? 0 : -EIO;
-		if (!r)
-			r = ftl_sb_load(area, sizeof(area), &sb, &g, &bad);
-		if (!r && (pwrite(fd, &sb, sizeof(sb), 0) != sizeof(sb) ||
-			   pwrite(fd, &sb, sizeof(sb), OCT_SB_COPY_OFFSET) !=
-			   sizeof(sb) || fdatasync(fd)))
-			r = -errno;
-	}
-	if (!r && k->bbt_bad)
-		r = ftl_bbt_reset(path);
-	o.lock_fd = fd;             /* (0 is "none": then the open locks) */
-	if (r || !fd)
-		close(fd);
+	 * never let go in between for a server to take.  A remote medium:
+	 * the backing holds an RBD image's lock over the raw fixes, and the
+	 * open takes it again (a server that came in between makes the open
+	 * fail, -EBUSY, after fixes that are good for it too). */
+	r = medium_open(path, true, &fd, &b, &size, &blkdev);
 	if (r)
 		return r;
-	r = ftl_open(path, &o, &f);
+	if (k->sb_bad && k->sb_bad != 3)
+		r = fix_sb(b, size);
+	if (!r && k->bbt_bad)
+		r = ftl_bbt_reset(b);
+	b->ops->destroy(b);
+	if (fd == 0)            /* (0 is "none" to lock_fd: then the open locks) */
+		close(fd);
+	o.lock_fd = fd > 0 ? fd : 0;
 	if (r) {
-		if (fd)
+		if (fd > 0)
 			close(fd);
 		return r;
 	}
-	pthread_mutex_lock(&f->lock);
+	r = ftl_open(path, &o, &f);
+	if (r) {
+		if (fd > 0)
+			close(fd);
+		return r;
+	}
+	ftl_lock(&f->lock);
 	r = ftl_bb_clear_ro(f);
 	k->bbt_ro = r == 1;
 	r = r < 0 ? r : 0;
@@ -434,12 +497,12 @@ static int repair(const char *path, struct fsck *k)
 		r = ftl_ckpt_write(f, false);
 	}
 	ftl_ckpt_force_base(f);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	if (r)
 		ftl_close(f);
 	else
 		r = ftl_close(f);
-	if (fd)
+	if (fd > 0)
 		close(fd);          /* after the close: the lock goes last */
 	return r;
 }

@@ -34,73 +34,15 @@
  * them); nothing for a flush with nothing new, nothing without flushes.
  * When no summary can be programmed (no free block, sequence numbers
  * short, no memory for the list), a checkpoint proves the flush instead.
- * f->lock held throughout.
+ * The host pages programmed since the last summary are listed by the
+ * append layer as it programs them (ftl_fsum_list.c).  f->lock held
+ * throughout.
  */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "crc32c.h"
 #include "ftl-int.h"
-
-/* list entries kept across checkpoints (more: dropped, a base proves
- * them at the next flush) */
-#define FSUM_KEEP (1u << 18)
-
-static void add(struct ftl *f, uint8_t kind, uint32_t lpn, uint64_t ppn,
-		uint64_t seq, uint32_t aux)
-{
-	if (f->fsum_n == f->fsum_cap) {
-		uint32_t cap = f->fsum_cap ? f->fsum_cap * 2 : 256;
-		void *p = realloc(f->fsum, (size_t)cap * sizeof(*f->fsum));
-
-		if (!p) {
-			f->fsum_oom = true;     /* a checkpoint next flush */
-			return;
-		}
-		f->fsum = p;
-		f->fsum_cap = cap;
-	}
-	f->fsum[f->fsum_n++] = (struct ftl_fsum_ent){ .seq = seq,
-		.ppn = (uint32_t)ppn, .lpn = lpn, .aux = aux, .kind = kind };
-}
-
-void ftl_fsum_note(struct ftl *f, uint8_t kind, uint32_t lpn, uint64_t ppn,
-		   uint64_t seq, uint32_t crc, const void *data)
-{
-	const struct ftl_trim *t = data;
-	uint32_t maxr = (f->g.ps - sizeof(*t)) / sizeof(t->r[0]);
-
-	if (!f->g.flush_sum)
-		return;
-	f->fsum_need = true;
-	f->fsum_host++;                 /* pages, not ranges */
-	if (kind == FTL_OOB_DATA) {
-		add(f, kind, lpn, ppn, seq, crc);
-		return;
-	}
-	/* a trim record: one entry per range (trim_pages writes one) */
-	for (uint32_t i = 0; t && i < t->n && i < maxr; i++)
-		add(f, kind, t->r[i].lpn, ppn, seq, t->r[i].count);
-}
-
-void ftl_fsum_covered(struct ftl *f)
-{
-	uint32_t k = 0;
-
-	/* an entry only the newest slot covers stays listed: one lost
-	 * block can take that slot (its base) and the entry's page */
-	for (uint32_t i = 0; i < f->fsum_n; i++)
-		if (f->fsum[i].seq > f->ckpt_slot_seq)
-			f->fsum[k++] = f->fsum[i];
-	if (k > FSUM_KEEP) {    /* writes without flushes: memory */
-		k = 0;
-		f->fsum_oom = true;
-	}
-	f->fsum_n = k;
-	f->fsum_host = 0;
-	f->fsum_need = k > 0 || f->fsum_oom;
-}
 
 static const uint32_t fmark_off[2] = { FTL_FMARK_OFF0, FTL_FMARK_OFF1 };
 
@@ -116,8 +58,8 @@ void ftl_fmark_load(struct ftl *f, const uint8_t *area)
 {
 	static const uint8_t zero[sizeof(struct ftl_fmark)];
 
-	memset(&f->fm, 0, sizeof(f->fm));
-	f->fm_bad = 0;
+	memset(&f->fmark.last, 0, sizeof(f->fmark.last));
+	f->fmark.bad = 0;
 	for (int i = 0; i < 2 && f->g.flush_sum; i++) {
 		struct ftl_fmark m;
 
@@ -129,11 +71,11 @@ void ftl_fmark_load(struct ftl *f, const uint8_t *area)
 		    m.hdr_size != sizeof(m) || fmark_crc(&m) != m.crc ||
 		    memcmp(m.uuid, f->sb.uuid, 16) || !m.gen ||
 		    m.flushed < m.ckpt_seq || m.flushed >= FTL_SEQ_MAX) {
-			f->fm_bad++;            /* damaged, or a torn update */
+			f->fmark.bad++;            /* damaged, or a torn update */
 			continue;
 		}
-		if (m.gen > f->fm.gen)
-			f->fm = m;
+		if (m.gen > f->fmark.last.gen)
+			f->fmark.last = m;
 	}
 }
 
@@ -144,9 +86,9 @@ static int fmark_store(struct ftl *f, uint64_t sum_seq, uint64_t sum_ppn)
 	struct nand_backing *b = nand_backing(f->nand);
 	uint8_t buf[FTL_FMARK_BYTES];
 	struct ftl_fmark m = { .version = FTL_FMARK_VERSION,
-		.hdr_size = sizeof(m), .gen = f->fm.gen + 1,
-		.ckpt_gen = f->ckpt_gen, .ckpt_seq = f->ckpt_seq,
-		.flushed = f->flushed_seq, .host_pages = f->fsum_host,
+		.hdr_size = sizeof(m), .gen = f->fmark.last.gen + 1,
+		.ckpt_gen = f->ck.gen, .ckpt_seq = f->ck.seq,
+		.flushed = f->log.flushed_seq, .host_pages = f->fsl.host,
 		.sum_seq = sum_seq, .sum_ppn = (uint32_t)sum_ppn };
 	int r;
 
@@ -157,7 +99,7 @@ static int fmark_store(struct ftl *f, uint64_t sum_seq, uint64_t sum_ppn)
 	memcpy(buf, &m, sizeof(m));
 	r = b->ops->pwrite(b, buf, sizeof(buf), fmark_off[m.gen & 1]);
 	if (!r)
-		f->fm = m;
+		f->fmark.last = m;
 	return r;
 }
 
@@ -165,77 +107,78 @@ static int fmark_store(struct ftl *f, uint64_t sum_seq, uint64_t sum_ppn)
  * Program the summary pages of every noted page (at least one page: the
  * flush's record) into the GC stream.  0 done (or a checkpoint the GC
  * stream needed first did it), -EAGAIN when sequence numbers run short,
- * else the error.  The page is built in f->gcbuf (no GC copy runs here:
+ * else the error.  The page is built in f->buf.page (no GC copy runs here:
  * ftl_gc_stream_ready only erases, or checkpoints).
  */
 static int program(struct ftl *f)
 {
 	const struct ftl_geom *g = &f->g;
 	uint32_t per = (uint32_t)FTL_FSUM_PER_PAGE(g->ps), done = 0;
-	struct ftl_fsum *h = (struct ftl_fsum *)f->gcbuf;
+	struct ftl_fsum *h = (struct ftl_fsum *)f->buf.page;
 	uint64_t seq = 0, ppn = 0;
 	int r;
 
 	do {
-		uint64_t cs = f->ckpt_seq;
+		uint64_t cs = f->ck.seq;
 		uint32_t n;
 
 		r = ftl_gc_stream_ready(f);
 		if (r)
 			return r;
-		if (!f->fsum_need)
+		if (!f->fsl.need)
 			return 0;       /* a checkpoint came first: it covers */
-		if (f->ckpt_seq != cs)
+		if (f->ck.seq != cs)
 			done = 0;       /* ... all but what it kept listed */
-		n = f->fsum_n - done < per ? f->fsum_n - done : per;
+		n = f->fsl.n - done < per ? f->fsl.n - done : per;
 		if (!ftl_seq_room(f, FTL_PROG_RETRIES + 1))
 			return -EAGAIN;
-		memset(f->gcbuf, 0, g->ps);
+		memset(f->buf.page, 0, g->ps);
 		memcpy(h->magic, FTL_FSUM_MAGIC, 8);
 		h->version = FTL_FSUM_VERSION;
 		h->hdr_size = sizeof(*h);
 		h->count = n;
-		memcpy(h + 1, f->fsum + done, (size_t)n * sizeof(*f->fsum));
+		memcpy(h + 1, f->fsl.ent + done, (size_t)n * sizeof(*f->fsl.ent));
 		h->crc = oct_crc32c(0, h, sizeof(*h) +
-				    (size_t)n * sizeof(*f->fsum));
-		r = ftl_prog_page(f, STREAM_GC, n, f->gcbuf, FTL_OOB_FSUM,
+				    (size_t)n * sizeof(*f->fsl.ent));
+		r = ftl_prog_page(f, STREAM_GC, n, f->buf.page, FTL_OOB_FSUM,
 				  &seq);
 		if (r)
 			return r;
-		ppn = (uint64_t)f->st[STREAM_GC].blk * g->ppb +
-		      f->st[STREAM_GC].wp - 1;
+		ppn = (uint64_t)f->log.st[STREAM_GC].blk * g->ppb +
+		      f->log.st[STREAM_GC].wp - 1;
 		CADD(f, m.fsum_pages, 1);
 		done += n;
-	} while (done < f->fsum_n);
-	f->fsum_n = 0;                  /* listed; still counted (mark) */
-	f->fsum_need = false;
+	} while (done < f->fsl.n);
+	ftl_fsum_listed(f);             /* still counted (the mark) */
 	return fmark_store(f, seq, ppn);
 }
 
 int ftl_fsum_sync(struct ftl *f)
 {
-	int r = ftl_sync(f);
+	int r;
 
-	if (r || !f->g.flush_sum || !f->fsum_need)
+	FTL_ASSERT_HELD(&f->lock);
+	r = ftl_sync(f);
+	if (r || !f->g.flush_sum || !f->fsl.need)
 		return r;
-	r = f->fsum_oom ? -ENOMEM : program(f);
+	r = f->fsl.oom ? -ENOMEM : program(f);
 	if (r == -EAGAIN) {     /* sequence numbers short: after a checkpoint
 				   (which keeps the list), once more */
 		r = ftl_ckpt_write(f, false);
 		if (!r)
-			r = f->fsum_oom ? -ENOMEM : program(f);
+			r = f->fsl.oom ? -ENOMEM : program(f);
 	}
 	if (!r)
 		return ftl_sync(f);
 	if (r == -ENOSPC || r == -ENOMEM || r == -EAGAIN || r == -EIO) {
 		r = ftl_ckpt_write(f, false);   /* proves it all (the list
 						   stays for the next one) */
-		if (!r && f->fsum_oom) {        /* entries dropped: a base,
+		if (!r && f->fsl.oom) {         /* entries dropped: a base,
 						   proof once its slot is lost */
 			ftl_ckpt_force_base(f);
 			r = ftl_ckpt_write(f, false);
 			if (!r)
-				f->fsum_oom = f->fsum_need = false;
+				ftl_fsum_based(f);
 		}
 	}
 	return r;

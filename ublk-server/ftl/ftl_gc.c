@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Space management: garbage collection (greedy or cost-benefit victims),
- * static wear levelling, and erasing victims only once what superseded
- * them is durable.  Block allocation is in ftl_append.c; when to collect
- * is decided in ftl_balance.c.
+ * Garbage collection: victims (greedy or cost-benefit, ftl_blkidx.c),
+ * their valid pages copied to the GC stream, and erasing them only once
+ * what superseded them is durable; one step at a time for the GC thread
+ * (ftl_bggc.c).  Block allocation is in ftl_append.c; when to collect is
+ * decided in ftl_balance.c; retiring, scrub and static wear levelling
+ * move data through the copy path here (ftl_maint.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,9 +13,6 @@
 #include <time.h>
 
 #include "ftl-int.h"
-
-#define WL_EVERY   4u    /* erases between static-WL checks (rate limit) */
-#define WL_SCAN    256u  /* at most this many blocks scanned per erase */
 
 /* Greedy or cost-benefit, from the valid-count buckets (ftl_blkidx.c),
  * among the blocks GC has room to empty (with what is pending erased):
@@ -26,10 +25,10 @@ static uint32_t pick_victim(struct ftl *f, uint64_t room)
 {
 	uint32_t max, v;
 
-	room += (uint64_t)f->npend * f->g.ppb;
+	room += (uint64_t)f->gc.npend * f->g.ppb;
 	max = room < f->g.ppb ? (uint32_t)room : f->g.ppb;
 	v = ftl_victim(f, max);
-	if (v == FTL_NONE && f->inflight) {
+	if (v == FTL_NONE && f->pipe.inflight) {
 		ftl_inflight_drain(f);
 		v = ftl_victim(f, max);
 	}
@@ -42,21 +41,22 @@ int ftl_gc_stream_ready(struct ftl *f)
 {
 	int r;
 
-	if (!ftl_stream_needs_block(f, STREAM_GC) || f->nfree)
+	FTL_ASSERT_HELD(&f->lock);
+	if (!ftl_stream_needs_block(f, STREAM_GC) || f->idx.nfree)
 		return 0;
 	r = ftl_erase_pending(f, true);
 	if (r)
 		return r;
-	return f->nfree ? 0 : -ENOSPC;
+	return f->idx.nfree ? 0 : -ENOSPC;
 }
 
 /* Pages the GC stream can still program without an erase. */
 static uint64_t gc_room(const struct ftl *f)
 {
-	const struct ftl_stream *st = &f->st[STREAM_GC];
+	const struct ftl_stream *st = &f->log.st[STREAM_GC];
 	uint64_t left = st->blk == FTL_NONE ? 0 : f->g.ppb - st->wp;
 
-	return left + (uint64_t)f->nfree * f->g.ppb;
+	return left + (uint64_t)f->idx.nfree * f->g.ppb;
 }
 
 /* Program a copy of a data page for @lpn into the GC stream, carrying
@@ -66,11 +66,12 @@ int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data, uint32_t crc)
 {
 	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
 	for (;;) {
 		r = ftl_gc_stream_ready(f);
 		if (!r)
 			r = ftl_prog_copy(f, STREAM_GC, lpn, data, crc);
-		if (r != -ENOSPC || !f->npend)
+		if (r != -ENOSPC || !f->gc.npend)
 			return r;
 		r = ftl_erase_pending(f, true);
 		if (r)
@@ -142,7 +143,7 @@ static int evac_prog(struct ftl *f, struct ftl_evac *e, uint32_t n,
 		if (!r && *done < n && d &&
 		    ftl_seq_room(f, FTL_PROG_RETRIES + 1))
 			continue;               /* the next block */
-		if (r != -ENOSPC || !f->npend)
+		if (r != -ENOSPC || !f->gc.npend)
 			return r;
 		r = ftl_erase_pending(f, true);
 		if (r)
@@ -198,7 +199,7 @@ static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
 	 * programs in flight must never be emptied and erased.  f->lock is
 	 * kept: no run is reserved meanwhile. */
 	ftl_inflight_drain(f);
-	while (e->pg < g->ppb && f->valid[v] > 0) {
+	while (e->pg < g->ppb && f->idx.valid[v] > 0) {
 		uint32_t n = 0, done, max;
 
 		if (!budget)
@@ -235,14 +236,14 @@ static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
 			uint64_t ppn = (uint64_t)v * g->ppb + e->pg;
 
 			r = ftl_read_page(f, FTL_UNMAPPED, (uint32_t)ppn, 0,
-					  f->gcbuf, g->ps);
+					  f->buf.page, g->ps);
 			if (r == -EBADMSG) {
 				e->unreadable++;
 				e->pg++;
 				continue;
 			}
 			if (!r)
-				r = ftl_gc_prog(f, o->lpn, f->gcbuf,
+				r = ftl_gc_prog(f, o->lpn, f->buf.page,
 						o->data_crc);
 			if (r)
 				return r;
@@ -260,8 +261,8 @@ static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
 		if (r)
 			return r;
 	}
-	if (e->unreadable && f->state[v] != FTL_BLK_BAD)
-		return ftl_bb_grown(f, v, "uncorrectable read");
+	if (e->unreadable && f->idx.state[v] != FTL_BLK_BAD)
+		return ftl_retire_block(f, v, "uncorrectable read");
 	return 0;
 }
 
@@ -273,11 +274,12 @@ static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
  */
 int ftl_gc_evacuate(struct ftl *f, uint32_t v, uint64_t *counter)
 {
-	struct ftl_evac *e = &f->ev[0];
+	struct ftl_evac *e = &f->gc.ev[0];
 	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
 	ftl_inflight_drain(f);          /* see evac_run */
-	if (!f->valid[v])
+	if (!f->idx.valid[v])
 		return 0;               /* nothing to move, nothing to read */
 	r = evac_start(f, e, v);
 	if (!r)
@@ -290,79 +292,25 @@ int ftl_gc_evacuate(struct ftl *f, uint32_t v, uint64_t *counter)
  * was retired (some pages could not be read). */
 static int victim_done(struct ftl *f, uint32_t v)
 {
-	if (f->state[v] == FTL_BLK_BAD)
+	if (f->idx.state[v] == FTL_BLK_BAD)
 		return 0;
-	if (f->valid[v])
+	if (f->idx.valid[v])
 		return -EIO;            /* map and OOB disagree: a bug */
 	ftl_set_state(f, v, FTL_BLK_PENDING);
-	f->pend_gen[f->npend] = f->sync_gen;
-	f->pend[f->npend++] = v;
+	f->gc.pend_gen[f->gc.npend] = f->log.sync_gen;
+	f->gc.pend[f->gc.npend++] = v;
 	return 0;
 }
 
 /* Copy the valid pages of block @v away; it becomes PENDING (erase later),
- * or is retired when some could not be read. */
-static int relocate(struct ftl *f, uint32_t v, uint64_t *counter)
+ * or is retired when some could not be read (GC victims, static WL). */
+int ftl_gc_relocate(struct ftl *f, uint32_t v, uint64_t *counter)
 {
-	int r = ftl_gc_evacuate(f, v, counter);
-
-	return r ? r : victim_done(f, v);
-}
-
-/* One static-WL check: when max - min erase count nears the threshold,
- * move the data of the least-erased full block (cold data) to a worn
- * block.  1 when one was moved, 0 when none needs to be (or there is no
- * room now), else a negative errno. */
-static int static_wl_one(struct ftl *f)
-{
-	const struct ftl_geom *g = &f->g;
-	uint32_t mn = UINT32_MAX, mx = 0, cold = FTL_NONE, cec = UINT32_MAX;
 	int r;
 
-	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
-		uint32_t ec = nand_block_ec(f->nand, b);
-		if (ec < mn)
-			mn = ec;
-		if (ec > mx)
-			mx = ec;
-		if (f->state[b] == FTL_BLK_FULL && b != f->gc_cur &&
-		    !f->run_pages[b] && ec < cec) {
-			cec = ec;
-			cold = b;
-		}
-	}
-	/* start at 3/4 of the threshold so the spread stays below it */
-	if (mx - mn <= f->o.wl_threshold - f->o.wl_threshold / 4 ||
-	    cold == FTL_NONE || cec > mn)
-		return 0;
-	r = relocate(f, cold, &f->m.wl_relocations);
-	return r == -EAGAIN ? 0 : r ? r : 1;
-}
-
-/* Static wear levelling, rate-limited: one check per WL_EVERY erases, or
- * per data_blocks / WL_SCAN on large devices, so the scan of every block
- * costs at most WL_SCAN blocks per erase. */
-static int static_wl(struct ftl *f)
-{
-	const struct ftl_geom *g = &f->g;
-	uint32_t every = g->data_blocks / WL_SCAN > WL_EVERY ?
-			 g->data_blocks / WL_SCAN : WL_EVERY;
-
-	/* one check per @every erases, however many an erase round did (a
-	 * batch of victims per sync, gc_batch): one check per round let the
-	 * spread run to twice the threshold with batches of 4 */
-	while (f->wl_erases >= every) {
-		int r;
-
-		f->wl_erases -= every;
-		r = static_wl_one(f);
-		if (r <= 0) {
-			if (r == 0)
-				f->wl_erases = 0;   /* nothing to move */
-			return r < 0 ? r : 0;
-		}
-	}
-	return 0;
+	FTL_ASSERT_HELD(&f->lock);
+	r = ftl_gc_evacuate(f, v, counter);
+	return r ? r : victim_done(f, v);
 }
 
 /*
@@ -375,7 +323,7 @@ static int static_wl(struct ftl *f)
  */
 static bool pend_uncovered(const struct ftl *f, uint32_t b)
 {
-	return f->g.flush_sum && f->mtime[b] > f->ckpt_prev_seq;
+	return f->g.flush_sum && f->log.mtime[b] > f->ck.prev_seq;
 }
 
 /*
@@ -388,7 +336,7 @@ static bool pend_uncovered(const struct ftl *f, uint32_t b)
  */
 static bool pend_unslotted(const struct ftl *f, uint32_t b)
 {
-	return f->g.flush_sum && f->trim_seq[b] > f->ckpt_slot_seq;
+	return f->g.flush_sum && f->log.trim_seq[b] > f->ck.slot_seq;
 }
 
 /*
@@ -404,20 +352,21 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 	bool need_sync = false, need_ckpt = false;
 	int r = 0;
 
+	FTL_ASSERT_HELD(&f->lock);
 	(void)force_sync;
-	if (!f->npend)
+	if (!f->gc.npend)
 		return 0;
-	for (uint32_t i = 0; i < f->npend; i++) {
-		if (f->pend_gen[i] >= f->sync_gen)
+	for (uint32_t i = 0; i < f->gc.npend; i++) {
+		if (f->gc.pend_gen[i] >= f->log.sync_gen)
 			need_sync = true;
-		if (f->trim_seq[f->pend[i]] > f->ckpt_seq ||
-		    pend_uncovered(f, f->pend[i]))
+		if (f->log.trim_seq[f->gc.pend[i]] > f->ck.seq ||
+		    pend_uncovered(f, f->gc.pend[i]))
 			need_ckpt = true;
 	}
 	if (need_ckpt) {
 		r = ftl_ckpt_write(f, false);
-		for (uint32_t i = 0; !r && i < f->npend; i++)
-			if (pend_uncovered(f, f->pend[i])) {
+		for (uint32_t i = 0; !r && i < f->gc.npend; i++)
+			if (pend_uncovered(f, f->gc.pend[i])) {
 				r = ftl_ckpt_write(f, false);
 				break;
 			}
@@ -432,17 +381,17 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 		clock_gettime(CLOCK_MONOTONIC, &b);
 		ms = (double)(b.tv_sec - a.tv_sec) * 1e3 +
 		     (double)(b.tv_nsec - a.tv_nsec) / 1e6;
-		f->gc_batch = f->o.gc_batch ? f->o.gc_batch :
+		f->gc.batch = f->o.gc_batch ? f->o.gc_batch :
 			      ms < 0.5 ? 1 : ms < 5 ? 4 : 16;
-		if (f->gc_batch > f->gc_batch_max)
-			f->gc_batch = f->gc_batch_max;
+		if (f->gc.batch > f->gc.batch_max)
+			f->gc.batch = f->gc.batch_max;
 	}
-	for (uint32_t i = 0; !r && i < f->npend; i++)
-		if (pend_unslotted(f, f->pend[i])) {
+	for (uint32_t i = 0; !r && i < f->gc.npend; i++)
+		if (pend_unslotted(f, f->gc.pend[i])) {
 			/* a record of everything first: the base after it
 			 * then covers every summary so far, not only those
 			 * before the last record (fewer bases) */
-			if (f->seq > f->ckpt_seq)
+			if (f->log.seq > f->ck.seq)
 				r = ftl_ckpt_write(f, false);
 			ftl_ckpt_force_base(f);
 			if (!r)
@@ -451,43 +400,46 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 		}
 	if (r)
 		return r;
-	pthread_rwlock_wrlock(&f->io_rw);
-	while (f->npend) {
-		uint32_t b = f->pend[f->npend - 1];
+	ftl_wrlock(&f->io_rw);
+	while (f->gc.npend) {
+		uint32_t b = f->gc.pend[f->gc.npend - 1];
 
+		/* readers of its pages are excluded (LOCKING: io_rw) */
+		FTL_ASSERT_WRITER(&f->io_rw);
 		r = ftl_erase(f, b);
 		if (r == -NAND_EFAIL) {         /* grown bad: retire it */
-			f->npend--;
-			r = ftl_bb_grown(f, b, "erase failed");
+			f->gc.npend--;
+			r = ftl_retire_block(f, b, "erase failed");
 			if (r)
 				break;
 			continue;
 		}
 		if (r)
 			break;
-		f->npend--;
-		ftl_set_state(f, b, FTL_BLK_FREE);
-		f->trim_seq[b] = 0;
-		f->valid[b] = 0;
-		ftl_free_put(f, b);
-		f->wl_erases++;
+		f->gc.npend--;
+		ftl_log_erased(f, b);
+		ftl_free_erased(f, b);
+		f->gc.erased++;         /* static WL counts them */
 	}
-	pthread_rwlock_unlock(&f->io_rw);
+	ftl_rwunlock(&f->io_rw);
 	return r;
 }
 
-/* Make room: collect a few victims, then one durable erase round. */
+/* Make room: collect a few victims, then one durable erase round.  0,
+ * FTL_GC_WL_DUE after the erase round (the caller runs the static-WL
+ * check, ftl_wl_static), or -errno. */
 int ftl_gc_free_space(struct ftl *f)
 {
-	uint32_t target = f->gc_reserve + 2;
+	uint32_t target = f->gc.reserve + 2;
 	bool synced = true;
 	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
 	for (int pass = 0; pass < 2; pass++) {
-		while (f->nfree + f->npend < target) {
+		while (f->idx.nfree + f->gc.npend < target) {
 			uint32_t v = pick_victim(f, gc_room(f));
 
-			if (v == FTL_NONE && f->gc_cur != FTL_NONE) {
+			if (v == FTL_NONE && f->gc.cur != FTL_NONE) {
 				/* only the GC thread's victim is left: the
 				 * writer takes it over (the thread, between
 				 * two steps, starts another) */
@@ -499,91 +451,90 @@ int ftl_gc_free_space(struct ftl *f)
 			/* start a victim with room to finish it and a block
 			 * to spare for a failed program, when erasing what is
 			 * pending gives it; never without room to finish */
-			if (gc_room(f) < (uint64_t)f->valid[v] + f->g.ppb &&
-			    f->npend) {
+			if (gc_room(f) < (uint64_t)f->idx.valid[v] + f->g.ppb &&
+			    f->gc.npend) {
 				r = ftl_erase_pending(f, true);
 				if (r)
 					return r;
 			}
-			if (gc_room(f) < f->valid[v])
+			if (gc_room(f) < f->idx.valid[v])
 				break;
-			r = relocate(f, v, &f->m.gc_relocations);
+			r = ftl_gc_relocate(f, v, &f->ctr.m.gc_relocations);
 			if (r == -EAGAIN)
 				return 0;       /* ftl_balance checkpoints */
 			if (r)
 				return r;
 		}
-		for (uint32_t i = 0; i < f->npend; i++)
-			synced &= f->pend_gen[i] < f->sync_gen;
+		for (uint32_t i = 0; i < f->gc.npend; i++)
+			synced &= f->gc.pend_gen[i] < f->log.sync_gen;
 		if (synced)
 			break;          /* erasing needs no sync: done */
 		/* a sync is due anyway: make it free several blocks */
-		target = f->gc_reserve + 1 + f->gc_batch;
+		target = f->gc.reserve + 1 + f->gc.batch;
 	}
-	if (!f->npend)
+	if (!f->gc.npend)
 		return -ENOSPC;
 	r = ftl_erase_pending(f, true);
-	if (!r)
-		r = static_wl(f);
-	return r;
+	return r ? r : FTL_GC_WL_DUE;
 }
 
 /*
  * One bounded step of background GC toward @target free blocks (the GC
  * thread, ftl_bggc.c, holds f->lock for one step only): the next
  * FTL_GC_STEP_PAGES copies of the victim it is evacuating (marked in
- * f->gc_cur so no other GC takes it; f->lock is released between steps,
+ * f->gc.cur so no other GC takes it; f->lock is released between steps,
  * host writes go on and may supersede more of its pages); or, while free
- * + pending blocks are short of @target and fewer than gc_batch victims
+ * + pending blocks are short of @target and fewer than gc.batch victims
  * wait for a sync, a new victim (erasing first when GC's stream would
  * have no room to finish it) and its first copies; else one durable
- * erase round (a sync, then every pending block) and the static-WL check.
- * Victims always hold an invalid page (ftl_victim), so each one gains.
+ * erase round (a sync, then every pending block: FTL_GC_WL_DUE, the
+ * caller runs the static-WL check).  Victims always hold an invalid page
+ * (ftl_victim), so each one gains.
  */
 int ftl_gc_bg_step(struct ftl *f, uint32_t target)
 {
-	struct ftl_evac *e = &f->ev[1];
-	uint32_t v = f->gc_cur;
+	struct ftl_evac *e = &f->gc.ev[1];
+	uint32_t v = f->gc.cur;
 	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
 	if (v == FTL_NONE) {
-		if (f->nfree >= target)
+		if (f->idx.nfree >= target)
 			return 1;
-		/* a batch of victims per sync (gc_batch, adapted to what a
+		/* a batch of victims per sync (gc.batch, adapted to what a
 		 * sync costs), or what reaches @target: then erase them */
-		if (f->nfree + f->npend < target && f->npend < f->gc_batch)
+		if (f->idx.nfree + f->gc.npend < target && f->gc.npend < f->gc.batch)
 			v = pick_victim(f, gc_room(f));
 		if (v != FTL_NONE &&
-		    gc_room(f) < (uint64_t)f->valid[v] + f->g.ppb && f->npend)
+		    gc_room(f) < (uint64_t)f->idx.valid[v] + f->g.ppb && f->gc.npend)
 			return ftl_erase_pending(f, true);
-		if (v != FTL_NONE && gc_room(f) < f->valid[v])
+		if (v != FTL_NONE && gc_room(f) < f->idx.valid[v])
 			v = FTL_NONE;
 		if (v == FTL_NONE) {
-			if (!f->npend)
+			if (!f->gc.npend)
 				return 1;       /* nothing left to gain */
 			r = ftl_erase_pending(f, true);
-			if (!r) {
-				CADD(f, m.gc_bg_erase_rounds, 1);
-				r = static_wl(f);
-			}
-			return r;
+			if (r)
+				return r;
+			CADD(f, m.gc_bg_erase_rounds, 1);
+			return FTL_GC_WL_DUE;
 		}
 		ftl_inflight_drain(f);  /* see evac_run */
-		r = f->valid[v] ? evac_start(f, e, v) : 0;
+		r = f->idx.valid[v] ? evac_start(f, e, v) : 0;
 		if (r)
 			return r;
-		if (!f->valid[v]) {
+		if (!f->idx.valid[v]) {
 			r = victim_done(f, v);
 			if (!r)
 				CADD(f, m.gc_bg_victims, 1);
 			return r;
 		}
-		f->gc_cur = v;
+		f->gc.cur = v;
 	}
-	r = evac_run(f, e, &f->m.gc_relocations, FTL_GC_STEP_PAGES);
+	r = evac_run(f, e, &f->ctr.m.gc_relocations, FTL_GC_STEP_PAGES);
 	if (r == 1 || r == -EAGAIN)
 		return r == 1 ? 0 : r;  /* the victim stays marked */
-	f->gc_cur = FTL_NONE;           /* done, or given up (an error) */
+	f->gc.cur = FTL_NONE;           /* done, or given up (an error) */
 	e->v = FTL_NONE;
 	if (!r) {
 		r = victim_done(f, v);
@@ -596,6 +547,7 @@ int ftl_gc_bg_step(struct ftl *f, uint32_t target)
 /* The GC thread stops: its victim, half evacuated, is any GC's again. */
 void ftl_gc_bg_drop(struct ftl *f)
 {
-	f->gc_cur = FTL_NONE;
-	f->ev[1].v = FTL_NONE;
+	FTL_ASSERT_HELD(&f->lock);
+	f->gc.cur = FTL_NONE;
+	f->gc.ev[1].v = FTL_NONE;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Geometry, superblock encode/decode/validate, OOB records. */
+/* Geometry, superblock encode/decode/validate, OOB records, the blank
+ * checkpoint payload page. */
 #include <errno.h>
 #include <string.h>
 #include <time.h>
@@ -391,4 +392,44 @@ bool ftl_oob_ok(const struct ftl_oob *o)
 		return false;
 	t.crc = 0;
 	return oct_crc32c(0, &t, sizeof(t)) == o->crc;
+}
+
+/*
+ * Payload page @i of an empty engine's checkpoint: map bytes 0xff
+ * (FTL_UNMAPPED), block-table and tail bytes 0.  Version 3 leaves payload
+ * pages equal to it unprogrammed (blank OOB); a reader takes a payload
+ * page with a blank OOB as this, and the payload crc in the header (over
+ * every page's content, as before) rejects a checkpoint torn before a page
+ * that was not blank.
+ */
+void ftl_ckpt_blank_page(const struct ftl_geom *g, uint32_t i, uint8_t *buf)
+{
+	uint64_t ps = g->ps, lo = (uint64_t)i * ps, m = (uint64_t)g->nlpn * 4;
+
+	memset(buf, 0, ps);
+	if (lo < m)
+		memset(buf, 0xff, m - lo < ps ? m - lo : ps);
+}
+
+static bool all_byte(const void *q, uint64_t n, uint8_t v)
+{
+	const uint8_t *p = q;
+
+	return !n || (p[0] == v && !memcmp(p, p + 1, n - 1));
+}
+
+/* Is @buf (payload page @i) what ftl_ckpt_blank_page() gives? */
+bool ftl_ckpt_page_blank(const struct ftl_geom *g, uint32_t i,
+			 const uint8_t *buf)
+{
+	uint64_t ps = g->ps, lo = (uint64_t)i * ps, m = (uint64_t)g->nlpn * 4;
+	uint64_t nm = lo < m ? (m - lo < ps ? m - lo : ps) : 0;
+
+	return all_byte(buf, nm, 0xff) && all_byte(buf + nm, ps - nm, 0);
+}
+
+/* Is @oob (@n bytes) blank, all zero (erased, or never programmed)? */
+bool ftl_oob_blank(const void *oob, size_t n)
+{
+	return all_byte(oob, n, 0);
 }

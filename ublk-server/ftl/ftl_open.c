@@ -56,7 +56,7 @@ int ftl_sb_read_uri(const char *uri, uint64_t *size, struct oct_sb *sb,
 	size_t n;
 	int r;
 
-	r = nand_backing_nbd(uri, true, &b, size);
+	r = nand_backing_uri(uri, true, &b, size);
 	if (r)
 		return r;
 	memset(area, 0, sizeof(area));
@@ -109,9 +109,9 @@ static int open_on(struct nand_backing *b, uint64_t bsize, bool blkdev,
 	if (!r && o->faults) {
 		/* the checkpoint area is the guaranteed-good system area */
 		r = nand_set_fault_model(n, o->faults, g.ckpt_blocks);
-		f->scrub_bits = nand_fault_ecc(n) * 3 / 4;
-		if (!f->scrub_bits)
-			f->scrub_bits = 1;
+		f->scrub.bits = nand_fault_ecc(n) * 3 / 4;
+		if (!f->scrub.bits)
+			f->scrub.bits = 1;
 	}
 	if (!r && o->bg_gc && !o->readonly)
 		r = ftl_bggc_start(f);  /* last: nothing can fail after it */
@@ -151,10 +151,11 @@ int ftl_open(const char *path, const struct ftl_open_opts *o,
 	if (!o)
 		o = &dflt;
 	if (nand_backing_is_uri(path)) {
-		/* the medium on an NBD export: sized like a device (at least
-		 * the image), never flocked (the export's server decides who
-		 * else may write it; docs/network.md) */
-		r = nand_backing_nbd(path, o->readonly, &b, &size);
+		/* a remote medium, sized like a device (at least the image):
+		 * never flocked; an RBD image's exclusive lock is its image
+		 * lock (-EBUSY), an NBD export's server decides who else may
+		 * write it (docs/network.md) */
+		r = nand_backing_uri(path, o->readonly, &b, &size);
 		if (r)
 			return r;
 		r = open_on(b, size, true, o, out);
@@ -225,11 +226,11 @@ int ftl_close(struct ftl *f)
 		return 0;
 	ftl_bggc_stop(f);               /* no GC after the clean checkpoint */
 	if (!f->readonly) {
-		pthread_mutex_lock(&f->lock);
+		ftl_lock(&f->lock);
 		r = ftl_ckpt_write(f, true);
 		if (!r)
-			r = f->gc_err;  /* the GC thread's, not yet reported */
-		pthread_mutex_unlock(&f->lock);
+			r = f->bggc.err;  /* the GC thread's, not yet reported */
+		ftl_unlock(&f->lock);
 	}
 	if (f->fd >= 0)
 		close(f->fd);
@@ -255,7 +256,7 @@ uint64_t ftl_size(const struct ftl *f)
 /* How this open found the image (see ftl.h). */
 enum ftl_mount_kind ftl_mount_kind(const struct ftl *f)
 {
-	return f->mount_kind;
+	return f->mnt.kind;
 }
 
 /* The topology to report to the kernel (same as libalign reads). */

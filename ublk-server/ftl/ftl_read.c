@@ -98,13 +98,14 @@ static int read_settled(struct ftl *f, uint32_t lpn, uint32_t a, uint32_t b,
 {
 	int r = read_lpn(f, lpn, a, b, d);
 
+	FTL_ASSERT_NOT_HELD(&f->lock);
 	if (r != -EILSEQ)
 		return r;
-	pthread_rwlock_unlock(&f->io_rw);
-	pthread_mutex_lock(&f->lock);
-	pthread_rwlock_rdlock(&f->io_rw);
+	ftl_rwunlock(&f->io_rw);
+	ftl_lock(&f->lock);
+	ftl_rdlock(&f->io_rw);
 	r = read_lpn(f, lpn, a, b, d);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	if (r == -EILSEQ)
 		CADD(f, m.read_crc_errors, 1);
 	return r;
@@ -114,9 +115,10 @@ int ftl_read_whole(struct ftl *f, uint32_t lpn, uint8_t *buf)
 {
 	int r;
 
-	pthread_rwlock_rdlock(&f->io_rw);
+	FTL_ASSERT_NOT_HELD(&f->lock);
+	ftl_rdlock(&f->io_rw);
 	r = read_settled(f, lpn, 0, f->g.ps, buf);
-	pthread_rwlock_unlock(&f->io_rw);
+	ftl_rwunlock(&f->io_rw);
 	return r == -EBADMSG || r == -EILSEQ ? -EIO : r;
 }
 
@@ -199,7 +201,7 @@ int ftl_read(struct ftl *f, void *buf, uint64_t off, size_t len)
 		return 0;
 	mo = off + f->g.shift;
 	end = mo + len;
-	pthread_rwlock_rdlock(&f->io_rw);
+	ftl_rdlock(&f->io_rw);
 	for (uint64_t p = mo / ps; p <= (end - 1) / ps && !r; p++) {
 		uint64_t lo = p * ps, a = mo > lo ? mo - lo : 0;
 		uint64_t b = end < lo + ps ? end - lo : ps;
@@ -225,7 +227,7 @@ int ftl_read(struct ftl *f, void *buf, uint64_t off, size_t len)
 		}
 		r = read_settled(f, (uint32_t)p, (uint32_t)a, (uint32_t)b, d);
 	}
-	pthread_rwlock_unlock(&f->io_rw);
+	ftl_rwunlock(&f->io_rw);
 	if (r == -EBADMSG || r == -EILSEQ)
 		r = -EIO;
 	if (!r) {

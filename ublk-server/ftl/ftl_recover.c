@@ -84,7 +84,7 @@ static bool usable(const struct ftl_geom *g, const struct ftl_oob *o,
 }
 
 /*
- * Pages of block @b (OOB in f->oobbuf) whose OOB record does not check out
+ * Pages of block @b (OOB in f->buf.oob) whose OOB record does not check out
  * (and is not blank) between two that do, of one erase cycle (same erase
  * count, rising seq), the first newer than @after: pages are programmed in
  * order, so each was written after the checkpoint and before the second
@@ -100,14 +100,14 @@ static int lost_records(struct ftl *f, uint32_t b, uint64_t after,
 
 	for (uint32_t pg = 0; pg < g->ppb; pg++) {
 		const struct ftl_oob *o =
-			(const struct ftl_oob *)(f->oobbuf + (size_t)pg * g->oob);
+			(const struct ftl_oob *)(f->buf.oob + (size_t)pg * g->oob);
 
 		if (!usable(g, o, (uint64_t)b * g->ppb + pg))
 			continue;
 		if (prev && pg > pp + 1 && prev->seq > after &&
 		    prev->ec == o->ec && prev->seq < o->seq) {
 			for (uint32_t k = pp + 1; k < pg; k++) {
-				const uint8_t *ko = f->oobbuf + (size_t)k * g->oob;
+				const uint8_t *ko = f->buf.oob + (size_t)k * g->oob;
 				struct rec *x;
 				int r;
 
@@ -138,15 +138,15 @@ static int lost_records(struct ftl *f, uint32_t b, uint64_t after,
  */
 static uint64_t seq_limit(const struct ftl *f, bool full)
 {
-	if (full || f->ckpt_fallback || f->ckpt_torn)
+	if (full || f->mnt.ckpt_fallback || f->mnt.ckpt_torn)
 		return FTL_SEQ_MAX;
-	return f->ckpt_seq + f->seq_gap;
+	return f->ck.seq + f->ck.seq_gap;
 }
 
 /*
  * Was a checkpoint newer than the one loaded durable, and is it gone?  A
  * slot lost whole (its blocks erased) reads as never used, so the slots
- * cannot say; the log can: pages are numbered past ckpt_seq + seq_gap only
+ * cannot say; the log can: pages are numbered past ck.seq + ck.seq_gap only
  * once a newer checkpoint was written and synced (ftl_prog_page,
  * ftl_ckpt_write).  So a page above that limit whose OOB record and data
  * both check out proves one (a misdirected copy of a page carries a number
@@ -163,7 +163,7 @@ static uint64_t seq_limit(const struct ftl *f, bool full)
 static int newer_ckpt_lost(struct ftl *f, const uint8_t *cand, bool *lost)
 {
 	const struct ftl_geom *g = &f->g;
-	uint64_t limit = f->ckpt_seq + f->seq_gap;
+	uint64_t limit = f->ck.seq + f->ck.seq_gap;
 
 	*lost = false;
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks && !*lost; b++) {
@@ -172,7 +172,7 @@ static int newer_ckpt_lost(struct ftl *f, const uint8_t *cand, bool *lost)
 
 		if (!cand[b])
 			continue;
-		r = nand_read_block_oob(f->nand, b, f->oobbuf);
+		r = nand_read_block_oob(f->nand, b, f->buf.oob);
 		if (r)
 			return r;
 		wp = nand_block_wp(f->nand, b);
@@ -180,7 +180,7 @@ static int newer_ckpt_lost(struct ftl *f, const uint8_t *cand, bool *lost)
 		nand_set_block(f->nand, b, g->ppb, ec);  /* read it all */
 		for (uint32_t pg = 0; pg < g->ppb && !r && !*lost; pg++) {
 			const struct ftl_oob *o = (const struct ftl_oob *)
-				(f->oobbuf + (size_t)pg * g->oob);
+				(f->buf.oob + (size_t)pg * g->oob);
 
 			uint64_t ppn = (uint64_t)b * g->ppb + pg;
 			uint64_t fl = ftl_oob_flushed(g, o, ppn);
@@ -188,13 +188,13 @@ static int newer_ckpt_lost(struct ftl *f, const uint8_t *cand, bool *lost)
 			if (!usable(g, o, ppn) || o->seq <= limit ||
 			    o->seq > FTL_SEQ_MAX ||
 			    (o->kind == FTL_OOB_DATA && o->lpn >= g->nlpn) ||
-			    (o->seq > limit + f->seq_gap &&
+			    (o->seq > limit + f->ck.seq_gap &&
 			     (fl <= limit || fl > o->seq)))
 				continue;
 			r = nand_read(f->nand, (uint64_t)b * g->ppb + pg, 0,
-				      f->gcbuf, g->ps);
+				      f->buf.page, g->ps);
 			*lost = !r &&
-				oct_crc32c(0, f->gcbuf, g->ps) == o->data_crc;
+				oct_crc32c(0, f->buf.page, g->ps) == o->data_crc;
 		}
 		nand_set_block(f->nand, b, wp, ec);
 		if (r)
@@ -279,7 +279,7 @@ static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 	*bmax = 0;
 	*used = 0;
 	*bstream = -1;
-	r = nand_read_block_oob(f->nand, b, f->oobbuf);
+	r = nand_read_block_oob(f->nand, b, f->buf.oob);
 	if (r)
 		return r;
 	r = lost_records(f, b, after, rs);
@@ -288,15 +288,15 @@ static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 	/* pages up to the last OOB that is not all zero may hold something */
 	for (uint32_t pg = 0; pg < g->ppb; pg++)
 		for (uint32_t i = 0; i < g->oob; i++)
-			if (f->oobbuf[(size_t)pg * g->oob + i]) {
+			if (f->buf.oob[(size_t)pg * g->oob + i]) {
 				*used = pg + 1;
 				break;
 			}
 	for (uint32_t pg = 0; pg < g->ppb; pg++) {
 		const struct ftl_oob *o =
-			(const struct ftl_oob *)(f->oobbuf + (size_t)pg * g->oob);
+			(const struct ftl_oob *)(f->buf.oob + (size_t)pg * g->oob);
 		uint64_t ppn = (uint64_t)b * g->ppb + pg;
-		const struct ftl_trim *t = (const struct ftl_trim *)f->gcbuf;
+		const struct ftl_trim *t = (const struct ftl_trim *)f->buf.page;
 		struct rec *x;
 		bool bad;
 
@@ -310,12 +310,12 @@ static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 			continue;
 		if (o->kind == FTL_OOB_DATA && o->lpn >= g->nlpn)
 			continue;
-		r = nand_read(f->nand, ppn, 0, f->gcbuf, g->ps);
+		r = nand_read(f->nand, ppn, 0, f->buf.page, g->ps);
 		if (r)
 			return r;
 		/* a trim record that does not hold what it says is damaged
 		 * (its crc came out, its fields did not) */
-		bad = oct_crc32c(0, f->gcbuf, g->ps) != o->data_crc ||
+		bad = oct_crc32c(0, f->buf.page, g->ps) != o->data_crc ||
 		      (o->kind == FTL_OOB_TRIM && !trim_ok(g, o, t));
 		if (bad) {      /* torn, or damaged: decided once all is read */
 			r = push((void **)&rs->r, &rs->n, &rs->cap,
@@ -331,7 +331,7 @@ static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
 		if (o->kind == FTL_OOB_FSUM) {
 			bool ok;
 
-			r = take_summary(f, (const struct ftl_fsum *)f->gcbuf,
+			r = take_summary(f, (const struct ftl_fsum *)f->buf.page,
 					 o->seq, after, rs, &ok);
 			if (r)
 				return r;
@@ -384,7 +384,7 @@ static int scan_block(struct ftl *f, uint32_t b, uint64_t after,
  */
 static bool same_older(struct ftl *f, uint32_t lpn, uint64_t seq, uint32_t crc)
 {
-	uint32_t old = f->map[lpn], ob, wp;
+	uint32_t old = f->log.map[lpn], ob, wp;
 	uint8_t oob[1024];
 	const struct ftl_oob *o = (const struct ftl_oob *)oob;
 	int r;
@@ -400,9 +400,9 @@ static bool same_older(struct ftl *f, uint32_t lpn, uint64_t seq, uint32_t crc)
 	ob = old / f->g.ppb;
 	wp = nand_block_wp(f->nand, ob);
 	nand_set_block(f->nand, ob, f->g.ppb, nand_block_ec(f->nand, ob));
-	r = nand_read(f->nand, old, 0, f->gcbuf, f->g.ps);
+	r = nand_read(f->nand, old, 0, f->buf.page, f->g.ps);
 	nand_set_block(f->nand, ob, wp, nand_block_ec(f->nand, ob));
-	return !r && oct_crc32c(0, f->gcbuf, f->g.ps) == o->data_crc;
+	return !r && oct_crc32c(0, f->buf.page, f->g.ps) == o->data_crc;
 }
 
 /*
@@ -416,17 +416,17 @@ static void apply_damaged(struct ftl *f, const struct rec *x)
 {
 	if ((x->kind & ~(REC_BAD | REC_SUMMED)) == FTL_OOB_TRIM) {
 		/* a summary restores it (REC_GONE, applied as a trim) */
-		f->rf_lost_trims += !(x->kind & REC_SUMMED);
+		f->mnt.rf_lost_trims += !(x->kind & REC_SUMMED);
 		return;
 	}
 	if (!same_older(f, x->lpn, x->seq, x->crc))
-		f->map[x->lpn] = FTL_DAMAGED;   /* a newer page may still win */
+		f->log.map[x->lpn] = FTL_DAMAGED;   /* a newer page may still win */
 }
 
 static bool block_has_valid(const struct ftl *f, uint32_t b)
 {
 	for (uint32_t l = 0; l < f->g.nlpn; l++)
-		if (f->map[l] < FTL_DAMAGED && f->map[l] / f->g.ppb == b)
+		if (f->log.map[l] < FTL_DAMAGED && f->log.map[l] / f->g.ppb == b)
 			return true;
 	return false;
 }
@@ -436,7 +436,7 @@ static bool is_candidate(struct ftl *f, uint32_t b, bool full)
 	uint8_t oob[1024];
 	const struct ftl_oob *o = (const struct ftl_oob *)oob;
 
-	if (f->state[b] == FTL_BLK_OPEN)
+	if (f->idx.state[b] == FTL_BLK_OPEN)
 		return true;
 	if (nand_block_oob_hole(f->nand, b))
 		return false;           /* never programmed (sparse file) */
@@ -447,7 +447,7 @@ static bool is_candidate(struct ftl *f, uint32_t b, bool full)
 	/* damaged (or programmed elsewhere): pages after it may count */
 	if (!ftl_oob_at(&f->g, oob, (uint64_t)b * f->g.ppb))
 		return !oob_zero(oob, f->g.oob);
-	return o->seq > f->ckpt_seq && usable(&f->g, o, (uint64_t)b * f->g.ppb);
+	return o->seq > f->ck.seq && usable(&f->g, o, (uint64_t)b * f->g.ppb);
 }
 
 /*
@@ -464,7 +464,7 @@ static int stale_entries(struct ftl *f, const uint8_t *scanned)
 	const struct ftl_oob *o = (const struct ftl_oob *)oob;
 
 	for (uint32_t l = 0; l < f->g.nlpn; l++) {
-		uint32_t p = f->map[l];
+		uint32_t p = f->log.map[l];
 		int r;
 
 		if (p >= FTL_DAMAGED || p >= (uint64_t)f->g.nblocks * f->g.ppb ||
@@ -475,7 +475,7 @@ static int stale_entries(struct ftl *f, const uint8_t *scanned)
 			return r;
 		if (!ftl_oob_at(&f->g, oob, p) || o->kind != FTL_OOB_DATA ||
 		    o->lpn != l)
-			f->map[l] = FTL_DAMAGED;
+			f->log.map[l] = FTL_DAMAGED;
 	}
 	return 0;
 }
@@ -606,25 +606,25 @@ int ftl_roll_forward(struct ftl *f, bool full)
 {
 	const struct ftl_geom *g = &f->g;
 	struct recs rs = { 0 };
-	uint64_t maxseq = f->seq, best_seq[FTL_NSTREAMS] = { 0 };
-	uint64_t flushed = full ? 0 : f->ckpt_seq;
+	uint64_t maxseq = f->log.seq, best_seq[FTL_NSTREAMS] = { 0 };
+	uint64_t flushed = full ? 0 : f->ck.seq;
 	uint32_t best[FTL_NSTREAMS], best_used[FTL_NSTREAMS];
 	uint8_t *scanned;
 	bool fm;
 	int r = 0;
 
-	f->rf_lost = f->rf_lost_trims = f->rf_lost_unknown = 0;
-	f->rf_lost_sums = f->rf_sum_trims = f->rf_unknown = 0;
-	f->rf_gens_lost = 0;
-	f->ckpt_lost = false;
-	f->ck_pos = 0;  /* the map changes here: the next checkpoint is a base */
+	f->mnt.rf_lost = f->mnt.rf_lost_trims = f->mnt.rf_lost_unknown = 0;
+	f->mnt.rf_lost_sums = f->mnt.rf_sum_trims = f->mnt.rf_unknown = 0;
+	f->mnt.rf_gens_lost = 0;
+	f->mnt.ckpt_lost = false;
+	f->ck.pos = 0;  /* the map changes here: the next checkpoint is a base */
 	scanned = calloc(g->nblocks, 1);
 	if (!scanned)
 		return -ENOMEM;
 	/* the blocks to scan (is_candidate reads a page's OOB: once each) */
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++)
 		scanned[b] = is_candidate(f, b, full);
-	if (!full && !f->ckpt_fallback && !f->ckpt_torn) {
+	if (!full && !f->mnt.ckpt_fallback && !f->mnt.ckpt_torn) {
 		bool lost;
 
 		r = newer_ckpt_lost(f, scanned, &lost);
@@ -632,18 +632,18 @@ int ftl_roll_forward(struct ftl *f, bool full)
 			goto out;
 		/* roll forward from the older one over everything since,
 		 * as for a damaged slot: no sequence limit */
-		f->ckpt_lost = f->ckpt_fallback = lost;
+		f->mnt.ckpt_lost = f->mnt.ckpt_fallback = lost;
 	}
 	for (unsigned s = 0; s < FTL_NSTREAMS; s++)
 		best[s] = FTL_NONE;
 	/* the flush mark, written since this checkpoint: how far the last
 	 * flush went (also when it counts from a newer checkpoint, lost:
 	 * pages are erased only once two checkpoints cover them) */
-	fm = !full && g->flush_sum && f->fm.gen &&
-	     f->fm.ckpt_seq >= f->ckpt_seq &&
-	     f->fm.flushed <= seq_limit(f, full);
-	if (fm && f->fm.flushed > flushed)
-		flushed = f->fm.flushed;
+	fm = !full && g->flush_sum && f->fmark.last.gen &&
+	     f->fmark.last.ckpt_seq >= f->ck.seq &&
+	     f->fmark.last.flushed <= seq_limit(f, full);
+	if (fm && f->fmark.last.flushed > flushed)
+		flushed = f->fmark.last.flushed;
 	/* pass 0: the blocks above; pass 1: blocks flush summaries list
 	 * pages in that pass 0 did not take (their first page damaged into
 	 * an older record, say) */
@@ -668,7 +668,7 @@ int ftl_roll_forward(struct ftl *f, bool full)
 			continue;
 		ec = nand_block_ec(f->nand, b);
 		nand_set_block(f->nand, b, g->ppb, ec);  /* read everything */
-		r = scan_block(f, b, full ? 0 : f->ckpt_seq,
+		r = scan_block(f, b, full ? 0 : f->ck.seq,
 			       seq_limit(f, full), &rs, &bmax, &ec, &used, &bs,
 			       &flushed);
 		if (r)
@@ -679,13 +679,13 @@ int ftl_roll_forward(struct ftl *f, bool full)
 			best[bs] = b;
 			best_used[bs] = used;
 		}
-		if (bmax || f->state[b] == FTL_BLK_OPEN) {
-			f->state[b] = FTL_BLK_FULL;
-			f->mtime[b] = bmax > f->mtime[b] ? bmax : f->mtime[b];
+		if (bmax || f->idx.state[b] == FTL_BLK_OPEN) {
+			f->idx.state[b] = FTL_BLK_FULL;
+			f->log.mtime[b] = bmax > f->log.mtime[b] ? bmax : f->log.mtime[b];
 			nand_set_block(f->nand, b, g->ppb, ec);
-		} else if (full || f->state[b] == FTL_BLK_FREE) {
-			f->state[b] = FTL_BLK_FREE;
-			f->mtime[b] = 0;
+		} else if (full || f->idx.state[b] == FTL_BLK_FREE) {
+			f->idx.state[b] = FTL_BLK_FREE;
+			f->log.mtime[b] = 0;
 			nand_set_block(f->nand, b, 0, ec);
 		}
 		if (bmax > maxseq)
@@ -695,38 +695,38 @@ int ftl_roll_forward(struct ftl *f, bool full)
 		goto out;
 	/* a free block may hold what the crash left: check it before use */
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++)
-		f->fdirty[b] = f->state[b] == FTL_BLK_FREE;
+		f->log.fdirty[b] = f->idx.state[b] == FTL_BLK_FREE;
 	if (rs.n)
 		qsort(rs.r, rs.n, sizeof(*rs.r), cmp_rec);
 	/* not in a full scan: its summaries may be older than checkpoints
 	 * since erased, their pages legitimately gone */
 	if (!full)
-		r = summaries_check(&rs, f->ckpt_seq, flushed);
+		r = summaries_check(&rs, f->ck.seq, flushed);
 	if (r)
 		goto out;
 	if (fm)
-		f->rf_unknown = unknown_lost(&rs, f->fm.ckpt_seq,
-					     f->fm.flushed, f->fm.host_pages);
-	if (fm && f->fm.ckpt_gen > f->ckpt_gen + 1)
-		f->rf_gens_lost = f->fm.ckpt_gen - f->ckpt_gen;
+		f->mnt.rf_unknown = unknown_lost(&rs, f->fmark.last.ckpt_seq,
+					     f->fmark.last.flushed, f->fmark.last.host_pages);
+	if (fm && f->fmark.last.ckpt_gen > f->ck.gen + 1)
+		f->mnt.rf_gens_lost = f->fmark.last.ckpt_gen - f->ck.gen;
 	for (size_t i = 0; i < rs.n; i++) {
 		const struct rec *x = &rs.r[i];
 		uint8_t kind = x->kind & ~(REC_BAD | REC_GONE | REC_SUMMED);
 
 		if (x->kind & REC_LOST) {
-			f->rf_lost_unknown += x->seq <= flushed &&
+			f->mnt.rf_lost_unknown += x->seq <= flushed &&
 					      !(x->kind & REC_SUMMED);
 			continue;
 		}
 		if (kind == FTL_OOB_FSUM) {
-			f->rf_lost_sums += (x->kind & REC_BAD) &&
+			f->mnt.rf_lost_sums += (x->kind & REC_BAD) &&
 					   x->seq <= flushed;
 			if (x->kind == FTL_OOB_FSUM)    /* kept (ftl_gc.c) */
-				f->trim_seq[x->ppn / g->ppb] = x->seq;
+				f->log.trim_seq[x->ppn / g->ppb] = x->seq;
 			continue;       /* its entries were checked above */
 		}
 		if ((x->kind & REC_GONE) && kind == FTL_OOB_TRIM) {
-			f->rf_sum_trims++;      /* restored: applied below */
+			f->mnt.rf_sum_trims++;      /* restored: applied below */
 		} else if (x->kind & (REC_BAD | REC_GONE)) {
 			if (x->seq <= flushed)
 				apply_damaged(f, x);
@@ -739,16 +739,16 @@ int ftl_roll_forward(struct ftl *f, bool full)
 		 * instead left the copies as garbage in blocks taken from the
 		 * reserve, and GC with nowhere to copy to (ENOSPC). */
 		if (x->kind == FTL_OOB_DATA) {
-			f->map[x->lpn] = x->ppn;
+			f->log.map[x->lpn] = x->ppn;
 			continue;
 		}
 		for (uint32_t k = 0; k < x->n; k++) {
 			const struct ftl_trim_range *t = &rs.t[x->lpn + k];
 			for (uint64_t l = t->lpn;
 			     l < (uint64_t)t->lpn + t->count && l < g->nlpn; l++)
-				f->map[l] = FTL_UNMAPPED;
+				f->log.map[l] = FTL_UNMAPPED;
 		}
-		f->trim_seq[x->ppn / g->ppb] = x->seq;
+		f->log.trim_seq[x->ppn / g->ppb] = x->seq;
 	}
 	r = stale_entries(f, scanned);
 	if (r)
@@ -764,27 +764,27 @@ int ftl_roll_forward(struct ftl *f, bool full)
 	for (unsigned s = 0; s < FTL_NSTREAMS; s++) {
 		uint32_t b = best[s];
 
-		f->st[s].blk = FTL_NONE;
+		f->log.st[s].blk = FTL_NONE;
 		if (b == FTL_NONE || best_used[s] >= g->ppb ||
 		    !block_has_valid(f, b))
 			continue;
-		f->st[s].blk = b;
-		f->st[s].wp = best_used[s];
-		f->state[b] = FTL_BLK_OPEN;
+		f->log.st[s].blk = b;
+		f->log.st[s].wp = best_used[s];
+		f->idx.state[b] = FTL_BLK_OPEN;
 		nand_set_block(f->nand, b, best_used[s], nand_block_ec(f->nand, b));
 	}
 	for (uint32_t l = 0; l < g->nlpn; l++)
-		f->rf_lost += f->map[l] == FTL_DAMAGED;
+		f->mnt.rf_lost += f->log.map[l] == FTL_DAMAGED;
 	/*
 	 * Pages not taken (torn, or whose block was not recognised) may carry
-	 * any number up to ckpt_seq + seq_gap: new numbers start above, so the
+	 * any number up to ck.seq + ck.seq_gap: new numbers start above, so the
 	 * next checkpoint makes them all stale for good.
 	 */
-	f->seq = maxseq;
-	if (f->seq < f->ckpt_seq + f->seq_gap)
-		f->seq = f->ckpt_seq + f->seq_gap;
+	f->log.seq = maxseq;
+	if (f->log.seq < f->ck.seq + f->ck.seq_gap)
+		f->log.seq = f->ck.seq + f->ck.seq_gap;
 	if (full)
-		f->seq = maxseq + f->seq_gap;
+		f->log.seq = maxseq + f->ck.seq_gap;
 out:
 	free(scanned);
 	free(rs.r);

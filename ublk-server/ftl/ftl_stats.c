@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Counters: persisted in checkpoints, reported as JSON or a table. */
+/* Stats: the counters (ftl_counters.c) and the block figures, reported as
+ * JSON or a table. */
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
@@ -7,44 +8,6 @@
 #include "ftl-int.h"
 #include "oct-fmt.h"
 #include "oct-json.h"
-
-#define LD(f, x) __atomic_load_n(&(f)->x, __ATOMIC_RELAXED)
-
-/* Where a mount's increments of a counter come from (ftl-counters.h). */
-#define SRC_ENG(name)             LD(f, m.name)
-#define SRC_NAND_reads(name)      (n.reads - f->nbase.reads)
-#define SRC_NAND_programs(name)   (n.programs - f->nbase.programs)
-#define SRC_NAND_erases(name)     (n.erases - f->nbase.erases)
-#define SRC_NAND_violations(name) (n.violations - f->nbase.violations)
-#define SRC_NAND_program_fails(name) (n.program_fails - f->nbase.program_fails)
-#define SRC_NAND_erase_fails(name) (n.erase_fails - f->nbase.erase_fails)
-#define SRC_NAND_ecc_corrected_bits(name) \
-	(n.ecc_corrected_bits - f->nbase.ecc_corrected_bits)
-#define SRC_NAND_ecc_uncorrectable(name) \
-	(n.ecc_uncorrectable - f->nbase.ecc_uncorrectable)
-#define SRC_OPEN(name)            0     /* in f->base already */
-#define SRC_TIME(name)            rw_seconds(f)
-
-/* Whole seconds served since a read-write open (0 read-only). */
-static uint64_t rw_seconds(const struct ftl *f)
-{
-	double d = f->rw_t0 > 0 ? ftl_now_ms() - f->rw_t0 : 0;
-
-	return d > 0 ? (uint64_t)(d / 1000) : 0;
-}
-
-/* Counters since create: the checkpointed base plus this mount's. */
-void ftl_counters_snapshot(struct ftl *f, struct ftl_ckpt_counters *c)
-{
-	struct nand_counters n;
-
-	nand_counters_get(f->nand, &n);
-	*c = f->base;
-#define FTL_X_ADD(name, src) c->name += SRC_##src(name);
-	FTL_COUNTERS(FTL_X_ADD)
-	FTL_LIFE_COUNTERS(FTL_X_ADD)
-#undef FTL_X_ADD
-}
 
 /* The erase-count histogram of the data blocks (erase_min/max known):
  * FTL_ERASE_HIST buckets of equal width from erase_min.  In 64 bits: the
@@ -91,7 +54,7 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 	double sum = 0, sq = 0, nb = g->data_blocks;
 
 	memset(st, 0, sizeof(*st));
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	ftl_counters_snapshot(f, &c);
 	st->erase_min = UINT32_MAX;
 	st->wear_map_group = (g->data_blocks + FTL_WEAR_MAP - 1) / FTL_WEAR_MAP;
@@ -111,18 +74,16 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 		sq += (double)ec * ec;
 	}
 	erase_hist(f, st);
-	st->mapped_pages = f->mapped;
-	st->free_blocks = f->nfree;
+	st->mapped_pages = f->log.mapped;
+	st->free_blocks = f->idx.nfree;
 	ftl_bb_stats(f, st);
 	nand_counters_get(f->nand, &n);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 #define FTL_X_COPY(name, src) st->name = c.name;
 	FTL_COUNTERS(FTL_X_COPY)
 	FTL_LIFE_COUNTERS(FTL_X_COPY)
 #undef FTL_X_COPY
-#define FTL_X_MOUNT(name, src) st->name = SRC_##src(name);
-	FTL_MOUNT_COUNTERS(FTL_X_MOUNT)
-#undef FTL_X_MOUNT
+	ftl_counters_mount(f, &n, st);
 	programs_split(g, st);
 	st->erase_mean = sum / nb;
 	st->erase_stddev = sqrt(fmax(0, sq / nb - st->erase_mean * st->erase_mean));
@@ -130,11 +91,11 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 		st->last_mount = (enum ftl_mount_kind)c.last_mount;
 		st->last_mount_ms = c.last_mount_us / 1000.0;
 	} else {
-		st->last_mount = f->mount_kind;
-		st->last_mount_ms = f->mount_ms;
+		st->last_mount = f->mnt.kind;
+		st->last_mount_ms = f->mnt.ms;
 	}
 	st->last_mount_time = c.last_mount_time;
-	st->ckpt_lost = f->ckpt_lost;
+	st->ckpt_lost = f->mnt.ckpt_lost;
 	st->write_amplification = c.host_write_sectors ?
 		(double)c.page_programs * g->ps /
 		((double)c.host_write_sectors * FTL_SECTOR) : 0;

@@ -20,9 +20,9 @@ static __thread uint8_t tls_tail[FTL_MAX_PAGE] __attribute__((aligned(64)));
 static void stripe_op(struct ftl *f, unsigned i, bool lock)
 {
 	if (lock)
-		pthread_mutex_lock(&f->stripe[i]);
+		ftl_lock(&f->stripe[i]);
 	else
-		pthread_mutex_unlock(&f->stripe[i]);
+		ftl_unlock(&f->stripe[i]);
 }
 
 /* Lock (or unlock) the distinct stripes of logical pages [p0, p1]
@@ -31,6 +31,7 @@ static void range_lock(struct ftl *f, uint64_t p0, uint64_t p1, bool lock)
 {
 	unsigned a = ftl_stripe_of(p0), b = ftl_stripe_of(p1), i;
 
+	FTL_ASSERT_NOT_HELD(&f->lock);
 	if (p1 / FTL_STRIPE_PAGES - p0 / FTL_STRIPE_PAGES + 1 >= FTL_NSTRIPES) {
 		a = 0;
 		b = FTL_NSTRIPES - 1;
@@ -64,6 +65,7 @@ static int read_parts(struct ftl *f, uint64_t mo, uint64_t end,
 	uint64_t ps = f->g.ps, p0 = mo / ps, p1 = (end - 1) / ps;
 	int r = 0;
 
+	FTL_ASSERT_HELD(&f->stripe[ftl_stripe_of(p0)]);
 	*head = mo % ps || (p0 == p1 && end % ps);
 	*tail = p1 != p0 && end % ps;
 	if (mapped_only && ftl_map_get(f, (uint32_t)p0) == FTL_UNMAPPED)
@@ -84,6 +86,7 @@ static int host_prog(struct ftl *f, uint32_t lpn, const void *data,
 {
 	int r;
 
+	FTL_ASSERT_HELD(&f->lock);
 	for (int i = 0;; i++) {
 		r = ftl_balance(f);
 		if (!r)
@@ -98,9 +101,11 @@ static int write_page(struct ftl *f, uint32_t lpn, const void *data)
 {
 	int r;
 
-	pthread_mutex_lock(&f->lock);
+	FTL_ASSERT_NOT_HELD(&f->lock);
+	FTL_ASSERT_HELD(&f->stripe[ftl_stripe_of(lpn)]);
+	ftl_lock(&f->lock);
 	r = host_prog(f, lpn, data, FTL_OOB_DATA);
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	return r;
 }
 
@@ -136,6 +141,7 @@ static int write_run(struct ftl *f, uint64_t lpn, uint64_t n,
 			nand_program_run_unlocked(f->nand);
 	int r = 0;
 
+	FTL_ASSERT_HELD(&f->stripe[ftl_stripe_of(lpn)]);
 	for (int i = 0; n;) {
 		uint32_t done = 0, c = n < RUN_MAX ? (uint32_t)n : RUN_MAX;
 		struct ftl_inflight x;
@@ -144,16 +150,16 @@ static int write_run(struct ftl *f, uint64_t lpn, uint64_t n,
 		for (; have < c; have++)
 			tls_crc[have] = oct_crc32c(0, data + (size_t)have * f->g.ps,
 						   f->g.ps);
-		pthread_mutex_lock(&f->lock);
+		ftl_lock(&f->lock);
 		r = ftl_balance(f);
 		if (!r)
 			r = ftl_run_reserve(f, (uint32_t)lpn, unlocked ? c : 0,
 					    tls_crc, tls_oob, sizeof(tls_oob),
 					    &x);
 		if (!r) {
-			pthread_mutex_unlock(&f->lock);
+			ftl_unlock(&f->lock);
 			ftl_run_program(f, &x, data, tls_oob);
-			pthread_mutex_lock(&f->lock);
+			ftl_lock(&f->lock);
 			r = ftl_run_finish(f, &x);
 			done = x.done;
 		} else if (r == -EAGAIN) {
@@ -165,7 +171,7 @@ static int write_run(struct ftl *f, uint64_t lpn, uint64_t n,
 		if (r == -ENOSPC && i++ < 3 &&
 		    ftl_stream_needs_block(f, STREAM_HOST))
 			r = 0;
-		pthread_mutex_unlock(&f->lock);
+		ftl_unlock(&f->lock);
 		if (r)
 			return r;
 		lpn += done;
@@ -185,7 +191,7 @@ static int check_io(struct ftl *f, uint64_t off, uint64_t len)
 	if (off % FTL_SECTOR || len % FTL_SECTOR || off > f->g.size ||
 	    len > f->g.size - off)
 		return -EINVAL;
-	return f->readonly || f->worn_out ? -EROFS : 0;
+	return f->readonly || f->bb.worn_out ? -EROFS : 0;
 }
 
 /*
@@ -233,9 +239,9 @@ int ftl_write(struct ftl *f, const void *buf, uint64_t off, size_t len,
 		r = write_page(f, (uint32_t)p, pg);
 	}
 	if (!r && (flags & FTL_FUA)) {
-		pthread_mutex_lock(&f->lock);
+		ftl_lock(&f->lock);
 		r = ftl_fsum_sync(f);
-		pthread_mutex_unlock(&f->lock);
+		ftl_unlock(&f->lock);
 		CADD(f, m.host_fua, 1);
 	}
 	range_lock(f, p0, p1, false);
@@ -255,9 +261,9 @@ int ftl_flush(struct ftl *f)
 
 	if (f->readonly)
 		return 0;
-	pthread_mutex_lock(&f->lock);
+	ftl_lock(&f->lock);
 	r = ftl_fsum_sync(f);   /* and the proof of it (flush summary) */
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	CADD(f, m.host_flushes, 1);
 	return r;
 }
@@ -279,9 +285,11 @@ static int trim_pages(struct ftl *f, uint64_t q0, uint64_t q1)
 	bool any = false;
 	int r = 0;
 
-	pthread_mutex_lock(&f->lock);
+	FTL_ASSERT_HELD(&f->stripe[ftl_stripe_of(q0)]);
+	FTL_ASSERT_NOT_HELD(&f->lock);
+	ftl_lock(&f->lock);
 	for (uint64_t q = q0; q < q1 && !any; q++)
-		any = f->map[q] != FTL_UNMAPPED;
+		any = f->log.map[q] != FTL_UNMAPPED;
 	if (any) {
 		memset(tls_page, 0, f->g.ps);
 		t->magic = FTL_TRIM_MAGIC;
@@ -292,7 +300,7 @@ static int trim_pages(struct ftl *f, uint64_t q0, uint64_t q1)
 		for (uint64_t q = q0; !r && q < q1; q++)
 			ftl_map_unset(f, (uint32_t)q);
 	}
-	pthread_mutex_unlock(&f->lock);
+	ftl_unlock(&f->lock);
 	return r;
 }
 

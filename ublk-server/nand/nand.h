@@ -123,7 +123,38 @@ int nand_backing_nbd(const char *uri, bool readonly,
 		     struct nand_backing **out, uint64_t *size);
 const char *nand_backing_nbd_error(void);
 /* True when @path is an NBD URI rather than a file or device path. */
+bool nand_backing_is_nbd(const char *path);
+
+/*
+ * A backing on the Ceph RBD image named by @uri:
+ * rbd://POOL[/NAMESPACE]/IMAGE[@SNAP][?KEY=VALUE&...] (librbd; options:
+ * conf=, id=, keyring=, mon_host=, cluster=, timeout=SECONDS, any Ceph
+ * option), its size in @size.  Read-write, the image's RBD exclusive lock
+ * is taken and held until destroy: -EBUSY when another client holds it,
+ * -EOPNOTSUPP an image without the exclusive-lock feature; a snapshot
+ * (@SNAP) only read-only (-EROFS).  Requests fail with -ETIMEDOUT after
+ * timeout= seconds (default 30) of a dead or slow cluster.
+ * nand_backing_rbd_error(): why the last call of this thread failed (one
+ * line naming the URI; NULL: only the errno is known).
+ */
+int nand_backing_rbd(const char *uri, bool readonly,
+		     struct nand_backing **out, uint64_t *size);
+const char *nand_backing_rbd_error(void);
+bool nand_backing_is_rbd(const char *path);
+/* Make @uri's image, @size bytes, unless it exists: 1 made, 0 it exists. */
+int nand_backing_rbd_create(const char *uri, uint64_t size);
+/* Who holds @uri's exclusive lock, one phrase into @buf ("locked by ..."). */
+int nand_backing_rbd_holder(const char *uri, char *buf, size_t len);
+
+/* True when @path names a remote medium (NBD or RBD URI) rather than a
+ * file or device path. */
 bool nand_backing_is_uri(const char *path);
+/* The backing of a remote medium: nand_backing_nbd or nand_backing_rbd. */
+int nand_backing_uri(const char *uri, bool readonly,
+		     struct nand_backing **out, uint64_t *size);
+/* Why the last nand_backing_uri() of this thread failed, one line, or
+ * NULL when the errno says it all. */
+const char *nand_backing_uri_error(const char *uri);
 
 /* The memory backing's current bytes (for tests; NULL and size 0 for
  * another backing). */

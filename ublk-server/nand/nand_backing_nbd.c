@@ -1,23 +1,34 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A backing on an NBD export (libnbd): the emulated flash's bytes live on
- * qemu-nbd, nbdkit, rbd-nbd or any NBD server.  The third backing beside
- * the file descriptor and memory ones (nand.h).
+ * qemu-nbd, nbdkit, rbd-nbd or any NBD server.  A backing beside the file
+ * descriptor, memory and RBD ones (nand.h).
  *
  * Durability carries through: nand_backing_ops.sync is NBD_CMD_FLUSH, and
  * an export that cannot flush is refused for writing (its writes could
  * never be made durable).  A failed request (the network, the server's
- * EIO) comes back as its errno, EIO when the server named none; the
- * engine turns that into EIO for the host, never into lost data.
+ * EIO) is -EIO (its cause said once on stderr); the engine turns that
+ * into EIO for the host, never into lost data.
  *
- * Threads: libnbd serialises the synchronous calls on one handle.  When
- * the server allows several connections to one export (NBD multi-conn),
- * NB_CONNS handles are opened (OCTANT_NBD_CONNECTIONS=1..4 overrides):
- * the first carries every write, zero and flush (so a FLUSH covers all
- * writes on any server), the others the reads, round-robin, so the
- * concurrent reads nand.h allows run in parallel.  Reads only ever ask
- * for bytes whose writes completed (the engine's map publishes a page
- * after its program returned), so a read on another connection sees them.
+ * Requests are libnbd's asynchronous ones, so the engine's concurrent
+ * reads and programs (nand.h, Threads) are that many requests in flight
+ * on one connection: each call issues its request (nbd_aio_*) from the
+ * engine's thread and sleeps on a semaphore its completion callback
+ * posts; one dispatcher thread per connection moves the bytes (poll on
+ * the socket, nbd_aio_notify_read / _write) and runs the callbacks.  A
+ * run of pages (preadv / pwritev) is one request through a bounce buffer.
+ * Before, each call was a synchronous nbd_pread: libnbd holds the handle
+ * for the whole round trip, one request in flight per connection.
+ *
+ * One connection by default, which is also what makes an export's
+ * one-client limit a lock: `nbdkit --filter=limit limit=1` or qemu-nbd's
+ * default --shared=1 refuse a second ublk-flash (-EBUSY: the server closed
+ * the connection in the handshake).  OCTANT_NBD_CONNECTIONS=2..4 opens
+ * more when the server allows multi-conn: the first carries every write,
+ * zero and flush (so a FLUSH covers all writes on any server), the others
+ * the reads, round-robin.  Reads only ever ask for bytes whose writes
+ * completed (the engine's map publishes a page after its program
+ * returned), so a read on another connection sees them.
  *
  * libnbd is loaded (dlopen) by the first NBD backing, not linked: it pulls
  * in gnutls and libxml2 (ICU's 30 MiB of data among them), which a server
@@ -26,12 +37,17 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <libnbd.h>
 
@@ -41,9 +57,11 @@
 
 /* The libnbd calls used here, resolved from NB_LIBNBD (types checked
  * against libnbd.h). */
-#define NB_FUNCS(X) X(can_flush) X(can_multi_conn) X(can_zero) X(close) \
-	X(connect_uri) X(create) X(flush) X(get_errno) X(get_error)     \
-	X(get_size) X(is_read_only) X(pread) X(pwrite) X(shutdown) X(zero)
+#define NB_FUNCS(X) X(aio_flush) X(aio_get_direction) X(aio_get_fd)        \
+	X(aio_is_dead) X(aio_notify_read) X(aio_notify_write) X(aio_pread) \
+	X(aio_pwrite) X(aio_zero) X(can_flush) X(can_multi_conn) X(can_zero) \
+	X(close) X(connect_uri) X(create) X(get_errno) X(get_error)        \
+	X(get_size) X(is_read_only) X(set_uri_allow_local_file) X(shutdown)
 static struct {
 #define NB_PTR(name) __typeof__(nbd_##name) *name;
 	NB_FUNCS(NB_PTR)
@@ -72,44 +90,143 @@ fail:
 #define NBD_CHUNK (4u << 20)    /* well under every server's request limit */
 #define NB_CONNS  4u
 
-struct nbd_backing {
-	struct nand_backing b;
-	struct nbd_handle *hs[NB_CONNS];
-	unsigned nh;                    /* handles open */
-	atomic_uint next;               /* round-robin */
-	bool can_zero;
+/* One connection and the thread that moves its bytes. */
+struct nb_conn {
+	struct nbd_handle *h;
+	int evfd;                       /* wakes the dispatcher: -1 none */
+	pthread_t thr;
+	bool running;                   /* thr started */
+	atomic_bool stop;
 };
 
-/* Reads spread over the handles after the first (round-robin); writes,
- * zeroes and flushes all go to the first, so a FLUSH there covers every
- * write whatever the server's multi-conn semantics. */
-static struct nbd_handle *nb_rh(struct nbd_backing *n)
+struct nbd_backing {
+	struct nand_backing b;
+	struct nb_conn c[NB_CONNS];
+	unsigned nh;                    /* connections open */
+	atomic_uint next;               /* round-robin */
+	bool can_zero;
+	atomic_int said;                /* last request errno said (0 none) */
+};
+
+/* A request in flight: its caller sleeps on @done. */
+struct nb_req {
+	sem_t done;
+	int err;                        /* errno the server or libnbd gave */
+};
+
+static int nb_complete(void *user_data, int *error)
+{
+	struct nb_req *q = user_data;
+
+	q->err = *error;
+	sem_post(&q->done);
+	return 1;                       /* retire the command */
+}
+
+/* Move bytes for connection @arg until told to stop or the connection is
+ * gone (libnbd then completes every request in flight with an error). */
+static void *nb_dispatch(void *arg)
+{
+	struct nb_conn *c = arg;
+	int fd = nbl.aio_get_fd(c->h);
+
+	while (!atomic_load(&c->stop) && !nbl.aio_is_dead(c->h)) {
+		unsigned dir = nbl.aio_get_direction(c->h);
+		struct pollfd p[2] = {
+			{ .fd = fd, .events = (dir & LIBNBD_AIO_DIRECTION_READ ?
+					       POLLIN : 0) |
+					      (dir & LIBNBD_AIO_DIRECTION_WRITE ?
+					       POLLOUT : 0) },
+			{ .fd = c->evfd, .events = POLLIN },
+		};
+		uint64_t v;
+
+		if (poll(p, 2, -1) < 0)
+			continue;               /* EINTR */
+		if (p[1].revents && read(c->evfd, &v, sizeof(v)) < 0) {
+			/* nothing to drain */
+		}
+		if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+			if (nbl.aio_notify_read(c->h) < 0 && nbl.aio_is_dead(c->h))
+				break;
+		} else if (p[0].revents & POLLOUT) {
+			nbl.aio_notify_write(c->h);
+		}
+	}
+	return NULL;
+}
+
+/* Wake @c's dispatcher when a request left bytes to send (it may be
+ * polling for replies only). */
+static void nb_kick(struct nb_conn *c)
+{
+	uint64_t one = 1;
+
+	if ((nbl.aio_get_direction(c->h) & LIBNBD_AIO_DIRECTION_WRITE) &&
+	    write(c->evfd, &one, sizeof(one)) < 0) {
+		/* the counter is full: it is awake anyway */
+	}
+}
+
+/* A failed request is -EIO (what a block device can say), its cause said
+ * on stderr once per kind. */
+static int nb_fail(struct nbd_backing *n, int err)
+{
+	if (err == ENOMEM)
+		return -ENOMEM;
+	if (atomic_exchange(&n->said, err) != err)
+		fprintf(stderr, "ublk-flash: the NBD medium: a request failed: "
+			"%s (reported as EIO)\n", strerror(err));
+	return -EIO;
+}
+
+/* Wait for request @q, issued with result @cookie (-1: it never was). */
+static int nb_wait(struct nbd_backing *n, struct nb_conn *c, int64_t cookie,
+		   struct nb_req *q)
+{
+	int err;
+
+	if (cookie < 0) {
+		err = nbl.get_errno();
+		sem_destroy(&q->done);
+		return nb_fail(n, err > 0 ? err : EIO);
+	}
+	nb_kick(c);
+	while (sem_wait(&q->done) && errno == EINTR)
+		;
+	sem_destroy(&q->done);
+	return q->err ? nb_fail(n, q->err) : 0;
+}
+
+#define NB_CB(q) ((nbd_completion_callback){ .callback = nb_complete, \
+					     .user_data = (q) })
+
+/* Reads spread over the connections after the first (round-robin);
+ * writes, zeroes and flushes all go to the first, so a FLUSH there covers
+ * every write whatever the server's multi-conn semantics. */
+static struct nb_conn *nb_rc(struct nbd_backing *n)
 {
 	if (n->nh == 1)
-		return n->hs[0];
-	return n->hs[1 + atomic_fetch_add(&n->next, 1) % (n->nh - 1)];
+		return &n->c[0];
+	return &n->c[1 + atomic_fetch_add(&n->next, 1) % (n->nh - 1)];
 }
 
-static struct nbd_handle *nb_wh(struct nbd_backing *n)
+static int nb_io(struct nbd_backing *n, bool wr, void *buf, size_t len,
+		 uint64_t off)
 {
-	return n->hs[0];
-}
-
-static int nbd_err(void)
-{
-	int e = nbl.get_errno();
-
-	return e > 0 ? -e : -EIO;
-}
-
-static int nb_pread(struct nand_backing *b, void *buf, size_t len, uint64_t off)
-{
-	struct nbd_backing *n = (struct nbd_backing *)b;
-
 	while (len) {
 		size_t c = len < NBD_CHUNK ? len : NBD_CHUNK;
-		if (nbl.pread(nb_rh(n), buf, c, off, 0) < 0)
-			return nbd_err();
+		struct nb_conn *k = wr ? &n->c[0] : nb_rc(n);
+		struct nb_req q = { .err = 0 };
+		int64_t cookie;
+		int r;
+
+		sem_init(&q.done, 0, 0);
+		cookie = wr ? nbl.aio_pwrite(k->h, buf, c, off, NB_CB(&q), 0)
+			    : nbl.aio_pread(k->h, buf, c, off, NB_CB(&q), 0);
+		r = nb_wait(n, k, cookie, &q);
+		if (r)
+			return r;
 		buf = (char *)buf + c;
 		off += c;
 		len -= c;
@@ -117,20 +234,15 @@ static int nb_pread(struct nand_backing *b, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+static int nb_pread(struct nand_backing *b, void *buf, size_t len, uint64_t off)
+{
+	return nb_io((struct nbd_backing *)b, false, buf, len, off);
+}
+
 static int nb_pwrite(struct nand_backing *b, const void *buf, size_t len,
 		     uint64_t off)
 {
-	struct nbd_backing *n = (struct nbd_backing *)b;
-
-	while (len) {
-		size_t c = len < NBD_CHUNK ? len : NBD_CHUNK;
-		if (nbl.pwrite(nb_wh(n), buf, c, off, 0) < 0)
-			return nbd_err();
-		buf = (const char *)buf + c;
-		off += c;
-		len -= c;
-	}
-	return 0;
+	return nb_io((struct nbd_backing *)b, true, (void *)buf, len, off);
 }
 
 /* A vector is one NBD request through a bounce buffer: a page program
@@ -150,7 +262,7 @@ static int nb_rw_vec(struct nand_backing *b, bool wr, const struct iovec *iov,
 	if (wr)
 		for (int i = 0; i < cnt; at += iov[i].iov_len, i++)
 			memcpy(bounce + at, iov[i].iov_base, iov[i].iov_len);
-	r = wr ? nb_pwrite(b, bounce, len, off) : nb_pread(b, bounce, len, off);
+	r = nb_io((struct nbd_backing *)b, wr, bounce, len, off);
 	if (!r && !wr)
 		for (int i = 0; i < cnt; at += iov[i].iov_len, i++)
 			memcpy(iov[i].iov_base, bounce + at, iov[i].iov_len);
@@ -176,18 +288,24 @@ static int nb_punch(struct nand_backing *b, uint64_t off, uint64_t len)
 {
 	static const uint8_t zero[65536];
 	struct nbd_backing *n = (struct nbd_backing *)b;
+	int r;
 
 	while (len) {
 		uint64_t c;
 		if (n->can_zero) {
+			struct nb_req q = { .err = 0 };
+
 			c = len < NBD_CHUNK ? len : NBD_CHUNK;
-			if (nbl.zero(nb_wh(n), c, off, 0) < 0)
-				return nbd_err();
+			sem_init(&q.done, 0, 0);
+			r = nb_wait(n, &n->c[0], nbl.aio_zero(n->c[0].h, c, off,
+							       NB_CB(&q), 0),
+				    &q);
 		} else {
 			c = len < sizeof(zero) ? len : sizeof(zero);
-			if (nbl.pwrite(nb_wh(n), zero, (size_t)c, off, 0) < 0)
-				return nbd_err();
+			r = nb_io(n, true, (void *)zero, (size_t)c, off);
 		}
+		if (r)
+			return r;
 		off += c;
 		len -= c;
 	}
@@ -197,8 +315,10 @@ static int nb_punch(struct nand_backing *b, uint64_t off, uint64_t len)
 static int nb_sync(struct nand_backing *b)
 {
 	struct nbd_backing *n = (struct nbd_backing *)b;
+	struct nb_req q = { .err = 0 };
 
-	return nbl.flush(nb_wh(n), 0) < 0 ? nbd_err() : 0;
+	sem_init(&q.done, 0, 0);
+	return nb_wait(n, &n->c[0], nbl.aio_flush(n->c[0].h, NB_CB(&q), 0), &q);
 }
 
 static void nb_destroy(struct nand_backing *b)
@@ -207,11 +327,24 @@ static void nb_destroy(struct nand_backing *b)
 
 	if (!n)
 		return;
-	for (unsigned i = 0; i < NB_CONNS; i++)
-		if (n->hs[i]) {
-			nbl.shutdown(n->hs[i], 0);
-			nbl.close(n->hs[i]);
+	for (unsigned i = 0; i < NB_CONNS; i++) {
+		struct nb_conn *c = &n->c[i];
+		uint64_t one = 1;
+
+		if (c->running) {
+			atomic_store(&c->stop, true);
+			if (write(c->evfd, &one, sizeof(one)) < 0) {
+				/* full: it wakes anyway */
+			}
+			pthread_join(c->thr, NULL);
 		}
+		if (c->h) {
+			nbl.shutdown(c->h, 0);
+			nbl.close(c->h);
+		}
+		if (c->evfd >= 0)
+			close(c->evfd);
+	}
 	free(n);
 }
 
@@ -225,7 +358,7 @@ static const struct nand_backing_ops nbd_ops = {
 	.destroy = nb_destroy,
 };
 
-bool nand_backing_is_uri(const char *path)
+bool nand_backing_is_nbd(const char *path)
 {
 	return !strncmp(path, "nbd://", 6) || !strncmp(path, "nbds://", 7) ||
 	       !strncmp(path, "nbd+unix://", 11) ||
@@ -245,6 +378,49 @@ const char *nand_backing_nbd_error(void)
 	return e ? e : "unknown NBD error";
 }
 
+/* Start @c's dispatcher (signals blocked: they are the server's). */
+static int nb_start(struct nb_conn *c)
+{
+	sigset_t all, old;
+	int r;
+
+	c->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->evfd < 0)
+		return -errno;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = -pthread_create(&c->thr, NULL, nb_dispatch, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	c->running = !r;
+	return r;
+}
+
+/* Connect handle @h to @uri: 0, -EBUSY when the server closed the
+ * connection in the handshake (it takes one client at a time: nbdkit's
+ * limit filter, qemu-nbd --shared=1), else the connection's errno. */
+static int nb_connect(struct nbd_handle *h, const char *uri)
+{
+	const char *msg;
+	int e;
+
+	/* TLS when the URI says nbds (libnbd's default); the URI may name
+	 * its certificates (tls-certificates=DIR, tls-psk-file=FILE): the
+	 * user's own command line, as a path is */
+	nbl.set_uri_allow_local_file(h, true);
+	if (nbl.connect_uri(h, uri) == 0)
+		return 0;
+	e = nbl.get_errno();
+	msg = nbl.get_error();
+	/* the socket connected, then the server hung up before a word of
+	 * the handshake (libnbd 1.14 says "server disconnected unexpectedly",
+	 * or, when the hang-up comes with the connect, "invalid in state
+	 * CONNECT"); a server that is not there is ECONNREFUSED / ENOENT */
+	if (msg && (strstr(msg, "server disconnected") ||
+		    strstr(msg, "invalid in state CONNECT")))
+		return -EBUSY;
+	return e > 0 ? -e : -ECONNREFUSED;
+}
+
 int nand_backing_nbd(const char *uri, bool readonly,
 		     struct nand_backing **out, uint64_t *size)
 {
@@ -260,32 +436,36 @@ int nand_backing_nbd(const char *uri, bool readonly,
 	if (!n)
 		return -ENOMEM;
 	n->b.ops = &nbd_ops;
+	for (unsigned i = 0; i < NB_CONNS; i++)
+		n->c[i].evfd = -1;
 	const char *env = getenv("OCTANT_NBD_CONNECTIONS");
-	unsigned want = env ? (unsigned)atoi(env) : NB_CONNS;
+	unsigned want = env ? (unsigned)atoi(env) : 1;
 
 	if (want < 1 || want > NB_CONNS)
-		want = NB_CONNS;
+		want = 1;
 	for (unsigned i = 0; i < want; i++) {
-		h = n->hs[i] = nbl.create();
+		h = n->c[i].h = nbl.create();
 		if (!h) {
-			r = nbd_err();
+			r = nbl.get_errno() > 0 ? -nbl.get_errno() : -ENOMEM;
 			goto err;
 		}
-		/* TLS when the URI says nbds (libnbd's default) */
-		if (nbl.connect_uri(h, uri) < 0) {
-			r = nbl.get_errno() > 0 ? -nbl.get_errno() : -ECONNREFUSED;
+		r = nb_connect(h, uri);
+		if (r) {
 			if (i == 0)
 				goto err;
 			nbl.close(h);   /* the server takes fewer: use what we have */
-			n->hs[i] = NULL;
+			n->c[i].h = NULL;
 			break;
 		}
+		r = nb_start(&n->c[i]);
+		if (r)
+			goto err;
 		n->nh = i + 1;
 		if (i > 0)
 			continue;
 		sz = nbl.get_size(h);
 		if (sz < 0) {
-			r = nbd_err();
+			r = nbl.get_errno() > 0 ? -nbl.get_errno() : -EIO;
 			goto err;
 		}
 		if (!readonly && nbl.is_read_only(h) == 1) {

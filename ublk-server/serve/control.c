@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The control socket: live stats, health and stop for `ublk-flash
- * stats|health|stop`. */
+ * stats|health|stop`, and a live upgrade's handover (`ublk-flash upgrade`:
+ * "options", "upgrade PID"; serve.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -27,8 +28,13 @@
 
 struct serve_ctl {
 	int lfd, quit_fd;
+	pthread_mutex_t mu;               /* guards the four below */
 	int waiters[SERVE_CTL_WAITERS];   /* stop requesters awaiting the result */
 	unsigned nwait;
+	int handover_fd;                  /* the upgrade requester until the
+	                                     serve loop answers it, else -1 */
+	bool stopping;                    /* a stop was asked: no upgrade */
+	bool handed;                      /* quiesced for a handover */
 	pthread_t thread;
 	struct fe_server *s;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -57,6 +63,55 @@ static void serve_ctl_write_all(int fd, const char *p, size_t n)
 		p += w;
 		n -= (size_t)w;
 	}
+}
+
+/* "upgrade PID": the server PID (the requester itself, by its socket
+ * credentials) takes this server's device over.  Refused ("error: ...")
+ * while a stop or another upgrade is under way or before the device is
+ * live; else the serve loop is woken (handover_pid, stop_fd) and @fd kept:
+ * serve_ctl_handover answers it. */
+static bool serve_ctl_upgrade(struct serve_ctl *c, int fd, const char *arg)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	const char *refuse = NULL;
+	uint64_t one = 1;
+	char *end;
+	long pid;
+
+	errno = 0;
+	pid = strtol(arg, &end, 10);
+	if (errno || *end || pid <= 0 || pid > INT32_MAX)
+		refuse = "error: upgrade: not a pid\n";
+	else if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 ||
+		 cr.pid != (pid_t)pid)
+		refuse = "error: upgrade: the pid is not the requester's\n";
+	pthread_mutex_lock(&c->mu);
+	if (!refuse && (c->stopping || c->handover_fd >= 0 || c->handed))
+		refuse = c->stopping ? "error: upgrade: the server is stopping\n" :
+			 "error: upgrade: another upgrade is under way\n";
+	if (!refuse && !c->s->options)
+		refuse = "error: upgrade: the device is not live yet\n";
+	if (!refuse) {
+		c->handover_fd = fd;
+		c->s->handover_pid = (int)pid;
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (refuse) {
+		serve_ctl_write_all(fd, refuse, strlen(refuse));
+		return false;
+	}
+	if (write(c->s->stop_fd, &one, sizeof(one)) < 0) {
+		/* the loop is woken by the eventfd only: give up */
+		pthread_mutex_lock(&c->mu);
+		c->handover_fd = -1;
+		c->s->handover_pid = 0;
+		pthread_mutex_unlock(&c->mu);
+		serve_ctl_write_all(fd, "error: upgrade: cannot wake the server\n",
+				    39);
+		return false;
+	}
+	return true;
 }
 
 /* Answer one request; true if @fd was kept (a stop requester waits for
@@ -103,6 +158,17 @@ static bool serve_ctl_answer(struct serve_ctl *c, int fd)
 		free(buf);
 	} else if (!strcmp(cmd, "stop") || !strcmp(cmd, "stop force")) {
 		uint64_t one = 1;
+		bool kept = false;
+		bool upgrading;
+		pthread_mutex_lock(&c->mu);
+		upgrading = c->handover_fd >= 0 || c->handed;
+		if (!upgrading)
+			c->stopping = true;
+		pthread_mutex_unlock(&c->mu);
+		if (upgrading) {   /* the new server is the one to stop */
+			serve_ctl_write_all(fd, "error: upgrading\n", 17);
+			return false;
+		}
 		if (cmd[4])
 			c->s->force_stop = true;
 		if (write(c->s->stop_fd, &one, sizeof(one)) < 0) {
@@ -110,10 +176,20 @@ static bool serve_ctl_answer(struct serve_ctl *c, int fd)
 			return false;
 		}
 		serve_ctl_write_all(fd, "stopping\n", 9);
+		pthread_mutex_lock(&c->mu);
 		if (c->nwait < SERVE_CTL_WAITERS) {
 			c->waiters[c->nwait++] = fd;
-			return true;
+			kept = true;
 		}
+		pthread_mutex_unlock(&c->mu);
+		return kept;
+	} else if (!strcmp(cmd, "options")) {
+		if (c->s->options)
+			serve_ctl_write_all(fd, c->s->options, c->s->options_len);
+		else
+			serve_ctl_write_all(fd, "error: not live yet\n", 20);
+	} else if (!strncmp(cmd, "upgrade ", 8)) {
+		return serve_ctl_upgrade(c, fd, cmd + 8);
 	} else {
 		serve_ctl_write_all(fd, "error: unknown command\n", 23);
 	}
@@ -216,6 +292,8 @@ int serve_ctl_start(struct serve_ctl **out, const char *dir,
 		return -ENOMEM;
 	c->s = s;
 	c->lock_fd = -1;
+	c->handover_fd = -1;
+	pthread_mutex_init(&c->mu, NULL);
 	atomic_init(&c->rec, NULL);
 	snprintf(c->dir, sizeof(c->dir), "%s", dir);
 	snprintf(c->path, sizeof(c->path), "%s", a.sun_path);
@@ -235,8 +313,92 @@ err:
 		close(c->lfd);
 	if (c->quit_fd >= 0)
 		close(c->quit_fd);
+	pthread_mutex_destroy(&c->mu);
 	free(c);
 	return err;
+}
+
+bool serve_ctl_stopping(struct serve_ctl *c)
+{
+	bool stopping;
+
+	if (!c)
+		return false;
+	pthread_mutex_lock(&c->mu);
+	stopping = c->stopping;
+	pthread_mutex_unlock(&c->mu);
+	return stopping;
+}
+
+/* "quiesced\n" with @lock_fd (the entry's lock, if any) attached, and
+ * "notify PATH\n" when this server tells a supervisor ($NOTIFY_SOCKET), for
+ * the successor to tell it too (a systemd unit's reload runs it without
+ * one: NotifyAccess=main gives none to control processes). */
+static void serve_ctl_send_quiesced(int fd, int lock_fd)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	const char *sock = getenv("NOTIFY_SOCKET");
+	char msg[PATH_MAX + 32];
+	struct iovec iov = { msg, 0 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	int n = -1;
+
+	if (sock && *sock && !strchr(sock, '\n'))
+		n = snprintf(msg, sizeof(msg), "quiesced\nnotify %s\n", sock);
+	if (n < 0 || (size_t)n >= sizeof(msg))
+		n = snprintf(msg, sizeof(msg), "quiesced\n");
+	iov.iov_len = (size_t)n;
+
+	if (lock_fd >= 0) {
+		memset(&ctl, 0, sizeof(ctl));
+		m.msg_control = ctl.b;
+		m.msg_controllen = sizeof(ctl.b);
+		struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(h), &lock_fd, sizeof(int));
+	}
+	if (sendmsg(fd, &m, MSG_NOSIGNAL) < 0) {
+		/* the requester is gone: the device waits for a --recover */
+	}
+}
+
+void serve_ctl_handover(struct serve_ctl *c, int err)
+{
+	char msg[256];
+	int fd;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	fd = c->handover_fd;
+	c->handover_fd = -1;
+	c->s->handover_pid = 0;
+	if (fd >= 0 && !err) {
+		if (c->nwait < SERVE_CTL_WAITERS) {
+			c->waiters[c->nwait++] = fd;
+			c->handed = true;
+		} else {
+			err = -EMFILE;   /* cannot keep it: refuse instead */
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (fd < 0)
+		return;
+	if (err) {
+		snprintf(msg, sizeof(msg), "error: upgrade: %s\n",
+			 err == -EOPNOTSUPP ? "this device cannot be quiesced" :
+			 strerror(-err));
+		serve_ctl_write_all(fd, msg, strlen(msg));
+		close(fd);
+	} else {
+		serve_ctl_send_quiesced(fd, c->lock_fd);
+	}
 }
 
 void serve_ctl_keep(struct serve_ctl *c, int lock_fd,
@@ -269,19 +431,22 @@ void serve_ctl_finish(struct serve_ctl *c, int code, const char *why)
 	if (!c)
 		return;
 	serve_ctl_stop(c);
+	serve_ctl_handover(c, -ECANCELED);   /* never answered: the loop ended */
 	if (code)
 		snprintf(msg, sizeof(msg), "failed %d %s\n", code,
 			 why && *why ? why : "see the server's log");
 	else
-		snprintf(msg, sizeof(msg), "stopped\n");
+		snprintf(msg, sizeof(msg), c->handed ? "handed-over\n" :
+			 "stopped\n");
 	for (unsigned i = 0; i < c->nwait; i++) {
 		serve_ctl_write_all(c->waiters[i], msg, strlen(msg));
 		close(c->waiters[i]);
 	}
+	pthread_mutex_destroy(&c->mu);
 	free(c);
 }
 
-static int serve_ctl_connect(const struct serve_entry *e)
+int serve_ctl_connect(const struct serve_entry *e)
 {
 	struct sockaddr_un a;
 	int err = serve_ctl_addr(e->dir, &a);
@@ -310,8 +475,9 @@ int serve_ctl_request(const struct serve_entry *e, const char *cmd, FILE *out)
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	snprintf(buf, sizeof(buf), "%s\n", cmd);
 	serve_ctl_write_all(fd, buf, strlen(buf));
-	while ((n = recv(fd, buf, sizeof(buf), 0)) > 0)
-		if (out)
+	while ((n = recv(fd, buf, sizeof(buf), 0)) > 0 ||
+	       (n < 0 && errno == EINTR))
+		if (out && n > 0)
 			fwrite(buf, 1, (size_t)n, out);
 	close(fd);
 	return n < 0 ? -errno : 0;
@@ -374,6 +540,8 @@ static int serve_stop_request(const struct serve_entry *e, bool force,
 	}
 	if (!strncmp(buf, "error: unknown command", 22))
 		return -EPROTO;
+	if (!strncmp(buf, "error: upgrading", 16))
+		return -EINPROGRESS;   /* handing its device to a new server */
 	if (err == -EPIPE && !strstr(buf, "stopping\n"))
 		return -ENOTCONN;     /* never taken: the server was exiting */
 	return err;
@@ -420,7 +588,7 @@ int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms,
 		nanosleep(&w, NULL);
 		res = serve_stop_request(e, force, deadline, why, len);
 	}
-	if (res == -ETIMEDOUT)
+	if (res == -ETIMEDOUT || res == -EINPROGRESS)
 		return res;
 	if (res && res != -EIO && res != -EPIPE && e->pid > 0) {
 		/* No answer on the control socket: SIGTERM.  The server does

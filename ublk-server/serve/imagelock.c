@@ -4,7 +4,9 @@
  * writing (ftl_open), for as long as it is open.  Commands that write an
  * image without the engine's open (create, fsck --repair) take the same
  * lock, and name who holds it when they cannot.  A read-only serve takes
- * it shared (LOCK_SH): readers together, no writer beside them.
+ * it shared (LOCK_SH): readers together, no writer beside them.  An RBD
+ * medium's lock is its exclusive lock, taken by the backing itself
+ * (nand_backing_rbd): held across hosts, named here.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -75,6 +77,16 @@ void serve_image_holder(const char *path, char *buf, size_t len)
 				 e.dm[0] ? e.dm : e.dev, (int)e.pid);
 		else
 			snprintf(buf, len, "being served (pid %d)", (int)e.pid);
+		return;
+	}
+	/* an RBD image: whoever holds its exclusive lock, on any host */
+	if (nand_backing_is_rbd(path) &&
+	    nand_backing_rbd_holder(path, buf, len) == 0)
+		return;
+	if (nand_backing_is_nbd(path)) {    /* its server's one-client limit */
+		snprintf(buf, len, "in use: its NBD server closed our connection "
+			 "in the handshake (it takes one client at a time and "
+			 "has one)");
 		return;
 	}
 	/* Who holds it now, by descriptor: a daemon that inherited the lock

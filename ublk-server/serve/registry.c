@@ -35,11 +35,13 @@ int serve_entry_dir(const char *image, char *dir, size_t len)
 	struct stat st;
 
 	if (nand_backing_is_uri(image)) {
-		/* an NBD export has no inode: the URI (two CRCs of it) names it */
+		/* a remote medium has no inode: the URI (two CRCs of it)
+		 * names it */
 		size_t n = strlen(image);
 		uint32_t a = oct_crc32c(0, image, n), b = oct_crc32c(a, image, n);
 
-		if ((size_t)snprintf(dir, len, "%s/img-nbd-%08x%08x", serve_base(),
+		if ((size_t)snprintf(dir, len, "%s/img-%s-%08x%08x", serve_base(),
+				     nand_backing_is_rbd(image) ? "rbd" : "nbd",
 				     a, b) >= len)
 			return -ENAMETOOLONG;
 		return 0;
@@ -111,6 +113,11 @@ int serve_entry_lock(const char *dir, int *fd)
 	return serve_lock_take(dir, true, 25, fd);
 }
 
+int serve_entry_trylock(const char *dir, int *fd)
+{
+	return serve_lock_take(dir, false, 1, fd);
+}
+
 void serve_entry_remove(const char *dir, bool log)
 {
 	char p[PATH_MAX + 8];
@@ -125,44 +132,6 @@ void serve_entry_remove(const char *dir, bool log)
 	snprintf(p, sizeof(p), "%s/lock", dir);
 	unlink(p);
 	rmdir(dir);
-}
-
-int serve_sweep(const char *self)
-{
-	char dir[PATH_MAX];
-	struct serve_entry e;
-	int n = 0, fd;
-
-	DIR *d = opendir(serve_base());
-	if (!d)
-		return 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, "img-", 4) != 0 || strchr(de->d_name, '.'))
-			continue;
-		snprintf(dir, sizeof(dir), "%s/%s", serve_base(), de->d_name);
-		if (self && !strcmp(dir, self))
-			continue;
-		if (serve_lock_take(dir, false, 1, &fd) < 0)
-			continue;         /* live (or being looked at) */
-		pid_t owner;
-		if (serve_entry_dead(dir, &owner) < 0) {
-			close(fd);        /* live: its lock file was replaced */
-			continue;
-		}
-		bool dead = serve_entry_load(dir, &e) == 0;
-		/* A dead ublk server's device waits for `serve --recover`;
-		 * its entry stays until then (or `stop`). */
-		if (!dead || strcmp(e.frontend, "ublk") != 0) {
-			if (dead)
-				serve_entry_cleanup(dir);
-			serve_entry_remove(dir, false);
-			n++;
-		}
-		close(fd);
-	}
-	closedir(d);
-	return n;
 }
 
 /* Is the lock of @dir held by a server? (a shared try-lock, released) */
@@ -510,86 +479,4 @@ void serve_entry_clear(const char *dir)
 		snprintf(p, sizeof(p), "%s/%s", dir, serve_files[i]);
 		unlink(p);
 	}
-}
-
-/* Detach every loop device whose backing file lies in @mnt. */
-static int serve_cleanup_loops(const char *mnt)
-{
-	char backing[PATH_MAX + 8], dev[300];
-	int n = 0;
-
-	snprintf(backing, sizeof(backing), "%s/", mnt);   /* any name in it */
-	DIR *d = opendir("/sys/block");
-	if (!d)
-		return 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, "loop", 4) != 0)
-			continue;
-		snprintf(dev, sizeof(dev), "/dev/%s", de->d_name);
-		if (loop_detach_if_backed_by(dev, backing) == 0) {
-			fprintf(stderr, "ublk-flash: detached stale %s\n", dev);
-			n++;
-		}
-	}
-	closedir(d);
-	return n;
-}
-
-/* Abort the FUSE connection mounted on @mnt, if one still looks alive
- * (its server is gone but, e.g., stuck exiting): pending and future
- * requests then fail with ENOTCONN instead of hanging. */
-static void serve_abort_fuse(const char *mnt)
-{
-	char line[PATH_MAX * 2], p[128];
-	unsigned maj, min;
-	bool found = false;
-
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char mp[PATH_MAX];
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, mp) == 3 &&
-		    !strcmp(mp, mnt) && strstr(line, " - fuse")) {
-			found = true;
-			break;
-		}
-	}
-	fclose(f);
-	if (!found)
-		return;
-	snprintf(p, sizeof(p), "/sys/fs/fuse/connections/%u/abort", min);
-	if (access(p, W_OK) < 0)
-		mount("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, NULL);
-	int fd = open(p, O_WRONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		if (write(fd, "1", 1) < 0) {
-			/* already gone */
-		}
-		close(fd);
-	}
-}
-
-int serve_entry_cleanup(const char *dir)
-{
-	char mnt[PATH_MAX];
-	pid_t owner;
-	int n;
-
-	int err = serve_entry_dead(dir, &owner);
-
-	if (err)
-		return err;           /* a live server's, or not proven: touch nothing */
-	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
-	serve_abort_fuse(mnt);
-	n = serve_cleanup_loops(mnt);
-	/* A dead server's FUSE mount answers ENOTCONN; detach it lazily. */
-	if (umount2(mnt, MNT_DETACH) == 0) {
-		fprintf(stderr, "ublk-flash: unmounted stale FUSE mount %s\n", mnt);
-		n++;
-	}
-	rmdir(mnt);
-	serve_entry_clear(dir);
-	return n;
 }

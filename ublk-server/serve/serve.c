@@ -128,14 +128,18 @@ static int serve_dm_attach(struct fe_server *s, char *dmpath, size_t len)
 	return err;
 }
 
+/* A line the parent prints after the device (serve --upgrade's summary). */
+static char serve_report_note[512];
+
 /* Tell the waiting parent how the start went ("OK dev" or "ERR code"). */
 static void serve_report(int fd, int code, const char *dev)
 {
-	char msg[256];
+	char msg[1024];
 	if (fd < 0)
 		return;
 	if (code == 0 && dev)
-		snprintf(msg, sizeof(msg), "OK %s\n", dev);
+		snprintf(msg, sizeof(msg), "OK %s\n%s%s", dev, serve_report_note,
+			 serve_report_note[0] ? "\n" : "");
 	else
 		snprintf(msg, sizeof(msg), "ERR %d\n", code);
 	if (write(fd, msg, strlen(msg)) < 0) {
@@ -147,7 +151,7 @@ static void serve_report(int fd, int code, const char *dev)
 /* Parent side of the daemon fork: wait for the child's report. */
 static int serve_parent(int rfd, pid_t child)
 {
-	char msg[256];
+	char msg[1024];
 	ssize_t n, got = 0;
 	int code;
 
@@ -156,8 +160,7 @@ static int serve_parent(int rfd, pid_t child)
 	close(rfd);
 	msg[got] = '\0';
 	if (!strncmp(msg, "OK ", 3)) {
-		msg[strcspn(msg, "\n")] = '\0';
-		printf("%s\n", msg + 3);
+		printf("%s", msg + 3);   /* the device, and a note's line */
 		return 0;
 	}
 	waitpid(child, NULL, 0);
@@ -167,17 +170,28 @@ static int serve_parent(int rfd, pid_t child)
 	return EXIT_IO;
 }
 
+/* This server's options for its successor (serve_options_record), made
+ * before the daemon changes folder; answered on the control socket. */
+static char serve_options[PATH_MAX * 3];
+static size_t serve_options_len;
+
+/* When this serve started (serve --upgrade's "prepared in"). */
+static uint64_t serve_t_start;
+
 static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
-			const struct fe_ops *ops, int report_fd, int lock_fd)
+			const struct fe_ops *ops, int report_fd, int *lock_fd)
 {
 	static struct serve_record rec;   /* read by the control thread */
 	struct fe_server s = { .opts = o, .stop_fd = -1 };
+	struct serve_upgrade up = { .old = o->upgrade_pid, .fd = -1,
+				    .lock_fd = -1, .t_start = serve_t_start };
 	struct serve_ctl *ctl = NULL;
 	struct serve_ro *ro = NULL;
 	struct sigaction sa;
 	sigset_t block, old;
 	char dmpath[128] = "", why[256] = "", line[PATH_MAX + 192];
 	bool tried = false, dm = false, pidfile = false, marked = false;
+	bool handed_in = false, handed_out = false, kept = false, live = false;
 	int code = 0, err, share_fd = -1, spare_fd = -1;
 
 	struct ftl_open_opts open_opts = *oo;
@@ -186,7 +200,8 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	 * (a roll-forward stays in memory, no checkpoint at open or close);
 	 * a shared image lock keeps writers (create, fsck --repair) out. */
 	open_opts.readonly = o->read_only;
-	err = o->read_only ? serve_image_share(o->image, &share_fd) : 0;
+	err = o->read_only && !nand_backing_is_uri(o->image) ?
+	      serve_image_share(o->image, &share_fd) : 0;
 	/* Keep the server resident: reclaim must never wait on our own disk.
 	 * Before the open: the engine's memory is then locked as it is made
 	 * (MCL_FUTURE), and its read-only mapping of a tmpfs image can stay
@@ -194,11 +209,29 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	 * it, allocating every hole of a sparse image. */
 	if (!err)
 		serve_memory_setup();
+	if (!err && o->upgrade) {
+		/* a live upgrade: the old server hands the device over once
+		 * everything that can fail for want of resources is ready */
+		tried = true;
+		code = serve_upgrade_begin(o, ops, &s, &up, &handed_in);
+		if (code)
+			goto out;
+		*lock_fd = up.lock_fd;
+		up.lock_fd = -1;
+	}
 	if (!err)
 		err = ftl_open(o->image, &open_opts, &s.ftl);
 	if (err) {
 		code = serve_open_fail(o->image, err);
 		goto out;
+	}
+	up.t_opened = serve_now_ns();
+	if (o->upgrade && *lock_fd < 0) {   /* an old server passed no lock */
+		err = serve_upgrade_lock(o->run_dir, up.old, lock_fd);
+		if (err) {
+			code = cli_fail("serve --upgrade: run registry", err);
+			goto out;
+		}
 	}
 	s.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s.stop_fd < 0) {
@@ -249,6 +282,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 		code = err == -EBUSY ? EXIT_BUSY : EXIT_IO;
 		goto out;
 	}
+	up.t_live = serve_now_ns();
 	if (o->dm_name) {
 		if (serve_dm_attach(&s, dmpath, sizeof(dmpath)) < 0) {
 			code = EXIT_IO;
@@ -288,7 +322,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	else
 		clock_gettime(CLOCK_REALTIME, &rec.started);
 	/* Removed under us (rm -rf of the run folder), it is written again. */
-	serve_ctl_keep(ctl, lock_fd, &rec);
+	serve_ctl_keep(ctl, *lock_fd, &rec);
 	if (o->pidfile) {
 		err = serve_pidfile_write(o->pidfile, getpid());
 		if (err) {
@@ -310,20 +344,39 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	 * serve changes nothing, so not before). */
 	serve_sweep(o->run_dir);
 
+	if (o->upgrade)
+		serve_upgrade_summary(&up, s.devpath,
+				      ftl_mount_kind(s.ftl) == FTL_MOUNT_CLEAN,
+				      serve_report_note, sizeof(serve_report_note));
 	if (o->foreground) {
-		printf("%s\n", dm ? dmpath : s.devpath);
+		printf("%s\n%s%s", dm ? dmpath : s.devpath, serve_report_note,
+		       serve_report_note[0] ? "\n" : "");
 		fflush(stdout);
 	} else {
 		serve_report(report_fd, 0, dm ? dmpath : s.devpath);
 		report_fd = -1;
 	}
+	live = true;
 	/* From now on messages go to the log (--log; a daemon: syslog). */
-	snprintf(line, sizeof(line), "%s served on %s (pid %d%s)", o->image,
+	snprintf(line, sizeof(line), "%s served on %s (pid %d%s%s%s)", o->image,
 		 dm ? dmpath : s.devpath, (int)getpid(),
-		 o->read_only ? ", read-only" : "");
+		 o->read_only ? ", read-only" : "", o->upgrade ? "; " : "",
+		 serve_report_note);
 	serve_log_start(!o->foreground, o->run_dir, line);
 	serve_notify_ready(s.devpath);   /* udev names it; systemd: READY=1 */
-	err = ops->run(&s);
+	__atomic_store_n(&s.options_len, serve_options_len, __ATOMIC_RELAXED);
+	__atomic_store_n(&s.options, serve_options, __ATOMIC_RELEASE);
+	for (;;) {
+		bool stop = false;
+
+		err = ops->run(&s);
+		if (err || !s.handover_pid)
+			break;
+		/* `ublk-flash upgrade`: hand the device to pid handover_pid */
+		handed_out = serve_handover(&s, ops, ctl, &stop);
+		if (handed_out || stop)
+			break;
+	}
 	if (err) {
 		fprintf(stderr, "ublk-flash: serve: %s: %s\n", ops->name,
 			strerror(-err));
@@ -331,13 +384,21 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 		code = EXIT_IO;
 	}
 out:
+	/* A successor (serve --upgrade) that fails once it has re-attached
+	 * the device, before it is live (its --dm, registry or pidfile),
+	 * leaves it quiesced as it found it, for a --recover: it never
+	 * removes the device it took over. */
+	if (o->upgrade && code && !live && ops->quiesce && ops->quiesce(&s) == 0)
+		kept = true;
+	kept |= handed_out;
 	serve_ctl_stop(ctl);      /* stop requesters wait for the outcome */
 	serve_ro_stop(ro);
-	if (dm && dmstack_detach(o->dm_name) < 0)
+	/* kept: the dm device stays on the device that stays */
+	if (dm && !kept && dmstack_detach(o->dm_name) < 0)
 		fprintf(stderr, "ublk-flash: warning: --dm %s: %s\n", o->dm_name,
 			dmstack_errmsg());
 	if (tried)
-		ops->stop(&s);   /* safe after a failed start */
+		ops->stop(&s);   /* safe after a failed start; hands over */
 	if (s.ftl) {
 		err = ftl_close(s.ftl);
 		if (err && !code) {
@@ -355,16 +416,46 @@ out:
 		close(s.stop_fd);
 	/* A --recover that failed before it was live leaves the dead
 	 * server's entry as it found it while that device still waits: the
-	 * next --recover, list, stop and the systemd helper still know it. */
-	if (marked || !o->recover || !serve_entry_waits(o->run_dir))
+	 * next --recover, list, stop and the systemd helper still know it.
+	 * So does a server that handed its device over (its successor
+	 * replaces the entry), and an --upgrade that failed (the entry is
+	 * its live predecessor's, or it waits for a --recover). */
+	if (!kept && (marked || (!o->recover && !o->upgrade) ||
+		      !serve_entry_waits(o->run_dir)))
 		serve_entry_clear(o->run_dir);
+	if (kept && !handed_out) {   /* the kernel records this pid now */
+		snprintf(line, sizeof(line), "%d", (int)getpid());
+		serve_entry_put(o->run_dir, "pid", line);
+	}
 	if (pidfile)
 		serve_pidfile_remove(o->pidfile, getpid());
-	if (report_fd < 0) {   /* it was live */
+	if (report_fd < 0 && handed_out) {
+		snprintf(line, sizeof(line), "%s handed over to pid %d (live "
+			 "upgrade)%s%s", o->image, s.handover_pid,
+			 why[0] ? ": " : "", why);
+		serve_log_info(line);
+		/* a supervisor follows the successor (systemd: NotifyAccess=main
+		 * takes it from the main process) */
+		snprintf(line, sizeof(line), "MAINPID=%d", s.handover_pid);
+		serve_notify(line);
+	} else if (report_fd < 0) {   /* it was live */
 		snprintf(line, sizeof(line), "%s stopped%s%s", o->image,
 			 why[0] ? ": " : "", why);
 		serve_log_info(line);
 	}
+	snprintf(line, sizeof(line), "/dev/ublkb%d", o->dev_id);
+	if (handed_in && code && access(line, F_OK) == 0)
+		fprintf(stderr, "ublk-flash: serve --upgrade: %s was handed over "
+			"and waits quiesced (its I/O is held, none failed): "
+			"`ublk-flash serve %s --recover` re-attaches it\n", line,
+			o->image);
+	else if (handed_in && code)
+		fprintf(stderr, "ublk-flash: serve --upgrade: %s was handed over "
+			"and could not be recovered: it was removed\n", line);
+	else if (o->upgrade && code)
+		fprintf(stderr, "ublk-flash: serve --upgrade: nothing changed: "
+			"pid %d serves /dev/ublkb%d on\n", o->upgrade_pid,
+			o->dev_id);
 	serve_ctl_finish(ctl, code, why);
 	serve_report(report_fd, code, NULL);
 	return code;
@@ -383,6 +474,8 @@ static int serve_check_outputs(struct fe_serve_opts *o)
 	if (o->pidfile) {
 		err = serve_pidfile_check(o->pidfile, pidabs, sizeof(pidabs),
 					  &live, why, sizeof(why));
+		if (err == -EEXIST && o->upgrade && live == o->upgrade_pid)
+			err = 0;      /* the server it takes over from */
 		if (err == -EEXIST) {
 			fprintf(stderr, "ublk-flash: serve: --pidfile %s: %s "
 				"(another server?)\n", o->pidfile, why);
@@ -397,6 +490,19 @@ static int serve_check_outputs(struct fe_serve_opts *o)
 			return EXIT_USAGE;
 		}
 		o->pidfile = pidabs;
+	}
+	/* a log FILE absolute, as its successor is told (upgrade) */
+	if (o->log_kind == SERVE_LOG_FILE && o->log[0] != '/') {
+		static char logabs[PATH_MAX];
+		const char *rel = o->log;
+		char cwd[PATH_MAX];
+
+		while (!strncmp(rel, "./", 2))
+			rel += 2;
+		if (getcwd(cwd, sizeof(cwd)) &&
+		    (size_t)snprintf(logabs, sizeof(logabs), "%s/%s", cwd,
+				     rel) < sizeof(logabs))
+			o->log = logabs;
 	}
 	err = serve_log_open((enum serve_log_kind)o->log_kind, o->log, why,
 			     sizeof(why));
@@ -448,6 +554,7 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	int lock_fd = -1, pipefd[2], err, code;
 	pid_t child;
 
+	serve_t_start = serve_now_ns();
 	if (nand_backing_is_uri(o->image)) {
 		/* the medium on an NBD export: the URI names it */
 		snprintf(image, sizeof(image), "%s", o->image);
@@ -457,6 +564,16 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 		return cli_fail(what, -errno);
 	}
 	o->image = image;
+	/* serve --upgrade: the image's live server, before anything (its
+	 * pid may be in our --pidfile) */
+	if (o->upgrade) {
+		err = serve_entry_dir(image, dir, sizeof(dir));
+		if (err)
+			return cli_fail("serve --upgrade: run registry", err);
+		code = serve_upgrade_target(o, dir);
+		if (code)
+			return code;
+	}
 	code = serve_check_outputs(o);
 	if (code)
 		return code;
@@ -464,8 +581,15 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	if (!ops)
 		return o->frontend && strcmp(o->frontend, "fuse") &&
 		       strcmp(o->frontend, "ublk") ? EXIT_USAGE : EXIT_IO;
+	if (o->upgrade && !ops->takeover) {
+		fprintf(stderr, "ublk-flash: serve --upgrade: a live upgrade "
+			"needs the ublk frontend, not --frontend %s\n", ops->name);
+		return EXIT_USAGE;
+	}
 	err = serve_entry_dir(image, dir, sizeof(dir));
-	if (!err)
+	/* serve --upgrade: the entry stays its live server's until that one
+	 * hands it over with its lock (serve_upgrade_ask) */
+	if (!err && !o->upgrade)
 		err = serve_entry_lock(dir, &lock_fd);
 	if (err == -EBUSY) {
 		if (serve_entry_load(dir, &e) == 0 && e.dev[0])
@@ -483,7 +607,7 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	 * a live server (it holds the removed lock file): nothing of it is
 	 * touched, the image is served (exit 5). */
 	pid_t owner;
-	err = serve_entry_dead(dir, &owner);
+	err = o->upgrade ? 0 : serve_entry_dead(dir, &owner);
 	if (err) {
 		if (!serve_entry_recorded(dir))
 			serve_entry_remove(dir, false);   /* made just now */
@@ -499,32 +623,41 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	}
 	/* A server that died (kill -9) left its device, mount and entry.
 	 * --recover (ublk) re-attaches to what it left: keep the entry. */
-	if (!o->recover)
+	if (!o->recover && !o->upgrade)
 		serve_entry_cleanup(dir);
 	/* What the frontend cannot honour (--recover with another access
-	 * than the device's) is refused before the engine opens: the image
-	 * and a dead server's entry stay as they are, for the right serve. */
+	 * than the device's; an upgrade the device cannot take) is refused
+	 * before the engine opens: the image and a dead server's entry stay
+	 * as they are, for the right serve. */
 	err = ops->prepare ? ops->prepare(o) : 0;
 	if (err) {
 		if (!serve_entry_recorded(dir))
 			serve_entry_remove(dir, false);   /* made just now */
-		close(lock_fd);
+		if (lock_fd >= 0)
+			close(lock_fd);
 		return err == -EROFS ? EXIT_USAGE :
-		       err == -EBUSY ? EXIT_BUSY : EXIT_IO;
+		       err == -EBUSY ? EXIT_BUSY :
+		       err == -EOPNOTSUPP ? EXIT_UNSUPPORTED : EXIT_IO;
 	}
+	/* what a successor is told (`ublk-flash upgrade`), paths absolute */
+	if (serve_options_record(o, oo, serve_options, sizeof(serve_options),
+				 &serve_options_len) < 0)
+		serve_options_len = 0;
 
 	if (o->foreground) {
-		code = serve_daemon(o, oo, ops, -1, lock_fd);
+		code = serve_daemon(o, oo, ops, -1, &lock_fd);
 		if (!serve_entry_recorded(dir))   /* unless kept for --recover */
 			serve_entry_remove(dir, false);   /* nothing left behind */
-		close(lock_fd);
+		if (lock_fd >= 0)
+			close(lock_fd);
 		return code;
 	}
 	if (pipe2(pipefd, O_CLOEXEC) < 0) {
 		code = cli_fail("serve: pipe", -errno);
 		if (!serve_entry_recorded(dir))
 			serve_entry_remove(dir, false);
-		close(lock_fd);
+		if (lock_fd >= 0)
+			close(lock_fd);
 		return code;
 	}
 	fflush(NULL);
@@ -535,12 +668,14 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 		close(pipefd[1]);
 		if (!serve_entry_recorded(dir))
 			serve_entry_remove(dir, false);
-		close(lock_fd);
+		if (lock_fd >= 0)
+			close(lock_fd);
 		return code;
 	}
 	if (child > 0) {
 		close(pipefd[1]);
-		close(lock_fd);   /* the child keeps the lock */
+		if (lock_fd >= 0)
+			close(lock_fd);   /* the child keeps the lock */
 		return serve_parent(pipefd[0], child);
 	}
 	close(pipefd[0]);
@@ -548,12 +683,14 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	if (chdir("/") < 0) {
 		/* realpath()ed image: the cwd does not matter */
 	}
-	code = serve_daemon(o, oo, ops, pipefd[1], lock_fd);
+	code = serve_daemon(o, oo, ops, pipefd[1], &lock_fd);
 	/* However it ended, the entry goes (but a dead server's, kept by a
-	 * failed --recover); the log only after a clean stop (a failed start
-	 * wrote none: its error went to the caller). */
+	 * failed --recover; one handed over to a successor; a live one a
+	 * failed --upgrade wanted to take over); the log only after a clean
+	 * stop (a failed start wrote none: its error went to the caller). */
 	if (!serve_entry_recorded(dir))
 		serve_entry_remove(dir, code == 0);
-	close(lock_fd);
+	if (lock_fd >= 0)
+		close(lock_fd);
 	_exit(code);
 }

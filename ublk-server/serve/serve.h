@@ -60,12 +60,16 @@ int serve_entry_dir(const char *image, char *dir, size_t len);
 /* Create the entry folder and take its lock (exclusive, non-blocking, a
  * few retries): the lock fd in *fd, -EBUSY if a live server holds it. */
 int serve_entry_lock(const char *dir, int *fd);
+/* Take the lock of the existing entry @dir (one try, nothing created):
+ * the fd in *fd; -EBUSY held, -ENOENT no such entry. */
+int serve_entry_trylock(const char *dir, int *fd);
 
 /* Remove the entry folder @dir (registry files, mnt/, the lock file; with
  * @log also RUNDIR.log).  The caller holds the lock and closes it after. */
 void serve_entry_remove(const char *dir, bool log);
 
-/* Remove every stale entry but @self (its server gone: lock free): clean
+/* Remove every stale entry but @self (serve/cleanup.c; its server gone:
+ * lock free): clean
  * what a dead FUSE server left (serve_entry_cleanup), then the folder.  A
  * dead ublk server's entry is kept for `serve --recover`.  Returns how
  * many entries were removed. */
@@ -206,6 +210,21 @@ void serve_ctl_finish(struct serve_ctl *c, int code, const char *why);
 /* Send @cmd to the live server of @e and copy its answer to @out. */
 int serve_ctl_request(const struct serve_entry *e, const char *cmd, FILE *out);
 
+/* A connected socket to the control socket of @e (only e->dir is read),
+ * or -errno. */
+int serve_ctl_connect(const struct serve_entry *e);
+
+/* A live upgrade asked for the device ("upgrade PID"; the serve loop woke
+ * with s->handover_pid): answer the requester.  @err 0: the device is
+ * quiesced; the requester gets "quiesced" with the entry's lock file
+ * descriptor (SCM_RIGHTS: the entry stays locked through the handover)
+ * and, from serve_ctl_finish, "handed-over" (or "failed CODE WHY").  Else
+ * "error: upgrade: WHY" and the server serves on. */
+void serve_ctl_handover(struct serve_ctl *c, int err);
+
+/* Was a stop asked on the control socket? */
+bool serve_ctl_stopping(struct serve_ctl *c);
+
 /* Ask the live server of @e to stop (socket, else SIGTERM: *signalled;
  * @force: cut the device off even if it is still in use) and wait up to
  * @timeout_ms for it to exit.  0 it said it stopped cleanly; -EIO it
@@ -214,7 +233,8 @@ int serve_ctl_request(const struct serve_entry *e, const char *cmd, FILE *out);
  * its connection ended): whether its clean checkpoint was written is then
  * read from the image (serve_image_closed_clean); -ESRCH the socket did
  * not answer and the recorded pid is not the entry's server (a stale pid
- * file): nothing signalled; -ETIMEDOUT it did not exit. */
+ * file): nothing signalled; -EINPROGRESS it is handing its device over to
+ * a new server (`upgrade`): nothing asked; -ETIMEDOUT it did not exit. */
 int serve_stop_server(const struct serve_entry *e, unsigned timeout_ms,
 		      bool force, char *why, size_t len, bool *signalled);
 
@@ -241,6 +261,86 @@ struct serve_ro;
 int serve_ro_start(struct serve_ro **out, struct ftl *f);
 void serve_ro_arm(struct serve_ro *w, const char *dev, const char *dm);
 void serve_ro_stop(struct serve_ro *w);
+
+/* ---- a live upgrade, the new server's side (serve/upgrade.c) ----
+ *
+ * The control socket's conversation (control.c answers it):
+ *   "options"      -> the server's options for its successor: words, each
+ *                     ended by a NUL (serve_options_record)
+ *   "upgrade PID"  -> (PID: the requester, checked by its credentials)
+ *                     "quiesced\n" + the entry's lock fd [+ "notify
+ *                     PATH\n": its $NOTIFY_SOCKET], later
+ *                     "handed-over\n" or "failed CODE WHY\n"; or
+ *                     "error: upgrade: WHY\n" (refused: nothing changed)
+ */
+struct serve_upgrade {
+	pid_t old;               /* the server handing the device over */
+	int fd;                  /* the connection to it, -1 */
+	int lock_fd;             /* the entry's lock it passed, -1 */
+	char buf[PATH_MAX + 64]; /* what it said, not yet taken */
+	size_t got;
+	char notify[PATH_MAX];   /* its $NOTIFY_SOCKET ("notify PATH"), "" */
+	uint64_t t_start, t_ask, t_quiesced, t_handed, t_opened, t_live;
+	                         /* CLOCK_MONOTONIC ns: serve started, the
+	                            request sent, its answers, the engine
+	                            open, the device live */
+};
+
+uint64_t serve_now_ns(void);
+
+/* serve --upgrade, before anything: the live ublk server of @o->image
+ * (its entry @dir, proven to hold it) into o->upgrade_pid and its device
+ * number into o->dev_id.  0, or one line and the exit code. */
+int serve_upgrade_target(struct fe_serve_opts *o, const char *dir);
+
+/* The options of this server @o, @oo for its successor (`ublk-flash
+ * upgrade` runs `serve IMG WORDS... --upgrade`): words each ended by a NUL
+ * into @buf, their length in *used; paths absolute.  -ENAMETOOLONG. */
+int serve_options_record(const struct fe_serve_opts *o,
+			 const struct ftl_open_opts *oo, char *buf, size_t len,
+			 size_t *used);
+
+/* Ask the server of entry @dir (u->old) for its device: 0 once it said
+ * "quiesced" (u->lock_fd: the entry's lock, if passed); -EPERM it refused
+ * (@why: its reason; it serves on), another -errno no answer. */
+int serve_upgrade_ask(const char *dir, struct serve_upgrade *u, char *why,
+		      size_t len);
+
+/* After serve_upgrade_ask: wait until the old server has closed the device
+ * and the engine (u->notify: its $NOTIFY_SOCKET, if it told).  0
+ * "handed-over"; -EIO "failed": its clean checkpoint
+ * is not on the image (@why); -EPIPE it ended without saying (the image is
+ * rolled forward).  The device is the new server's to recover either way. */
+int serve_upgrade_done(struct serve_upgrade *u, char *why, size_t len);
+
+/* The entry's lock when the old server passed none: wait until process
+ * @old has exited, then take the lock of @dir and prove the entry's server
+ * gone.  0 with *lock_fd, or -errno. */
+int serve_upgrade_lock(const char *dir, pid_t old, int *lock_fd);
+
+/* serve --upgrade, before the engine opens: prepare what the device needs
+ * (@ops->takeover), hold descriptors for after the handover, ask the live
+ * server u->old for the device and wait until it has closed the device
+ * and the image; take on its $NOTIFY_SOCKET.  0, or the exit code after
+ * one line (*handed_in: it had quiesced the device, which then waits for a
+ * --recover). */
+int serve_upgrade_begin(struct fe_serve_opts *o, const struct fe_ops *ops,
+			struct fe_server *s, struct serve_upgrade *u,
+			bool *handed_in);
+
+/* The old server's side: run() returned because "upgrade PID" came on the
+ * control socket @ctl (s->handover_pid).  Quiesce the device (unless a
+ * stop was asked too) and answer the requester.  true: hand the device
+ * over (stop serving, leave the device; s->handover_pid kept); false:
+ * serve on, or stop when a stop came meanwhile (*stop). */
+bool serve_handover(struct fe_server *s, const struct fe_ops *ops,
+		    struct serve_ctl *ctl, bool *stop);
+
+/* "upgraded DEV from pid OLD to pid NEW: paused S s (quiesce ..., old
+ * server's close ..., open ... clean|rolled forward, recovery ...),
+ * prepared in S s" (the old server serving meanwhile). */
+void serve_upgrade_summary(const struct serve_upgrade *u, const char *dev,
+			   bool clean, char *buf, size_t len);
 
 /* ---- lifecycle ---- */
 

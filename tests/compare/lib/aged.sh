@@ -36,6 +36,14 @@ Options (lists are comma-separated):
   --wl-threshold N   static wear levelling "on" threshold (serve
                      --wl-threshold); "off" is 1000000   [quick 8, long 32]
   --out DIR, --no-plot, --keep, --frontend NAME   as without --aged
+  --medium rbd://POOL[?conf=PATH&...]
+                     the cells' media are RBD images of POOL (one per cell
+                     and setting, aged-KEY), and each cell's aged state is
+                     pinned: once aged, the image is snapshotted (@aged) and
+                     what the run knows of it kept beside it (a RADOS object
+                     aged-KEY.state); a later run with the same cell and
+                     settings rolls the image back to it and only measures
+  --re-age           with --medium: age again, and pin anew
   --help             this text
 
 Discard modes: none (mkfs without discard, mounted nodiscard: the device never
@@ -46,6 +54,9 @@ run, printed; replay with OCTANT_SEED=N.
 Output in DIR: aged.csv, aged.json, aged-table.md, aged-summary.txt,
 aged-wa.png, aged-erase-hist.png, aged-wear.png (and .svg), per cell
 (cells/CELL/) the window log (windows.tsv), counter snapshots and fio JSON.
+The key of a pinned state covers the cell, --size, --op, --fill, --tolerance,
+--min-windows, --max-windows and --wl-threshold (not the seed: the state keeps
+the one it was aged with).
 Exit: 0 done, 1 a cell failed, 2 bad option, 3 missing tool or not root.
 EOF
 }
@@ -75,16 +86,17 @@ aged_long_cells() {
 aged_parse_args() {
 	local opt val preset=quick cells='' size='' op='' maxw='' wlt=''
 	OPT_OUT='' OPT_FRONTEND='' OPT_PLOT=1 OPT_KEEP=0 AGED_FILL=70 AGED_TOL=5 AGED_MINW=4
+	AGED_MEDIUM='' AGED_REAGE=0
 	while [ $# -gt 0 ]; do
 		opt=$1 val=
 		case $opt in --*=*) val=${opt#*=}; opt=${opt%%=*} ;; esac
 		case $opt in
-		--preset|--cells|--size|--op|--fill|--tolerance|--min-windows|--max-windows|--wl-threshold|--out|--frontend)
+		--preset|--cells|--size|--op|--fill|--tolerance|--min-windows|--max-windows|--wl-threshold|--out|--frontend|--medium)
 			if [[ $1 != *=* ]]; then
 				[ $# -ge 2 ] || cmp_usage_err "$opt needs a value"
 				val=$2; shift
 			fi ;;
-		--aged|--help|-h|--no-plot|--keep)
+		--aged|--help|-h|--no-plot|--keep|--re-age)
 			[[ $1 == *=* ]] && cmp_usage_err "$opt takes no value" ;;
 		*) cmp_usage_err "unknown option '$1' with --aged" ;;
 		esac
@@ -102,6 +114,8 @@ aged_parse_args() {
 		--frontend)     OPT_FRONTEND=$val ;;
 		--no-plot)      OPT_PLOT=0 ;;
 		--keep)         OPT_KEEP=1 ;;
+		--medium)       AGED_MEDIUM=$val ;;
+		--re-age)       AGED_REAGE=1 ;;
 		--help|-h)      aged_usage; exit 0 ;;
 		esac
 		shift
@@ -144,10 +158,23 @@ aged_parse_args() {
 		case $w in off|on) ;; *) cmp_usage_err "--cells: '$c': WL not off or on" ;; esac
 	done
 	OPT_FS=$(for c in $AGED_CELLS; do echo "${c%%:*}"; done | sort -u | paste -sd,)
+	AGED_POOL='' AGED_QUERY='' AGED_CONF=''
+	if [ -n "$AGED_MEDIUM" ]; then
+		[[ $AGED_MEDIUM =~ ^rbd://([^/?@]+)/?(\?.*)?$ ]] ||
+			cmp_usage_err "--medium: '$AGED_MEDIUM' is not rbd://POOL[?OPTIONS]"
+		AGED_POOL=${BASH_REMATCH[1]} AGED_QUERY=${BASH_REMATCH[2]}
+		[[ $AGED_QUERY =~ [?\&]conf=([^\&]+) ]] && AGED_CONF=${BASH_REMATCH[1]}
+	elif [ "$AGED_REAGE" = 1 ]; then
+		cmp_usage_err "--re-age goes with --medium"
+	fi
 }
 
 aged_check_tools() {
 	cmp_check_tools
+	if [ -n "$AGED_POOL" ]; then
+		cmp_need rbd ceph-common
+		cmp_need rados ceph-common
+	fi
 	cmp_need fstrim util-linux
 	cmp_need dd coreutils
 	[[ ,$OPT_FS, == *,xfs,* ]] && cmp_need mkfs.xfs xfsprogs
@@ -191,16 +218,23 @@ aged_overwrite() {
 		fio ${2:+--output-format=json --output="$2"} "$CMP_HERE/fio/aged-overwrite.fio" >>"$1" 2>&1
 }
 
-# aged_precondition: write the whole device once (a used device: SNIA-style).
+# aged_precondition: write the whole device once (a used device: SNIA-style),
+# then its first sector back: the partition table alignpart wrote (zeroed, it
+# was gone from the medium while the kernel kept the partition; a pinned state
+# served again found no partition).
 aged_precondition() {
+	local mbr=$CMP_WORK/mbr-$CELL_NAME
+	dd if="$CELL_DEV" of="$mbr" bs=512 count=1 iflag=direct status=none 2>>"$1" || return 1
 	dd if=/dev/zero of="$CELL_DEV" bs=1M oflag=direct conv=fsync status=none 2>>"$1" ||
-		grep -q 'No space left' "$1"
+		grep -q 'No space left' "$1" || return 1
+	dd if="$mbr" of="$CELL_DEV" bs=512 count=1 oflag=direct conv=fsync status=none 2>>"$1" || return 1
+	rm -f "$mbr"
 }
 
 # aged_mkfs_mount DIR: format (discard at mkfs only when the cell discards)
 # and mount with the cell's discard option.
 aged_mkfs_mount() {
-	local log=$1/setup.log opts try nod=
+	local log=$1/setup.log try nod=
 	[ "$CELL_DISCARD" = none ] && nod=1
 	for try in 1 2 3; do
 		case $CELL_FS in
@@ -212,6 +246,12 @@ aged_mkfs_mount() {
 		[ $try = 3 ] && { cell_fail "mkfs.$CELL_FS" "$log"; return; }
 		sleep 2
 	done
+	aged_mount "$1"
+}
+
+# aged_mount DIR: mount CELL_PART on CELL_MNT with the cell's discard option.
+aged_mount() {
+	local log=$1/setup.log opts
 	case $CELL_DISCARD in
 	online) opts=discard ;;
 	*) opts=nodiscard ;;
@@ -303,9 +343,103 @@ aged_steady() {
 		exit 0 }'
 }
 
+# ---- pinned aged states (--medium rbd://POOL) ----------------------------
+# An aged cell's image is snapshotted (rbd snap create POOL/aged-KEY@aged)
+# after its aging windows, before the measured one, with the server stopped
+# (a clean checkpoint); what the run knows about it (the window log, the
+# counter snapshots, the variables below) goes into the RADOS object
+# aged-KEY.state.  A later run rolls the image back and measures at once.
+
+AGED_PIN_VARS="AGED_NEXT_GEN AGED_DB_FILES AGED_DB_BYTES AGED_GEN_BYTES AGED_OW_BYTES
+AGED_UTIL AGED_SEED AGED_RS CELL_ALIGNED CELL_PREDICTED P_STEADY P_REACHED
+P_WINDOWS P_WAS P_AGE_S P_CELL_S P_DATE"
+
+aged_rbd() { rbd ${AGED_CONF:+-c "$AGED_CONF"} "$@"; }
+aged_rados() { rados ${AGED_CONF:+-c "$AGED_CONF"} -p "$AGED_POOL" "$@"; }
+
+# aged_key CELL: the pinned state's name for this cell and these settings.
+aged_key() {
+	printf 'v1|%s|%s|%s|%s|%s|%s|%s|%s' "$1" "$OPT_SIZE" "$AGED_OP" "$AGED_FILL" "$AGED_TOL" \
+		"$AGED_MINW" "$AGED_MAXW" "$AGED_WLT" | cksum | cut -d' ' -f1
+}
+
+# aged_pinned: the cell's image has its @aged snapshot and its state object.
+aged_pinned() {
+	aged_rbd snap ls "$AGED_POOL/$AGED_IMGNAME" 2>/dev/null | awk '{ print $2 }' | grep -qx aged &&
+		aged_rados stat "$AGED_IMGNAME.state" >/dev/null 2>&1
+}
+
+# aged_serve_mount DIR: serve CELL_IMG, find its partition, mount it (the
+# cell's image holds its partition table and filesystem already).
+aged_serve_mount() {
+	local dir=$1 log=$1/setup.log
+	CELL_SERVED=1
+	# shellcheck disable=SC2086
+	"$UBLK_FLASH" serve "$CELL_IMG" ${OPT_FRONTEND:+--frontend "$OPT_FRONTEND"} \
+		${CELL_SERVE_ARGS:-} >"$dir/serve.out" 2>>"$log"
+	CELL_DEV=$(grep -m1 '^/dev/' "$dir/serve.out")
+	[ -n "$CELL_DEV" ] && cell_wait_node "$CELL_DEV" || { cell_fail "ublk-flash serve" "$log"; return; }
+	CELL_PART=$(cell_partname "$CELL_DEV")
+	if ! cell_wait_node "$CELL_PART" 20; then
+		partx -a "$CELL_DEV" >>"$log" 2>&1
+		cell_wait_node "$CELL_PART" 100 || { cell_fail "partition node $CELL_PART" "$log"; return; }
+	fi
+	aged_mount "$dir"
+}
+
+# aged_pin DIR: stop the aged cell, snapshot its image, keep its state; then
+# serve and mount it again, as a later run starts (both measure right after
+# a restart).
+aged_pin() {
+	local dir=$1 log=$1/setup.log f
+	cell_sync "$CELL_MNT"
+	umount "$CELL_MNT" >>"$log" 2>&1 || { cell_fail "umount before the snapshot" "$log"; return; }
+	"$UBLK_FLASH" stop "$CELL_DEV" >>"$log" 2>&1 || { cell_fail "stop before the snapshot" "$log"; return; }
+	CELL_SERVED=0 CELL_DEV=
+	aged_rbd snap rm --no-progress "$AGED_POOL/$AGED_IMGNAME@aged" >/dev/null 2>&1
+	aged_rbd snap create --no-progress "$AGED_POOL/$AGED_IMGNAME@aged" >>"$log" 2>&1 ||
+		{ cell_fail "rbd snap create" "$log"; return; }
+	P_DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+	for f in $AGED_PIN_VARS; do printf '%s=%q\n' "$f" "${!f}"; done >"$dir/pinned.env"
+	tar -C "$dir" -czf "$dir/pinned.tgz" pinned.env windows.tsv filled.json info.json check.json \
+		$(cd "$dir" && ls w*.json) ||
+		{ cell_fail "pinned state" "$log"; return; }
+	aged_rados put "$AGED_IMGNAME.state" "$dir/pinned.tgz" >>"$log" 2>&1 ||
+		{ cell_fail "rados put $AGED_IMGNAME.state" "$log"; return; }
+	echo "pinned: $AGED_POOL/$AGED_IMGNAME@aged" >>"$log"
+	aged_serve_mount "$dir"
+}
+
+# aged_cell_pinned DIR: the cell from its pinned aged state: roll back,
+# measure one window, record.
+aged_cell_pinned() {
+	local dir=$1 log=$1/setup.log t0=$SECONDS f
+	: >"$log"
+	: >"$dir/age.log"
+	cmp_progress "$CELL_LABEL: from its pinned aged state ($AGED_POOL/$AGED_IMGNAME@aged)"
+	aged_rados get "$AGED_IMGNAME.state" "$dir/pinned.tgz" >>"$log" 2>&1 &&
+		tar -C "$dir" -xzf "$dir/pinned.tgz" || { cell_fail "pinned state" "$log"; return 1; }
+	# shellcheck disable=SC1091
+	. "$dir/pinned.env"
+	aged_rbd snap rollback --no-progress "$AGED_POOL/$AGED_IMGNAME@aged" >>"$log" 2>&1 ||
+		{ cell_fail "rbd snap rollback" "$log"; return 1; }
+	aged_serve_mount "$dir" || return 1
+	# the baseline of the measured window: after this restart's own writes
+	aged_snap "$dir/w$P_WINDOWS.json" || { cell_fail "stats" "$dir/w$P_WINDOWS.json.err"; return 1; }
+	AGED_PINNED=used
+	aged_measure "$dir" "$t0" "$P_STEADY" "$P_REACHED" "$P_WINDOWS" "$P_WAS" "$P_AGE_S" || return 1
+	echo "cell $CELL_NAME: from the state pinned $P_DATE in $((SECONDS - t0)) s (aging it had taken $P_CELL_S s)" \
+		>>"$OUT/pinned.txt"
+}
+
 # aged_cell DIR: the whole cell; appends a record to aged.jsonl.
 aged_cell() {
 	local dir=$1 w was=() wa steady=0 reached=0 t0=$SECONDS t_age
+	AGED_PINNED=
+	if [ -n "$AGED_POOL" ] && [ "$AGED_REAGE" = 0 ] && aged_pinned; then
+		aged_cell_pinned "$dir"
+		return
+	fi
 	: >"$dir/setup.log"
 	: >"$dir/age.log"
 	printf 'window\thost_mib\tflash_mib\tgc_relocations\tdevice_wa\n' >"$dir/windows.tsv"
@@ -332,12 +466,27 @@ aged_cell() {
 		if [ "$w" -ge "$AGED_MINW" ] && [ "$w" -ge 4 ] && aged_steady "${was[@]:1}"; then steady=1 reached=$w; break; fi
 	done
 	t_age=$((SECONDS - t_age))
+	if [ -n "$AGED_POOL" ]; then
+		P_STEADY=$steady P_REACHED=$reached P_WINDOWS=${#was[@]} P_WAS="${was[*]}" P_AGE_S=$t_age
+		P_CELL_S=$((SECONDS - t0))
+		cmp_progress "$CELL_LABEL: pinning the aged state"
+		aged_pin "$dir" || return 1
+		AGED_PINNED=made
+		# the baseline of the measured window: after the restart's writes
+		aged_snap "$dir/w${#was[@]}.json" || { cell_fail "stats" "$dir/w${#was[@]}.json.err"; return 1; }
+	fi
+	aged_measure "$dir" "$t0" "$steady" "$reached" "${#was[@]}" "${was[*]}" "$t_age"
+}
+
+# aged_measure DIR T0 STEADY REACHED WINDOWS "WA..." AGE_S: the measured
+# window, its counters, the cell's record (the cell began at T0).
+aged_measure() {
+	local dir=$1 tm=$SECONDS
 	cmp_progress "$CELL_LABEL: measuring"
-	local tm=$SECONDS
 	aged_window "$dir" measure measure || return 1
 	tm=$((SECONDS - tm))
 	aged_snap "$dir/measured.json" || { cell_fail "stats" "$dir/measured.json.err"; return 1; }
-	aged_record "$dir" "$steady" "$reached" "${#was[@]}" "${was[*]}" "$t_age" "$tm" "$((SECONDS - t0))"
+	aged_record "$dir" "$3" "$4" "$5" "$6" "$7" "$tm" "$((SECONDS - $2))"
 }
 
 # aged_record DIR STEADY REACHED WINDOWS "WA..." AGE_S MEASURE_S CELL_S
@@ -353,7 +502,7 @@ aged_record() {
 		--argjson wlt "$CELL_WLT" --arg aligned "$CELL_ALIGNED" --arg predicted "$CELL_PREDICTED" \
 		--argjson steady "$2" --argjson reached "$3" --argjson windows "$4" --arg was "$5" \
 		--argjson age_s "$6" --argjson measure_s "$7" --argjson cell_s "$8" --argjson tol "$AGED_TOL" \
-		--argjson util "$AGED_UTIL" '
+		--argjson util "$AGED_UTIL" --arg pinned "${AGED_PINNED:-}" '
 	def d(k): (($a[0][k] // 0) - ($b[0][k] // 0));
 	def per(x; y): if (y // 0) > 0 then x / y else null end;
 	def jobsum(f; k): [(f.jobs // [])[] | .write[k] // 0] | add // 0;
@@ -384,7 +533,8 @@ aged_record() {
 	  overwrite_bw_mib_s: (($fo.jobs[0].write.bw // null) | if . == null then null else . / 1024 end),
 	  overwrite_iops: ($fo.jobs[0].write.iops // null),
 	  create_bw_mib_s: ([($fc.jobs // [])[] | .write.bw // 0] | add | if . == null then null else . / 1024 end),
-	  measure_s: $measure_s, aging_s: $age_s, cell_s: $cell_s
+	  measure_s: $measure_s, aging_s: $age_s, cell_s: $cell_s,
+	  pinned_state: (if $pinned == "" then null else $pinned end)
 	}' >>"$OUT/aged.jsonl"
 }
 
@@ -486,6 +636,7 @@ aged_main() {
 	cmp_say "make compare --aged: preset $AGED_PRESET, ${#cells[@]} cells, image $OPT_SIZE, OP $AGED_OP %, fill $AGED_FILL %, steady within $AGED_TOL % over 3 windows, at most $AGED_MAXW windows"
 	cmp_say "seed $AGED_SEED (replay: OCTANT_SEED=$AGED_SEED)"
 	cmp_say "output: $OUT"
+	[ -n "$AGED_POOL" ] && cmp_say "media: RBD images in pool $AGED_POOL, aged states pinned as snapshots (@aged)$([ "$AGED_REAGE" = 1 ] && echo ", aged again")"
 	aged_header
 	for c in "${cells[@]}"; do
 		i=$((i + 1))
@@ -493,6 +644,10 @@ aged_main() {
 		CELL_NAME=$CELL_FS-$CELL_MODE-$CELL_START-$CELL_DISCARD-wl$CELL_WL
 		CELL_LABEL="[$i/${#cells[@]}] $CELL_NAME"
 		CELL_IMG=$CMP_WORK/$CELL_NAME.img
+		if [ -n "$AGED_POOL" ]; then
+			AGED_IMGNAME=aged-$(aged_key "$c")
+			CELL_IMG=rbd://$AGED_POOL/$AGED_IMGNAME$AGED_QUERY
+		fi
 		CELL_WLT=$([ "$CELL_WL" = on ] && echo "$AGED_WLT" || echo 1000000)
 		CELL_CREATE_ARGS="--over-provision $AGED_OP"
 		CELL_SERVE_ARGS="--wl-threshold $CELL_WLT"
@@ -507,6 +662,7 @@ aged_main() {
 		[ "$OPT_KEEP" = 1 ] || rm -f "$CELL_IMG"
 	done
 	cmp_progress_clear
+	[ -s "$OUT/pinned.txt" ] && cat "$OUT/pinned.txt"
 	local meta
 	meta=$(jq -n --arg cmd "$CMD_LINE" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
 		--arg kernel "$(uname -r)" --argjson nproc "$(nproc)" --arg fio "$(fio --version)" \

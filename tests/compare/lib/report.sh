@@ -33,6 +33,7 @@ report_record() {
 	  host_flushes: d("host_flushes"),
 	  host_discard_bytes: (d("host_discard_sectors") * 512),
 	  page_programs: d("page_programs"),
+	  flush_pages: d("fsum_pages"),
 	  flash_bytes: $flash,
 	  page_reads: d("page_reads"),
 	  block_erases: d("block_erases"),
