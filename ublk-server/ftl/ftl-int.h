@@ -308,8 +308,9 @@ struct ftl_log {
 	uint64_t flushed_seq;        /* seq at the last completed sync: goes
 	                                into every page's flush record */
 	uint64_t *mtime;             /* per block: seq of last program */
-	uint64_t *trim_seq;          /* per block: newest trim record in it
-	                                (0 after an erase: ftl_log_erased) */
+	uint64_t *trim_seq;          /* per block: newest trim record or
+	                                flush summary in it (0 after an
+	                                erase: ftl_log_erased) */
 	uint8_t  *fdirty;            /* per block: free but maybe not erased
 	                                (after a crash); checked before use */
 	uint8_t *runoob;             /* OOB of a program run (lazy: ppb * oob) */
@@ -390,6 +391,14 @@ struct ftl_ckpt {
 	uint64_t prev_seq;           /* the one before it (0: unknown, after
 	                                an open); flush summaries: a block is
 	                                erased only once both cover it */
+	uint64_t slot_seq;           /* seq of the newest checkpoint of the
+	                                slot before the newest base's (0:
+	                                unknown, until the first base after
+	                                an open); flush summaries: a block
+	                                with log.trim_seq above it is erased
+	                                only after a base (ftl_gc.c), list
+	                                entries above it stay listed
+	                                (ftl_fsum_covered) */
 	uint32_t interval;           /* blocks opened between checkpoints */
 	uint32_t allocs;             /* blocks opened since the newest one */
 	bool due;                    /* allocs reached interval */
@@ -420,12 +429,15 @@ struct ftl_ckpt {
  * ftl_fsum.c).  f->lock. */
 struct ftl_sumlist {
 	struct ftl_fsum_ent *ent;    /* host pages programmed since the last
-	                                flush summary or checkpoint */
+	                                flush summary that the newest
+	                                checkpoint of the slot before does
+	                                not cover (ftl_fsum_covered) */
 	uint32_t n, cap;
 	bool need;                   /* a host page since then: the next host
 	                                flush programs a summary */
 	bool oom;                    /* an entry could not be kept: the next
-	                                host flush writes a checkpoint */
+	                                host flush writes a checkpoint and a
+	                                base */
 	uint64_t host;               /* host pages programmed since the last
 	                                checkpoint (the flush mark's count) */
 };
@@ -545,6 +557,11 @@ struct ftl_found {
 	uint64_t rf_lost, rf_lost_trims; /* after roll-forward: logical pages
 	                                lost to damage, damaged trim records */
 	uint64_t rf_lost_unknown;    /* flushed pages whose OOB is damaged */
+	uint64_t rf_gens_lost;       /* after roll-forward: checkpoints the
+	                                flush mark names past the one used,
+	                                if 2 or more (two slots lost: GC may
+	                                have erased what the roll-forward
+	                                needs), else 0: the open refuses */
 };
 
 /* Scratch pages: f->lock (or the open). */
@@ -645,7 +662,8 @@ static inline void ftl_retire_note(struct ftl *f, uint32_t b)
 		f->maint.retire_next = b;
 }
 
-/* Block @b was erased (ftl_gc.c, f->lock held): it holds no trim record. */
+/* Block @b was erased (ftl_gc.c, f->lock held): it holds no trim record
+ * or flush summary. */
 static inline void ftl_log_erased(struct ftl *f, uint32_t b)
 {
 	FTL_ASSERT_HELD(&f->lock);
@@ -856,8 +874,12 @@ void ftl_counters_mount(const struct ftl *f, const struct nand_counters *n,
  * remember it for the next summary (@crc: the data CRC). */
 void ftl_fsum_note(struct ftl *f, uint8_t kind, uint32_t lpn, uint64_t ppn,
 		   uint64_t seq, uint32_t crc, const void *data);
-/* A checkpoint covers every page programmed so far. */
+/* A checkpoint was written: drop the entries the newest checkpoint of the
+ * slot before covers (ck.slot_seq). */
 void ftl_fsum_covered(struct ftl *f);
+/* A base was written after entries could not be kept (fsl.oom): it
+ * proves the flush; no summary is needed for it. */
+void ftl_fsum_based(struct ftl *f);
 /* A summary lists every page noted so far (the flush mark still counts
  * them, until a checkpoint). */
 void ftl_fsum_listed(struct ftl *f);

@@ -263,7 +263,7 @@ static int prog_page(struct ftl *f, int stream, uint32_t lpn,
 	ftl_ckpt_blk_dirty(f, blk);
 	if (kind == FTL_OOB_DATA)
 		ftl_map_set(f, lpn, (uint32_t)ppn);
-	else if (kind == FTL_OOB_TRIM)
+	else if (kind == FTL_OOB_TRIM || kind == FTL_OOB_FSUM)
 		f->log.trim_seq[blk] = seq;
 	if (stream == STREAM_HOST)      /* for the next flush summary */
 		ftl_fsum_note(f, kind, lpn, ppn, seq,

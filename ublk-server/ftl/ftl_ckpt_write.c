@@ -465,6 +465,7 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 	f->ck.mark = g->payload_pages + 1;
 	f->ck.didx = 0;
 	f->ck.gen = gen;
+	f->ck.slot_seq = f->ck.seq;
 	f->ck.prev_seq = f->ck.seq;
 	f->ck.seq = f->log.seq;
 	f->ck.allocs = 0;

@@ -235,7 +235,7 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 		return r;
 	/* flushed pages gone without a trace of their logical page: any
 	 * sector may read an older version; only a repair takes that */
-	if (f->mnt.rf_unknown && !o->accept_loss)
+	if ((f->mnt.rf_unknown || f->mnt.rf_gens_lost) && !o->accept_loss)
 		return -EUCLEAN;
 	/* the engine is not shared yet; f->lock for what asserts it */
 	ftl_lock(&f->lock);

@@ -379,6 +379,14 @@ static int check(const char *path, struct fsck *k)
 			f->mnt.rf_unknown > 1 ? "their" : "its",
 			f->mnt.rf_unknown > 1 ? "s" : "",
 			f->mnt.rf_unknown > 1 ? "they" : "it");
+	if (f->mnt.rf_gens_lost)
+		finding(k, true, "the %llu checkpoints after generation %llu "
+			"lost to media damage (the flush mark names %llu): "
+			"what was erased since may be needed; the open "
+			"refuses; --repair accepts the loss (data may read an "
+			"older version)", (unsigned long long)f->mnt.rf_gens_lost,
+			(unsigned long long)k->gen,
+			(unsigned long long)f->fmark.last.ckpt_gen);
 	if (f->mnt.rf_sum_trims)
 		finding(k, true, "%llu trim record%s written before the last "
 			"recorded flush lost to media damage (restored from "

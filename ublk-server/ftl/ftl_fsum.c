@@ -21,7 +21,11 @@
  * the medium as listed is media damage (EIO), never the older version.
  * For that a listed page may only disappear through damage: GC erases a
  * block holding a page newer than the last checkpoint only after a newer
- * checkpoint (ftl_erase_pending), which covers it.  When damage took the
+ * checkpoint (ftl_erase_pending), which covers it, and a block holding a
+ * summary only after the newest checkpoint of the slot before covers it
+ * too (a base), since a delta record dies with its slot's base.  Entries
+ * that slot does not cover stay listed across checkpoints (a checkpoint of
+ * the newest slot is no lasting witness).  When damage took the
  * summary as well, the mark still tells how far the flush went, and that
  * pages are missing (fewer than it counts): the open refuses then.
  *
@@ -115,13 +119,17 @@ static int program(struct ftl *f)
 	int r;
 
 	do {
-		uint32_t n = f->fsl.n - done < per ? f->fsl.n - done : per;
+		uint64_t cs = f->ck.seq;
+		uint32_t n;
 
 		r = ftl_gc_stream_ready(f);
 		if (r)
 			return r;
 		if (!f->fsl.need)
 			return 0;       /* a checkpoint came first: it covers */
+		if (f->ck.seq != cs)
+			done = 0;       /* ... all but what it kept listed */
+		n = f->fsl.n - done < per ? f->fsl.n - done : per;
 		if (!ftl_seq_room(f, FTL_PROG_RETRIES + 1))
 			return -EAGAIN;
 		memset(f->buf.page, 0, g->ps);
@@ -154,9 +162,24 @@ int ftl_fsum_sync(struct ftl *f)
 	if (r || !f->g.flush_sum || !f->fsl.need)
 		return r;
 	r = f->fsl.oom ? -ENOMEM : program(f);
+	if (r == -EAGAIN) {     /* sequence numbers short: after a checkpoint
+				   (which keeps the list), once more */
+		r = ftl_ckpt_write(f, false);
+		if (!r)
+			r = f->fsl.oom ? -ENOMEM : program(f);
+	}
 	if (!r)
 		return ftl_sync(f);
-	if (r == -ENOSPC || r == -ENOMEM || r == -EAGAIN || r == -EIO)
-		r = ftl_ckpt_write(f, false);   /* proves it all */
+	if (r == -ENOSPC || r == -ENOMEM || r == -EAGAIN || r == -EIO) {
+		r = ftl_ckpt_write(f, false);   /* proves it all (the list
+						   stays for the next one) */
+		if (!r && f->fsl.oom) {         /* entries dropped: a base,
+						   proof once its slot is lost */
+			ftl_ckpt_force_base(f);
+			r = ftl_ckpt_write(f, false);
+			if (!r)
+				ftl_fsum_based(f);
+		}
+	}
 	return r;
 }

@@ -2,12 +2,20 @@
 /*
  * The host pages a flush summary will list (images with OCT_SB_F_FLUSH_SUM,
  * ftl_fsum.c): the append layer notes every host page (data or trim
- * record) it programs; a summary (ftl_fsum.c) or a checkpoint
- * (ftl_ckpt_write.c) that covers them empties the list.  f->lock held.
+ * record) it programs; a summary (ftl_fsum.c) empties the list, a
+ * checkpoint (ftl_ckpt_write.c) drops what the newest checkpoint of the
+ * slot before covers: entries that slot does not cover stay listed across
+ * checkpoints (a checkpoint of the newest slot is no lasting witness: one
+ * lost block can take that slot's base and the entry's page).  f->lock
+ * held.
  */
 #include <stdlib.h>
 
 #include "ftl-int.h"
+
+/* list entries kept across checkpoints (more: dropped, a base proves
+ * them at the next flush) */
+#define FSUM_KEEP (1u << 18)
 
 static void add(struct ftl *f, uint8_t kind, uint32_t lpn, uint64_t ppn,
 		uint64_t seq, uint32_t aux)
@@ -49,10 +57,27 @@ void ftl_fsum_note(struct ftl *f, uint8_t kind, uint32_t lpn, uint64_t ppn,
 
 void ftl_fsum_covered(struct ftl *f)
 {
+	uint32_t k = 0;
+
 	FTL_ASSERT_HELD(&f->lock);
-	f->fsl.n = 0;
+	/* an entry only the newest slot covers stays listed: one lost
+	 * block can take that slot (its base) and the entry's page */
+	for (uint32_t i = 0; i < f->fsl.n; i++)
+		if (f->fsl.ent[i].seq > f->ck.slot_seq)
+			f->fsl.ent[k++] = f->fsl.ent[i];
+	if (k > FSUM_KEEP) {    /* writes without flushes: memory */
+		k = 0;
+		f->fsl.oom = true;
+	}
+	f->fsl.n = k;
 	f->fsl.host = 0;
-	f->fsl.need = f->fsl.oom = false;
+	f->fsl.need = k > 0 || f->fsl.oom;
+}
+
+void ftl_fsum_based(struct ftl *f)
+{
+	FTL_ASSERT_HELD(&f->lock);
+	f->fsl.oom = f->fsl.need = false;
 }
 
 

@@ -327,6 +327,19 @@ static bool pend_uncovered(const struct ftl *f, uint32_t b)
 }
 
 /*
+ * With flush summaries, does pending block @b hold a summary (or a trim
+ * record) the newest checkpoint of the slot before the newest base does
+ * not cover?  Should that base's block be lost, its delta records go with
+ * it and recovery starts from that checkpoint: the summary is then the
+ * only witness of the flushed pages it lists (ftl_fsum_covered keeps
+ * them listed until a base), so a base comes first.
+ */
+static bool pend_unslotted(const struct ftl *f, uint32_t b)
+{
+	return f->g.flush_sum && f->log.trim_seq[b] > f->ck.slot_seq;
+}
+
+/*
  * Erase every PENDING block.  Their data was superseded (relocated,
  * overwritten or trimmed); make that durable first: a sync, or a
  * checkpoint when a block holds trim records the last checkpoint does not
@@ -373,6 +386,18 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 		if (f->gc.batch > f->gc.batch_max)
 			f->gc.batch = f->gc.batch_max;
 	}
+	for (uint32_t i = 0; !r && i < f->gc.npend; i++)
+		if (pend_unslotted(f, f->gc.pend[i])) {
+			/* a record of everything first: the base after it
+			 * then covers every summary so far, not only those
+			 * before the last record (fewer bases) */
+			if (f->log.seq > f->ck.seq)
+				r = ftl_ckpt_write(f, false);
+			ftl_ckpt_force_base(f);
+			if (!r)
+				r = ftl_ckpt_write(f, false);
+			break;
+		}
 	if (r)
 		return r;
 	ftl_wrlock(&f->io_rw);

@@ -615,6 +615,7 @@ int ftl_roll_forward(struct ftl *f, bool full)
 
 	f->mnt.rf_lost = f->mnt.rf_lost_trims = f->mnt.rf_lost_unknown = 0;
 	f->mnt.rf_lost_sums = f->mnt.rf_sum_trims = f->mnt.rf_unknown = 0;
+	f->mnt.rf_gens_lost = 0;
 	f->mnt.ckpt_lost = false;
 	f->ck.pos = 0;  /* the map changes here: the next checkpoint is a base */
 	scanned = calloc(g->nblocks, 1);
@@ -706,6 +707,8 @@ int ftl_roll_forward(struct ftl *f, bool full)
 	if (fm)
 		f->mnt.rf_unknown = unknown_lost(&rs, f->fmark.last.ckpt_seq,
 					     f->fmark.last.flushed, f->fmark.last.host_pages);
+	if (fm && f->fmark.last.ckpt_gen > f->ck.gen + 1)
+		f->mnt.rf_gens_lost = f->fmark.last.ckpt_gen - f->ck.gen;
 	for (size_t i = 0; i < rs.n; i++) {
 		const struct rec *x = &rs.r[i];
 		uint8_t kind = x->kind & ~(REC_BAD | REC_GONE | REC_SUMMED);
@@ -718,6 +721,8 @@ int ftl_roll_forward(struct ftl *f, bool full)
 		if (kind == FTL_OOB_FSUM) {
 			f->mnt.rf_lost_sums += (x->kind & REC_BAD) &&
 					   x->seq <= flushed;
+			if (x->kind == FTL_OOB_FSUM)    /* kept (ftl_gc.c) */
+				f->log.trim_seq[x->ppn / g->ppb] = x->seq;
 			continue;       /* its entries were checked above */
 		}
 		if ((x->kind & REC_GONE) && kind == FTL_OOB_TRIM) {
