@@ -245,7 +245,7 @@ int ublk_q_fetch(struct ublk_dev *d, bool go);
 /* Wait for a queue thread to end (the device was stopped) and free it. */
 void ublk_q_join(struct ublk_dev *d, unsigned i);
 
-/* ---- shared by ublk-queue.c and ublk-daemon.c ---- */
+/* ---- ublk-io.c: one request, shared by ublk-queue.c and ublk-daemon.c ---- */
 /* Queue a FETCH_REQ or COMMIT_AND_FETCH_REQ (@nr) for @tag on @ring. */
 int ublk_q_prep(struct ublk_queue *q, struct io_uring *ring, unsigned nr,
 		unsigned tag, int result);

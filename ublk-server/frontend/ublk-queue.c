@@ -44,14 +44,9 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "ublk-int.h"
-
-#ifndef PR_SET_IO_FLUSHER
-#define PR_SET_IO_FLUSHER 57
-#endif
 
 static size_t q_page(void)
 {
@@ -64,46 +59,6 @@ static size_t q_round(size_t n, size_t to)
 	return (n + to - 1) / to * to;
 }
 
-void *ublk_q_buf(const struct ublk_queue *q, unsigned tag)
-{
-	return q->bufs + (size_t)tag * q->dev->buf_size;
-}
-
-/* Queue a FETCH_REQ or COMMIT_AND_FETCH_REQ (@nr) for @tag on @ring.  The
- * tag's buffer goes in the command; with zero copy nothing does (the
- * driver would refuse it) and the SQE's addr carries the index at which
- * the driver registers the request's pages in @ring (struct
- * ublk_auto_buf_reg: the index in the low 16 bits, no flags), the tag. */
-int ublk_q_prep(struct ublk_queue *q, struct io_uring *ring, unsigned nr,
-		unsigned tag, int result)
-{
-	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
-	struct ublksrv_io_cmd *cmd;
-
-	if (!sqe) {
-		io_uring_submit(ring);
-		sqe = io_uring_get_sqe(ring);
-		if (!sqe)
-			return -EBUSY;
-	}
-	memset(sqe, 0, sizeof(*sqe));
-	sqe->opcode = IORING_OP_URING_CMD;
-	sqe->fd = q->dev->cdev_fd;
-	sqe->cmd_op = q->dev->io_ioctl ? UBLK_IOC_IO(nr) : nr;
-	sqe->user_data = tag;
-	cmd = (struct ublksrv_io_cmd *)sqe->cmd;
-	cmd->q_id = (uint16_t)q->id;
-	cmd->tag = (uint16_t)tag;
-	cmd->result = result;
-	if (q->zc)
-		sqe->addr = (uint16_t)tag;
-	else    /* zoned (user copy): no buffer address; a zone append's
-		 * commit carries the sector it wrote */
-		cmd->addr = q->zlba ? q->zlba[tag]
-				    : (uint64_t)(uintptr_t)ublk_q_buf(q, tag);
-	return 0;
-}
-
 static int q_prep(struct ublk_queue *q, unsigned nr, unsigned tag, int result)
 {
 	int ret = ublk_q_prep(q, &q->ring, nr, tag, result);
@@ -113,92 +68,8 @@ static int q_prep(struct ublk_queue *q, unsigned nr, unsigned tag, int result)
 	return ret;
 }
 
-int ublk_q_handle(struct ublk_queue *q, unsigned tag, void *buf)
-{
-	const struct ublksrv_io_desc *iod = &q->iods[tag];
-	struct ftl *f = q->dev->ftl;
-	unsigned op = ublksrv_get_op(iod), flags = ublksrv_get_flags(iod);
-	uint64_t off = iod->start_sector * FTL_SECTOR;
-	uint64_t len = (uint64_t)iod->nr_sectors * FTL_SECTOR;
-	int r;
-
-	if (q->dev->zn)
-		return ublk_zoned_handle(q, tag, buf, &q->zlba[tag]);
-	switch (op) {
-	case UBLK_IO_OP_READ:
-	case UBLK_IO_OP_WRITE:
-		if (len > q->dev->buf_size)
-			return -EINVAL;
-		if (op == UBLK_IO_OP_READ)
-			r = ftl_read(f, buf, off, (size_t)len);
-		else
-			r = ftl_write(f, buf, off, (size_t)len,
-				      (flags & UBLK_IO_F_FUA) ? FTL_FUA : 0);
-		return r < 0 ? r : (int)len;
-	case UBLK_IO_OP_FLUSH:
-		return ftl_flush(f);
-	case UBLK_IO_OP_DISCARD:
-		return ftl_discard(f, off, len);
-	case UBLK_IO_OP_WRITE_ZEROES:
-		return ftl_write_zeroes(f, off, len);
-	default:
-		return -EOPNOTSUPP;
-	}
-}
-
-/* A FAILED queue stays FAILED (daemons end one after the other). */
-void ublk_q_set_state(struct ublk_queue *q, enum ublk_q_state st, int err)
-{
-	struct ublk_dev *d = q->dev;
-	uint64_t one = 1;
-
-	pthread_mutex_lock(&d->lock);
-	if (q->state != UBLK_Q_FAILED)
-		q->state = st;
-	if (err && !q->err)
-		q->err = err;
-	pthread_cond_broadcast(&d->cond);
-	pthread_mutex_unlock(&d->lock);
-	if ((st == UBLK_Q_DONE || st == UBLK_Q_FAILED) && d->event_fd >= 0 &&
-	    write(d->event_fd, &one, sizeof(one)) < 0) {
-		/* the eventfd only wakes run(); nothing to do */
-	}
-}
-
-int ublk_q_fetch_tags(struct ublk_queue *q, struct io_uring *ring,
-		      unsigned first, unsigned step)
-{
-	struct io_uring_cqe *cqe;
-	int ret, n = 0;
-
-	for (unsigned tag = first; tag < q->depth; tag += step, n++) {
-		ret = ublk_q_prep(q, ring, UBLK_IO_FETCH_REQ, tag, 0);
-		if (ret)
-			return ret;
-	}
-	ret = io_uring_submit(ring);
-	if (ret < 0)
-		return ret;
-	/* FETCH_REQ is handled inline at submit: failures are already here. */
-	if (io_uring_peek_cqe(ring, &cqe) == 0 && cqe->res < 0)
-		return cqe->res;
-	return n;
-}
-
 /* user_data of the eventfd read; tags are below UBLK_MAX_QUEUE_DEPTH */
 #define Q_EVENT_DATA UINT64_MAX
-
-void ublk_q_thread_setup(const char *fmt, unsigned a, unsigned b)
-{
-	sigset_t all;
-	char name[16];
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	(void)prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0);
-	snprintf(name, sizeof(name), fmt, a, b);
-	pthread_setname_np(pthread_self(), name);
-}
 
 /* A worker: take a tag, run it on the engine, post the answer; wake the
  * ring thread unless an earlier answer already did since its last look. */
