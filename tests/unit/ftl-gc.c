@@ -171,7 +171,11 @@ int main(void)
 	 * erase round erases up to 5 blocks between two checks and the
 	 * spread overshoots a little (15 seeds: 14..17, seed 1848788558:
 	 * 17): within threshold + a quarter; before static WL caught up
-	 * with the erases of a round, 28 with seed 3086387616. */
+	 * with the erases of a round, 28 with seed 3086387616.  With 1 too
+	 * a large cold set at the minimum outran one move per 4 erases
+	 * (17, seeds 1931193929 and 46191610: 1 run in 15); since the
+	 * checks run at every erase within an eighth of the threshold, 13-14
+	 * with either batch (18 seeds): both under the threshold. */
 	for (int wl = 0; wl < 3; wl++) {
 		uint32_t thr = wl ? 16 : 1000000, worst = 0;
 		uint32_t batch = wl == 2 ? 4 : 1;
@@ -195,7 +199,7 @@ int main(void)
 			st.erase_max, worst,
 			(unsigned long long)st.wl_relocations);
 		if (wl)
-			T_CHECK(worst <= (batch > 1 ? thr + thr / 4 : thr) &&
+			T_CHECK(worst <= thr &&
 				st.wl_relocations > 0,
 				"spread %u over threshold %u (%u victims per "
 				"sync)", worst, thr, batch);

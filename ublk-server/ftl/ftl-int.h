@@ -379,6 +379,10 @@ struct ftl_maint {
 	                                left could not be read) */
 	uint64_t wl_mark;            /* gc.erased as far as static-WL checks
 	                                were made for */
+	uint32_t wl_spread;          /* erase counts: max - min over the data
+	                                blocks at the last static-WL check (0
+	                                before one); near the threshold the
+	                                checks run at every erase */
 };
 
 /* Checkpoints (ftl_ckpt_write.c; loaded by ftl_ckpt_load.c).  f->lock;
