@@ -76,4 +76,9 @@ _Static_assert(sizeof(struct oct_sb) == OCT_SB_SIZE, "superblock size");
 #define OCT_SB_F_KNOWN      (OCT_SB_F_OOB_INLINE | OCT_SB_F_CKPT_DELTA | \
 			     OCT_SB_F_OOB_STAMP | OCT_SB_F_FLUSH_SUM)
 
+/* The checks every reader of a copy makes first (oct-sb.c): 0, -EBADMSG
+ * (magic or crc) or -EPROTONOSUPPORT (another version); the fields are
+ * the caller's to check. */
+int oct_sb_check(const struct oct_sb *sb);
+
 #endif /* OCTANT_OCT_FORMAT_H */

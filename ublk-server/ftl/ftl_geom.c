@@ -184,17 +184,11 @@ int ftl_sb_build(struct oct_sb *sb, const struct ftl_geom *g)
 int ftl_sb_decode(const struct oct_sb *in, struct ftl_geom *g)
 {
 	struct oct_sb sb = *in;
-	uint32_t crc;
 	enum ftl_align_mode a;
+	int r = oct_sb_check(&sb);
 
-	if (memcmp(sb.magic, OCT_SB_MAGIC, 8))
-		return -EBADMSG;
-	if (sb.version != OCT_SB_VERSION)
-		return -EPROTONOSUPPORT;
-	crc = sb.crc;
-	sb.crc = 0;
-	if (oct_crc32c(0, &sb, OCT_SB_SIZE) != crc)
-		return -EBADMSG;
+	if (r)
+		return r;
 	if (sb.sb_size != OCT_SB_SIZE || sb.logical_size != FTL_SECTOR)
 		return -EBADMSG;
 	if (sb.align_mode == OCT_ALIGN_ODD && sb.align_shift == 512)

@@ -148,16 +148,10 @@ int zn_sb_decode(const struct oct_sb *in, struct zn_geom *g,
 	struct zn_sb_ext e;
 	struct zn_create_opts o = { 0 };
 	char why[160];
-	uint32_t crc;
+	int r = oct_sb_check(&sb);
 
-	if (memcmp(sb.magic, OCT_SB_MAGIC, 8))
-		return -EBADMSG;
-	if (sb.version != OCT_SB_VERSION)
-		return -EPROTONOSUPPORT;
-	crc = sb.crc;
-	sb.crc = 0;
-	if (oct_crc32c(0, &sb, OCT_SB_SIZE) != crc)
-		return -EBADMSG;
+	if (r)
+		return r;
 	if (!(sb.flags & OCT_SB_F_ZONED))
 		return -ENOTTY;
 	memcpy(&e, sb.reserved, sizeof(e));
