@@ -35,6 +35,19 @@ refute() {
 	return 0
 }
 
+# bad CODE TEXT CMD...: CMD exits CODE and prints exactly one line, which
+# contains TEXT (a file may define its own bad after loading this one).
+bad() {
+	local code=$1 text=$2
+	shift 2
+	run "$@"
+	echo "\$ $*"
+	echo "exit $status (want $code): $output"
+	[ "$status" -eq "$code" ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"$text"* ]]
+}
+
 # A private scratch folder per test, removed by the cleanup trap.
 setup_scratch() {
 	SCRATCH=$(mktemp -d "${BATS_TMPDIR:-/tmp}/octant.XXXXXX")

@@ -16,18 +16,6 @@ teardown() {
 
 sum() { sha256sum <"$1" | cut -d' ' -f1; }
 
-# bad CODE TEXT CMD...: CMD exits CODE and prints exactly one line, which
-# contains TEXT.
-bad() {
-	local code=$1 text=$2
-	shift 2
-	run "$@"
-	echo "\$ $*"
-	echo "exit $status (want $code): $output"
-	[ "$status" -eq "$code" ]
-	[ "${#lines[@]}" -eq 1 ]
-	[[ "$output" == *"$text"* ]]
-}
 
 # ext4 NAME: a 32 MiB file holding an ext4 filesystem.
 ext4() {

@@ -21,16 +21,6 @@ teardown() {
 
 sum() { sha256sum <"$1" | cut -d' ' -f1; }
 
-bad() {
-	local code=$1 text=$2
-	shift 2
-	run "$@"
-	echo "\$ $*"
-	echo "exit $status (want $code): $output"
-	[ "$status" -eq "$code" ]
-	[ "${#lines[@]}" -eq 1 ]
-	[[ "$output" == *"$text"* ]]
-}
 
 @test "create --zoned: a sparse zoned image; info and fsck know it" {
 	run "$UBLK_FLASH" create z.img --size 100M --zoned --zone-size 8M
