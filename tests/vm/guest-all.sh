@@ -12,7 +12,7 @@
 # have no such line: every ublk test runs on every kernel.
 # Exit status: 1 if any case failed.
 shopt -s lastpipe nullglob
-T=${OCTANT_VM_TEST_TIMEOUT:-300}
+T=${OCTANT_VM_TEST_TIMEOUT:-450}
 echo "# vm: guest up at $(cut -d' ' -f1 /proc/uptime)s uptime, kernel $(uname -r)"
 
 scripts=()

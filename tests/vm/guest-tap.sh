@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The `vm` test tier: for each guest kernel (OCTANT_VM_KERNELS, default "6.1 6.12"; see
+# The `vm` test tier: for each guest kernel (OCTANT_VM_KERNELS, default "6.1 6.12 7.3"; see
 # vm-lib.sh) prepare the guest and boot ONE qemu (TCG) guest that runs every
 # tests/vm/guest/*.sh (guest-all.sh); print the TAP of all guests as one stream, every case
 # named with its kernel ("6.12 ublk-basic: odd: ..."), then per kernel
 #   ok N 6.12: guest 6.12.107+deb12-amd64: 61 ok, 0 failed, 2 skipped (boot Ys, tests Zs)
 #   # phase times 6.12: prepare Xs, boot Ys, tests Zs
 # usage: tests/vm/guest-tap.sh [NAME-PATTERN...]     (e.g. smoke 'ublk-*'; default all)
-# Env: OCTANT_VM_KERNELS (kernels to boot, in turn), OCTANT_VM_TIMEOUT (one guest, default
-# 1000 s), OCTANT_VM_TEST_TIMEOUT (per guest script, default 300 s), OCTANT_VM_MEM (MB, default
+# Env: OCTANT_VM_KERNELS (kernels to boot), OCTANT_VM_LANES (guests at once, default 2: see
+# "Lanes" below), OCTANT_VM_TIMEOUT (one guest, default 1800 s: a hang guard, the guests share
+# the cores), OCTANT_VM_TEST_TIMEOUT (per guest script, default 450 s), OCTANT_VM_MEM (MB, default
 # 2048), OCTANT_VM_DISK_SIZE (the sparse virtio disk behind the guest's ext4 /scratch, default
 # 8G), OCTANT_VM_TESTS (name patterns when none are given), BUILD (default build).
 # Before the boots it makes the host FUSE reference for guest/compare-ublk.sh (seed drawn per
@@ -25,7 +26,7 @@ tap() { # ok|not-ok DESC
 	n=$((n + 1))
 	if [ "$1" = ok ]; then echo "ok $n $2"; else nfail=$((nfail + 1)); echo "not ok $n $2"; fi
 }
-err=$(mktemp); trap 'rm -f "$err"' EXIT
+err=$(mktemp); trap 'rm -f "$err" "$err".*' EXIT
 
 # The host half of guest/compare-ublk.sh: make compare's reduced deterministic matrix over
 # FUSE + loop here, once for every kernel; the guests read it from the shared --out folder
@@ -56,22 +57,26 @@ else
 	echo "# vm: no host FUSE reference for compare-ublk (needs root, /dev/fuse, $build/ublk-flash): the guests make their own"
 fi
 
-for k in $OCTANT_VM_KERNELS; do
+# run_kernel K ARGS...: prepare and boot the guest of kernel K and print its TAP, every case
+# numbered "-" (renumber numbers the stream).
+run_kernel() {
+	local k=$1 kerr=$err.$1; shift
 	if ! command -v qemu-system-x86_64 >/dev/null; then
-		tap ok "$k: vm tier # skip qemu-system-x86_64 not installed (mk/deps.sh vm)"; continue
+		ktap ok "$k: vm tier # skip qemu-system-x86_64 not installed (mk/deps.sh vm)"; return
 	fi
-	t0=$(vm_now) rc=0
-	abi=$("$VM_DIR/prepare.sh" "$k" 2>"$err") || rc=$?
+	local t0 rc=0 abi t_prep t1 t_up kn kfail kskip kver timeout line d boot tests t_end what
+	t0=$(vm_now)
+	abi=$("$VM_DIR/prepare.sh" "$k" 2>"$kerr") || rc=$?
 	if [ $rc -eq 77 ]; then
-		tap ok "$k: vm tier # skip $(sed -n 's/^SKIP: //p' "$err" | head -n1)"; continue
+		ktap ok "$k: vm tier # skip $(sed -n 's/^SKIP: //p' "$kerr" | head -n1)"; return
 	elif [ $rc -ne 0 ]; then
-		tap not-ok "$k: vm tier: preparing the guest failed"; sed 's/^/#   /' "$err"; continue
+		ktap not-ok "$k: vm tier: preparing the guest failed"; sed 's/^/#   /' "$kerr"; return
 	fi
-	sed 's/^/# /' "$err"
+	sed 's/^/# /' "$kerr"
 	t_prep=$(vm_since "$t0")
 
 	t1=$(vm_now) t_up='' kn=0 kfail=0 kskip=0 kver=''
-	timeout=${OCTANT_VM_TIMEOUT:-1000}
+	timeout=${OCTANT_VM_TIMEOUT:-1800}
 	"$VM_DIR/vm-run.sh" --kernel "$k" --timeout "$timeout" --mem "${OCTANT_VM_MEM:-2048}" --out "$vmout" \
 		--scratch "${OCTANT_VM_DISK_SIZE:-8G}" "$VM_DIR/guest-all.sh" "$@" 2>&1 |
 	while IFS= read -r line; do
@@ -80,11 +85,11 @@ for k in $OCTANT_VM_KERNELS; do
 			t_up=$(vm_now); kver=${line##* }; printf '%s\n' "$line" ;;
 		"not ok "*)
 			d=${line#not ok }; d=${d#* }; kn=$((kn + 1)); kfail=$((kfail + 1))
-			tap not-ok "$k $d" ;;
+			ktap not-ok "$k $d" ;;
 		"ok "*)
 			d=${line#ok }; d=${d#* }; kn=$((kn + 1))
 			case "$d" in *"# skip"*|*"# SKIP"*) kskip=$((kskip + 1)) ;; esac
-			tap ok "$k $d" ;;
+			ktap ok "$k $d" ;;
 		*) printf '%s\n' "$line" ;;
 		esac
 	done
@@ -95,15 +100,55 @@ for k in $OCTANT_VM_KERNELS; do
 	tests=$(awk -v a="$t_up" -v b="$t_end" 'BEGIN { printf "%.1f", b - a }')
 	what="guest ${kver:-$abi-amd64}: $((kn - kfail - kskip)) ok, $kfail failed, $kskip skipped (boot ${boot}s, tests ${tests}s)"
 	case $rc in
-	0)   if [ $kn -eq 0 ]; then tap ok "$k: $what # skip no guest tests matched"
-	     else tap ok "$k: $what"; fi ;;
-	124) tap not-ok "$k: $what: timed out after ${timeout}s (qemu killed)" ;;
-	125) tap not-ok "$k: $what: died without an exit status (kernel panic or qemu error)" ;;
-	77)  tap ok "$k: vm tier # skip kernel $k: the guest could not be prepared" ;;
-	*)   tap not-ok "$k: $what: guest exited $rc" ;;
+	0)   if [ $kn -eq 0 ]; then ktap ok "$k: $what # skip no guest tests matched"
+	     else ktap ok "$k: $what"; fi ;;
+	124) ktap not-ok "$k: $what: timed out after ${timeout}s (qemu killed)" ;;
+	125) ktap not-ok "$k: $what: died without an exit status (kernel panic or qemu error)" ;;
+	77)  ktap ok "$k: vm tier # skip kernel $k: the guest could not be prepared" ;;
+	*)   ktap not-ok "$k: $what: guest exited $rc" ;;
 	esac
 	echo "# phase times $k: prepare ${t_prep}s, boot ${boot}s, tests ${tests}s"
-done
+}
+ktap() { # ok|not-ok DESC
+	if [ "$1" = ok ]; then echo "ok - $2"; else echo "not ok - $2"; fi
+}
+# renumber: the TAP of run_kernel, numbered in turn (and counted in n, nfail)
+renumber() {
+	local line
+	while IFS= read -r line; do
+		case "$line" in
+		"ok - "*)     tap ok "${line#ok - }" ;;
+		"not ok - "*) tap not-ok "${line#not ok - }" ;;
+		*)            printf '%s\n' "$line" ;;
+		esac
+	done
+}
+
+# Lanes: OCTANT_VM_LANES guests boot at once (default 2; kernels dealt to the lanes in turn,
+# each lane boots its kernels one after the other).  A TCG guest keeps about one host core
+# busy, and its tests wait on timers and its virtio disk; two lanes on the two cores take the
+# tier from the sum of the guests' times towards the longest lane's.  Each kernel's report is
+# kept apart and printed whole, in the order of OCTANT_VM_KERNELS, once every lane is done;
+# OCTANT_VM_LANES=1 streams them as they come, as before.
+read -r -a kernels <<<"$OCTANT_VM_KERNELS"
+lanes=${OCTANT_VM_LANES:-2}
+[[ $lanes =~ ^[1-9][0-9]*$ ]] || { echo "guest-tap.sh: OCTANT_VM_LANES must be a positive number" >&2; exit 2; }
+[ "$lanes" -le "${#kernels[@]}" ] || lanes=${#kernels[@]}
+if [ "$lanes" -le 1 ]; then
+	for k in "${kernels[@]}"; do run_kernel "$k" "$@" | renumber; done
+else
+	kdir=$(mktemp -d); trap 'rm -rf "$kdir" "$err" "$err".*' EXIT
+	pids=()
+	for ((l = 0; l < lanes; l++)); do
+		( for ((i = l; i < ${#kernels[@]}; i += lanes)); do
+			run_kernel "${kernels[i]}" "$@" >"$kdir/$i.tap" 2>&1
+		  done ) &
+		pids+=($!)
+	done
+	echo "# vm: ${#kernels[@]} guests in $lanes lanes at once (OCTANT_VM_LANES); their reports follow when all are done"
+	wait "${pids[@]}"
+	for i in "${!kernels[@]}"; do renumber <"$kdir/$i.tap"; done
+fi
 [ $n -eq 0 ] && tap ok "vm tier # skip OCTANT_VM_KERNELS names no kernel"
 echo "1..$n"
 [ $nfail -eq 0 ]
