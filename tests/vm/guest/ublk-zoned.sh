@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# vm-kernels: 7.3 6.1
+# vm-kernels: 7.3 6.12 6.1
 # vm-timeout: 900
 # Guest test: a zoned image (`create --zoned`: the flash as a host-managed zoned disk, no FTL)
 # served over ublk's ZONED mode (Linux 6.6+, with USER_COPY).  On a kernel without it (6.1)
