@@ -183,7 +183,7 @@ files_make() { fuse_files_make "$1" 40; }
 	[ "$status" -ne 0 ]
 }
 
-@test "nbd backing: requests are asynchronous (8 in flight on one connection); a server killed under I/O fails it with EIO, no hang" {
+@test "nbd backing: requests are concurrent (8 in flight); a server killed under I/O fails it with EIO, no hang" {
 	requires fio
 	"$UBLK_FLASH" create "$SCRATCH/medium.img" --size 32M --align 1m >/dev/null
 	medium_up file "$SCRATCH/medium.img"
@@ -193,7 +193,8 @@ files_make() { fuse_files_make "$1" 40; }
 	medium_down
 	# every read request takes 20 ms at the server: IOPS = requests in
 	# flight / 20 ms (one at a time, as the synchronous calls were per
-	# connection: 50; the FUSE frontend's 8 threads: 400)
+	# connection: 50; the FUSE frontend's 8 threads: 400, each on its
+	# private read connection)
 	medium_up --filter=delay file "$SCRATCH/medium.img" rdelay=20ms
 	fuse_serve "$URI"
 	local iops
@@ -209,4 +210,35 @@ files_make() { fuse_files_make "$1" 40; }
 	echo "$output"
 	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
 	[[ "$output" == *"Input/output error"* ]]
+}
+
+@test "nbd backing: on a multi-conn export reads go on private connections, every write and flush on the first" {
+	requires fio
+	"$UBLK_FLASH" create "$SCRATCH/medium.img" --size 32M --align 1m >/dev/null
+	medium_up --filter=log file "$SCRATCH/medium.img" logfile="$SCRATCH/nbd.log"
+	fuse_serve "$URI"
+	dd if=/dev/urandom of="$DEV" bs=1M count=8 oflag=direct conv=fsync status=none
+	fio --name=r --filename="$DEV" --ioengine=io_uring --direct=1 --iodepth=16 --bs=4k \
+		--rw=randread --size=8M --time_based --runtime=1 --randrepeat=0 >/dev/null 2>&1
+	dd if=/dev/urandom of="$DEV" bs=64k count=4 oflag=direct conv=fsync status=none
+	"$UBLK_FLASH" stop "$URI"
+	medium_down
+	# nbdkit's log: "connection=N Read|Write|Flush ..." per request
+	local rd wr
+	rd=$(awk '$3 ~ /^connection=/ && $4 == "Read" { print $3 }' "$SCRATCH/nbd.log" | sort -u)
+	wr=$(awk '$3 ~ /^connection=/ && ($4 == "Write" || $4 == "Flush" || $4 == "Zero") { print $3 }' \
+		"$SCRATCH/nbd.log" | sort -u)
+	echo "reads on: $(echo $rd); writes, zeroes and flushes on: $(echo $wr)"
+	[ "$(wc -l <<<"$wr")" -eq 1 ] && [ "$wr" = connection=1 ]
+	[ "$(grep -c . <<<"$rd")" -ge 4 ]
+	grep -q '^connection=1 Flush' <(awk '{ print $3, $4 }' "$SCRATCH/nbd.log")
+	# OCTANT_NBD_CONNECTIONS=1: the shared connection alone
+	medium_up --filter=log file "$SCRATCH/medium.img" logfile="$SCRATCH/nbd1.log"
+	OCTANT_NBD_CONNECTIONS=1 fuse_serve "$URI"
+	dd if="$DEV" of=/dev/null bs=4k count=64 iflag=direct status=none
+	"$UBLK_FLASH" stop "$URI"
+	medium_down
+	[ "$(awk '$3 ~ /^connection=/ { print $3 }' "$SCRATCH/nbd1.log" | sort -u)" = connection=1 ]
+	run "$UBLK_FLASH" fsck "$SCRATCH/medium.img"
+	[ "$status" -eq 0 ]
 }
