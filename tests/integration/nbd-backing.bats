@@ -183,7 +183,7 @@ files_make() { fuse_files_make "$1" 40; }
 	[ "$status" -ne 0 ]
 }
 
-@test "nbd backing: requests are asynchronous (8 in flight on one connection); a server killed under I/O fails it with EIO, no hang" {
+@test "nbd backing: requests are concurrent (8 in flight); a server killed under I/O fails it with EIO, no hang" {
 	requires fio
 	"$UBLK_FLASH" create "$SCRATCH/medium.img" --size 32M --align 1m >/dev/null
 	medium_up file "$SCRATCH/medium.img"
@@ -191,22 +191,57 @@ files_make() { fuse_files_make "$1" 40; }
 	dd if=/dev/urandom of="$DEV" bs=1M count=8 oflag=direct conv=fsync status=none
 	"$UBLK_FLASH" stop "$URI"
 	medium_down
-	# every read request takes 20 ms at the server: IOPS = requests in
-	# flight / 20 ms (one at a time, as the synchronous calls were per
-	# connection: 50; the FUSE frontend's 8 threads: 400)
-	medium_up --filter=delay file "$SCRATCH/medium.img" rdelay=20ms
+	# every read request takes 20 ms at the server, and nbdkit's log (outside the
+	# delay) marks each one's start and end: the most reads open at once is how many
+	# the backing keeps in flight (one at a time, as the synchronous calls were per
+	# connection: 1; the FUSE frontend's 8 threads: 8).  Read from the log, not from
+	# IOPS: on a loaded machine the wake-ups, not the 20 ms, set the rate (a 250 IOPS
+	# threshold failed at load 23 on main and here alike).
+	medium_up --filter=log --filter=delay file "$SCRATCH/medium.img" rdelay=20ms \
+		logfile="$SCRATCH/delay.log"
 	fuse_serve "$URI"
-	local iops
-	iops=$(fio --name=r --filename="$DEV" --ioengine=io_uring --direct=1 --iodepth=16 \
-		--bs=4k --rw=randread --size=8M --time_based --runtime=3 --randrepeat=0 \
-		--output-format=json 2>/dev/null | sed -n '/^{/,$p' |
-		python3 -c 'import json,sys; print(int(json.load(sys.stdin)["jobs"][0]["read"]["iops"]))')
-	echo "4K randread QD16, 20 ms per request: $iops IOPS"
-	[ "$iops" -gt 250 ]
+	fio --name=r --filename="$DEV" --ioengine=io_uring --direct=1 --iodepth=16 \
+		--bs=4k --rw=randread --size=8M --time_based --runtime=2 --randrepeat=0 >/dev/null 2>&1
+	local most
+	most=$(awk '$3 ~ /^connection=/ && $4 == "Read" { n++; if (n > m) m = n }
+		$3 ~ /^connection=/ && $4 == "...Read" { n-- } END { print m + 0 }' "$SCRATCH/delay.log")
+	echo "4K randread QD16, 20 ms per request: at most $most reads open at once"
+	[ "$most" -ge 4 ]
 	# the server dies: reads in flight and after fail, promptly
 	medium_down -9
 	run timeout 30 dd if="$DEV" of=/dev/null bs=4k count=64 skip=100 iflag=direct status=none
 	echo "$output"
 	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
 	[[ "$output" == *"Input/output error"* ]]
+}
+
+@test "nbd backing: on a multi-conn export reads go on private connections, every write and flush on the first" {
+	requires fio
+	"$UBLK_FLASH" create "$SCRATCH/medium.img" --size 32M --align 1m >/dev/null
+	medium_up --filter=log file "$SCRATCH/medium.img" logfile="$SCRATCH/nbd.log"
+	fuse_serve "$URI"
+	dd if=/dev/urandom of="$DEV" bs=1M count=8 oflag=direct conv=fsync status=none
+	fio --name=r --filename="$DEV" --ioengine=io_uring --direct=1 --iodepth=16 --bs=4k \
+		--rw=randread --size=8M --time_based --runtime=1 --randrepeat=0 >/dev/null 2>&1
+	dd if=/dev/urandom of="$DEV" bs=64k count=4 oflag=direct conv=fsync status=none
+	"$UBLK_FLASH" stop "$URI"
+	medium_down
+	# nbdkit's log: "connection=N Read|Write|Flush ..." per request
+	local rd wr
+	rd=$(awk '$3 ~ /^connection=/ && $4 == "Read" { print $3 }' "$SCRATCH/nbd.log" | sort -u)
+	wr=$(awk '$3 ~ /^connection=/ && ($4 == "Write" || $4 == "Flush" || $4 == "Zero") { print $3 }' \
+		"$SCRATCH/nbd.log" | sort -u)
+	echo "reads on: $(echo $rd); writes, zeroes and flushes on: $(echo $wr)"
+	[ "$(wc -l <<<"$wr")" -eq 1 ] && [ "$wr" = connection=1 ]
+	[ "$(grep -c . <<<"$rd")" -ge 4 ]
+	grep -q '^connection=1 Flush' <(awk '{ print $3, $4 }' "$SCRATCH/nbd.log")
+	# OCTANT_NBD_CONNECTIONS=1: the shared connection alone
+	medium_up --filter=log file "$SCRATCH/medium.img" logfile="$SCRATCH/nbd1.log"
+	OCTANT_NBD_CONNECTIONS=1 fuse_serve "$URI"
+	dd if="$DEV" of=/dev/null bs=4k count=64 iflag=direct status=none
+	"$UBLK_FLASH" stop "$URI"
+	medium_down
+	[ "$(awk '$3 ~ /^connection=/ { print $3 }' "$SCRATCH/nbd1.log" | sort -u)" = connection=1 ]
+	run "$UBLK_FLASH" fsck "$SCRATCH/medium.img"
+	[ "$status" -eq 0 ]
 }

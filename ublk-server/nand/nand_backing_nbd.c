@@ -11,24 +11,35 @@
  * into EIO for the host, never into lost data.
  *
  * Requests are libnbd's asynchronous ones, so the engine's concurrent
- * reads and programs (nand.h, Threads) are that many requests in flight
- * on one connection: each call issues its request (nbd_aio_*) from the
- * engine's thread and sleeps on a semaphore its completion callback
- * posts; one dispatcher thread per connection moves the bytes (poll on
- * the socket, nbd_aio_notify_read / _write) and runs the callbacks.  A
- * run of pages (preadv / pwritev) is one request through a bounce buffer.
- * Before, each call was a synchronous nbd_pread: libnbd holds the handle
- * for the whole round trip, one request in flight per connection.
+ * reads and programs (nand.h, Threads) are that many requests in flight:
  *
- * One connection by default, which is also what makes an export's
- * one-client limit a lock: `nbdkit --filter=limit limit=1` or qemu-nbd's
- * default --shared=1 refuse a second ublk-flash (-EBUSY: the server closed
- * the connection in the handshake).  OCTANT_NBD_CONNECTIONS=2..4 opens
- * more when the server allows multi-conn: the first carries every write,
- * zero and flush (so a FLUSH covers all writes on any server), the others
- * the reads, round-robin.  Reads only ever ask for bytes whose writes
- * completed (the engine's map publishes a page after its program
- * returned), so a read on another connection sees them.
+ * - Reads go first to a private connection: when the server allows
+ *   multi-conn, up to NB_PRIV more connections are opened for reads only,
+ *   and a reading thread that finds one idle takes it for its request
+ *   (nbd_pread) and reads the reply from the socket itself.  One thread's
+ *   wake-up per request: before, every read passed through the shared
+ *   connection's dispatcher (below), and each 4K read crossed two threads
+ *   of this process instead of one (docs/network.md, "Measured").  Reads
+ *   only ever ask for bytes whose writes completed (the engine's map
+ *   publishes a page after its program returned), and multi-conn promises
+ *   that a completed write is seen on every connection.
+ * - Everything else (writes, zeroes, flushes, and the reads that found no
+ *   private connection idle) goes on the first, shared connection: each
+ *   call issues its request (nbd_aio_*) from the engine's thread and
+ *   sleeps on a semaphore its completion callback posts; one dispatcher
+ *   thread moves the bytes (poll on the socket, nbd_aio_notify_read /
+ *   _write) and runs the callbacks.  All writes on one connection, so the
+ *   FLUSH there covers every acknowledged write whatever the server's
+ *   multi-conn semantics.  A run of pages (preadv / pwritev) is one
+ *   request through a bounce buffer.
+ *
+ * The first connection is also what makes an export's one-client limit a
+ * lock: `nbdkit --filter=limit limit=1` or qemu-nbd's default --shared=1
+ * refuse a second ublk-flash (-EBUSY: the server closed the connection in
+ * the handshake), and the same limit refuses our own private connections,
+ * so such an export is served on the shared one alone (slower reads).
+ * OCTANT_NBD_CONNECTIONS=N caps the connections (1 = the shared one only;
+ * default and most 1 + NB_PRIV).
  *
  * libnbd is loaded (dlopen) by the first NBD backing, not linked: it pulls
  * in gnutls and libxml2 (ICU's 30 MiB of data among them), which a server
@@ -61,7 +72,8 @@
 	X(aio_is_dead) X(aio_notify_read) X(aio_notify_write) X(aio_pread) \
 	X(aio_pwrite) X(aio_zero) X(can_flush) X(can_multi_conn) X(can_zero) \
 	X(close) X(connect_uri) X(create) X(get_errno) X(get_error)        \
-	X(get_size) X(is_read_only) X(set_uri_allow_local_file) X(shutdown)
+	X(get_size) X(is_read_only) X(pread) X(set_uri_allow_local_file)      \
+	X(shutdown)
 static struct {
 #define NB_PTR(name) __typeof__(nbd_##name) *name;
 	NB_FUNCS(NB_PTR)
@@ -88,7 +100,8 @@ fail:
 }
 
 #define NBD_CHUNK (4u << 20)    /* well under every server's request limit */
-#define NB_CONNS  4u
+#define NB_PRIV   8u            /* private read connections at most: one
+				   per FUSE serving thread (fuse.c) */
 
 /* One connection and the thread that moves its bytes. */
 struct nb_conn {
@@ -101,9 +114,9 @@ struct nb_conn {
 
 struct nbd_backing {
 	struct nand_backing b;
-	struct nb_conn c[NB_CONNS];
-	unsigned nh;                    /* connections open */
-	atomic_uint next;               /* round-robin */
+	struct nb_conn c;               /* the shared connection */
+	struct nbd_handle *p[NB_PRIV];  /* private read connections: NULL none */
+	atomic_uint pidle;              /* bit i: p[i] open and idle */
 	bool can_zero;
 	atomic_int said;                /* last request errno said (0 none) */
 };
@@ -201,14 +214,35 @@ static int nb_wait(struct nbd_backing *n, struct nb_conn *c, int64_t cookie,
 #define NB_CB(q) ((nbd_completion_callback){ .callback = nb_complete, \
 					     .user_data = (q) })
 
-/* Reads spread over the connections after the first (round-robin);
- * writes, zeroes and flushes all go to the first, so a FLUSH there covers
- * every write whatever the server's multi-conn semantics. */
-static struct nb_conn *nb_rc(struct nbd_backing *n)
+/* Take an idle private read connection: its index, or -1 when none is
+ * open and idle. */
+static int nb_take(struct nbd_backing *n)
 {
-	if (n->nh == 1)
-		return &n->c[0];
-	return &n->c[1 + atomic_fetch_add(&n->next, 1) % (n->nh - 1)];
+	unsigned m = atomic_load(&n->pidle);
+
+	while (m) {
+		int i = __builtin_ctz(m);
+
+		if (atomic_compare_exchange_weak(&n->pidle, &m, m & ~(1u << i)))
+			return i;
+	}
+	return -1;
+}
+
+/* Read @len bytes at @off on private connection @i, the reply read by
+ * this thread (libnbd's synchronous call: send, poll, receive). */
+static int nb_read_own(struct nbd_backing *n, int i, void *buf, size_t len,
+		       uint64_t off)
+{
+	int r = 0;
+
+	if (nbl.pread(n->p[i], buf, len, off, 0) < 0) {
+		int err = nbl.get_errno();
+
+		r = nb_fail(n, err > 0 ? err : EIO);
+	}
+	atomic_fetch_or(&n->pidle, 1u << i);
+	return r;
 }
 
 static int nb_io(struct nbd_backing *n, bool wr, void *buf, size_t len,
@@ -216,15 +250,21 @@ static int nb_io(struct nbd_backing *n, bool wr, void *buf, size_t len,
 {
 	while (len) {
 		size_t c = len < NBD_CHUNK ? len : NBD_CHUNK;
-		struct nb_conn *k = wr ? &n->c[0] : nb_rc(n);
+		struct nb_conn *k = &n->c;
 		struct nb_req q = { .err = 0 };
 		int64_t cookie;
-		int r;
+		int r, i = wr ? -1 : nb_take(n);
 
-		sem_init(&q.done, 0, 0);
-		cookie = wr ? nbl.aio_pwrite(k->h, buf, c, off, NB_CB(&q), 0)
-			    : nbl.aio_pread(k->h, buf, c, off, NB_CB(&q), 0);
-		r = nb_wait(n, k, cookie, &q);
+		if (i >= 0) {
+			r = nb_read_own(n, i, buf, c, off);
+		} else {
+			sem_init(&q.done, 0, 0);
+			cookie = wr ? nbl.aio_pwrite(k->h, buf, c, off,
+						     NB_CB(&q), 0)
+				    : nbl.aio_pread(k->h, buf, c, off,
+						    NB_CB(&q), 0);
+			r = nb_wait(n, k, cookie, &q);
+		}
 		if (r)
 			return r;
 		buf = (char *)buf + c;
@@ -297,9 +337,8 @@ static int nb_punch(struct nand_backing *b, uint64_t off, uint64_t len)
 
 			c = len < NBD_CHUNK ? len : NBD_CHUNK;
 			sem_init(&q.done, 0, 0);
-			r = nb_wait(n, &n->c[0], nbl.aio_zero(n->c[0].h, c, off,
-							       NB_CB(&q), 0),
-				    &q);
+			r = nb_wait(n, &n->c, nbl.aio_zero(n->c.h, c, off,
+							    NB_CB(&q), 0), &q);
 		} else {
 			c = len < sizeof(zero) ? len : sizeof(zero);
 			r = nb_io(n, true, (void *)zero, (size_t)c, off);
@@ -318,7 +357,7 @@ static int nb_sync(struct nand_backing *b)
 	struct nb_req q = { .err = 0 };
 
 	sem_init(&q.done, 0, 0);
-	return nb_wait(n, &n->c[0], nbl.aio_flush(n->c[0].h, NB_CB(&q), 0), &q);
+	return nb_wait(n, &n->c, nbl.aio_flush(n->c.h, NB_CB(&q), 0), &q);
 }
 
 static void nb_destroy(struct nand_backing *b)
@@ -327,24 +366,27 @@ static void nb_destroy(struct nand_backing *b)
 
 	if (!n)
 		return;
-	for (unsigned i = 0; i < NB_CONNS; i++) {
-		struct nb_conn *c = &n->c[i];
-		uint64_t one = 1;
+	struct nb_conn *c = &n->c;
+	uint64_t one = 1;
 
-		if (c->running) {
-			atomic_store(&c->stop, true);
-			if (write(c->evfd, &one, sizeof(one)) < 0) {
-				/* full: it wakes anyway */
-			}
-			pthread_join(c->thr, NULL);
+	if (c->running) {
+		atomic_store(&c->stop, true);
+		if (write(c->evfd, &one, sizeof(one)) < 0) {
+			/* full: it wakes anyway */
 		}
-		if (c->h) {
-			nbl.shutdown(c->h, 0);
-			nbl.close(c->h);
-		}
-		if (c->evfd >= 0)
-			close(c->evfd);
+		pthread_join(c->thr, NULL);
 	}
+	if (c->h) {
+		nbl.shutdown(c->h, 0);
+		nbl.close(c->h);
+	}
+	if (c->evfd >= 0)
+		close(c->evfd);
+	for (unsigned i = 0; i < NB_PRIV; i++)
+		if (n->p[i]) {
+			nbl.shutdown(n->p[i], 0);
+			nbl.close(n->p[i]);
+		}
 	free(n);
 }
 
@@ -421,12 +463,34 @@ static int nb_connect(struct nbd_handle *h, const char *uri)
 	return e > 0 ? -e : -ECONNREFUSED;
 }
 
+/* Open up to @want private read connections to @uri (the server allows
+ * multi-conn): stop at the first it refuses (a client limit), keeping
+ * what it took. */
+static void nb_open_private(struct nbd_backing *n, const char *uri,
+			    unsigned want)
+{
+	for (unsigned i = 0; i < want && i < NB_PRIV; i++) {
+		struct nbd_handle *h = nbl.create();
+
+		if (!h)
+			return;
+		if (nb_connect(h, uri)) {
+			nbl.close(h);
+			return;
+		}
+		n->p[i] = h;
+		atomic_fetch_or(&n->pidle, 1u << i);
+	}
+}
+
 int nand_backing_nbd(const char *uri, bool readonly,
 		     struct nand_backing **out, uint64_t *size)
 {
 	struct nbd_backing *n;
 	struct nbd_handle *h;
-	int64_t sz = 0;
+	const char *env = getenv("OCTANT_NBD_CONNECTIONS");
+	unsigned want = env ? (unsigned)atoi(env) : 1 + NB_PRIV;
+	int64_t sz;
 	int r;
 
 	pthread_once(&nbl_once, nbl_load);
@@ -436,50 +500,36 @@ int nand_backing_nbd(const char *uri, bool readonly,
 	if (!n)
 		return -ENOMEM;
 	n->b.ops = &nbd_ops;
-	for (unsigned i = 0; i < NB_CONNS; i++)
-		n->c[i].evfd = -1;
-	const char *env = getenv("OCTANT_NBD_CONNECTIONS");
-	unsigned want = env ? (unsigned)atoi(env) : 1;
-
-	if (want < 1 || want > NB_CONNS)
-		want = 1;
-	for (unsigned i = 0; i < want; i++) {
-		h = n->c[i].h = nbl.create();
-		if (!h) {
-			r = nbl.get_errno() > 0 ? -nbl.get_errno() : -ENOMEM;
-			goto err;
-		}
-		r = nb_connect(h, uri);
-		if (r) {
-			if (i == 0)
-				goto err;
-			nbl.close(h);   /* the server takes fewer: use what we have */
-			n->c[i].h = NULL;
-			break;
-		}
-		r = nb_start(&n->c[i]);
-		if (r)
-			goto err;
-		n->nh = i + 1;
-		if (i > 0)
-			continue;
-		sz = nbl.get_size(h);
-		if (sz < 0) {
-			r = nbl.get_errno() > 0 ? -nbl.get_errno() : -EIO;
-			goto err;
-		}
-		if (!readonly && nbl.is_read_only(h) == 1) {
-			r = -EROFS;
-			goto err;
-		}
-		if (!readonly && nbl.can_flush(h) != 1) {
-			r = -EOPNOTSUPP;        /* nothing could ever be durable */
-			goto err;
-		}
-		n->can_zero = nbl.can_zero(h) == 1;
-		if (nbl.can_multi_conn(h) != 1)
-			break;          /* a FLUSH would cover one connection only */
+	n->c.evfd = -1;
+	h = n->c.h = nbl.create();
+	if (!h) {
+		r = nbl.get_errno() > 0 ? -nbl.get_errno() : -ENOMEM;
+		goto err;
 	}
+	r = nb_connect(h, uri);
+	if (r)
+		goto err;
+	r = nb_start(&n->c);
+	if (r)
+		goto err;
+	sz = nbl.get_size(h);
+	if (sz < 0) {
+		r = nbl.get_errno() > 0 ? -nbl.get_errno() : -EIO;
+		goto err;
+	}
+	if (!readonly && nbl.is_read_only(h) == 1) {
+		r = -EROFS;
+		goto err;
+	}
+	if (!readonly && nbl.can_flush(h) != 1) {
+		r = -EOPNOTSUPP;        /* nothing could ever be durable */
+		goto err;
+	}
+	n->can_zero = nbl.can_zero(h) == 1;
+	/* without multi-conn a read on another connection need not see a
+	 * write completed on this one */
+	if (want > 1 && nbl.can_multi_conn(h) == 1)
+		nb_open_private(n, uri, want - 1);
 	*size = (uint64_t)sz;
 	*out = &n->b;
 	return 0;
