@@ -2,7 +2,7 @@
 /*
  * FUSE frontend: the engine's disk as one regular file "disk" in a private
  * libfuse3 (low-level API) mount under the server's run folder, with a
- * loop device attached to it (frontend/loop.c).  Reads and writes go
+ * loop device attached to it (plumbing/loopdev.c).  Reads and writes go
  * straight to ftl_read / ftl_write; fsync and flush reach the engine as a
  * FLUSH; fallocate(PUNCH_HOLE) as a DISCARD, fallocate(ZERO_RANGE) as
  * WRITE ZEROES.
@@ -35,7 +35,7 @@
 
 #include "frontend.h"
 #include "fuse-io.h"
-#include "loop.h"
+#include "loopdev.h"
 
 #ifndef PR_SET_IO_FLUSHER
 #define PR_SET_IO_FLUSHER 57

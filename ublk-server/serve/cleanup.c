@@ -15,7 +15,7 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
-#include "loop.h"
+#include "loopdev.h"
 #include "serve.h"
 
 /* Detach every loop device whose backing file lies in @mnt. */

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "loop.h"
+#include "loopdev.h"
 #include "oct-proc.h"
 #include "crc32c.h"
 #include "frontend.h"

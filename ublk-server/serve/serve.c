@@ -26,7 +26,7 @@
 #include "../cli/commands.h"
 #include "align.h"
 #include "dm-stack.h"
-#include "loop.h"
+#include "loopdev.h"
 #include "nand.h"
 #include "serve.h"
 #include "zoned.h"

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "loop.h"
+#include "loopdev.h"
 
 static void loop_sleep_ms(unsigned ms)
 {

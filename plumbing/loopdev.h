@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * loop — attach a regular file (the FUSE frontend's disk file) to a free
+ * loopdev (plumbing/) — attach a regular file (the FUSE frontend's disk file) to a free
  * kernel loop device with LOOP_CONFIGURE: 512-byte logical blocks, direct
  * I/O (buffered with a warning when the kernel refuses it), partition
  * scanning, no autoclear.  Prefix loop_, 0 / -errno returns.
  */
-#ifndef OCTANT_LOOP_H
-#define OCTANT_LOOP_H
+#ifndef OCTANT_LOOPDEV_H
+#define OCTANT_LOOPDEV_H
 
 #include <stdbool.h>
 #include <stddef.h>
