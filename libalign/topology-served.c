@@ -17,7 +17,7 @@
  *   - the image's st_dev/st_ino are those the folder is named after,
  *   - the target is the recorded device (or the dm device stacked on it)
  *     by device number, and that device really is this server's:
- *       fuse:  the loop device's backing file (LOOP_GET_STATUS64: device
+ *       fuse:  the loop device's backing file (loop_backing: device
  *              and inode) is the entry's FUSE file mnt/disk;
  *       ublk:  the recorded pid holds /dev/ublkcN open;
  *       dm:    the dm device's only slave is the recorded device;
@@ -34,16 +34,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/loop.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include "align-private.h"
+#include "loopdev.h"
 #include "oct-proc.h"
 
 #define SRV_PATH 4096
@@ -173,27 +172,21 @@ static int srv_rdev(const char *path, dev_t *rdev)
  * and inode number (not by a path or a loop number, both reusable). */
 static bool srv_loop_is_ours(const struct srv_entry *e)
 {
-	struct loop_info64 li;
 	char disk[SRV_PATH + 64];
 	struct stat st;
-	int fd, r;
+	dev_t ldev;
+	ino_t lino;
 
-	fd = open(e->dev, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return false;
-	r = ioctl(fd, LOOP_GET_STATUS64, &li);
-	close(fd);
-	if (r < 0)
+	if (loop_backing(e->dev, &ldev, &lino, NULL, 0) < 0)
 		return false;
 	snprintf(disk, sizeof(disk), "%s/mnt/disk", e->dir);
 	if (stat(disk, &st) < 0)
 		return false;
 	ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: backing dev %llx ino %llu; %s: "
-		   "dev %llx ino %llu", e->dev, (unsigned long long)li.lo_device,
-		   (unsigned long long)li.lo_inode, disk,
+		   "dev %llx ino %llu", e->dev, (unsigned long long)ldev,
+		   (unsigned long long)lino, disk,
 		   (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
-	return li.lo_device == (uint64_t)st.st_dev &&
-	       li.lo_inode == (uint64_t)st.st_ino;
+	return ldev == st.st_dev && lino == st.st_ino;
 }
 
 /* ublk: the recorded server holds /dev/ublkcN (N of /dev/ublkbN) open. */
