@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "registry.h"
@@ -17,14 +19,47 @@ const char *serve_base(void)
 	return b && *b ? b : "/run/octant";
 }
 
-/* Is the lock of @dir held by a server? (a shared try-lock, released) */
-static bool serve_entry_held(const char *dir)
+/* Is an exclusive flock held on the file (@dev, @ino)?  Read from
+ * /proc/locks, so that looking never takes the lock itself (a server
+ * starting at that moment would find it busy).  -errno if unreadable. */
+static int serve_flock_held(dev_t dev, ino_t ino)
+{
+	char line[256], type[16], mode[16];
+	unsigned ma, mi;
+	unsigned long long i;
+	int held = 0;
+	FILE *f = fopen("/proc/locks", "re");
+
+	if (!f)
+		return -errno;
+	while (!held && fgets(line, sizeof(line), f)) {
+		/* "1: FLOCK  ADVISORY  WRITE 1234 fe:00:10952917 0 EOF";
+		 * a waiter's line has "->" where the type is */
+		if (sscanf(line, "%*d: %15s %*s %15s %*d %x:%x:%llu", type, mode,
+			   &ma, &mi, &i) == 5 &&
+		    !strcmp(type, "FLOCK") && !strcmp(mode, "WRITE") &&
+		    makedev(ma, mi) == dev && i == (unsigned long long)ino)
+			held = 1;
+	}
+	fclose(f);
+	return held;
+}
+
+bool serve_entry_held(const char *dir)
 {
 	char p[PATH_MAX];
+	struct stat st;
 	bool held = false;
+	int fd, r;
 
 	snprintf(p, sizeof(p), "%s/lock", dir);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	r = serve_flock_held(st.st_dev, st.st_ino);
+	if (r >= 0)
+		return r;
+	/* no /proc/locks: a shared try-lock fails exactly while it is held */
+	fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return false;
 	if (flock(fd, LOCK_SH | LOCK_NB) < 0)
@@ -42,12 +77,20 @@ static int serve_entry_get(const char *dir, const char *name, char *buf,
 	if (!f)
 		return -errno;
 	/* The whole file, less the one newline serve_entry_put ends it
-	 * with: an image path may hold newlines itself. */
-	size_t n = fread(buf, 1, len - 1, f);
+	 * with: an image path may hold newlines itself.  A value that does
+	 * not fit or holds a NUL byte reads "", never cut short: a cut image
+	 * path would name another file (libalign's reader refused them; the
+	 * server's cut them before issue 32). */
+	size_t n = fread(buf, 1, len, f);
+	bool more = n == len && fgetc(f) != EOF;
 	fclose(f);
+	if (!more && n && buf[n - 1] == '\n')
+		n--;
+	if (more || n >= len || memchr(buf, '\0', n)) {
+		buf[0] = '\0';
+		return more || n >= len ? -ENAMETOOLONG : -EINVAL;
+	}
 	buf[n] = '\0';
-	if (n && buf[n - 1] == '\n')
-		buf[n - 1] = '\0';
 	return 0;
 }
 

@@ -28,7 +28,17 @@ struct serve_entry {
 /* The registry's base folder ($UBLK_FLASH_RUN_DIR or /run/octant). */
 const char *serve_base(void);
 
-/* Load the entry in @dir; -ENOENT if it records no server. */
+/* Does a live server hold @dir/lock?  The server holds it exclusively for
+ * its whole life; the lock is a regular file, never a symlink.  Asked of
+ * /proc/locks (an exclusive FLOCK on its device and inode), so that
+ * looking never takes the lock (a server starting at that moment would
+ * find it busy); without /proc/locks, a shared try-lock, released.  (Until
+ * issue 32 ublk-flash asked with the try-lock and libalign with
+ * /proc/locks: this is libalign's, now the one reader of both.) */
+bool serve_entry_held(const char *dir);
+
+/* Load the entry in @dir (e->live: serve_entry_held); -ENOENT if it
+ * records no server. */
 int serve_entry_load(const char *dir, struct serve_entry *e);
 
 /* Every entry that records a server, live or not (for `list`): a
