@@ -18,7 +18,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "../ublk-server/dm/dm-stack.h"
+#include "dmstack.h"
 #include "ap.h"
 #include "loopdev.h"
 

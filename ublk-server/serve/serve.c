@@ -25,7 +25,7 @@
 
 #include "../cli/commands.h"
 #include "align.h"
-#include "dm-stack.h"
+#include "dmstack.h"
 #include "loopdev.h"
 #include "nand.h"
 #include "serve.h"
