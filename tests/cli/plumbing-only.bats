@@ -49,7 +49,6 @@ libalign/topology-served.c
 partition-tool/ap-map.c
 partition-tool/safety.c
 ublk-server/cli/cli_target.c
-ublk-server/frontend/fuse.c
 ublk-server/frontend/ublk.c
 ublk-server/serve/cleanup.c
 ublk-server/serve/notify.c

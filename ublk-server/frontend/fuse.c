@@ -36,6 +36,7 @@
 #include "frontend.h"
 #include "fuse-io.h"
 #include "loopdev.h"
+#include "sysfs.h"
 
 #ifndef PR_SET_IO_FLUSHER
 #define PR_SET_IO_FLUSHER 57
@@ -130,21 +131,8 @@ static int fe_fuse_probe(char *why, size_t len)
  * serving threads blocked in read() wake up with ENODEV. */
 static void fe_fuse_abort(struct fe_fuse *ff)
 {
-	char p[96];
-	int fd;
-
-	if (ff->conn < 0)
-		return;
-	snprintf(p, sizeof(p), "/sys/fs/fuse/connections/%d/abort", ff->conn);
-	if (access(p, F_OK) < 0)
-		mount("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, NULL);
-	fd = open(p, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (write(fd, "1", 1) < 0) {
-		/* already gone */
-	}
-	close(fd);
+	if (ff->conn >= 0)
+		sysfs_fuse_abort((unsigned)ff->conn);
 }
 
 /* The loop device is still open (a filesystem mounted on it): cut it off.

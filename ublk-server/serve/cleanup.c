@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "loopdev.h"
+#include "sysfs.h"
 #include "serve.h"
 
 /* Detach every loop device whose backing file lies in @mnt. */
@@ -47,7 +48,7 @@ static int serve_cleanup_loops(const char *mnt)
  * requests then fail with ENOTCONN instead of hanging. */
 static void serve_abort_fuse(const char *mnt)
 {
-	char line[PATH_MAX * 2], p[128];
+	char line[PATH_MAX * 2];
 	unsigned maj, min;
 	bool found = false;
 
@@ -65,16 +66,7 @@ static void serve_abort_fuse(const char *mnt)
 	fclose(f);
 	if (!found)
 		return;
-	snprintf(p, sizeof(p), "/sys/fs/fuse/connections/%u/abort", min);
-	if (access(p, W_OK) < 0)
-		mount("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, NULL);
-	int fd = open(p, O_WRONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		if (write(fd, "1", 1) < 0) {
-			/* already gone */
-		}
-		close(fd);
-	}
+	sysfs_fuse_abort(min);
 }
 
 int serve_entry_cleanup(const char *dir)
