@@ -45,6 +45,7 @@
 #include "align-private.h"
 #include "loopdev.h"
 #include "registry.h"
+#include "sysfs.h"
 #include "oct-proc.h"
 
 #define SRV_PATH 4096
@@ -138,8 +139,9 @@ static bool srv_dm_on(dev_t dm, dev_t lower)
 	FILE *f;
 	DIR *d;
 
-	snprintf(dir, sizeof(dir), "/sys/dev/block/%u:%u/slaves", major(dm),
-		 minor(dm));
+	if (sysfs_devdir(dm, dir, sizeof(dir) - 7))
+		return false;
+	strcat(dir, "/slaves");
 	d = opendir(dir);
 	if (!d)
 		return false;
@@ -251,8 +253,8 @@ static int srv_partition(dev_t rdev, dev_t *disk, uint64_t *start)
 	FILE *f;
 	int ok;
 
-	snprintf(dir, sizeof(dir), "/sys/dev/block/%u:%u", major(rdev),
-		 minor(rdev));
+	if (sysfs_devdir(rdev, dir, sizeof(dir)))
+		return -ENOENT;
 	snprintf(p, sizeof(p), "%s/start", dir);
 	f = fopen(p, "re");
 	if (!f)
