@@ -20,6 +20,7 @@
 #include "frontend.h"
 #include "nand.h"
 #include "serve.h"
+#include "sysfs.h"
 
 static const char *const serve_files[] = { "pid", "image", "dev", "frontend",
 					   "access", "dm", "backing", "ctl.sock", NULL };
@@ -281,11 +282,12 @@ bool serve_entry_verify(const struct serve_entry *e)
 /* Does --dm device @dm (device number @rdev) sit on @e->dev? */
 static bool serve_entry_dm_ok(const struct serve_entry *e, dev_t rdev)
 {
-	char p[PATH_MAX];
+	char dir[96], p[PATH_MAX];
 	const char *base = strrchr(e->dev, '/');
 
-	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/slaves/%s", major(rdev),
-		 minor(rdev), base ? base + 1 : e->dev);
+	if (sysfs_devdir(rdev, dir, sizeof(dir)))
+		return false;
+	snprintf(p, sizeof(p), "%s/slaves/%s", dir, base ? base + 1 : e->dev);
 	return access(p, F_OK) == 0 && serve_entry_dev_ok(e);
 }
 
