@@ -21,6 +21,7 @@
 #include "dmstack.h"
 #include "ap.h"
 #include "loopdev.h"
+#include "sysfs.h"
 
 #define EXIT_USAGE AP_EXIT_USAGE
 #define EXIT_IO    AP_EXIT_IO
@@ -392,28 +393,6 @@ int ap_map_sysfs_offset(const char *dmname, long long *off)
 	return dmstack_alignment_offset(dmname, off);
 }
 
-/* The device node of @dev, from sysfs uevent's DEVNAME. */
-static int dev_node(dev_t dev, char *buf, size_t len)
-{
-	char path[128], line[256];
-	FILE *f;
-	int ret = -ENOENT;
-
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/uevent", major(dev),
-		 minor(dev));
-	if (!(f = fopen(path, "re")))
-		return -errno;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "DEVNAME=", 8)) {
-			line[strcspn(line, "\n")] = '\0';
-			snprintf(buf, len, "/dev/%s", line + 8);
-			ret = 0;
-			break;
-		}
-	fclose(f);
-	return ret;
-}
-
 int ap_map_verify(const char *target, const struct align_topology *t,
 		  bool print, size_t *nmapped)
 {
@@ -436,7 +415,7 @@ int ap_map_verify(const char *target, const struct align_topology *t,
 			continue;   /* not mapped */
 		if (!use) {
 			if (dmstack_deps(p->name, deps, MAX_DEPS, &nd) || nd != 1 ||
-			    dev_node(deps[0], node, sizeof(node)) ||
+			    sysfs_devname(deps[0], node, sizeof(node)) ||
 			    align_topology_probe(node, &lt))
 				continue;
 			use = &lt;

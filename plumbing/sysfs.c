@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mount.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -32,4 +33,46 @@ void sysfs_fuse_abort(unsigned conn)
 		/* already gone */
 	}
 	close(fd);
+}
+
+int sysfs_devname(dev_t dev, char *buf, size_t len)
+{
+	char path[128], line[256];
+	FILE *f;
+	int ret = -ENOENT;
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/uevent", major(dev),
+		 minor(dev));
+	if (!(f = fopen(path, "re")))
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "DEVNAME=", 8)) {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(buf, len, "/dev/%s", line + 8);
+			ret = 0;
+			break;
+		}
+	fclose(f);
+	return ret;
+}
+
+int sysfs_uevent_change(const char *devpath)
+{
+	const char *name = devpath ? strrchr(devpath, '/') : NULL;
+	char p[256];
+	int fd, err = 0;
+
+	name = name ? name + 1 : devpath;
+	if (!name || !*name)
+		return 0;
+	if ((size_t)snprintf(p, sizeof(p), "/sys/class/block/%s/uevent", name)
+	    >= sizeof(p))
+		return -ENAMETOOLONG;
+	fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (write(fd, "change", 6) != 6)
+		err = -errno;
+	close(fd);
+	return err;
 }

@@ -22,4 +22,13 @@ int sysfs_devdir(dev_t dev, char *buf, size_t len);
  * is no error. */
 void sysfs_fuse_abort(unsigned conn);
 
+/* The device node of block device @dev, "/dev/" and the DEVNAME of its
+ * sysfs uevent, into @buf: 0, -ENOENT without a DEVNAME, -errno. */
+int sysfs_devname(dev_t dev, char *buf, size_t len);
+
+/* Write "change" to the uevent file of block device NAME (the last part
+ * of @devpath, e.g. /dev/loop3): udev runs its rules again.  0 (also when
+ * there is no such device in sysfs), or -errno. */
+int sysfs_uevent_change(const char *devpath);
+
 #endif
