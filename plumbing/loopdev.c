@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Loop devices over the FUSE disk file (LOOP_CONFIGURE, direct I/O). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -317,4 +318,58 @@ bool loop_backs(dev_t dev, const char *file)
 	buf[len] = '\0';
 	buf[strcspn(buf, "\n")] = '\0';
 	return !strcmp(buf, file);
+}
+
+int loop_find_backed_by(const char *real, char *name, size_t len)
+{
+	char file[PATH_MAX], back[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	int found = 0;
+
+	d = opendir("/sys/block");
+	while (d && !found && (de = readdir(d))) {
+		FILE *f;
+
+		if (strncmp(de->d_name, "loop", 4))
+			continue;
+		snprintf(file, sizeof(file), "/sys/block/%.64s/loop/backing_file", de->d_name);
+		f = fopen(file, "re");
+		if (!f)
+			continue;
+		if (fgets(back, sizeof(back), f)) {
+			back[strcspn(back, "\n")] = 0;
+			if (!strcmp(back, real)) {
+				snprintf(name, len, "%s", de->d_name);
+				found = 1;
+			}
+		}
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+int loop_detach_all_in(const char *mnt)
+{
+	char backing[PATH_MAX + 8], dev[300];
+	int n = 0;
+
+	snprintf(backing, sizeof(backing), "%s/", mnt);   /* any name in it */
+	DIR *d = opendir("/sys/block");
+	if (!d)
+		return 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "loop", 4) != 0)
+			continue;
+		snprintf(dev, sizeof(dev), "/dev/%s", de->d_name);
+		if (loop_detach_if_backed_by(dev, backing) == 0) {
+			fprintf(stderr, "ublk-flash: detached stale %s\n", dev);
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
 }

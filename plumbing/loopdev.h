@@ -61,4 +61,14 @@ int loop_attach_file(const char *file, char *dev, size_t len, int *lfd,
  * (/sys/dev/block/M:m/loop/backing_file, exactly)? */
 bool loop_backs(dev_t dev, const char *file);
 
+/* Is the file @real (a canonical path) the backing file of an attached
+ * loop device (any /sys/block/loopN/loop/backing_file, exactly)?  1 with
+ * the first one's name ("loopN") in @name (@len bytes), else 0. */
+int loop_find_backed_by(const char *real, char *name, size_t len);
+
+/* Detach every loop device whose backing file lies directly in folder
+ * @mnt (loop_detach_if_backed_by "@mnt/"), saying so on stderr for each
+ * ("ublk-flash: detached stale /dev/loopN"): how many. */
+int loop_detach_all_in(const char *mnt);
+
 #endif

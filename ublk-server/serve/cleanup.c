@@ -19,30 +19,6 @@
 #include "sysfs.h"
 #include "serve.h"
 
-/* Detach every loop device whose backing file lies in @mnt. */
-static int serve_cleanup_loops(const char *mnt)
-{
-	char backing[PATH_MAX + 8], dev[300];
-	int n = 0;
-
-	snprintf(backing, sizeof(backing), "%s/", mnt);   /* any name in it */
-	DIR *d = opendir("/sys/block");
-	if (!d)
-		return 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, "loop", 4) != 0)
-			continue;
-		snprintf(dev, sizeof(dev), "/dev/%s", de->d_name);
-		if (loop_detach_if_backed_by(dev, backing) == 0) {
-			fprintf(stderr, "ublk-flash: detached stale %s\n", dev);
-			n++;
-		}
-	}
-	closedir(d);
-	return n;
-}
-
 /* Abort the FUSE connection mounted on @mnt, if one still looks alive
  * (its server is gone but, e.g., stuck exiting): pending and future
  * requests then fail with ENOTCONN instead of hanging. */
@@ -81,7 +57,7 @@ int serve_entry_cleanup(const char *dir)
 		return err;           /* a live server's, or not proven: touch nothing */
 	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
 	serve_abort_fuse(mnt);
-	n = serve_cleanup_loops(mnt);
+	n = loop_detach_all_in(mnt);
 	/* A dead server's FUSE mount answers ENOTCONN; detach it lazily. */
 	if (umount2(mnt, MNT_DETACH) == 0) {
 		fprintf(stderr, "ublk-flash: unmounted stale FUSE mount %s\n", mnt);
