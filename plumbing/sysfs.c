@@ -76,3 +76,14 @@ int sysfs_uevent_change(const char *devpath)
 	close(fd);
 	return err;
 }
+
+DIR *sysfs_class_open(const char *cls)
+{
+	char p[128];
+
+	if ((size_t)snprintf(p, sizeof(p), "/sys/class/%s", cls) >= sizeof(p)) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	return opendir(p);
+}

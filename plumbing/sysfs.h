@@ -8,6 +8,7 @@
 #ifndef OCTANT_SYSFS_H
 #define OCTANT_SYSFS_H
 
+#include <dirent.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -30,5 +31,10 @@ int sysfs_devname(dev_t dev, char *buf, size_t len);
  * of @devpath, e.g. /dev/loop3): udev runs its rules again.  0 (also when
  * there is no such device in sysfs), or -errno. */
 int sysfs_uevent_change(const char *devpath);
+
+/* opendir of device class @cls's folder, /sys/class/CLS (e.g.
+ * "ublk-char": one ublkcN per ublk device); NULL with errno when the
+ * class is not there. */
+DIR *sysfs_class_open(const char *cls);
 
 #endif
