@@ -12,7 +12,9 @@
  *   pid image dev frontend access [dm] [backing]   written once the device
  *             is live, each file its value and one newline; a reader takes
  *             the whole file less that newline (an image path may hold any
- *             byte but NUL, newlines too: libalign reads it the same way);
+ *             byte but NUL, newlines too); one reader for ublk-flash and
+ *             libalign: plumbing/registry.c, where a value that does not
+ *             fit reads "", never cut short;
  *             access: "rw" or "ro" (--read-only);
  *             backing (FUSE): "MAJ:MIN:INO" of the file the loop device was
  *             bound to, its identity beyond its number
