@@ -19,7 +19,7 @@ CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -fPIC -pthread \
             -Wall -Wextra -Werror -Wno-missing-field-initializers \
             -MMD -MP -DOCTANT_VERSION='"$(VERSION)"' \
-            -Ilibalign -Icommon -Iublk-server/nand -Iublk-server/ftl \
+            -Ilibalign -Icommon -Iplumbing -Iublk-server/nand -Iublk-server/ftl \
             -Iublk-server/zoned \
             -Iublk-server/frontend -Iublk-server/serve
 LDFLAGS  += -pthread
@@ -45,6 +45,7 @@ $(BUILD)/obj/%.o: %.c
 	$(CC) $(CFLAGS) $(EXTRA_CFLAGS_$(firstword $(subst /, ,$<))) -c -o $@ $<
 
 include dist/module.mk
+include plumbing/module.mk
 include libalign/module.mk
 include ublk-server/module.mk
 include partition-tool/module.mk

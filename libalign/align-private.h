@@ -57,14 +57,6 @@ ALIGNP_HIDDEN int alignp_image_read(int fd, struct align_topology *t,
 ALIGNP_HIDDEN int alignp_read_line(const char *dir, const char *name,
 				   char *buf, size_t len);
 
-/* The whole of file @dir/@name into @buf (@len bytes), less one newline
- * at its end: a run-registry file (ublk-server/serve/serve.h), whose value
- * (an image path) may hold newlines itself.  0; -errno when it cannot be
- * opened or read; -ENODATA when empty; -ENAMETOOLONG when it does not fit
- * (never cut short); -EINVAL when it holds a NUL byte. */
-ALIGNP_HIDDEN int alignp_read_file(const char *dir, const char *name,
-				   char *buf, size_t len);
-
 /* Greatest common divisor (0 with 0 gives 0). */
 static inline uint64_t alignp_gcd64(uint64_t a, uint64_t b)
 {

@@ -1,7 +1,8 @@
 # libalign: static + shared library, pkg-config file, version script.
 COMMON_SRCS   := $(wildcard common/*.c)
 LIBALIGN_SRCS := $(wildcard libalign/*.c)
-LIBALIGN_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIBALIGN_SRCS) $(COMMON_SRCS))
+LIBALIGN_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIBALIGN_SRCS) $(COMMON_SRCS) \
+                                                   $(PLUMB_SRCS))
 EXTRA_CFLAGS_libalign = $(call pc_cflags,blkid)
 LIBALIGN_LIBS  = $(call pc_libs,blkid)
 

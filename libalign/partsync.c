@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "align-private.h"
+#include "sysfs.h"
 
 #define PS_MAX 256
 
@@ -57,8 +58,8 @@ static int ps_kernel(dev_t rdev, struct ps_part *k, size_t *n)
 	DIR *d;
 
 	*n = 0;
-	snprintf(dir, sizeof(dir), "/sys/dev/block/%u:%u", major(rdev),
-		 minor(rdev));
+	if (sysfs_devdir(rdev, dir, sizeof(dir)))
+		return -ENAMETOOLONG;
 	d = opendir(dir);
 	if (!d)
 		return -errno;

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Small files: one line of a sysfs attribute, a whole run-registry file. */
+/* Small files: one line of a sysfs attribute. */
 #include <errno.h>
 #include <limits.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,34 +37,4 @@ int alignp_read_line(const char *dir, const char *name, char *buf, size_t len)
 	if (!r)
 		buf[strcspn(buf, "\n")] = '\0';
 	return r;
-}
-
-int alignp_read_file(const char *dir, const char *name, char *buf, size_t len)
-{
-	bool more;
-	size_t n;
-	FILE *f;
-	int r;
-
-	if (len < 2)
-		return -EINVAL;
-	f = alignp_open(dir, name, &r);
-	if (!f)
-		return r;
-	/* a file longer than @buf is refused, never cut short */
-	n = fread(buf, 1, len, f);
-	more = n == len && fgetc(f) != EOF;
-	if (ferror(f))
-		r = -EIO;
-	fclose(f);
-	if (r)
-		return r;
-	if (!more && n && buf[n - 1] == '\n')
-		n--;
-	if (more || n >= len)
-		return -ENAMETOOLONG;
-	if (memchr(buf, '\0', n))
-		return -EINVAL;
-	buf[n] = '\0';
-	return n ? 0 : -ENODATA;
 }

@@ -16,6 +16,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include "align-private.h"
+#include "sysfs.h"
 
 /* Read one integer from a sysfs file; 0 or -errno. */
 static int sysfs_read(const char *dir, const char *name, long long *v)
@@ -46,8 +47,8 @@ static int sysfs_apply(dev_t rdev, struct align_topology *t, bool full)
 	long long v;
 	int r;
 
-	snprintf(dir, sizeof(dir), "/sys/dev/block/%u:%u", major(rdev),
-		 minor(rdev));
+	if (sysfs_devdir(rdev, dir, sizeof(dir)))
+		return -ENAMETOOLONG;
 	/* a partition has a "partition" file and its parent's queue */
 	snprintf(qdir, sizeof(qdir), "%s/%s", dir,
 		 sysfs_read(dir, "partition", &v) == 0 ? "../queue" : "queue");

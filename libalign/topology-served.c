@@ -5,8 +5,9 @@
  * image is (a loop device cannot express 4 KiB physical sectors with an
  * offset), so the kernel's figures are wrong for an odd image.
  *
- * libalign does not link the server: it reads the run registry itself, as
- * ublk-server/serve/serve.h documents it.  $UBLK_FLASH_RUN_DIR (default
+ * libalign does not link the server: it reads the run registry with the
+ * reader ublk-flash uses (plumbing/registry.c; the layout:
+ * ublk-server/serve/serve.h).  $UBLK_FLASH_RUN_DIR (default
  * /run/octant) holds one folder per image, "img-<st_dev hex>-<st_ino>",
  * with "lock" (flock'ed exclusively by the live server for its whole life)
  * and the files "pid", "image", "dev", "frontend" and, with --dm, "dm",
@@ -17,7 +18,7 @@
  *   - the image's st_dev/st_ino are those the folder is named after,
  *   - the target is the recorded device (or the dm device stacked on it)
  *     by device number, and that device really is this server's:
- *       fuse:  the loop device's backing file (LOOP_GET_STATUS64: device
+ *       fuse:  the loop device's backing file (loop_backing: device
  *              and inode) is the entry's FUSE file mnt/disk;
  *       ublk:  the recorded pid holds /dev/ublkcN open;
  *       dm:    the dm device's only slave is the recorded device;
@@ -34,118 +35,41 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/loop.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include "align-private.h"
+#include "loopdev.h"
+#include "registry.h"
+#include "sysfs.h"
 #include "oct-proc.h"
 
 #define SRV_PATH 4096
 
-struct srv_entry {
-	char dir[SRV_PATH];
-	char image[SRV_PATH];
-	char dev[256];
-	char dm[256];
-	char frontend[32];
-	long pid;
-};
-
 /* What a registry scan found: the verified entry, or else whether a live
  * entry named the device without checking out (and its image). */
 struct srv_find {
-	struct srv_entry e;
+	struct serve_entry e;
 	bool unverified;
 	char unverified_image[SRV_PATH];
 };
 
-static const char *srv_base(void)
+/* The entry in @dir, if it records what a probe needs: a pid, the image,
+ * the device and the frontend (the registry's one reader: plumbing/). */
+static int srv_load(const char *dir, struct serve_entry *e)
 {
-	const char *b = getenv("UBLK_FLASH_RUN_DIR");
-
-	return b && *b ? b : "/run/octant";
-}
-
-/* Is an exclusive flock held on the file (@dev, @ino)?  Read from
- * /proc/locks, so that looking never takes the lock itself (a server
- * starting at that moment would find it busy).  -errno if unreadable. */
-static int srv_flock_held(dev_t dev, ino_t ino)
-{
-	char line[256], type[16], mode[16];
-	unsigned ma, mi;
-	unsigned long long i;
-	int held = 0;
-	FILE *f = fopen("/proc/locks", "re");
-
-	if (!f)
-		return -errno;
-	while (!held && fgets(line, sizeof(line), f)) {
-		/* "1: FLOCK  ADVISORY  WRITE 1234 fe:00:10952917 0 EOF";
-		 * a waiter's line has "->" where the type is */
-		if (sscanf(line, "%*d: %15s %*s %15s %*d %x:%x:%llu", type, mode,
-			   &ma, &mi, &i) == 5 &&
-		    !strcmp(type, "FLOCK") && !strcmp(mode, "WRITE") &&
-		    makedev(ma, mi) == dev && i == (unsigned long long)ino)
-			held = 1;
-	}
-	fclose(f);
-	return held;
-}
-
-/* Does a live server hold @dir/lock?  The server holds it exclusively for
- * its whole life; the lock is a regular file, never a symlink. */
-static bool srv_live(const char *dir)
-{
-	char p[SRV_PATH + 64];
-	struct stat st;
-	bool held = false;
-	int fd, r;
-
-	snprintf(p, sizeof(p), "%s/lock", dir);
-	if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode))
-		return false;
-	r = srv_flock_held(st.st_dev, st.st_ino);
-	if (r >= 0)
-		return r;
-	/* no /proc/locks: a shared try-lock fails exactly while it is held */
-	fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return false;
-	if (flock(fd, LOCK_SH | LOCK_NB) < 0)
-		held = errno == EWOULDBLOCK;
-	close(fd);
-	return held;
-}
-
-static int srv_load(const char *dir, struct srv_entry *e)
-{
-	char pid[32], *end;
-
-	memset(e, 0, sizeof(*e));
-	snprintf(e->dir, sizeof(e->dir), "%s", dir);
-	if (alignp_read_file(dir, "pid", pid, sizeof(pid)) < 0 ||
-	    alignp_read_file(dir, "image", e->image, sizeof(e->image)) < 0 ||
-	    alignp_read_file(dir, "dev", e->dev, sizeof(e->dev)) < 0 ||
-	    alignp_read_file(dir, "frontend", e->frontend, sizeof(e->frontend)) < 0)
-		return -ENOENT;
-	if (alignp_read_file(dir, "dm", e->dm, sizeof(e->dm)) < 0)
-		e->dm[0] = '\0';
-	errno = 0;
-	e->pid = strtol(pid, &end, 10);
-	if (errno || end == pid || *end || e->pid <= 0 || !e->dev[0] ||
-	    !e->image[0])
+	if (serve_entry_load(dir, e) < 0 || e->pid <= 0 || !e->dev[0] ||
+	    !e->image[0] || !e->frontend[0])
 		return -ENOENT;
 	return 0;
 }
 
 /* Is the image still the file the folder is named after? */
-static bool srv_image_matches(const struct srv_entry *e, const char *name)
+static bool srv_image_matches(const struct serve_entry *e, const char *name)
 {
 	char want[96];
 	struct stat st;
@@ -171,33 +95,27 @@ static int srv_rdev(const char *path, dev_t *rdev)
 
 /* fuse: the loop device's backing file is the entry's mnt/disk, by device
  * and inode number (not by a path or a loop number, both reusable). */
-static bool srv_loop_is_ours(const struct srv_entry *e)
+static bool srv_loop_is_ours(const struct serve_entry *e)
 {
-	struct loop_info64 li;
 	char disk[SRV_PATH + 64];
 	struct stat st;
-	int fd, r;
+	dev_t ldev;
+	ino_t lino;
 
-	fd = open(e->dev, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return false;
-	r = ioctl(fd, LOOP_GET_STATUS64, &li);
-	close(fd);
-	if (r < 0)
+	if (loop_backing(e->dev, &ldev, &lino, NULL, 0) < 0)
 		return false;
 	snprintf(disk, sizeof(disk), "%s/mnt/disk", e->dir);
 	if (stat(disk, &st) < 0)
 		return false;
 	ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: backing dev %llx ino %llu; %s: "
-		   "dev %llx ino %llu", e->dev, (unsigned long long)li.lo_device,
-		   (unsigned long long)li.lo_inode, disk,
+		   "dev %llx ino %llu", e->dev, (unsigned long long)ldev,
+		   (unsigned long long)lino, disk,
 		   (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
-	return li.lo_device == (uint64_t)st.st_dev &&
-	       li.lo_inode == (uint64_t)st.st_ino;
+	return ldev == st.st_dev && lino == st.st_ino;
 }
 
 /* ublk: the recorded server holds /dev/ublkcN (N of /dev/ublkbN) open. */
-static bool srv_ublk_is_ours(const struct srv_entry *e)
+static bool srv_ublk_is_ours(const struct serve_entry *e)
 {
 	char cpath[64];
 	struct stat cst;
@@ -221,8 +139,9 @@ static bool srv_dm_on(dev_t dm, dev_t lower)
 	FILE *f;
 	DIR *d;
 
-	snprintf(dir, sizeof(dir), "/sys/dev/block/%u:%u/slaves", major(dm),
-		 minor(dm));
+	if (sysfs_devdir(dm, dir, sizeof(dir) - 7))
+		return false;
+	strcat(dir, "/slaves");
 	d = opendir(dir);
 	if (!d)
 		return false;
@@ -246,7 +165,7 @@ static bool srv_dm_on(dev_t dm, dev_t lower)
 
 /* Does entry @e name device @rdev (by number)?  1 as the device it
  * serves (its number in *dev), 2 as its dm device, 0 not. */
-static int srv_names(const struct srv_entry *e, dev_t rdev, dev_t *dev)
+static int srv_names(const struct serve_entry *e, dev_t rdev, dev_t *dev)
 {
 	dev_t dm = 0;
 
@@ -262,7 +181,7 @@ static int srv_names(const struct srv_entry *e, dev_t rdev, dev_t *dev)
 /* Does entry @e, which names @rdev @as (srv_names, its device @dev),
  * really serve it: the device is that server's, a dm device sits on it,
  * and the image is the file the folder @name was made for? */
-static bool srv_serves(const struct srv_entry *e, const char *name, int as,
+static bool srv_serves(const struct serve_entry *e, const char *name, int as,
 		       dev_t dev, dev_t rdev)
 {
 	bool fuse = !strcmp(e->frontend, "fuse");
@@ -292,11 +211,11 @@ static bool srv_serves(const struct srv_entry *e, const char *name, int as,
  * f->unverified if a live entry named the device all the same). */
 static int srv_lookup(dev_t rdev, struct srv_find *f)
 {
-	struct srv_entry *e = &f->e;
+	struct serve_entry *e = &f->e;
 	struct dirent *de;
 	int as = 0, named;
 	dev_t dev = 0;
-	DIR *d = opendir(srv_base());
+	DIR *d = opendir(serve_base());
 
 	if (!d)
 		return 0;
@@ -305,10 +224,10 @@ static int srv_lookup(dev_t rdev, struct srv_find *f)
 
 		if (strncmp(de->d_name, "img-", 4))
 			continue;
-		if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", srv_base(),
+		if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", serve_base(),
 				     de->d_name) >= sizeof(dir))
 			continue;
-		if (srv_load(dir, e) < 0 || !srv_live(dir))
+		if (srv_load(dir, e) < 0 || !e->live)
 			continue;
 		named = srv_names(e, rdev, &dev);
 		if (!named)
@@ -334,8 +253,8 @@ static int srv_partition(dev_t rdev, dev_t *disk, uint64_t *start)
 	FILE *f;
 	int ok;
 
-	snprintf(dir, sizeof(dir), "/sys/dev/block/%u:%u", major(rdev),
-		 minor(rdev));
+	if (sysfs_devdir(rdev, dir, sizeof(dir)))
+		return -ENOENT;
 	snprintf(p, sizeof(p), "%s/start", dir);
 	f = fopen(p, "re");
 	if (!f)
@@ -371,7 +290,7 @@ int align_topology_from_served(const char *path, struct align_topology *t,
 {
 	struct align_topology dt, it, pt;
 	struct srv_find *f;
-	struct srv_entry *e;
+	struct serve_entry *e;
 	dev_t rdev = 0, disk = 0;
 	uint64_t pstart = 0;
 	int r, as;
@@ -444,7 +363,7 @@ int align_topology_from_served(const char *path, struct align_topology *t,
 	if (len)
 		snprintf(image, len, "%s", e->image);
 	ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: served by pid %ld from %s (%s%s): "
-		   "%u/%u offset %u", path, e->pid, e->image, e->frontend,
+		   "%u/%u offset %u", path, (long)e->pid, e->image, e->frontend,
 		   part ? ", a partition" : "", t->logical, t->physical,
 		   t->alignment_offset);
 	r = 0;

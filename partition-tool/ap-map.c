@@ -10,7 +10,6 @@
 #include <getopt.h>
 #include <libfdisk.h>
 #include <limits.h>
-#include <linux/loop.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +18,10 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "../ublk-server/dm/dm-stack.h"
+#include "dmstack.h"
 #include "ap.h"
+#include "loopdev.h"
+#include "sysfs.h"
 
 #define EXIT_USAGE AP_EXIT_USAGE
 #define EXIT_IO    AP_EXIT_IO
@@ -112,63 +113,6 @@ out:
 	fdisk_free_iter(itr);
 	fdisk_unref_table(tb);
 	fdisk_unref_context(cxt);
-	return ret;
-}
-
-/* Attach image @file to a free auto-clearing loop device; the open loop
- * fd goes to *lfd (closing it lets the kernel clear an unused loop). */
-static int loop_attach(const char *file, char *dev, size_t len, int *lfd)
-{
-	struct loop_info64 li;
-	int ctl = -1, ffd, fd = -1, ret = 0;
-
-	if ((ffd = open(file, O_RDWR | O_CLOEXEC)) < 0) {
-		ret = -errno;
-		(void)ap_cmd_fail("map", 0, "%s: %s", file, strerror(errno));
-		return ret;
-	}
-	if ((ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC)) < 0) {
-		ret = -errno;
-		(void)ap_cmd_fail("map", 0, "no loop devices "
-			"(/dev/loop-control: %s)", strerror(errno));
-		goto out;
-	}
-	for (int tries = 0; tries < 16; tries++) {
-		int nr = ioctl(ctl, LOOP_CTL_GET_FREE);
-
-		if (nr < 0 || (snprintf(dev, len, "/dev/loop%d", nr),
-			       (fd = open(dev, O_RDWR | O_CLOEXEC)) < 0))
-			break;
-		if (ioctl(fd, LOOP_SET_FD, ffd) == 0)
-			break;
-		ret = -errno;
-		close(fd);
-		fd = -1;
-		if (ret != -EBUSY)
-			break;
-	}
-	if (fd < 0) {
-		ret = ret ? ret : -errno;
-		(void)ap_cmd_fail("map", 0, "cannot attach %s to a loop "
-			"device: %s", file, strerror(-ret));
-		goto out;
-	}
-	memset(&li, 0, sizeof(li));
-	li.lo_flags = LO_FLAGS_AUTOCLEAR;
-	snprintf((char *)li.lo_file_name, sizeof(li.lo_file_name), "%s", file);
-	if (ioctl(fd, LOOP_SET_STATUS64, &li)) {
-		ret = -errno;
-		(void)ap_cmd_fail("map", 0, "%s: %s", dev, strerror(errno));
-		(void)ioctl(fd, LOOP_CLR_FD, 0);
-		close(fd);
-		goto out;
-	}
-	*lfd = fd;
-	ret = 0;
-out:
-	if (ctl >= 0)
-		close(ctl);
-	close(ffd);
 	return ret;
 }
 
@@ -321,8 +265,13 @@ int ap_cmd_map(int argc, char **argv)
 		}
 	}
 	if (S_ISREG(st.st_mode)) {
-		if ((ret = loop_attach(target, lower, sizeof(lower), &lfd)))
+		char why[PATH_MAX + 128];
+
+		if ((ret = loop_attach_file(target, lower, sizeof(lower), &lfd,
+					    why, sizeof(why)))) {
+			(void)ap_cmd_fail("map", 0, "%s", why);
 			goto out;
+		}
 	} else {
 		snprintf(lower, sizeof(lower), "%s", target);
 	}
@@ -351,26 +300,6 @@ out:
 		close(lfd);
 	free(parts);
 	return rc;
-}
-
-/* Does loop device @dev have @file (a canonical path) as backing file? */
-static bool loop_backs(dev_t dev, const char *file)
-{
-	char path[128], buf[PATH_MAX + 16];
-	ssize_t len;
-	int fd;
-
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/loop/backing_file",
-		 major(dev), minor(dev));
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return false;
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (len <= 0)
-		return false;
-	buf[len] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	return !strcmp(buf, file);
 }
 
 struct unmap_ctx {
@@ -464,28 +393,6 @@ int ap_map_sysfs_offset(const char *dmname, long long *off)
 	return dmstack_alignment_offset(dmname, off);
 }
 
-/* The device node of @dev, from sysfs uevent's DEVNAME. */
-static int dev_node(dev_t dev, char *buf, size_t len)
-{
-	char path[128], line[256];
-	FILE *f;
-	int ret = -ENOENT;
-
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/uevent", major(dev),
-		 minor(dev));
-	if (!(f = fopen(path, "re")))
-		return -errno;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "DEVNAME=", 8)) {
-			line[strcspn(line, "\n")] = '\0';
-			snprintf(buf, len, "/dev/%s", line + 8);
-			ret = 0;
-			break;
-		}
-	fclose(f);
-	return ret;
-}
-
 int ap_map_verify(const char *target, const struct align_topology *t,
 		  bool print, size_t *nmapped)
 {
@@ -508,7 +415,7 @@ int ap_map_verify(const char *target, const struct align_topology *t,
 			continue;   /* not mapped */
 		if (!use) {
 			if (dmstack_deps(p->name, deps, MAX_DEPS, &nd) || nd != 1 ||
-			    dev_node(deps[0], node, sizeof(node)) ||
+			    sysfs_devname(deps[0], node, sizeof(node)) ||
 			    align_topology_probe(node, &lt))
 				continue;
 			use = &lt;

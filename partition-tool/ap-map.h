@@ -5,7 +5,7 @@
  *   alignpart unmap TARGET   remove them
  * NAME is the basename of TARGET (a block device, or an image file that
  * is first attached to an auto-clearing loop device).  The mappings are
- * made through libdevmapper (ublk-server/dm/dm-stack.h), never dmsetup.
+ * made through libdevmapper (plumbing/dmstack.h), never dmsetup.
  *
  * Exit codes of the commands (alignpart's, ap.h): 0 success; 2 usage;
  * 3 I/O or system error (no device-mapper, no partition table); 4 refused

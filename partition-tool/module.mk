@@ -1,6 +1,6 @@
 # partition-tool: alignpart (libalign + libfdisk + libsmartcols + libblkid;
 # libmount for mount points;
-# libdevmapper for map/unmap, whose dm-stack.o ublk-server/module.mk adds).
+# libdevmapper for map/unmap, whose plumbing/dmstack.o ublk-server/module.mk adds).
 ALIGNPART_SRCS := $(wildcard partition-tool/*.c)
 ALIGNPART_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(ALIGNPART_SRCS))
 EXTRA_CFLAGS_partition-tool = $(call pc_cflags,fdisk smartcols blkid mount devmapper)

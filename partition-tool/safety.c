@@ -20,6 +20,8 @@
 #include <libmount/libmount.h>
 
 #include "ap.h"
+#include "loopdev.h"
+#include "sysfs.h"
 
 /* Is major:minor of @dev mounted?  libmount reads /proc/self/mountinfo and
  * unescapes the mount point ("my disk", not mountinfo's "my\\040disk"). */
@@ -92,7 +94,8 @@ static int check_blockdev(const char *path, dev_t dev)
 
 	if (dev_mounted(dev, what, sizeof(what)))
 		return ap_fail(AP_EXIT_REFUSED, "%s is mounted on %s", path, what);
-	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", major(dev), minor(dev));
+	if (sysfs_devdir(dev, sys, sizeof(sys)))
+		return ap_fail(AP_EXIT_IO, "%s: %s", path, strerror(ENAMETOOLONG));
 	if (has_holders(sys, what, sizeof(what)))
 		return ap_fail(AP_EXIT_REFUSED, "%s is held by %s", path, what);
 	d = opendir(sys);
@@ -135,35 +138,15 @@ static int check_blockdev(const char *path, dev_t dev)
 /* Is the regular file @path the backing file of an attached loop device? */
 static int check_file(const char *path)
 {
-	char real[PATH_MAX], file[PATH_MAX], back[PATH_MAX];
-	struct dirent *de;
-	DIR *d;
-	int rc = 0;
+	char real[PATH_MAX], name[72];
 
 	if (!realpath(path, real))
 		return 0;
-	d = opendir("/sys/block");
-	while (d && !rc && (de = readdir(d))) {
-		FILE *f;
-
-		if (strncmp(de->d_name, "loop", 4))
-			continue;
-		snprintf(file, sizeof(file), "/sys/block/%.64s/loop/backing_file", de->d_name);
-		f = fopen(file, "re");
-		if (!f)
-			continue;
-		if (fgets(back, sizeof(back), f)) {
-			back[strcspn(back, "\n")] = 0;
-			if (!strcmp(back, real))
-				rc = ap_fail(AP_EXIT_REFUSED,
-					     "%s is attached to /dev/%s: partition the loop device instead",
-					     path, de->d_name);
-		}
-		fclose(f);
-	}
-	if (d)
-		closedir(d);
-	return rc;
+	if (loop_find_backed_by(real, name, sizeof(name)))
+		return ap_fail(AP_EXIT_REFUSED,
+			       "%s is attached to /dev/%s: partition the loop device instead",
+			       path, name);
+	return 0;
 }
 
 /* 0 if @path may be written: not mounted, not held, not claimed, not a

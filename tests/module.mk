@@ -10,8 +10,10 @@ unit-bins: $(UNIT_BINS)
 $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libengine.a $(BUILD)/libalign.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(ENGINE_LIBS) $(LIBALIGN_LIBS) -lm
-# serve-notify tests the sd_notify client of the server (serve/notify.c)
-$(BUILD)/tests/unit/serve-notify: $(BUILD)/obj/ublk-server/serve/notify.o
+# serve-notify tests the sd_notify client of the server (serve/notify.c,
+# which asks plumbing/sysfs.c for the udev change event)
+$(BUILD)/tests/unit/serve-notify: $(BUILD)/obj/ublk-server/serve/notify.o \
+                                  $(BUILD)/obj/plumbing/sysfs.o
 
 # nbd-exercise: an NBD client with a shadow copy (tests/integration/nbd-*.bats)
 all: $(BUILD)/tests/nbd-exercise

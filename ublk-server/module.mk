@@ -4,10 +4,9 @@ ENGINE_SRCS    := $(wildcard ublk-server/nand/*.c ublk-server/ftl/*.c \
                              ublk-server/zoned/*.c)
 ENGINE_OBJS    := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRCS))
 UBLKFLASH_SRCS := $(wildcard ublk-server/cli/*.c ublk-server/serve/*.c \
-                             ublk-server/frontend/*.c ublk-server/dm/*.c)
+                             ublk-server/frontend/*.c)
 UBLKFLASH_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(UBLKFLASH_SRCS))
-EXTRA_CFLAGS_ublk-server = $(call pc_cflags,fuse3 liburing devmapper blkid smartcols) \
-                            -Iublk-server/dm
+EXTRA_CFLAGS_ublk-server = $(call pc_cflags,fuse3 liburing devmapper blkid smartcols)
 # the engine's NBD and RBD backings (nand/nand_backing_nbd.c, _rbd.c) load
 # libnbd / librbd with dlopen when such a medium is opened (libnbd.h,
 # rbd/librbd.h and rados/librados.h, from librbd-dev, for the types only)
@@ -42,15 +41,15 @@ $(BUILD)/libengine.a: $(ENGINE_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/ublk-flash: $(UBLKFLASH_OBJS) $(BUILD)/libengine.a $(BUILD)/libalign.a
+$(BUILD)/ublk-flash: $(UBLKFLASH_OBJS) $(PLUMB_DM_OBJ) $(BUILD)/libengine.a $(BUILD)/libalign.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(UBLKFLASH_LIBS) $(LIBALIGN_LIBS)
 
-# device-mapper stacking (ublk-server/dm/dm-stack.c) is shared with alignpart's
+# device-mapper stacking (plumbing/dmstack.c) is shared with alignpart's
 # map/unmap (partition-tool/ap-map.c) and with the guest test tool dmstack-tool.
-$(BUILD)/alignpart: $(BUILD)/obj/ublk-server/dm/dm-stack.o
+$(BUILD)/alignpart: $(PLUMB_DM_OBJ)
 all: $(BUILD)/dmstack-tool
 $(BUILD)/dmstack-tool: $(BUILD)/obj/tests/vm/dmstack-tool.o \
-                       $(BUILD)/obj/ublk-server/dm/dm-stack.o
+                       $(PLUMB_DM_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pc_libs,devmapper)
 
 # nbdkit-octant-plugin.so: the engine served over NBD by nbdkit

@@ -69,3 +69,30 @@ teardown() {
 	run tests/file-circles a b
 	[ "$status" -eq 2 ]
 }
+
+# plumbing/ (issue 32) is below both tools: no circle among its files, and
+# none of them calls a function defined in ublk-server/, libalign/ or
+# partition-tool/ (objects whose source is gone are left out).
+@test "plumbing/: no circle, and it calls nothing of the tools or libalign above it" {
+	[ -d "$BUILD/obj/plumbing" ] || skip "not built: $BUILD/obj/plumbing"
+	run tests/file-circles "$BUILD/obj/plumbing"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	live_objs() {
+		local o
+		find "$@" -name '*.o' | while read -r o; do
+			o=${o#"$BUILD"/obj/}
+			[ -e "${o%.o}.c" ] && echo "$BUILD/obj/$o"
+		done
+		return 0
+	}
+	above=$(live_objs "$BUILD/obj/ublk-server" "$BUILD/obj/libalign" \
+			  "$BUILD/obj/partition-tool" |
+		xargs nm --defined-only -g | awk 'NF == 3 { print $3 }' | sort -u)
+	calls=$(live_objs "$BUILD/obj/plumbing" | xargs nm -u |
+		awk 'NF == 2 { print $2 }' | sort -u)
+	[ -n "$above" ] && [ -n "$calls" ]
+	run comm -12 <(echo "$above") <(echo "$calls")
+	echo "plumbing calls up into: $output"
+	[ -z "$output" ]
+}

@@ -13,7 +13,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_IMG_OBJ := $(BUILD)/obj/tests/fuzz/fuzz-img.o
 # alignpart without its main() (the script harness calls its parser)
 FUZZ_AP_OBJS  = $(filter-out $(BUILD)/obj/partition-tool/main.o,$(ALIGNPART_OBJS)) \
-                $(BUILD)/obj/ublk-server/dm/dm-stack.o
+                $(PLUMB_DM_OBJ)
 FUZZ_DEPS     = $(FUZZ_IMG_OBJ) $(FUZZ_AP_OBJS) $(BUILD)/libengine.a $(BUILD)/libalign.a
 FUZZ_LIBS     = $(ALIGNPART_LIBS) $(ENGINE_LIBS) $(LIBALIGN_LIBS) -lm
 

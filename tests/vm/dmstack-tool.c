@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dmstack-tool — drives ublk-server/dm/dm-stack.c directly, for the guest
+ * dmstack-tool — drives plumbing/dmstack.c directly, for the guest
  * tests (tests/vm/guest/dm-*.sh) and by hand:
  *   dmstack-tool available
  *   dmstack-tool create NAME LOWER START NR_SECTORS
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../ublk-server/dm/dm-stack.h"
+#include "dmstack.h"
 
 static int fail(int err)
 {

@@ -18,21 +18,23 @@
 #include "commands.h"
 #include "nand.h"
 #include "serve.h"
+#include "sysfs.h"
 
 /* The whole disk of partition @rdev as /dev/NAME into @out: 0, or
  * -ENOENT when @rdev is no partition (or its disk has no node). */
 static int cli_part_parent(dev_t rdev, char *out, size_t len)
 {
-	char p[128], real[PATH_MAX], node[PATH_MAX + 8], attr[PATH_MAX + 8];
+	char dir[96], p[128], real[PATH_MAX], node[PATH_MAX + 8];
+	char attr[PATH_MAX + 8];
 	struct stat st;
 	const char *base;
 
-	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/partition", major(rdev),
-		 minor(rdev));
+	if (sysfs_devdir(rdev, dir, sizeof(dir)))
+		return -ENOENT;
+	snprintf(p, sizeof(p), "%s/partition", dir);
 	if (access(p, F_OK) < 0)
 		return -ENOENT;
-	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/..", major(rdev),
-		 minor(rdev));
+	snprintf(p, sizeof(p), "%s/..", dir);
 	if (!realpath(p, real) || !(base = strrchr(real, '/')))
 		return -ENOENT;
 	snprintf(node, sizeof(node), "/dev/%s", base + 1);

@@ -2,7 +2,7 @@
 /*
  * FUSE frontend: the engine's disk as one regular file "disk" in a private
  * libfuse3 (low-level API) mount under the server's run folder, with a
- * loop device attached to it (frontend/loop.c).  Reads and writes go
+ * loop device attached to it (plumbing/loopdev.c).  Reads and writes go
  * straight to ftl_read / ftl_write; fsync and flush reach the engine as a
  * FLUSH; fallocate(PUNCH_HOLE) as a DISCARD, fallocate(ZERO_RANGE) as
  * WRITE ZEROES.
@@ -35,7 +35,8 @@
 
 #include "frontend.h"
 #include "fuse-io.h"
-#include "loop.h"
+#include "loopdev.h"
+#include "sysfs.h"
 
 #ifndef PR_SET_IO_FLUSHER
 #define PR_SET_IO_FLUSHER 57
@@ -130,21 +131,8 @@ static int fe_fuse_probe(char *why, size_t len)
  * serving threads blocked in read() wake up with ENODEV. */
 static void fe_fuse_abort(struct fe_fuse *ff)
 {
-	char p[96];
-	int fd;
-
-	if (ff->conn < 0)
-		return;
-	snprintf(p, sizeof(p), "/sys/fs/fuse/connections/%d/abort", ff->conn);
-	if (access(p, F_OK) < 0)
-		mount("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, NULL);
-	fd = open(p, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (write(fd, "1", 1) < 0) {
-		/* already gone */
-	}
-	close(fd);
+	if (ff->conn >= 0)
+		sysfs_fuse_abort((unsigned)ff->conn);
 }
 
 /* The loop device is still open (a filesystem mounted on it): cut it off.

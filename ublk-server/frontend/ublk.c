@@ -38,6 +38,7 @@
 
 #include "frontend.h"
 #include "oct-proc.h"
+#include "sysfs.h"
 #include "ublk-int.h"
 #include "zoned.h"
 
@@ -162,7 +163,7 @@ static void ublk_params_fill(struct ublk_dev *d, struct ublk_params *p)
 static int ublk_find_tagged(struct ublk_dev *d, uint64_t tag,
 			    struct ublksrv_ctrl_dev_info *info)
 {
-	DIR *dir = opendir("/sys/class/ublk-char");
+	DIR *dir = sysfs_class_open("ublk-char");
 	struct dirent *de;
 	unsigned id;
 

@@ -15,39 +15,16 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
-#include "loop.h"
+#include "loopdev.h"
+#include "sysfs.h"
 #include "serve.h"
-
-/* Detach every loop device whose backing file lies in @mnt. */
-static int serve_cleanup_loops(const char *mnt)
-{
-	char backing[PATH_MAX + 8], dev[300];
-	int n = 0;
-
-	snprintf(backing, sizeof(backing), "%s/", mnt);   /* any name in it */
-	DIR *d = opendir("/sys/block");
-	if (!d)
-		return 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, "loop", 4) != 0)
-			continue;
-		snprintf(dev, sizeof(dev), "/dev/%s", de->d_name);
-		if (loop_detach_if_backed_by(dev, backing) == 0) {
-			fprintf(stderr, "ublk-flash: detached stale %s\n", dev);
-			n++;
-		}
-	}
-	closedir(d);
-	return n;
-}
 
 /* Abort the FUSE connection mounted on @mnt, if one still looks alive
  * (its server is gone but, e.g., stuck exiting): pending and future
  * requests then fail with ENOTCONN instead of hanging. */
 static void serve_abort_fuse(const char *mnt)
 {
-	char line[PATH_MAX * 2], p[128];
+	char line[PATH_MAX * 2];
 	unsigned maj, min;
 	bool found = false;
 
@@ -65,16 +42,7 @@ static void serve_abort_fuse(const char *mnt)
 	fclose(f);
 	if (!found)
 		return;
-	snprintf(p, sizeof(p), "/sys/fs/fuse/connections/%u/abort", min);
-	if (access(p, W_OK) < 0)
-		mount("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, NULL);
-	int fd = open(p, O_WRONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		if (write(fd, "1", 1) < 0) {
-			/* already gone */
-		}
-		close(fd);
-	}
+	sysfs_fuse_abort(min);
 }
 
 int serve_entry_cleanup(const char *dir)
@@ -89,7 +57,7 @@ int serve_entry_cleanup(const char *dir)
 		return err;           /* a live server's, or not proven: touch nothing */
 	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
 	serve_abort_fuse(mnt);
-	n = serve_cleanup_loops(mnt);
+	n = loop_detach_all_in(mnt);
 	/* A dead server's FUSE mount answers ENOTCONN; detach it lazily. */
 	if (umount2(mnt, MNT_DETACH) == 0) {
 		fprintf(stderr, "ublk-flash: unmounted stale FUSE mount %s\n", mnt);

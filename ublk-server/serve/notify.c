@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "notify.h"
+#include "sysfs.h"
 
 int serve_notify(const char *state)
 {
@@ -40,31 +41,9 @@ int serve_notify(const char *state)
 	return err ? err : 1;
 }
 
-/* "change" to the device's uevent file: udev runs its rules again. */
-static int serve_notify_udev(const char *devpath)
-{
-	const char *name = devpath ? strrchr(devpath, '/') : NULL;
-	char p[256];
-	int fd, err = 0;
-
-	name = name ? name + 1 : devpath;
-	if (!name || !*name)
-		return 0;
-	if ((size_t)snprintf(p, sizeof(p), "/sys/class/block/%s/uevent", name)
-	    >= sizeof(p))
-		return -ENAMETOOLONG;
-	fd = open(p, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (write(fd, "change", 6) != 6)
-		err = -errno;
-	close(fd);
-	return err;
-}
-
 void serve_notify_ready(const char *devpath)
 {
-	int err = serve_notify_udev(devpath);
+	int err = sysfs_uevent_change(devpath);
 
 	if (err < 0)
 		fprintf(stderr, "ublk-flash: warning: udev change event for %s: "

@@ -14,21 +14,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "loop.h"
+#include "loopdev.h"
 #include "oct-proc.h"
 #include "crc32c.h"
 #include "frontend.h"
 #include "nand.h"
 #include "serve.h"
+#include "sysfs.h"
 
 static const char *const serve_files[] = { "pid", "image", "dev", "frontend",
 					   "access", "dm", "backing", "ctl.sock", NULL };
-
-const char *serve_base(void)
-{
-	const char *b = getenv("UBLK_FLASH_RUN_DIR");
-	return b && *b ? b : "/run/octant";
-}
 
 int serve_entry_dir(const char *image, char *dir, size_t len)
 {
@@ -134,40 +129,6 @@ void serve_entry_remove(const char *dir, bool log)
 	rmdir(dir);
 }
 
-/* Is the lock of @dir held by a server? (a shared try-lock, released) */
-static bool serve_entry_held(const char *dir)
-{
-	char p[PATH_MAX];
-	bool held = false;
-
-	snprintf(p, sizeof(p), "%s/lock", dir);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	if (flock(fd, LOCK_SH | LOCK_NB) < 0)
-		held = errno == EWOULDBLOCK;
-	close(fd);
-	return held;
-}
-
-static int serve_entry_get(const char *dir, const char *name, char *buf,
-			   size_t len)
-{
-	char p[PATH_MAX];
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	FILE *f = fopen(p, "re");
-	if (!f)
-		return -errno;
-	/* The whole file, less the one newline serve_entry_put ends it
-	 * with: an image path may hold newlines itself. */
-	size_t n = fread(buf, 1, len - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	if (n && buf[n - 1] == '\n')
-		buf[n - 1] = '\0';
-	return 0;
-}
-
 int serve_entry_put(const char *dir, const char *name, const char *value)
 {
 	char p[PATH_MAX], tmp[PATH_MAX + 8];
@@ -255,72 +216,6 @@ int serve_entry_repair(const char *dir, int lock_fd,
 	return 1;
 }
 
-int serve_entry_load(const char *dir, struct serve_entry *e)
-{
-	char pid[32];
-
-	memset(e, 0, sizeof(*e));
-	snprintf(e->dir, sizeof(e->dir), "%s", dir);
-	if (serve_entry_get(dir, "pid", pid, sizeof(pid)) < 0)
-		return -ENOENT;
-	e->pid = (pid_t)atol(pid);
-	serve_entry_get(dir, "image", e->image, sizeof(e->image));
-	serve_entry_get(dir, "dev", e->dev, sizeof(e->dev));
-	serve_entry_get(dir, "frontend", e->frontend, sizeof(e->frontend));
-	serve_entry_get(dir, "dm", e->dm, sizeof(e->dm));
-	serve_entry_get(dir, "backing", e->backing, sizeof(e->backing));
-	char acc[8] = "";
-	serve_entry_get(dir, "access", acc, sizeof(acc));
-	e->read_only = !strcmp(acc, "ro");
-	e->live = serve_entry_held(dir);
-	return 0;
-}
-
-static int serve_entry_cmp(const void *a, const void *b)
-{
-	const struct serve_entry *x = a, *y = b;
-	int r = strcmp(x->dev, y->dev);
-	return r ? r : strcmp(x->dir, y->dir);
-}
-
-int serve_entry_list(struct serve_entry **out, int *unreadable)
-{
-	char dir[PATH_MAX];
-	struct serve_entry *v = NULL, *nv;
-	size_t n = 0, cap = 0;
-
-	*out = NULL;
-	*unreadable = 0;
-	DIR *d = opendir(serve_base());
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, "img-", 4) != 0 || strchr(de->d_name, '.'))
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 8;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				free(v);
-				closedir(d);
-				return -ENOMEM;
-			}
-			v = nv;
-		}
-		snprintf(dir, sizeof(dir), "%s/%s", serve_base(), de->d_name);
-		if (serve_entry_load(dir, &v[n]) == 0)
-			n++;
-		else if (access(dir, R_OK | X_OK) < 0 && errno == EACCES)
-			(*unreadable)++;
-	}
-	closedir(d);
-	if (n)
-		qsort(v, n, sizeof(*v), serve_entry_cmp);
-	*out = v;
-	return (int)n;
-}
-
 /* Is ublk device @e->dev (/dev/ublkbN) still @e's?  A live server holds
  * its /dev/ublkcN open.  A dead server's device (left for `serve
  * --recover`) must prove it is the one the entry recorded, as `stop` asks
@@ -387,11 +282,12 @@ bool serve_entry_verify(const struct serve_entry *e)
 /* Does --dm device @dm (device number @rdev) sit on @e->dev? */
 static bool serve_entry_dm_ok(const struct serve_entry *e, dev_t rdev)
 {
-	char p[PATH_MAX];
+	char dir[96], p[PATH_MAX];
 	const char *base = strrchr(e->dev, '/');
 
-	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/slaves/%s", major(rdev),
-		 minor(rdev), base ? base + 1 : e->dev);
+	if (sysfs_devdir(rdev, dir, sizeof(dir)))
+		return false;
+	snprintf(p, sizeof(p), "%s/slaves/%s", dir, base ? base + 1 : e->dev);
 	return access(p, F_OK) == 0 && serve_entry_dev_ok(e);
 }
 

@@ -25,8 +25,8 @@
 
 #include "../cli/commands.h"
 #include "align.h"
-#include "dm-stack.h"
-#include "loop.h"
+#include "dmstack.h"
+#include "loopdev.h"
 #include "nand.h"
 #include "serve.h"
 #include "zoned.h"

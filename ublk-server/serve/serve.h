@@ -12,7 +12,9 @@
  *   pid image dev frontend access [dm] [backing]   written once the device
  *             is live, each file its value and one newline; a reader takes
  *             the whole file less that newline (an image path may hold any
- *             byte but NUL, newlines too: libalign reads it the same way);
+ *             byte but NUL, newlines too); one reader for ublk-flash and
+ *             libalign: plumbing/registry.c, where a value that does not
+ *             fit reads "", never cut short;
  *             access: "rw" or "ro" (--read-only);
  *             backing (FUSE): "MAJ:MIN:INO" of the file the loop device was
  *             bound to, its identity beyond its number
@@ -38,21 +40,7 @@
 #include <time.h>
 
 #include "frontend.h"
-
-struct serve_entry {
-	char dir[PATH_MAX - 32];  /* the entry's folder */
-	char image[PATH_MAX];     /* image path as served (realpath) */
-	char dev[128];            /* block device, "" if not recorded */
-	char dm[128];             /* --dm device stacked on it, "" if none */
-	char frontend[16];
-	char backing[64];         /* "MAJ:MIN:INO" of the loop's file, "" if none */
-	pid_t pid;
-	bool live;                /* a server holds the lock */
-	bool read_only;           /* access "ro": serve --read-only */
-};
-
-/* The registry's base folder ($UBLK_FLASH_RUN_DIR or /run/octant). */
-const char *serve_base(void);
+#include "registry.h"
 
 /* The entry folder of image @image (which must exist) into @dir. */
 int serve_entry_dir(const char *image, char *dir, size_t len);
@@ -74,15 +62,6 @@ void serve_entry_remove(const char *dir, bool log);
  * dead ublk server's entry is kept for `serve --recover`.  Returns how
  * many entries were removed. */
 int serve_sweep(const char *self);
-
-/* Load the entry in @dir; -ENOENT if it records no server. */
-int serve_entry_load(const char *dir, struct serve_entry *e);
-
-/* Every entry that records a server, live or not (for `list`): a
- * malloc'ed array in *out (free it), sorted by device path; the count or
- * -errno.  No registry folder: 0 entries.  *unreadable: how many entry
- * folders this user may not read (they are root's, mode 0700). */
-int serve_entry_list(struct serve_entry **out, int *unreadable);
 
 /* Find the entry of @arg: a block device served, or stacked on it with
  * --dm, or an image path.  A device is matched by its number and then by

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "serve.h"
+#include "sysfs.h"
 
 #define SERVE_SYNC_MAXDEV 64
 
@@ -57,7 +58,8 @@ static void serve_devset_fill(struct serve_devset *s, dev_t d)
 	DIR *dir;
 
 	serve_devset_add(s, d);
-	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u", major(d), minor(d));
+	if (sysfs_devdir(d, p, sizeof(p)))
+		return;
 	if ((dir = opendir(p))) {
 		while ((de = readdir(dir))) {
 			snprintf(q, sizeof(q), "%s/%s/partition", p, de->d_name);

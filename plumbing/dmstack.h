@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dm-stack — dm-linear devices through libdevmapper (never by running
- * dmsetup), so the kernel sees the true topology of a stack: a dm-linear
+ * dmstack (plumbing/) — dm-linear devices through libdevmapper (never by
+ * running dmsetup), so the kernel sees the true topology of a stack: a dm-linear
  * target that starts one 512-byte sector into a 4096-physical device is
  * reported with alignment_offset 3584, which a ublk device alone cannot say.
  *
@@ -24,8 +24,8 @@
  * off and libdevmapper creates /dev/mapper/NAME itself; dmstack makes sure
  * the node exists and opens before a create returns.
  */
-#ifndef OCTANT_DM_STACK_H
-#define OCTANT_DM_STACK_H
+#ifndef OCTANT_DMSTACK_H
+#define OCTANT_DMSTACK_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -93,4 +93,4 @@ int dmstack_serve_attach(const char *name, const char *lower_dev,
  * device).  0 when removed, -ENOENT when there was no such device. */
 int dmstack_detach(const char *name);
 
-#endif /* OCTANT_DM_STACK_H */
+#endif /* OCTANT_DMSTACK_H */

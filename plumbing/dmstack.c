@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dm-stack — dm-linear devices through libdevmapper.  See dm-stack.h.
+ * dmstack — dm-linear devices through libdevmapper.  See dmstack.h.
  */
-#include "dm-stack.h"
+#include "dmstack.h"
 
 #include <errno.h>
 #include <dirent.h>

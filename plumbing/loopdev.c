@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Loop devices over the FUSE disk file (LOOP_CONFIGURE, direct I/O). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/fs.h>
 #include <linux/loop.h>
 #include <stdio.h>
@@ -12,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "loop.h"
+#include "loopdev.h"
 
 static void loop_sleep_ms(unsigned ms)
 {
@@ -241,4 +243,133 @@ int loop_detach_if_backed_by(const char *path, const char *backing)
 	if (!err)
 		loop_wait_released(number, 2000);
 	return err;
+}
+
+int loop_attach_file(const char *file, char *dev, size_t len, int *lfd,
+		     char *why, size_t wlen)
+{
+	struct loop_info64 li;
+	int ctl = -1, ffd, fd = -1, ret = 0;
+
+	if ((ffd = open(file, O_RDWR | O_CLOEXEC)) < 0) {
+		ret = -errno;
+		snprintf(why, wlen, "%s: %s", file, strerror(errno));
+		return ret;
+	}
+	if ((ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC)) < 0) {
+		ret = -errno;
+		snprintf(why, wlen, "no loop devices "
+			 "(/dev/loop-control: %s)", strerror(errno));
+		goto out;
+	}
+	for (int tries = 0; tries < 16; tries++) {
+		int nr = ioctl(ctl, LOOP_CTL_GET_FREE);
+
+		if (nr < 0 || (snprintf(dev, len, "/dev/loop%d", nr),
+			       (fd = open(dev, O_RDWR | O_CLOEXEC)) < 0))
+			break;
+		if (ioctl(fd, LOOP_SET_FD, ffd) == 0)
+			break;
+		ret = -errno;
+		close(fd);
+		fd = -1;
+		if (ret != -EBUSY)
+			break;
+	}
+	if (fd < 0) {
+		ret = ret ? ret : -errno;
+		snprintf(why, wlen, "cannot attach %s to a loop "
+			 "device: %s", file, strerror(-ret));
+		goto out;
+	}
+	memset(&li, 0, sizeof(li));
+	li.lo_flags = LO_FLAGS_AUTOCLEAR;
+	snprintf((char *)li.lo_file_name, sizeof(li.lo_file_name), "%s", file);
+	if (ioctl(fd, LOOP_SET_STATUS64, &li)) {
+		ret = -errno;
+		snprintf(why, wlen, "%s: %s", dev, strerror(errno));
+		(void)ioctl(fd, LOOP_CLR_FD, 0);
+		close(fd);
+		goto out;
+	}
+	*lfd = fd;
+	ret = 0;
+out:
+	if (ctl >= 0)
+		close(ctl);
+	close(ffd);
+	return ret;
+}
+
+bool loop_backs(dev_t dev, const char *file)
+{
+	char path[128], buf[PATH_MAX + 16];
+	ssize_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/loop/backing_file",
+		 major(dev), minor(dev));
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return false;
+	buf[len] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return !strcmp(buf, file);
+}
+
+int loop_find_backed_by(const char *real, char *name, size_t len)
+{
+	char file[PATH_MAX], back[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	int found = 0;
+
+	d = opendir("/sys/block");
+	while (d && !found && (de = readdir(d))) {
+		FILE *f;
+
+		if (strncmp(de->d_name, "loop", 4))
+			continue;
+		snprintf(file, sizeof(file), "/sys/block/%.64s/loop/backing_file", de->d_name);
+		f = fopen(file, "re");
+		if (!f)
+			continue;
+		if (fgets(back, sizeof(back), f)) {
+			back[strcspn(back, "\n")] = 0;
+			if (!strcmp(back, real)) {
+				snprintf(name, len, "%s", de->d_name);
+				found = 1;
+			}
+		}
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+int loop_detach_all_in(const char *mnt)
+{
+	char backing[PATH_MAX + 8], dev[300];
+	int n = 0;
+
+	snprintf(backing, sizeof(backing), "%s/", mnt);   /* any name in it */
+	DIR *d = opendir("/sys/block");
+	if (!d)
+		return 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "loop", 4) != 0)
+			continue;
+		snprintf(dev, sizeof(dev), "/dev/%s", de->d_name);
+		if (loop_detach_if_backed_by(dev, backing) == 0) {
+			fprintf(stderr, "ublk-flash: detached stale %s\n", dev);
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
 }

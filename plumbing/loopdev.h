@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * loop — attach a regular file (the FUSE frontend's disk file) to a free
+ * loopdev (plumbing/) — attach a regular file (the FUSE frontend's disk file) to a free
  * kernel loop device with LOOP_CONFIGURE: 512-byte logical blocks, direct
  * I/O (buffered with a warning when the kernel refuses it), partition
- * scanning, no autoclear.  Prefix loop_, 0 / -errno returns.
+ * scanning, no autoclear (ublk-flash's FUSE frontend); an image file to an
+ * auto-clearing one (alignpart map); what a loop device is bound to.
+ * Prefix loop_, 0 / -errno returns.
  */
-#ifndef OCTANT_LOOP_H
-#define OCTANT_LOOP_H
+#ifndef OCTANT_LOOPDEV_H
+#define OCTANT_LOOPDEV_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -46,5 +48,27 @@ int loop_backing(const char *path, dev_t *dev, ino_t *ino, char *file,
  * read-only policy (BLKROSET) set on it.
  * 0 detached, -ENOENT not a loop device or not backed by @backing. */
 int loop_detach_if_backed_by(const char *path, const char *backing);
+
+/* Attach image @file (opened read-write) to a free auto-clearing loop
+ * device (LOOP_SET_FD + LO_FLAGS_AUTOCLEAR): its path into @dev (@len),
+ * the open loop fd into *lfd (closing it lets the kernel clear an unused
+ * loop).  0, or -errno with one line saying what failed in @why (@wlen):
+ * the file, /dev/loop-control, the attach or the status. */
+int loop_attach_file(const char *file, char *dev, size_t len, int *lfd,
+		     char *why, size_t wlen);
+
+/* Does loop device @dev have @file (a canonical path) as backing file
+ * (/sys/dev/block/M:m/loop/backing_file, exactly)? */
+bool loop_backs(dev_t dev, const char *file);
+
+/* Is the file @real (a canonical path) the backing file of an attached
+ * loop device (any /sys/block/loopN/loop/backing_file, exactly)?  1 with
+ * the first one's name ("loopN") in @name (@len bytes), else 0. */
+int loop_find_backed_by(const char *real, char *name, size_t len);
+
+/* Detach every loop device whose backing file lies directly in folder
+ * @mnt (loop_detach_if_backed_by "@mnt/"), saying so on stderr for each
+ * ("ublk-flash: detached stale /dev/loopN"): how many. */
+int loop_detach_all_in(const char *mnt);
 
 #endif
