@@ -130,7 +130,7 @@ static void usage(FILE *out, const char *cmd)
 		"%s"
 		"  -h, --help      this text\n"
 		"Exit 0 done, 1 verify found differences, 2 usage, 3 I/O or no\n"
-		"device-mapper, 4 refused (a mapping exists / is in use).\n",
+		"device-mapper, 5 refused (a mapping exists / is in use).\n",
 		cmd, map ? " [--verify]" : "", map ?
 		"Create a dm-linear mapping for each partition and print its path.\n" :
 		"Remove the partition mappings `alignpart map TARGET` made.\n",

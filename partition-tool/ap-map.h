@@ -8,7 +8,7 @@
  * made through libdevmapper (plumbing/dmstack.h), never dmsetup.
  *
  * Exit codes of the commands (alignpart's, ap.h): 0 success; 2 usage;
- * 3 I/O or system error (no device-mapper, no partition table); 4 refused
+ * 3 I/O or system error (no device-mapper, no partition table); 5 refused
  * (a mapping of that name exists, a mapping is in use).
  */
 #ifndef OCTANT_AP_MAP_H

@@ -17,13 +17,16 @@
 #include <stdio.h>
 
 #include "align.h"
+#include "oct-exit.h"
 
-/* Exit codes (documented in docs/alignpart.8). */
-#define AP_EXIT_OK         0  /* success; check: every partition aligned */
-#define AP_EXIT_MISALIGNED 1  /* check: some partition not physically aligned */
-#define AP_EXIT_USAGE      2  /* bad option, bad size, impossible layout */
-#define AP_EXIT_IO         3  /* cannot open / probe / read / write */
-#define AP_EXIT_REFUSED    4  /* safety refusal: in use, existing data */
+/* alignpart's names for the shared table (common/oct-exit.h, docs/alignpart.8).
+ * A safety refusal was 4 until 0.1.0's plumbing change; it is ublk-flash's 5 now
+ * (4 means a corrupt image in both tools). */
+#define AP_EXIT_OK         OCT_EXIT_OK       /* success; check: every partition aligned */
+#define AP_EXIT_MISALIGNED OCT_EXIT_FINDING  /* check: some partition not physically aligned */
+#define AP_EXIT_USAGE      OCT_EXIT_USAGE    /* bad option, bad size, impossible layout */
+#define AP_EXIT_IO         OCT_EXIT_IO       /* cannot open / probe / read / write */
+#define AP_EXIT_REFUSED    OCT_EXIT_BUSY     /* safety refusal: in use, existing data */
 
 #define AP_MAX_PARTS 128
 

@@ -75,7 +75,7 @@ void ap_usage(FILE *out, enum ap_cmd cmd)
 		fputs("Usage: alignpart check TARGET [--topology LOG/PHYS[/OFFSET]] [--profile P] [--json]\n"
 		      "Audit the partition table of TARGET: per partition the start, end, size,\n"
 		      "physical / grain / end alignment, the kernel's alignment_offset, a verdict.\n"
-		      "Exit 0 all aligned, 1 some misaligned, 2 usage, 3 I/O, 4 refused.\n", out);
+		      "Exit 0 all aligned, 1 some misaligned, 2 usage, 3 I/O, 5 refused (the codes of ublk-flash).\n", out);
 		break;
 	case AP_CMD_CREATE:
 		fputs("Usage: alignpart create TARGET --label gpt|dos [--profile P]\n"

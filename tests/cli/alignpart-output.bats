@@ -165,10 +165,10 @@ assert d["device"][0]["target"] == sys.argv[1], d' "$t"
 	echo "$output"
 	one_line_error 3
 	[ "$output" = 'alignpart: no\x0asuch\x5c.img: No such file or directory' ]
-	# a refusal names the target too (existing data, exit 4)
+	# a refusal names the target too (existing data, exit 5)
 	cp t.img $'has\ntable.img'
 	run "$ALIGNPART" create $'has\ntable.img' --label gpt --part 8MiB $T
 	echo "$output"
-	one_line_error 4
+	one_line_error 5
 	[[ "$output" == *'has\x0atable.img'* ]]
 }

@@ -82,8 +82,8 @@ bad() {
 	one_line_error 3
 }
 
-@test "an existing table is refused without --force (exit 4), replaced with it" {
-	bad 4 create t.img --label gpt --profile odd --part rest
+@test "an existing table is refused without --force (exit 5), replaced with it" {
+	bad 5 create t.img --label gpt --profile odd --part rest
 	[[ "$output" == *"dos partition table"*"--force"* ]]
 	run "$ALIGNPART" create t.img --label gpt --profile odd --part rest --force
 	[ "$status" -eq 0 ]
@@ -96,7 +96,7 @@ bad() {
 	mkfs.ext4 -q -F fs.img
 	before=$(sum fs.img)
 	run "$ALIGNPART" create fs.img --label dos --profile 1m --part rest
-	one_line_error 4
+	one_line_error 5
 	[[ "$output" == *ext4* ]]
 	[ "$(sum fs.img)" = "$before" ]
 	run "$ALIGNPART" create fs.img --label dos --profile 1m --part rest --force
@@ -137,15 +137,15 @@ bad() {
 	[ "$(sum t.img)" = "$OLD" ]
 }
 
-@test "an image attached to a loop device is refused (exit 4)" {
+@test "an image attached to a loop device is refused (exit 5)" {
 	requires_root
 	requires losetup
 	LOOP=$(losetup -f --show t.img) || skip "cannot attach a loop device"
-	bad 4 create t.img --label gpt --profile odd --part rest --force
+	bad 5 create t.img --label gpt --profile odd --part rest --force
 	[[ "$output" == *"attached to $LOOP"* ]]
 }
 
-@test "a mounted device is refused (exit 4) and left unchanged" {
+@test "a mounted device is refused (exit 5) and left unchanged" {
 	requires_root
 	requires losetup mkfs.ext4 mount
 	img m.img 64M
@@ -158,7 +158,7 @@ bad() {
 	mount -o ro "$LOOP" "$MNT" || skip "cannot mount ext4 here"
 	before=$(sum "$LOOP")
 	run "$ALIGNPART" create "$LOOP" --label dos --part rest --force
-	one_line_error 4
+	one_line_error 5
 	[[ "$output" == *"mounted on $MNT"* ]]
 	[ "$(sum "$LOOP")" = "$before" ]
 }
@@ -173,7 +173,7 @@ bad() {
 	mkdir -p "$MNT"
 	mount "$LOOP" "$MNT" || skip "cannot mount ext4 here"
 	run "$ALIGNPART" create "$LOOP" --label dos --part rest --force
-	one_line_error 4
+	one_line_error 5
 	# spaces as they are; the tab (a control character) as \x09, as every
 	# message escapes them to stay one line; never mountinfo's \040 or \011
 	[[ "$output" == *"is mounted on $SCRATCH/my disk\x09tab"* ]]
@@ -189,7 +189,7 @@ bad() {
 	before=$(sum o.img)
 	LOOP=$(losetup -f --show o.img) || skip "cannot attach a loop device"
 	run "$ALIGNPART" create "$LOOP" --label gpt --profile odd --part rest --force
-	one_line_error 4
+	one_line_error 5
 	[[ "$output" == *"$LOOP is an octant flash image: a table would destroy it"* ]]
 	run "$ALIGNPART" check "$LOOP"
 	one_line_error 2

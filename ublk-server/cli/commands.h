@@ -21,11 +21,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define EXIT_USAGE   2
-#define EXIT_IO      3
-#define EXIT_CORRUPT 4
-#define EXIT_BUSY    5
-#define EXIT_UNSUPPORTED 6
+#include "oct-exit.h"
+
+/* ublk-flash's names for the shared table (common/oct-exit.h) */
+#define EXIT_USAGE       OCT_EXIT_USAGE
+#define EXIT_IO          OCT_EXIT_IO
+#define EXIT_CORRUPT     OCT_EXIT_CORRUPT
+#define EXIT_BUSY        OCT_EXIT_BUSY
+#define EXIT_UNSUPPORTED OCT_EXIT_UNSUPPORTED
 
 int cmd_create(int argc, char **argv);
 int cmd_info(int argc, char **argv);

@@ -51,8 +51,8 @@ out=$("$AP" map --verify "$odd" 2>&1); rc=$?
 t_eq "alignpart map --verify: libalign and the kernel agree on all 4 (exit 0)" \
 	"$rc $(grep -c '(same)$' <<<"$out")" "0 4"
 out=$("$AP" map "$odd" 2>&1); rc=$?
-t_eq "map again: exit 4, one line naming the existing mapping" \
-	"$rc $(wc -l <<<"$out") $(grep -c "dm device 'dmo-part1' already exists" <<<"$out")" "4 1 1"
+t_eq "map again: exit 5, one line naming the existing mapping" \
+	"$rc $(wc -l <<<"$out") $(grep -c "dm device 'dmo-part1' already exists" <<<"$out")" "5 1 1"
 
 # ext4 on a mapped partition; unmap refuses while it is mounted
 mkdir -p /tmp/dmm
@@ -60,8 +60,8 @@ if mkfs.ext4 -q -F /dev/mapper/dmo-part4 && mount /dev/mapper/dmo-part4 /tmp/dmm
 	t_cleanup "umount /tmp/dmm"
 	dd if=/dev/urandom of=/tmp/dmm/f bs=64k count=16 status=none && sum=$(sha256sum </tmp/dmm/f)
 	out=$("$AP" unmap "$odd" 2>&1); rc=$?
-	t_eq "unmap while part4 is mounted: exit 4, part4 stays" \
-		"$rc $(grep -c "in use" <<<"$out") $([ -b /dev/mapper/dmo-part4 ] && echo kept)" "4 1 kept"
+	t_eq "unmap while part4 is mounted: exit 5, part4 stays" \
+		"$rc $(grep -c "in use" <<<"$out") $([ -b /dev/mapper/dmo-part4 ] && echo kept)" "5 1 kept"
 	umount /tmp/dmm
 	out=$("$AP" unmap "$odd" 2>&1); rc=$?
 	t_eq "unmap once unmounted: exit 0, no dmo-part* left" "$rc $(ls /dev/mapper | grep -c dmo-part)" "0 0"
