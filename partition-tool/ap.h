@@ -24,6 +24,8 @@
 #define AP_EXIT_USAGE      2  /* bad option, bad size, impossible layout */
 #define AP_EXIT_IO         3  /* cannot open / probe / read / write */
 #define AP_EXIT_REFUSED    4  /* safety refusal: in use, existing data */
+#define AP_EXIT_ZONED      5  /* a host-managed zoned disk or zoned image:
+                                 Linux allows no partitions on it */
 
 #define AP_MAX_PARTS 128
 

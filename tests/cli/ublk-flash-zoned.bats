@@ -129,3 +129,20 @@ sum() { sha256sum <"$1" | cut -d' ' -f1; }
 	[[ "${lines[-1]}" == *"--faults is an FTL option, and a zoned image has no FTL"* ]]
 	[ "$(sum z.img)" = "$s" ]
 }
+
+@test "alignpart on a zoned image: one line with the zone size, exit 5, image untouched" {
+	# Linux allows no partitions on a host-managed zoned disk
+	# (block/partitions/core.c); the served device: tests/vm/guest/ublk-zoned.sh
+	"$UBLK_FLASH" create z.img --size 64M --zoned --zone-size 8M
+	s=$(sum z.img)
+	for c in check suggest predict "convert --to 4096" \
+		"create --label gpt --part 8M" "create --label dos --part 8M --no-act"; do
+		# shellcheck disable=SC2086 # the command and its options
+		bad 5 "z.img: a host-managed zoned image (zones of 8MiB): Linux allows no partitions on it; the alignment that matters is the zone size, 8388608 bytes" \
+			"$ALIGNPART" $c z.img
+	done
+	# --topology does not make it partitionable
+	bad 5 "Linux allows no partitions on it" \
+		"$ALIGNPART" check z.img --topology 512/4096
+	[ "$(sum z.img)" = "$s" ]
+}
