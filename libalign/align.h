@@ -54,7 +54,7 @@ struct align_topology {
 	                              (queue/zoned "host-managed", chunk_sectors)
 	                              or a zoned octant image's; 0 = not zoned.
 	                              Linux allows no partitions on such a disk
-	                              (block/partitions/core.c): what a
+	                              (block/genhd.c: GENHD_FL_NO_PART): what a
 	                              filesystem must align to is the zone */
 };
 

@@ -120,8 +120,8 @@ static void topo_notes(const struct ap_topo *tp)
 }
 
 /* A host-managed zoned disk (or a zoned octant image, served or not):
- * Linux adds no partition on one (block/partitions/core.c: the scan
- * ignores the table, BLKPG_ADD_PARTITION fails with ENXIO), so a table
+ * Linux adds no partition on one (block/genhd.c marks it GENHD_FL_NO_PART:
+ * no partition scan, BLKPG_ADD_PARTITION fails with EINVAL), so a table
  * would be dead weight at best; the alignment that matters is the zone's.
  * One line, AP_EXIT_ZONED, before anything is read or written. */
 static int zoned_refusal(const struct ap_opts *o,

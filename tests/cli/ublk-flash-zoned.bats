@@ -132,7 +132,7 @@ sum() { sha256sum <"$1" | cut -d' ' -f1; }
 
 @test "alignpart on a zoned image: one line with the zone size, exit 5, image untouched" {
 	# Linux allows no partitions on a host-managed zoned disk
-	# (block/partitions/core.c); the served device: tests/vm/guest/ublk-zoned.sh
+	# (block/genhd.c: GENHD_FL_NO_PART); the served device: tests/vm/guest/ublk-zoned.sh
 	"$UBLK_FLASH" create z.img --size 64M --zoned --zone-size 8M
 	s=$(sum z.img)
 	for c in check suggest predict "convert --to 4096" \
