@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Numbers as a person reads them (see oct-fmt.h). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -48,4 +49,16 @@ char *oct_fmt_duration(uint64_t s, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%llus", (unsigned long long)s);
 	return buf;
+}
+
+void oct_fmt_row(FILE *out, int width, const char *label, const char *fmt,
+		 ...)
+{
+	va_list ap;
+
+	fprintf(out, "%-*s ", width, label);
+	va_start(ap, fmt);
+	vfprintf(out, fmt, ap);
+	va_end(ap);
+	fputc('\n', out);
 }

@@ -50,6 +50,12 @@ struct align_topology {
 	bool misaligned;           /* kernel said -1: the device's own stacking
 	                              is misaligned (libblkid shows 0 for it) */
 	enum align_source source;
+	uint64_t zone_size;        /* bytes: a host-managed zoned device's zone
+	                              (queue/zoned "host-managed", chunk_sectors)
+	                              or a zoned octant image's; 0 = not zoned.
+	                              Linux allows no partitions on such a disk
+	                              (block/genhd.c: GENHD_FL_NO_PART): what a
+	                              filesystem must align to is the zone */
 };
 
 /*

@@ -38,6 +38,23 @@ static uint32_t clamp32(long long v)
 	return v > 0 && v < UINT32_MAX ? (uint32_t)v : 0;
 }
 
+/* A host-managed zoned device (queue/zoned; host-aware ones take
+ * partitions and are treated as regular disks by Linux): its zone size,
+ * queue/chunk_sectors in 512-byte sectors, into t->zone_size. */
+static void zoned_apply(const char *qdir, struct align_topology *t)
+{
+	char model[32];
+	long long v;
+
+	if (alignp_read_line(qdir, "zoned", model, sizeof(model)) ||
+	    strcmp(model, "host-managed"))
+		return;
+	if (sysfs_read(qdir, "chunk_sectors", &v) == 0 && v > 0)
+		t->zone_size = (uint64_t)v * 512;
+	ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s/zoned: host-managed, zone %" PRIu64
+		   " bytes", qdir, t->zone_size);
+}
+
 /* Overlay what sysfs knows for device @rdev onto *t: the -1 offset and the
  * discard granularity always; with @full (libblkid could not open the
  * device) the sizes and the capacity too.  0 or -errno (no sysfs entry). */
@@ -62,6 +79,7 @@ static int sysfs_apply(dev_t rdev, struct align_topology *t, bool full)
 			t->alignment_offset = clamp32(v);
 		}
 	}
+	zoned_apply(qdir, t);
 	if (sysfs_read(qdir, "discard_granularity", &v) == 0 && v > 0) {
 		ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s/discard_granularity: %lld",
 			   qdir, v);

@@ -50,6 +50,14 @@ static int sb_check(const unsigned char *raw, struct align_topology *t,
 	t->erase_block = page * ppb;
 	t->size = nsect * ls;
 	t->source = ALIGN_SRC_IMAGE;
+	if (le32toh(sb.flags) & OCT_SB_F_ZONED) {
+		/* zn-format.h, struct zn_sb_ext at the start of reserved:
+		 * version, then zone_blocks (erase blocks a zone) */
+		uint32_t zb;
+
+		memcpy(&zb, sb.reserved + 4, sizeof(zb));
+		t->zone_size = (uint64_t)le32toh(zb) * page * ppb;
+	}
 	return 0;
 }
 

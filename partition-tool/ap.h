@@ -27,6 +27,8 @@
 #define AP_EXIT_USAGE      OCT_EXIT_USAGE    /* bad option, bad size, impossible layout */
 #define AP_EXIT_IO         OCT_EXIT_IO       /* cannot open / probe / read / write */
 #define AP_EXIT_REFUSED    OCT_EXIT_BUSY     /* safety refusal: in use, existing data */
+#define AP_EXIT_ZONED      OCT_EXIT_UNSUPPORTED /* a host-managed zoned disk or zoned
+                                                   image: Linux allows no partitions on it */
 
 #define AP_MAX_PARTS 128
 

@@ -119,6 +119,26 @@ static void topo_notes(const struct ap_topo *tp)
 			"not a multiple of the granularity and 4 KiB, or over 1 GiB", g);
 }
 
+/* A host-managed zoned disk (or a zoned octant image, served or not):
+ * Linux adds no partition on one (block/genhd.c marks it GENHD_FL_NO_PART:
+ * no partition scan, BLKPG_ADD_PARTITION fails with EINVAL), so a table
+ * would be dead weight at best; the alignment that matters is the zone's.
+ * One line, AP_EXIT_ZONED, before anything is read or written. */
+static int zoned_refusal(const struct ap_opts *o,
+			 const struct align_topology *t)
+{
+	char z[32];
+
+	ap_human_size(t->zone_size, z, sizeof(z));
+	return ap_fail(AP_EXIT_ZONED, "%s: a host-managed zoned %s (zones of "
+		       "%s): Linux allows no partitions on it; the alignment "
+		       "that matters is the zone size, %" PRIu64 " bytes (use "
+		       "the whole disk: mkfs.f2fs -m, mkfs.btrfs -O zoned, or "
+		       "dm-linear on whole zones)", o->target,
+		       t->source == ALIGN_SRC_IMAGE ? "image" : "disk", z,
+		       t->zone_size);
+}
+
 /*
  * Resolve the topology of o->target into *tp.  Returns 0, AP_EXIT_USAGE for
  * a bad --topology / missing topology, AP_EXIT_IO when the target cannot be
@@ -150,6 +170,8 @@ int ap_topo_resolve(const struct ap_opts *o, struct ap_topo *tp)
 	if (rc < 0)
 		return ap_fail(AP_EXIT_IO, "%s: cannot probe topology: %s",
 			       o->target, strerror(-rc));
+	if (probe.zone_size)
+		return zoned_refusal(o, &probe);
 	tp->is_image = probe.source == ALIGN_SRC_IMAGE;
 	if (probe.source == ALIGN_SRC_SERVED)
 		served_note(o, tp, &probe);

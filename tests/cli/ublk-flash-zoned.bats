@@ -1,10 +1,10 @@
 #!/usr/bin/env bats
 # ublk-flash create --zoned (no root): a zoned image (no FTL,
 # docs/image-format.md "Zoned images"): created sparse, info text and
-# --json, fsck clean, and every refusal with its one line and exit code:
+# --json, fsck clean, stats and health against expected output, and every refusal with its one line and exit code:
 # odd mode, another page size, over-provisioning, bad blocks, --zone-size
 # alone or not a power of two, an image there already, fsck --repair,
-# the FTL's commands (stats, health), and serve over FUSE (exit 2 asked
+# and serve over FUSE (exit 2 asked
 # for; exit 3 when the kernel has no ublk, before anything changes).
 # Serving over ublk: tests/vm/guest/ublk-zoned.sh.
 load ../helpers
@@ -12,6 +12,7 @@ load ../helpers
 setup() {
 	setup_scratch
 	export UBLK_FLASH_RUN_DIR=$SCRATCH/run
+	EXP=$OCTANT_TOP/tests/cli/expected/ublk-flash
 	cd "$SCRATCH"
 }
 
@@ -74,16 +75,31 @@ sum() { sha256sum <"$1" | cut -d' ' -f1; }
 	[[ "$output" == *"zoned"* ]]
 }
 
-@test "a zoned image: fsck --repair exit 2, stats and health exit 4, image untouched" {
+@test "a zoned image: fsck --repair exit 2, image untouched" {
 	"$UBLK_FLASH" create z.img --size 64M --zoned
 	s=$(sum z.img)
 	bad 2 "--repair has nothing to do on a zoned image" \
 		"$UBLK_FLASH" fsck z.img --repair
-	bad 4 "a zoned image (no FTL): this command does not read zoned" \
-		"$UBLK_FLASH" stats z.img
-	bad 4 "a zoned image (no FTL): this command does not read zoned" \
-		"$UBLK_FLASH" health z.img
 	[ "$(sum z.img)" = "$s" ]
+}
+
+@test "stats and health of a zoned image: text and JSON as expected, the image untouched" {
+	"$UBLK_FLASH" create z.img --size 100M --zoned --zone-size 8M --endurance 3000
+	s=$(sum z.img)
+	for c in stats health; do
+		run "$UBLK_FLASH" $c z.img
+		[ "$status" -eq 0 ]
+		assert_matches_file "$EXP/zoned-$c-fresh.txt" "$output"
+		run "$UBLK_FLASH" $c z.img --json
+		[ "$status" -eq 0 ]
+		assert_matches_file "$EXP/zoned-$c-fresh.json" "$output"
+	done
+	[ "$(sum z.img)" = "$s" ]
+	# a damaged image: the one line of the others, exit 4
+	printf 'garbage!' | dd of=z.img bs=1 seek=64 conv=notrunc status=none
+	printf 'garbage!' | dd of=z.img bs=1 seek=4160 conv=notrunc status=none
+	bad 4 "corrupt" "$UBLK_FLASH" stats z.img
+	bad 4 "corrupt" "$UBLK_FLASH" health z.img
 }
 
 @test "serve a zoned image over FUSE: one line, exit 2; no ublk here: exit 3" {
@@ -111,5 +127,22 @@ sum() { sha256sum <"$1" | cut -d' ' -f1; }
 	run "$UBLK_FLASH" serve z.img --faults program=0.1
 	[ "$status" -eq 2 ]
 	[[ "${lines[-1]}" == *"--faults is an FTL option, and a zoned image has no FTL"* ]]
+	[ "$(sum z.img)" = "$s" ]
+}
+
+@test "alignpart on a zoned image: one line with the zone size, exit 6, image untouched" {
+	# Linux allows no partitions on a host-managed zoned disk
+	# (block/genhd.c: GENHD_FL_NO_PART); the served device: tests/vm/guest/ublk-zoned.sh
+	"$UBLK_FLASH" create z.img --size 64M --zoned --zone-size 8M
+	s=$(sum z.img)
+	for c in check suggest predict "convert --to 4096" \
+		"create --label gpt --part 8M" "create --label dos --part 8M --no-act"; do
+		# shellcheck disable=SC2086 # the command and its options
+		bad 6 "z.img: a host-managed zoned image (zones of 8MiB): Linux allows no partitions on it; the alignment that matters is the zone size, 8388608 bytes" \
+			"$ALIGNPART" $c z.img
+	done
+	# --topology does not make it partitionable
+	bad 5 "Linux allows no partitions on it" \
+		"$ALIGNPART" check z.img --topology 512/4096
 	[ "$(sum z.img)" = "$s" ]
 }

@@ -77,6 +77,7 @@ static void superblock(void)
 	char why[160];
 	struct zn_sb_ext e;
 
+	o.pe_cycles = 3000;             /* the geometry carries it too */
 	zn_create_geom(&o, &g, &ng, why, sizeof(why));
 	zn_sb_build(&sb, &g, &ng, 3000);
 	T_EQ_U64(zn_sb_decode(&sb, &g2, &ng2), 0, "decode");

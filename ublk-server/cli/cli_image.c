@@ -121,6 +121,17 @@ int cli_image_foreign(const char *cmd, const char *path)
 	return 1;
 }
 
+/* The commands that read a zoned image (zoned.h, tools). */
+static bool reads_zoned(const char *cmd)
+{
+	static const char *const c[] = { "info", "fsck", "stats", "health" };
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		if (!strcmp(cmd, c[i]))
+			return true;
+	return false;
+}
+
 int cli_image_fail(const char *cmd, const char *path, int err)
 {
 	char what[PATH_MAX + 64] = "";
@@ -172,9 +183,9 @@ int cli_image_fail(const char *cmd, const char *path, int err)
 			fprintf(stderr, "ublk-flash: %s: %s: a zoned image (no FTL): "
 				"%s\n", cmd, path, err == -EPROTONOSUPPORT ?
 				"of another zoned version" : err == -EBADMSG &&
-				strcmp(cmd, "info") && strcmp(cmd, "fsck") ?
-				"this command does not read zoned images yet "
-				"(info and fsck do)" : "corrupt");
+				!reads_zoned(cmd) ? "this command does not read "
+				"zoned images yet (info, fsck, stats and health "
+				"do)" : "corrupt");
 		} else if (err == -EPROTONOSUPPORT) {
 			fprintf(stderr, "ublk-flash: %s: %s: an octant image of "
 				"format version %" PRIu32 "; this ublk-flash reads "

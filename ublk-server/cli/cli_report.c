@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "nand.h"
 #include "serve.h"
+#include "zoned.h"
 
 int cli_report(int argc, char **argv, const char *cmd, const char *help,
 	       void (*offline)(struct ftl *f, FILE *out, bool json))
@@ -68,12 +69,19 @@ int cli_report(int argc, char **argv, const char *cmd, const char *help,
 		arg = path;           /* NAME: /dev/mapper/NAME */
 		if (stat(arg, &sb) < 0)
 			return cli_fail(what, -errno);
+		if (zn_image_probe(arg) == 1)
+			goto zoned;
 		if (S_ISBLK(sb.st_mode) &&
 		    ftl_info_read(arg, &(struct ftl_info){ 0 }) < 0) {
 			fprintf(stderr, "ublk-flash: %s: %s is not served by "
 				"ublk-flash\n", cmd, arg);
 			return EXIT_IO;
 		}
+	}
+	if (zn_image_probe(arg) == 1) {   /* no FTL: the zones and wear */
+zoned:
+		err = zn_image_report(arg, stdout, json, !strcmp(cmd, "health"));
+		return err ? cli_image_fail(cmd, arg, err) : 0;
 	}
 	err = ftl_open(arg, &oo, &f);
 	if (err)

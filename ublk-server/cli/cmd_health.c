@@ -26,6 +26,7 @@ int cmd_health(int argc, char **argv)
 		"flash behind it.  Live from the server of IMG or DEV (as\n"
 		"stats), else read from the image (read-only).\n"
 		"--json: one object, raw numbers (keys: ublk-flash(8) HEALTH).\n"
+		"A zoned image: its zones and their wear instead.\n"
 		"Exit: 0; 2 usage (also: not a file or block device);\n"
 		"3 not served (also: DEV's number now belongs to another\n"
 		"device; no dm device NAME) / I/O error; 4 corrupt, or\n"

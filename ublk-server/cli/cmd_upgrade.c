@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "frontend.h"
 #include "serve.h"
+#include "zoned.h"
 
 #define UPGRADE_MAX_WORDS 64
 
@@ -43,7 +44,7 @@ static void upgrade_usage(FILE *out)
 		"old one serves on, or the device waits quiesced for `serve IMG\n"
 		"--recover`); 4, 5 as serve; 6 not possible here, nothing changed\n"
 		"(no QUIESCE_DEV in this kernel or on this device, served over\n"
-		"FUSE, a server older than live upgrade).\n");
+		"FUSE, a zoned image, a server older than live upgrade).\n");
 }
 
 /* The running server's options for its successor ("options" on its
@@ -137,6 +138,16 @@ int cmd_upgrade(int argc, char **argv)
 			"loop on %s: a live upgrade needs the ublk frontend "
 			"(stop, then serve again); nothing changed\n", e.image,
 			e.dev);
+		return EXIT_UNSUPPORTED;
+	}
+	if (zn_image_probe(e.image) == 1) {
+		/* serve --upgrade refuses a zoned image (serve.c): asked to
+		 * hand over, the running server would quiesce the device for
+		 * a successor that never comes */
+		fprintf(stderr, "ublk-flash: upgrade: %s is a zoned image: live "
+			"upgrade is not supported on zoned images yet (stop, then "
+			"serve again: the write pointers come back from the "
+			"pages); nothing changed\n", e.image);
 		return EXIT_UNSUPPORTED;
 	}
 	if (!serve_entry_held_by(e.dir, e.pid)) {

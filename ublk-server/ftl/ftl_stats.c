@@ -2,7 +2,6 @@
 /* Stats: the counters (ftl_counters.c) and the block figures, reported as
  * JSON or a table. */
 #include <math.h>
-#include <stdarg.h>
 #include <string.h>
 
 #include "ftl-int.h"
@@ -110,18 +109,7 @@ static const char *mount_name(enum ftl_mount_kind k)
 }
 
 /* One line of the human table: "label   value". */
-static void stats_row(FILE *out, const char *label, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void stats_row(FILE *out, const char *label, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(out, "%-24s ", label);
-	va_start(ap, fmt);
-	vfprintf(out, fmt, ap);
-	va_end(ap);
-	fputc('\n', out);
-}
+#define stats_row(out, label, ...) oct_fmt_row(out, 24, label, __VA_ARGS__)
 
 /* @sectors 512-byte sectors as "8 MiB (16384 sectors)". */
 static const char *stats_sectors(uint64_t sectors, char *buf, size_t len)

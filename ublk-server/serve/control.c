@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "serve.h"
+#include "zoned.h"
 
 #define SERVE_CTL_WAITERS 32
 
@@ -146,16 +147,13 @@ static bool serve_ctl_answer(struct serve_ctl *c, int fd)
 			serve_ctl_write_all(fd, "error: out of memory\n", 21);
 			return false;
 		}
-		if (!c->s->ftl) {       /* a zoned image: no FTL counters */
-			static const char no[] = "error: a zoned image has no "
-				"FTL counters (stats and health: not yet)\n";
+		if (!c->s->ftl) {       /* a zoned image: zones and wear */
+			static _Thread_local struct zn_stats zs;
 
-			fclose(m);
-			free(buf);
-			serve_ctl_write_all(fd, no, sizeof(no) - 1);
-			return false;
-		}
-		if (cmd[0] == 'h') {
+			zn_stats_get(c->s->zn, &zs);
+			(cmd[0] == 'h' ? zn_health_print : zn_stats_print)(&zs, m,
+									   json);
+		} else if (cmd[0] == 'h') {
 			ftl_health_get(c->s->ftl, &h);
 			ftl_health_print(&h, m, json);
 		} else {

@@ -91,6 +91,7 @@ int zn_create_geom(const struct zn_create_opts *o, struct zn_geom *g,
 	g->zone_blocks = (uint32_t)(zs / bsz);
 	g->nzones = (uint32_t)nz;
 	g->max_open = g->max_active = zn_limit(g->nzones);
+	g->pe_cycles = o->pe_cycles;
 	nand_geom_of(g, oob, ng);
 	return 0;
 }
@@ -179,6 +180,7 @@ int zn_sb_decode(const struct oct_sb *in, struct zn_geom *g,
 		return -EBADMSG;
 	g->max_open = e.max_open;
 	g->max_active = e.max_active;
+	g->pe_cycles = sb.pe_cycles;
 	return 0;
 }
 

@@ -47,7 +47,7 @@ int zn_image_disk(const char *path, uint64_t *size)
 
 /* Open @path read-only; *@fd to close after zn_close (the backing reads
  * through it). */
-static int load(const char *path, struct zn **z, int *fd)
+static int zn_image_load(const char *path, struct zn **z, int *fd)
 {
 	struct nand_backing *b;
 	int r;
@@ -63,46 +63,19 @@ static int load(const char *path, struct zn **z, int *fd)
 	return r;
 }
 
-struct tally {
-	uint32_t cond[16];
-	uint64_t pages;              /* written: wp sums */
-	uint32_t ec_max;
-	uint64_t ec_sum;
-};
-
-static void count(struct zn *z, struct tally *t)
-{
-	struct zn_zone zz;
-
-	memset(t, 0, sizeof(*t));
-	for (uint32_t i = 0; i < z->g.nzones; i++) {
-		if (zn_report(z, (uint64_t)i * zn_zone_sectors(z), &zz, 1) != 1)
-			break;
-		t->cond[zz.cond & 15]++;
-		t->pages += (zz.wp - zz.start) / ZN_SPP;
-	}
-	for (uint32_t b = 0; b < z->g.nzones * z->g.zone_blocks; b++) {
-		uint32_t ec = nand_block_ec(z->nand, b);
-
-		t->ec_sum += ec;
-		if (ec > t->ec_max)
-			t->ec_max = ec;
-	}
-}
-
 int zn_info(const char *path, FILE *out, bool json)
 {
 	const struct nand_geom *ng;
-	struct tally t;
+	struct zn_stats t;
 	struct zn *z;
-	int fd, r = load(path, &z, &fd);
+	int fd, r = zn_image_load(path, &z, &fd);
 	uint64_t zbytes;
 
 	if (r)
 		return r;
 	ng = nand_geom(z->nand);
 	zbytes = zn_zone_sectors(z) * ZN_SECT;
-	count(z, &t);
+	zn_stats_get(z, &t);
 	if (json) {
 		struct oct_json j;
 
@@ -128,8 +101,8 @@ int zn_info(const char *path, FILE *out, bool json)
 		oct_json_u64(&j, "readonly", t.cond[ZN_COND_READONLY]);
 		oct_json_u64(&j, "offline", t.cond[ZN_COND_OFFLINE]);
 		oct_json_end(&j);
-		oct_json_u64(&j, "written_bytes", t.pages * ZN_LBS);
-		oct_json_u64(&j, "max_erase_count", t.ec_max);
+		oct_json_u64(&j, "written_bytes", t.written_pages * ZN_LBS);
+		oct_json_u64(&j, "max_erase_count", t.erase_max);
 		oct_json_end(&j);
 	} else {
 		fprintf(out, "image:          %s\n", path);
@@ -148,10 +121,25 @@ int zn_info(const char *path, FILE *out, bool json)
 			t.cond[ZN_COND_CLOSED], t.cond[ZN_COND_FULL],
 			t.cond[ZN_COND_READONLY], t.cond[ZN_COND_OFFLINE]);
 		fprintf(out, "written:        %llu bytes below the write pointers\n",
-			(unsigned long long)(t.pages * ZN_LBS));
+			(unsigned long long)(t.written_pages * ZN_LBS));
 		fprintf(out, "erase count:    max %u (of blocks holding pages)\n",
-			t.ec_max);
+			t.erase_max);
 	}
+	zn_close(z);
+	close(fd);
+	return 0;
+}
+
+int zn_image_report(const char *path, FILE *out, bool json, bool health)
+{
+	struct zn_stats st;
+	struct zn *z;
+	int fd, r = zn_image_load(path, &z, &fd);
+
+	if (r)
+		return r;
+	zn_stats_get(z, &st);
+	(health ? zn_health_print : zn_stats_print)(&st, out, json);
 	zn_close(z);
 	close(fd);
 	return 0;
@@ -170,7 +158,7 @@ int zn_fsck(const char *path, FILE *out, bool json)
 
 	if (!buf)
 		return -ENOMEM;
-	r = load(path, &z, &zfd);
+	r = zn_image_load(path, &z, &zfd);
 	if (r) {
 		free(buf);
 		return r;

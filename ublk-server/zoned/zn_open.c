@@ -7,10 +7,19 @@
 
 #include "zn-int.h"
 
+static bool oob_blank(const uint8_t *o, uint32_t os)
+{
+	for (uint32_t k = 0; k < os; k++)
+		if (o[k])
+			return false;
+	return true;
+}
+
 /*
- * Zone @i from its blocks' OOB: the last page holding a record of its
- * own (zone, page) of the block's current generation ends what was
- * programmed (prog); a finish mark there makes the zone FULL.  Pages
+ * Zone @i from its blocks' OOB: the last page of the block's current
+ * generation holding a record of its own (zone, page), or a record that
+ * does not check out (damaged: it reads EIO, fsck reports it), ends what
+ * was programmed (prog); a finish mark there makes the zone FULL.  Pages
  * below it without a valid record (a reset or a power cut that left a
  * hole) stay inside: they read as EIO, never as other data.  Each block
  * gets its write pointer (so the NAND rules hold on the next program)
@@ -38,8 +47,19 @@ static int recover_zone(struct zn *z, uint32_t i)
 			const uint8_t *o = z->obuf + (size_t)p * os;
 			const struct zn_oob *rec = (const struct zn_oob *)o;
 
-			if (!zn_oob_ok(o, i, b * ppb + p, 0))
+			if (!zn_oob_ok(o, i, b * ppb + p, 0)) {
+				/* an OOB that is not blank was programmed in
+				 * the block's current generation (the nand
+				 * blanks every other one): a damaged record.
+				 * The page counts as written (it reads EIO),
+				 * never as a hole the wp may fall back over */
+				if (!oob_blank(o, os)) {
+					wp = p + 1;
+					last = b * ppb + p + 1;
+					finished = false;
+				}
 				continue;
+			}
 			wp = p + 1;
 			if (rec->ec > ec)
 				ec = rec->ec;

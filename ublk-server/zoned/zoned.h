@@ -70,6 +70,8 @@ struct zn_geom {
 	                         zone_blocks */
 	uint32_t max_open;    /* open zones at most (0: no limit) */
 	uint32_t max_active;  /* active zones at most (0: no limit) */
+	uint32_t pe_cycles;   /* rated endurance, erases per block (0: not
+	                         recorded) */
 };
 
 struct zn_counters {
@@ -151,5 +153,35 @@ int zn_info(const char *path, FILE *out, bool json);
  * pointer (record and data CRC); read-only.  0 clean, 4 problems (each
  * on a line), -errno when the image cannot be opened. */
 int zn_fsck(const char *path, FILE *out, bool json);
+
+/* ---- stats and health (zn_stats.c; zn_image_report in zn_info.c) ----- */
+struct zn_stats {
+	struct zn_geom g;
+	uint32_t oob_size;          /* bytes per page */
+	uint64_t zone_bytes;        /* one zone */
+	uint32_t cond[16];          /* zones by enum zn_cond */
+	uint64_t written_pages;     /* below the write pointers */
+	uint64_t lifetime_erases;   /* the blocks' erase counts summed: every
+	                               erase since create while served; read
+	                               offline, a block's count is its pages'
+	                               records' (an erased block not written
+	                               since counts 0 until it is) */
+	uint32_t erase_min, erase_max;  /* per block (the same counts) */
+	double erase_mean, erase_stddev;
+	struct zn_counters c;       /* since this open (not on the medium) */
+	struct nand_counters n;     /* the same */
+	double write_amplification; /* flash pages programmed / host pages
+	                               written since this open (0: none) */
+	bool read_only;             /* opened read-only */
+};
+/* Fill @st from @z (under its lock). */
+void zn_stats_get(struct zn *z, struct zn_stats *st);
+/* `stats` as a table or one JSON object (keys: ublk-flash(8), JSON,
+ * "stats of a zoned image"); `health` in the NVMe health log's shape, then the zones. */
+void zn_stats_print(const struct zn_stats *st, FILE *out, bool json);
+void zn_health_print(const struct zn_stats *st, FILE *out, bool json);
+/* Open the zoned image @path read-only and print its stats (or its
+ * health, @health); -errno as zn_load. */
+int zn_image_report(const char *path, FILE *out, bool json, bool health);
 
 #endif /* OCTANT_ZONED_H */

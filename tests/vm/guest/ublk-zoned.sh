@@ -12,7 +12,10 @@
 # random-write space a zoned disk without an FTL has not), mount, write, verify, fsck.f2fs;
 # kill -9 of the server: served again, every write pointer and condition comes back from the
 # pages' OOB records and f2fs mounts with its files; a clean stop, then `ublk-flash fsck` of
-# the image is clean and `info` shows the zones written.
+# the image is clean and `info` shows the zones written.  Also: live stats/health of the
+# served device, `upgrade` refused (exit 6), partitions refused by the kernel (ext_range 1) and by alignpart
+# (exit 5, the zone size),
+# dm-linear on whole zones (a mapping off a zone boundary refused) with btrfs -O zoned on it.
 . /octant/tests/vm/guest-lib.sh
 . /octant/tests/vm/guest/ublk-lib.bash
 
@@ -57,6 +60,42 @@ t_eq "$kv: max_active_zones" "$(sysq "$dev" max_active_zones)" 16
 app=$(sysq "$dev" zone_append_max_bytes)
 if [ "${app:-0}" -gt 0 ]; then t_ok "$kv: zone append: $app bytes"; else t_fail "$kv: zone append" "'$app'"; fi
 
+# partitions: the kernel allows none on a host-managed zoned disk (block/genhd.c marks it
+# GENHD_FL_NO_PART: no scan, BLKPG_ADD_PARTITION EINVAL), and alignpart says so in one line, exit 6, with the
+# zone size it probed (queue/zoned, chunk_sectors) as the alignment that matters
+AP=${ALIGNPART:-/octant/build/alignpart}
+# an MBR at zone 0's write pointer with one partition on zone 1 (4096-byte LBAs 4096..8191)
+head -c 4096 /dev/zero >/tmp/mbr
+printf '\x83' | dd of=/tmp/mbr bs=1 seek=450 conv=notrunc status=none
+printf '\x00\x10\x00\x00\x00\x10\x00\x00' | dd of=/tmp/mbr bs=1 seek=454 conv=notrunc status=none
+printf '\x55\xaa' | dd of=/tmp/mbr bs=1 seek=510 conv=notrunc status=none
+if dd if=/tmp/mbr of="$dev" bs=4096 count=1 oflag=direct status=none; then
+	blockdev --rereadpt "$dev" 2>/dev/null; rr=$?
+	t_eq "$kv: the partition scan adds none (BLKRRPART exit $rr)" "$(ls -d /sys/class/block/${dev#/dev/}p* 2>/dev/null | wc -l)" 0
+	if out=$(partx --add --nr 1 "$dev" 2>&1); then
+		t_fail "$kv: BLKPG_ADD_PARTITION refused (partx --add)" "$out"
+		partx --delete "$dev" 2>/dev/null
+	else
+		t_ok "$kv: BLKPG_ADD_PARTITION refused: $out"
+	fi
+	# add_disk marked the zoned disk GENHD_FL_NO_PART (block/genhd.c): sysfs ext_range 1
+	t_eq "$kv: ext_range (GENHD_FL_NO_PART: no partitions)" "$(cat /sys/block/${dev#/dev/}/ext_range)" 1
+	t_check "$kv: blkzone reset zone 0 (the MBR)" blkzone reset -o 0 -c 1 "$dev"
+else
+	t_fail "$kv: an MBR written at zone 0's write pointer"
+fi
+rm -f /tmp/mbr
+for c in check suggest predict "create --label gpt --part 16M --no-act"; do
+	# shellcheck disable=SC2086 # the command and its options
+	out=$("$AP" $c "$dev" 2>&1); rc=$?
+	if [ "$rc" -eq 6 ] && [ "$(wc -l <<<"$out")" -eq 1 ] &&
+	   grep -q "zoned disk (zones of 16MiB): Linux allows no partitions on it; the alignment that matters is the zone size, 16777216 bytes" <<<"$out"; then
+		t_ok "$kv: alignpart ${c%% *}: exit 6, one line"
+	else
+		t_fail "$kv: alignpart ${c%% *}: exit 6 and the zone size" "exit $rc: $out"
+	fi
+done
+
 # zcond N: condition and write pointer of zone N as blkzone prints them ("em 0x0")
 zcond() {
 	blkzone report -o $(($1 * zs)) -c 1 "$dev" |
@@ -79,6 +118,32 @@ else
 	t_ok "$kv: a write off the write pointer fails"
 fi
 t_check "$kv: the data reads back" cmp -n $((1 << 20)) /tmp/z.dat "$dev"
+# live stats from the server: the zone model, the open zone, the pages written
+out=$("$UBLK_FLASH" stats "$dev" --json 2>&1)
+if grep -q '"zone_model":"host-managed"' <<<"$out" &&
+   grep -q '"zones":64,"max_open":16,"max_active":16,"zones_empty":63,"zones_implicit_open":1,' <<<"$out" &&
+   grep -q '"written_bytes":1048576,' <<<"$out" &&
+   grep -q '"host_write_pages":257,' <<<"$out" && grep -q '"zone_resets":1,' <<<"$out"; then
+	# 257: the MBR's page and the 1 MiB; the write off the pointer never reaches the server
+	# (the kernel's zone write plugging refuses it first), so wp_violations stays 0
+	t_ok "$kv: stats --json live: zone model, 1 zone open, 1 MiB below the pointers, 257 pages written, 1 reset"
+else
+	t_fail "$kv: stats --json live from the server" "$out"
+fi
+# live upgrade: refused before anything changes (exit 6), the server serves on
+out=$("$UBLK_FLASH" upgrade "$dev" 2>&1); rc=$?
+if [ "$rc" -eq 6 ] && grep -q "is a zoned image: live upgrade is not supported on zoned images yet" <<<"$out"; then
+	t_ok "$kv: upgrade of a zoned image: exit 6, one line"
+else
+	t_fail "$kv: upgrade of a zoned image: exit 6" "exit $rc: $out"
+fi
+t_check "$kv: still served after the refused upgrade" cmp -n $((1 << 20)) /tmp/z.dat "$dev"
+out=$("$UBLK_FLASH" health "$dev" 2>&1)
+if grep -q "^Zone Model: *host-managed, 64 zones of 16 MiB" <<<"$out"; then
+	t_ok "$kv: health live: $(grep '^Zones by State' <<<"$out")"
+else
+	t_fail "$kv: health live from the server" "$out"
+fi
 beyond=$(dd if="$dev" bs=4k skip=256 count=1 status=none | tr -d '\0' | wc -c)
 t_eq "$kv: past the write pointer reads zeroes" "$beyond" 0
 
@@ -147,6 +212,48 @@ fs_case() {
 }
 
 fs_case "btrfs zoned" btrfs "$dev" "btrfs check" mkfs.btrfs -q -f -O zoned "$dev"
+
+# dm-linear over the zoned disk, where the zone rules allow: whole zones only (dm-table.c
+# refuses a start or length off the zone size), then btrfs -O zoned on the mapping
+dmlin=octant-zlin
+modprobe dm_mod 2>/dev/null
+if ! command -v dmsetup >/dev/null || ! dmsetup version >/dev/null 2>&1; then
+	t_skip "$kv: dm-linear over the zoned disk" "no device-mapper in the guest"
+else
+	t_check "$kv: blkzone reset (all zones) before dm-linear" blkzone reset "$dev"
+	if out=$(dmsetup create "$dmlin" --table "0 $((32 * zs)) linear $dev $((32 * zs + 8))" 2>&1); then
+		dmsetup remove "$dmlin"
+		t_fail "$kv: dm-linear off a zone boundary is refused"
+	else
+		t_ok "$kv: dm-linear off a zone boundary is refused"
+	fi
+	if out=$(dmsetup create "$dmlin" --table "0 $((32 * zs)) linear $dev $((32 * zs))" 2>&1); then
+		t_cleanup "dmsetup remove $dmlin 2>/dev/null"
+		dmdev=/dev/mapper/$dmlin
+		t_eq "$kv: dm-linear: host-managed" "$(sysq "$dmdev" zoned)" host-managed
+		t_eq "$kv: dm-linear: 32 zones" "$(sysq "$dmdev" nr_zones)" 32
+		if out=$(mkfs.btrfs -q -f -O zoned "$dmdev" 2>&1) && mount -t btrfs "$dmdev" "$mnt" 2>&1; then
+			head -c $((4 << 20)) /dev/urandom >"$mnt/f"
+			sum1=$(sha256sum <"$mnt/f"); umount "$mnt"
+			echo 3 >/proc/sys/vm/drop_caches
+			mount -t btrfs "$dmdev" "$mnt"; sum2=$(sha256sum <"$mnt/f"); umount "$mnt"
+			t_eq "$kv: btrfs zoned on dm-linear: the file after remount" "$sum2" "$sum1"
+			t_check "$kv: btrfs zoned on dm-linear: btrfs check" btrfs check "$dmdev"
+			n=$(blkzone report -o $((32 * zs)) "$dev" | grep -vc "zcond: *1(em)")
+			z0=$(blkzone report -c 32 "$dev" | grep -vc "zcond: *1(em)")
+			if [ "$n" -gt 0 ] && [ "$z0" -eq 0 ]; then
+				t_ok "$kv: dm-linear: $n zones written, all in the mapped half"
+			else
+				t_fail "$kv: dm-linear: zones written in the mapped half only" "$n there, $z0 below"
+			fi
+		else
+			t_fail "$kv: btrfs zoned on dm-linear" "$out"
+		fi
+		dmsetup remove "$dmlin"
+	else
+		t_fail "$kv: dm-linear on whole zones" "$out"
+	fi
+fi
 
 # zones_now: every zone's start, write pointer and condition, open ones as closed (what an
 # open after a crash makes of them)
