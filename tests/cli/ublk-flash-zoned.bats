@@ -142,7 +142,7 @@ sum() { sha256sum <"$1" | cut -d' ' -f1; }
 			"$ALIGNPART" $c z.img
 	done
 	# --topology does not make it partitionable
-	bad 5 "Linux allows no partitions on it" \
+	bad 6 "Linux allows no partitions on it" \
 		"$ALIGNPART" check z.img --topology 512/4096
 	[ "$(sum z.img)" = "$s" ]
 }
