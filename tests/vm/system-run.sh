@@ -85,7 +85,7 @@ cp "$VM_DIR/guest-lib.sh" "$work/payload/system/"
 } >"$work/payload/args"
 mkfs.ext4 -q -F -L octant-payload -d "$work/payload" "$work/payload.img" 64M >/dev/null
 
-append="console=ttyS0 panic=-1 mitigations=off nokaslr tsc=reliable quiet loglevel=1"
+append="console=ttyS0 panic=-1 mitigations=off nokaslr tsc=reliable no_timer_check quiet loglevel=1"
 append+=" systemd.show_status=error"
 
 # boot_once: one qemu process until the guest powers off or reboots (-no-reboot: its

@@ -67,7 +67,7 @@ OCTANT_VM_OUT_TAG=${out:+octant-out} OCTANT_VM_SCRATCH_FS=$([ $scratch -eq 1 ] &
 	"$VM_DIR/mkinitrd.sh" run "$abi" "$work/run.cpio" "$build" "$script" "$@"
 cat "$VM_STATIC_CPIO" "$work/run.cpio" >"$work/initrd.cpio"
 
-append="console=ttyS0 panic=-1 rdinit=/init mitigations=off nokaslr tsc=reliable"
+append="console=ttyS0 panic=-1 rdinit=/init mitigations=off nokaslr tsc=reliable no_timer_check"
 [ $klog -eq 1 ] && append+=" loglevel=7" || append+=" quiet loglevel=1"
 if [ -n "$disk" ]; then
 	truncate -s "$disk" "$work/disk.img"
