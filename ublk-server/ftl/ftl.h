@@ -121,6 +121,7 @@ struct ftl_stats {
 	                               forward over everything since; fsck
 	                               reports it; 0 otherwise */
 	enum ftl_align_mode align;  /* JSON: "odd" / "1m" */
+	bool     pi;                /* OCT_SB_F_PI; JSON integrity: "t10dif" / "none" */
 	uint32_t page_size;         /* flash page, bytes */
 	/* bad blocks (from the bad-block table) */
 	uint64_t bad_blocks_factory, bad_blocks_grown;
