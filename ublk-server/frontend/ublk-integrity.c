@@ -35,7 +35,9 @@ int ublk_pi_rw(struct ublk_queue *q, unsigned tag, void *buf)
 	static _Thread_local uint8_t pi[UPI_MAX];
 	const struct ublksrv_io_desc *iod = &q->iods[tag];
 	struct ftl *f = q->dev->ftl;
-	unsigned op = ublksrv_get_op(iod), flags = ublksrv_get_flags(iod);
+	/* the UBLK_IO_F_* bits are bits of op_flags itself (not of
+	 * ublksrv_get_flags(), which shifts them away) */
+	unsigned op = ublksrv_get_op(iod), flags = iod->op_flags;
 	uint64_t off = iod->start_sector * FTL_SECTOR;
 	uint64_t len = (uint64_t)iod->nr_sectors * FTL_SECTOR;
 	size_t plen = (size_t)iod->nr_sectors * FTL_PI_TUPLE;

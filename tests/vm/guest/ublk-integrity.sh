@@ -19,7 +19,7 @@ ublk_require_driver
 dir=${OCTANT_VM_SCRATCH:-/tmp}
 img=$dir/ublk-pi.img
 kv=$(uname -r)
-if ! out=$("$UBLK_FLASH" create "$img" --size 256M --align odd --integrity t10dif \
+if ! out=$("$UBLK_FLASH" create "$img" --size 64M --align odd --integrity t10dif \
 	--force 2>&1); then
 	t_fail "create --integrity t10dif" "$out"; t_done
 fi
@@ -70,7 +70,7 @@ mkdir -p $mnt
 t_check "$kv: mkfs.ext4" mkfs.ext4 -q -F -E nodiscard "$dev"
 if mount "$dev" $mnt; then
 	t_cleanup "umount $mnt"
-	dd if=/dev/urandom of=$mnt/big bs=1M count=24 status=none
+	dd if=/dev/urandom of=$mnt/big bs=1M count=12 status=none
 	for i in $(seq 1 30); do head -c $((i * 1531)) /dev/urandom >$mnt/small$i; done
 	sum=$(cat $mnt/big $mnt/small* | md5sum)
 	umount $mnt && mount "$dev" $mnt
@@ -83,7 +83,7 @@ t_check "$kv: e2fsck -fn clean" e2fsck -fn "$dev"
 
 # one damaged sector: a 4 KiB flash page of 8 marked sectors (odd mode: the page boundary is
 # one sector before a 4K-aligned LBA), one byte of one of them flipped on the medium
-page0=$(( (200 << 20) / 512 + 7 ))      # LBA 7 mod 8: medium bytes at a page start
+page0=$(( (60 << 20) / 512 + 7 ))      # LBA 7 mod 8: medium bytes at a page start
 victim=$((page0 + 5))
 : >/tmp/pi-page
 for s in 0 1 2 3 4 5 6 7; do
@@ -95,7 +95,7 @@ t_check "$kv: write the marked page" dd if=/tmp/pi-page of="$dev" bs=4096 \
 t_check "$kv: ... and read it back" cmp /tmp/pi-page <(dd if="$dev" bs=512 skip=$page0 \
 	count=8 iflag=direct status=none)
 "$UBLK_FLASH" stop "$img" >/dev/null 2>&1 || t_fail "$kv: stop to damage the medium"
-off=$(grep -obUa "OCTANT-PI-S00005-$(printf %014d $victim)/" "$img" | head -n 1 | cut -d: -f1)
+off=$("$BUILD/tests/vm/find-bytes" "$img" "OCTANT-PI-S00005-$(printf %014d $victim)/")
 if [ -z "$off" ]; then t_fail "$kv: the victim sector found in the image"; t_done; fi
 printf 'X' | dd of="$img" bs=1 seek=$((off + 100)) conv=notrunc status=none
 t_ok "$kv: one byte of sector $victim damaged at image byte $((off + 100))"
@@ -148,25 +148,36 @@ if ! command -v fio >/dev/null || ! command -v jq >/dev/null; then
 	t_skip "$kv: CPU cost" "no fio or jq in the guest"; t_done
 fi
 busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
-hz=$(getconf CLK_TCK)
+hz=$(getconf CLK_TCK 2>/dev/null) || hz=100
 for mode in none t10dif; do
 	bimg=$dir/ublk-pi-$mode.img
-	"$UBLK_FLASH" create "$bimg" --size 256M --align odd --oob-size 128 \
+	"$UBLK_FLASH" create "$bimg" --size 256M --align 1m --oob-size 128 \
 		--integrity $mode --force >/dev/null 2>&1 || { t_fail "$kv: create $mode"; continue; }
 	t_cleanup "rm -f $bimg"
-	bdev=$(ublk_serve "$bimg") || { t_fail "$kv: serve $mode" "$bdev"; continue; }
-	for rw in randwrite randread; do
-		b0=$(busy)
-		js=$(fio --name=pi --filename="$bdev" --ioengine=io_uring --direct=1 --iodepth=32 \
-			--rw=$rw --bs=4k --size=128M --time_based --runtime=8 --ramp_time=1 \
-			--output-format=json 2>/dev/null)
-		b1=$(busy)
-		ios=$(jq '.jobs[0].read.total_ios + .jobs[0].write.total_ios' <<<"$js")
-		iops=$(jq '.jobs[0].read.iops + .jobs[0].write.iops | floor' <<<"$js")
-		us=$(awk -v b=$((b1 - b0)) -v hz="$hz" -v n="$ios" \
-			'BEGIN { if (n > 0) printf "%.0f", b * 1e6 / hz / n; else print "?" }')
-		t_ok "$kv: cpu cost: integrity $mode $rw 4K QD32: $iops IOPS, $us us busy CPU per I/O"
+done
+# two rounds, the modes alternating (TCG is noisy: the first runs warm up)
+for round in 1 2; do
+	for mode in none t10dif; do
+		bimg=$dir/ublk-pi-$mode.img
+		bdev=$(ublk_serve "$bimg") || { t_fail "$kv: serve $mode" "$bdev"; continue; }
+		for rw in randwrite randread; do
+			b0=$(busy)
+			js=$(fio --name=pi --filename="$bdev" --ioengine=io_uring --direct=1 \
+				--iodepth=32 --rw=$rw --bs=4k --size=128M --time_based --runtime=6 \
+				--output-format=json 2>/dev/null)
+			b1=$(busy)
+			ios=$(jq '.jobs[0].read.total_ios + .jobs[0].write.total_ios' <<<"$js")
+			iops=$(jq '.jobs[0].read.iops + .jobs[0].write.iops | floor' <<<"$js")
+			us=$(awk -v b=$((b1 - b0)) -v hz="$hz" -v n="${ios:-0}" \
+				'BEGIN { if (n > 0) printf "%.0f", b * 1e6 / hz / n; else print "?" }')
+			d="$kv: cpu cost (round $round): integrity $mode $rw 4K QD32"
+			if [ "${iops:-0}" -gt 0 ]; then
+				t_ok "$d: $iops IOPS, $us us busy CPU per I/O"
+			else
+				t_fail "$d: fio ran" "$js"
+			fi
+		done
+		"$UBLK_FLASH" stop "$bimg" >/dev/null 2>&1
 	done
-	"$UBLK_FLASH" stop "$bimg" >/dev/null 2>&1
 done
 t_done
