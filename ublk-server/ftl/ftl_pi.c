@@ -16,29 +16,41 @@
 
 #define PI_POLY 0x8bb7u
 
-static uint16_t pi_tab[256];
+/* Slicing by 8: pi_tab[k][n] is the CRC of byte n followed by k zero
+ * bytes, so 8 bytes take 8 independent lookups (a byte at a time ran at
+ * ~50 MB/s on this machine, a third of a core at 4K QD32). */
+static uint16_t pi_tab[8][256];
 static pthread_once_t pi_once = PTHREAD_ONCE_INIT;
 
 static void pi_tab_init(void)
 {
 	for (unsigned i = 0; i < 256; i++) {
-		uint16_t c = (uint16_t)(i << 8);
+		unsigned c = i << 8;
 
 		for (int k = 0; k < 8; k++)
-			c = (uint16_t)(c & 0x8000 ? (unsigned)(c << 1) ^ PI_POLY : (unsigned)(c << 1));
-		pi_tab[i] = c;
+			c = c & 0x8000 ? (c << 1) ^ PI_POLY : c << 1;
+		pi_tab[0][i] = (uint16_t)c;
 	}
+	for (unsigned k = 1; k < 8; k++)
+		for (unsigned i = 0; i < 256; i++)
+			pi_tab[k][i] = (uint16_t)((unsigned)pi_tab[k - 1][i] << 8 ^
+				pi_tab[0][pi_tab[k - 1][i] >> 8]);
 }
 
 uint16_t ftl_pi_crc16(const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
-	uint16_t c = 0;
+	unsigned c = 0;
+	size_t i = 0;
 
 	pthread_once(&pi_once, pi_tab_init);
-	for (size_t i = 0; i < len; i++)
-		c = (uint16_t)((c << 8) ^ pi_tab[(uint8_t)((c >> 8) ^ p[i])]);
-	return c;
+	for (; i + 8 <= len; i += 8, p += 8)
+		c = pi_tab[7][p[0] ^ (c >> 8)] ^ pi_tab[6][p[1] ^ (c & 0xff)] ^
+		    pi_tab[5][p[2]] ^ pi_tab[4][p[3]] ^ pi_tab[3][p[4]] ^
+		    pi_tab[2][p[5]] ^ pi_tab[1][p[6]] ^ pi_tab[0][p[7]];
+	for (; i < len; i++, p++)
+		c = ((c << 8) ^ pi_tab[0][((c >> 8) ^ *p) & 0xff]) & 0xffff;
+	return (uint16_t)c;
 }
 
 static void put_be16(uint8_t *p, uint16_t v)

@@ -155,15 +155,16 @@ for mode in none t10dif; do
 		--integrity $mode --force >/dev/null 2>&1 || { t_fail "$kv: create $mode"; continue; }
 	t_cleanup "rm -f $bimg"
 done
-# two rounds, the modes alternating (TCG is noisy: the first runs warm up)
-for round in 1 2; do
+# $1 rounds (default 1), the modes alternating (TCG is noisy: several for figures, e.g.
+# tests/vm/vm-run.sh --kernel 7.3 --scratch 8G tests/vm/guest/ublk-integrity.sh 3)
+for round in $(seq 1 "${1:-1}"); do
 	for mode in none t10dif; do
 		bimg=$dir/ublk-pi-$mode.img
 		bdev=$(ublk_serve "$bimg") || { t_fail "$kv: serve $mode" "$bdev"; continue; }
 		for rw in randwrite randread; do
 			b0=$(busy)
 			js=$(fio --name=pi --filename="$bdev" --ioengine=io_uring --direct=1 \
-				--iodepth=32 --rw=$rw --bs=4k --size=128M --time_based --runtime=6 \
+				--iodepth=32 --rw=$rw --bs=4k --size=128M --time_based --runtime=5 \
 				--output-format=json 2>/dev/null)
 			b1=$(busy)
 			ios=$(jq '.jobs[0].read.total_ios + .jobs[0].write.total_ios' <<<"$js")
