@@ -200,6 +200,28 @@ static void scenario(enum ftl_align_mode align)
 		T_EQ_U64(first, sec, "%s: the damaged one in all", an);
 	}
 
+	/* fsck: the damaged page is a problem; a good page whose PI record
+	 * alone is damaged is a note (its data reads; nothing to repair) */
+	{
+		uint32_t l2 = lpn % (g.nlpn - 2) + 1 == lpn ? lpn + 1 :
+			      lpn % (g.nlpn - 2) + 1, p2 = ftl_map_get(f, l2);
+		char *txt = NULL;
+		size_t tlen = 0;
+		FILE *out;
+
+		T_CHECK(ftl_close(f) == 0, "close for fsck");
+		flip(ftl_oob_off(&g, p2) + FTL_OOB_PI_AT + 10, 2);
+		out = open_memstream(&txt, &tlen);
+		T_EQ_U64(ftl_fsck(img, false, out, false), 4, "%s: fsck", an);
+		fclose(out);
+		T_CHECK(txt && strstr(txt, "data does not match its CRC") &&
+			strstr(txt, "PI record (T10-DIF guards) does not check "
+				    "out"), "%s: fsck says: %s", an, txt);
+		free(txt);
+		T_CHECK(ftl_open(img, NULL, &f) == 0, "reopen after fsck");
+		T_CHECK(ftl_read_pi(f, rd, pi, ((uint64_t)l2 * PS - g.shift) /
+				    512 * 512, 512) == 0, "%s: its data reads", an);
+	}
 	/* its PI record damaged too: nothing can be told good */
 	flip(ftl_oob_off(&g, ppn) + FTL_OOB_PI_AT + 9, 4);
 	T_CHECK(ftl_read_pi(f, rd, pi, sec * 512, 512) == -EIO,

@@ -967,6 +967,10 @@ void ftl_pi_fill(const struct ftl_geom *g, void *oob, const void *data);
  * of them, host order): false when the record does not check out. */
 bool ftl_pi_guards(const struct ftl_geom *g, const void *oob,
 		   uint16_t *guard);
+/* The PI record of OOB area @oob checks out and holds the guards of page
+ * data @data (fsck). */
+bool ftl_pi_page_ok(const struct ftl_geom *g, const void *oob,
+		    const void *data);
 bool ftl_oob_blank(const void *oob, size_t n);
 /* Payload page @i of an empty engine's checkpoint (left unprogrammed:
  * ftl_ckpt_write.c); is @buf that page? */

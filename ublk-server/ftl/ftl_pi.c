@@ -160,6 +160,20 @@ bool ftl_pi_guards(const struct ftl_geom *g, const void *oob,
 	return true;
 }
 
+bool ftl_pi_page_ok(const struct ftl_geom *g, const void *oob,
+		    const void *data)
+{
+	uint16_t guard[FTL_MAX_PAGE / FTL_SECTOR];
+
+	if (!ftl_pi_guards(g, oob, guard))
+		return false;
+	for (uint32_t s = 0; s < g->ps / FTL_SECTOR; s++)
+		if (guard[s] != ftl_pi_crc16((const uint8_t *)data +
+					     s * FTL_SECTOR, FTL_SECTOR))
+			return false;
+	return true;
+}
+
 bool ftl_has_pi(const struct ftl *f)
 {
 	return f->g.pi;
