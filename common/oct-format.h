@@ -73,8 +73,13 @@ _Static_assert(sizeof(struct oct_sb) == OCT_SB_SIZE, "superblock size");
  * of erase blocks written in place, no FTL, no checkpoints; not in
  * OCT_SB_F_KNOWN, the FTL's flags: the FTL refuses such an image */
 #define OCT_SB_F_ZONED      0x10u
+/* OCT_SB_F_PI (`create --integrity t10dif`): every data page's OOB keeps
+ * the T10-DIF CRC16 guard of each of its 512-byte sectors (struct
+ * ftl_oob_pi, ftl-format.h); served over ublk with UBLK_F_INTEGRITY */
+#define OCT_SB_F_PI         0x20u
 #define OCT_SB_F_KNOWN      (OCT_SB_F_OOB_INLINE | OCT_SB_F_CKPT_DELTA | \
-			     OCT_SB_F_OOB_STAMP | OCT_SB_F_FLUSH_SUM)
+			     OCT_SB_F_OOB_STAMP | OCT_SB_F_FLUSH_SUM | \
+			     OCT_SB_F_PI)
 
 /* The checks every reader of a copy makes first (oct-sb.c): 0, -EBADMSG
  * (magic or crc) or -EPROTONOSUPPORT (another version); the fields are

@@ -68,7 +68,7 @@ compare:
 # a dm-log-writes replayer and a deterministic fsync workload (it sends dm marks).
 # logreplay-engine replays such a log into the engine on the host (power cut at every point).
 VM_TOOLS := $(BUILD)/tests/vm/logreplay $(BUILD)/tests/vm/fsync-workload \
-            $(BUILD)/tests/vm/logreplay-engine
+            $(BUILD)/tests/vm/logreplay-engine $(BUILD)/tests/vm/find-bytes
 all: $(VM_TOOLS)
 $(BUILD)/tests/vm/logreplay: $(BUILD)/obj/tests/vm/logreplay.o $(BUILD)/obj/tests/vm/lw-log.o
 	@mkdir -p $(@D)
@@ -78,6 +78,9 @@ $(BUILD)/tests/vm/logreplay-engine: $(BUILD)/obj/tests/vm/logreplay-engine.o \
                                     $(BUILD)/libengine.a $(BUILD)/libalign.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(ENGINE_LIBS) $(LIBALIGN_LIBS) -lm
+$(BUILD)/tests/vm/find-bytes: $(BUILD)/obj/tests/vm/find-bytes.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^
 $(BUILD)/tests/vm/fsync-workload: $(BUILD)/obj/tests/vm/fsync-workload.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pc_libs,devmapper)

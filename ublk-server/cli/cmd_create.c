@@ -43,6 +43,12 @@ static void usage(FILE *out)
 		"                         on kernels 6.6+): --align 1m (the default;\n"
 		"                         odd is refused), --page-size 4096, no\n"
 		"                         --over-provision nor --bad-blocks\n"
+		"  --integrity PROFILE    protection information per 512-byte\n"
+		"                         sector, kept in the OOB: t10dif (T10-DIF\n"
+		"                         type 1, CRC16 guard, ref tag checked;\n"
+		"                         served over ublk with INTEGRITY, kernels\n"
+		"                         7.0+) or none (the default); the default\n"
+		"                         --oob-size grows to hold it\n"
 		"  --zone-size SIZE       with --zoned: a power of 2, a whole number\n"
 		"                         of erase blocks (16M); SIZE is rounded up\n"
 		"                         to whole zones\n"
@@ -92,6 +98,34 @@ static int check_geometry(const struct ftl_create_opts *o,
 	if (oob && (oob < FTL_OOB_FLUSH_MIN || oob > 1024 || oob % 8)) {
 		fprintf(stderr, "ublk-flash: create: --oob-size: %s is not a "
 			"multiple of 8 in %u..1024\n", arg[2], FTL_OOB_FLUSH_MIN);
+		return -1;
+	}
+	return 0;
+}
+
+/* --integrity: the OOB must hold the PI record (ftl-format.h) beside the
+ * records before it and the erase stamp; without --oob-size it grows to
+ * the next power of 2 that does (128 for 4K and 8K pages, 256 for 16K). */
+static int check_integrity(struct ftl_create_opts *o)
+{
+	uint32_t ps = o->page_size ? o->page_size : 4096;
+	uint32_t need = FTL_OOB_PI_AT + (uint32_t)FTL_OOB_PI_SIZE(ps) +
+			NAND_STAMP_SIZE, dflt = 64;
+
+	if (!o->integrity)
+		return 0;
+	if (!o->oob_size) {
+		while (dflt < need)
+			dflt *= 2;
+		o->oob_size = dflt;
+		return 0;
+	}
+	if (o->oob_size < need) {
+		fprintf(stderr, "ublk-flash: create: --integrity t10dif needs "
+			"--oob-size %u or more with %u-byte pages (48 bytes of "
+			"records, %u of guards, %u of erase stamp), not %u\n",
+			need, ps, (uint32_t)FTL_OOB_PI_SIZE(ps), NAND_STAMP_SIZE,
+			o->oob_size);
 		return -1;
 	}
 	return 0;
@@ -185,6 +219,7 @@ int cmd_create(int argc, char **argv)
 		{ "endurance", required_argument, NULL, 'E' },
 		{ "zoned", no_argument, NULL, 'Z' },
 		{ "zone-size", required_argument, NULL, 'z' },
+		{ "integrity", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -250,6 +285,15 @@ int cmd_create(int argc, char **argv)
 		case 'Z':
 			zoned = true;
 			break;
+		case 'I':
+			if (strcmp(optarg, "t10dif") && strcmp(optarg, "none")) {
+				fprintf(stderr, "ublk-flash: create: --integrity "
+					"must be t10dif or none, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			o.integrity = !strcmp(optarg, "t10dif");
+			break;
 		case 'z':
 			if (cli_size("create", "--zone-size", optarg, &zone_size))
 				return EXIT_USAGE;
@@ -314,7 +358,9 @@ int cmd_create(int argc, char **argv)
 			op_set ? "--over-provision: a zoned image has no FTL, "
 			"so no spare area" :
 			o.bad_block_rate > 0 ? "--bad-blocks: not supported on a "
-			"zoned image yet" : NULL;
+			"zoned image yet" :
+			o.integrity ? "--integrity: not supported on a zoned "
+			"image yet" : NULL;
 
 		if (why) {
 			fprintf(stderr, "ublk-flash: create: %s\n", why);
@@ -333,7 +379,8 @@ int cmd_create(int argc, char **argv)
 			"--align odd|1m");
 		return EXIT_USAGE;
 	}
-	if (check_geometry(&o, arg) || check_size(&o, size_arg))
+	if (check_geometry(&o, arg) || check_integrity(&o) ||
+	    check_size(&o, size_arg))
 		return EXIT_USAGE;
 	if (o.bad_block_rate > 0 && !seed_set) {
 		if (getrandom(&o.bad_block_seed, sizeof(o.bad_block_seed), 0) !=

@@ -46,7 +46,7 @@ struct list_col {
 };
 
 enum { C_DEVICE, C_IMAGE, C_MODE, C_SIZE, C_FRONTEND, C_DM, C_PID, C_STATE,
-       C_UPTIME, C_STARTED, C_RUNDIR, C_NCOLS };
+       C_UPTIME, C_STARTED, C_RUNDIR, C_PI, C_NCOLS };
 
 static const struct list_col list_cols[C_NCOLS] = {
 	[C_DEVICE]   = { "DEVICE", "block device served (/dev/loopN, /dev/ublkbN)", 0.1, 0, LK_OPT_STR, true },
@@ -60,6 +60,7 @@ static const struct list_col list_cols[C_NCOLS] = {
 	[C_UPTIME]   = { "UPTIME", "time since the device went live (JSON: seconds)", 0.05, SCOLS_FL_RIGHT, LK_U64, true },
 	[C_STARTED]  = { "STARTED", "when the device went live, ISO 8601 (JSON: unix seconds)", 0.1, 0, LK_U64, false },
 	[C_RUNDIR]   = { "RUNDIR", "the entry's folder in the run registry", 0.2, 0, LK_STR, false },
+	[C_PI]       = { "PI", "protection information: t10dif (create --integrity) or none", 0.05, 0, LK_OPT_STR, false },
 };
 
 /* "running", "dead", "stale" or "lost" (see list_cols). */
@@ -125,6 +126,7 @@ static const char *list_value(const struct list_row *r, int c, uint64_t *num,
 		*num = r->start;
 		return r->start ? oct_fmt_time(r->start, buf, len) : NULL;
 	case C_RUNDIR:   return e->dir;
+	case C_PI:       return !r->has_info ? NULL : r->info.pi ? "t10dif" : "none";
 	}
 	return NULL;
 }

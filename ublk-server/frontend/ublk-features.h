@@ -59,7 +59,8 @@
 	X(BUF_REG_OFF_DAEMON,    14, 617, 0) \
 	/* batched FETCH/COMMIT: another I/O protocol */ \
 	X(BATCH_IO,              15, 700, 0) \
-	/* integrity/PI buffers (needs USER_COPY) */ \
+	/* PI buffers, with USER_COPY: images with PI only \
+	 * (ublk_pi_flags, ublk-integrity.c) */ \
 	X(INTEGRITY,             16, 700, 0) \
 	/* TRY_STOP_DEV command: stop only without openers */ \
 	X(SAFE_STOP_DEV,         17, 703, 1) \

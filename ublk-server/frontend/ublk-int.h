@@ -210,6 +210,8 @@ struct ublk_dev {
 	struct ftl *ftl;               /* the engine, or NULL ... */
 	struct zn *zn;                 /* ... a zoned image (ublk-zoned.c):
 	                                  UBLK_F_ZONED with USER_COPY */
+	bool pi;                       /* an image with PI (ublk-integrity.c):
+	                                  UBLK_F_INTEGRITY with USER_COPY */
 	int cdev_fd;                   /* /dev/ublkcN */
 	uint32_t buf_size;             /* per-tag I/O buffer, = max_io_buf_bytes */
 	bool io_ioctl;                 /* ioctl-encoded FETCH/COMMIT */
@@ -257,6 +259,12 @@ int ublk_q_fetch_tags(struct ublk_queue *q, struct io_uring *ring,
 /* Run request @tag on the engine with @buf as its data: bytes done or
  * -errno. */
 int ublk_q_handle(struct ublk_queue *q, unsigned tag, void *buf);
+/* User copy (UBLK_F_USER_COPY): move @len bytes between @buf and request
+ * @tag on /dev/ublkcN (@in: request -> @buf); @flag is or-ed into the
+ * position (UBLKSRV_IO_INTEGRITY_FLAG: its integrity buffer).  0 or
+ * -errno. */
+int ublk_q_ucopy(struct ublk_queue *q, unsigned tag, void *buf, size_t len,
+		 bool in, uint64_t flag);
 void ublk_q_set_state(struct ublk_queue *q, enum ublk_q_state st, int err);
 void ublk_q_thread_setup(const char *fmt, unsigned a, unsigned b);
 /* The tag's buffer (depth * buf_size from q->bufs). */
@@ -268,6 +276,16 @@ int ublk_daemons_setup(struct ublk_dev *d, struct ublk_queue *q);
 void *ublk_daemons_run(struct ublk_queue *q);
 /* Free what ublk_daemons_setup took (the buffers). */
 void ublk_daemons_free(struct ublk_queue *q);
+
+/* ---- images with protection information (ublk-integrity.c) ---- */
+/* Read or write request @tag of an image with PI, through @buf (the tag's
+ * buffer), data and tuples moved by user copy: the result for its commit. */
+int ublk_pi_rw(struct ublk_queue *q, unsigned tag, void *buf);
+/* Add the integrity parameters (T10-DIF type 1, 8 bytes per 512). */
+void ublk_pi_params(struct ublk_params *p);
+/* The flags ADD_DEV needs for it (INTEGRITY | USER_COPY; 0 when the uapi
+ * header has no integrity). */
+uint64_t ublk_pi_flags(void);
 
 /* ---- zoned images (ublk-zoned.c) ---- */
 struct zn;

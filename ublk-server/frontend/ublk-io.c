@@ -53,11 +53,38 @@ int ublk_q_prep(struct ublk_queue *q, struct io_uring *ring, unsigned nr,
 	cmd->result = result;
 	if (q->zc)
 		sqe->addr = (uint16_t)tag;
-	else    /* zoned (user copy): no buffer address; a zone append's
-		 * commit carries the sector it wrote */
-		cmd->addr = q->zlba ? q->zlba[tag]
-				    : (uint64_t)(uintptr_t)ublk_q_buf(q, tag);
+	else    /* zoned, integrity (user copy): no buffer address; a zone
+		 * append's commit carries the sector it wrote */
+		cmd->addr = q->zlba ? q->zlba[tag] : q->dev->pi ? 0 :
+			    (uint64_t)(uintptr_t)ublk_q_buf(q, tag);
 	return 0;
+}
+
+int ublk_q_ucopy(struct ublk_queue *q, unsigned tag, void *buf, size_t len,
+		 bool in, uint64_t flag)
+{
+#ifdef UBLK_QID_OFF
+	uint64_t pos = UBLKSRV_IO_BUF_OFFSET + ((uint64_t)q->id << UBLK_QID_OFF) +
+		       ((uint64_t)tag << UBLK_TAG_OFF);
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = in ?
+			pread(q->dev->cdev_fd, (char *)buf + done, len - done,
+			      (off_t)((pos + done) | flag)) :
+			pwrite(q->dev->cdev_fd, (const char *)buf + done,
+			       len - done, (off_t)((pos + done) | flag));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+#else   /* a uapi header without user copy */
+	(void)q; (void)tag; (void)buf; (void)len; (void)in; (void)flag;
+	return -EOPNOTSUPP;
+#endif
 }
 
 int ublk_q_handle(struct ublk_queue *q, unsigned tag, void *buf)
@@ -71,6 +98,8 @@ int ublk_q_handle(struct ublk_queue *q, unsigned tag, void *buf)
 
 	if (q->dev->zn)
 		return ublk_zoned_handle(q, tag, buf, &q->zlba[tag]);
+	if (q->dev->pi && (op == UBLK_IO_OP_READ || op == UBLK_IO_OP_WRITE))
+		return ublk_pi_rw(q, tag, buf);   /* ublk-integrity.c */
 	switch (op) {
 	case UBLK_IO_OP_READ:
 	case UBLK_IO_OP_WRITE:

@@ -17,33 +17,11 @@
 #ifdef UBLK_F_ZONED
 #include <linux/blkzoned.h>
 
-/* The position of @tag's request data on /dev/ublkcN. */
-static uint64_t uz_pos(const struct ublk_queue *q, unsigned tag)
-{
-	return UBLKSRV_IO_BUF_OFFSET + ((uint64_t)q->id << UBLK_QID_OFF) +
-	       ((uint64_t)tag << UBLK_TAG_OFF);
-}
-
 /* Move @len bytes between @buf and the request (@in: request -> @buf). */
 static int uz_copy(struct ublk_queue *q, unsigned tag, void *buf, size_t len,
 		   bool in)
 {
-	uint64_t pos = uz_pos(q, tag);
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = in ?
-			pread(q->dev->cdev_fd, (char *)buf + done, len - done,
-			      (off_t)(pos + done)) :
-			pwrite(q->dev->cdev_fd, (const char *)buf + done,
-			       len - done, (off_t)(pos + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		done += (size_t)n;
-	}
-	return 0;
+	return ublk_q_ucopy(q, tag, buf, len, in, 0);
 }
 
 /* REPORT_ZONES: up to nr_zones from start_sector, as struct blk_zone. */

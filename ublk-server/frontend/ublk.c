@@ -157,6 +157,8 @@ static void ublk_params_fill(struct ublk_dev *d, struct ublk_params *p)
 	p->discard.max_discard_sectors = UBLK_MAX_DISCARD;
 	p->discard.max_write_zeroes_sectors = UBLK_MAX_DISCARD;
 	p->discard.max_discard_segments = 1;
+	if (d->pi)
+		ublk_pi_params(p);
 }
 
 /* Find a device carrying @tag; its info in *info.  -ENOENT if none. */
@@ -293,6 +295,22 @@ static int ublk_add(struct ublk_dev *d, const struct fe_serve_opts *o,
 		}
 		/* its data moves by user copy: no automatic buffer registration */
 		info.flags = (info.flags & ~UBLK_FEAT(AUTO_BUF_REG)) | zf;
+	}
+	if (d->pi) {        /* PI: INTEGRITY and USER_COPY, or refused */
+		uint64_t pf = ublk_pi_flags();
+
+		if (!pf || (d->ctrl.features & pf) != pf) {
+			fprintf(stderr, "ublk-flash: ublk: %s has protection "
+				"information (create --integrity t10dif) and this "
+				"%s has no integrity ublk (UBLK_F_INTEGRITY with "
+				"USER_COPY: Linux 7.0+); refused rather than served "
+				"without the end-to-end check (--frontend fuse "
+				"serves it without PI)\n", o->image, pf ?
+				"kernel's ublk driver" : "ublk-flash (built with "
+				"an older uapi header)");
+			return -EOPNOTSUPP;
+		}
+		info.flags = (info.flags & ~UBLK_FEAT(AUTO_BUF_REG)) | pf;
 	}
 	info.ublksrv_flags = tag;
 	ret = ublk_ctrl_add_dev(&d->ctrl, &info, UBLK_ADD_TIMEOUT);
@@ -605,6 +623,7 @@ static int ublk_dev_new(struct fe_server *s)
 		return -ENOMEM;
 	d->ftl = s->ftl;
 	d->zn = s->zn;
+	d->pi = s->ftl && ftl_has_pi(s->ftl);
 	d->read_only = s->opts->read_only;
 	d->cdev_fd = -1;
 	d->event_fd = -1;

@@ -67,6 +67,30 @@ struct ftl_oob_flush {
 _Static_assert(sizeof(struct ftl_oob_flush) == 16, "oob flush size");
 #define FTL_OOB_FLUSH_MIN 48u     /* oob_size that holds both records */
 
+/* ---- PI record: OOB bytes 48.. of data pages on OCT_SB_F_PI images ------
+ * The T10-DIF guard (CRC16, polynomial 0x8bb7, the kernel's
+ * crc_t10dif) of each 512-byte sector of the page, computed from the data
+ * the page is programmed with (host writes are checked against the
+ * kernel's tuples first, ftl_write_pi).  The tuples a read hands out are
+ * built from it (ref tag: the sector; app tag 0).  docs/engine.md
+ * ("Protection information").  The record sits between the flush record
+ * and the erase stamp: oob_size >= 48 + FTL_OOB_PI_SIZE(ps) (+ 16 with
+ * stamps), which create --integrity sees to.
+ */
+#define FTL_OOB_PI_AT      48u
+#define FTL_OOB_PI_MAGIC   0x4950u      /* "PI" */
+#define FTL_OOB_PI_VERSION 1u
+struct ftl_oob_pi {
+	uint16_t magic;       /* FTL_OOB_PI_MAGIC */
+	uint8_t  version;     /* FTL_OOB_PI_VERSION */
+	uint8_t  nsect;       /* guards that follow: page size / 512 */
+	uint32_t crc;         /* crc32c of this header (crc = 0) and the
+	                         guards, seeded with the page's ftl_oob crc */
+	/* uint16_t guard[nsect], big-endian as on the wire */
+} __attribute__((packed));
+_Static_assert(sizeof(struct ftl_oob_pi) == 8, "oob pi size");
+#define FTL_OOB_PI_SIZE(ps) (sizeof(struct ftl_oob_pi) + 2u * ((ps) / 512u))
+
 /* ---- flush summary: a page a host flush programs (OCT_SB_F_FLUSH_SUM) ----
  * After the sync of a host flush (or FUA write) that followed host pages,
  * the engine programs a summary page (more if needed) into the GC

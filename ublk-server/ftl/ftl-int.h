@@ -215,6 +215,8 @@ struct ftl_geom {
 	                                records none) */
 	bool flush_sum;              /* OCT_SB_F_FLUSH_SUM: flush summaries
 	                                (ftl_fsum.c) */
+	bool pi;                     /* OCT_SB_F_PI: per-sector guards in
+	                                data pages' OOB (ftl_pi.c) */
 };
 
 /* Byte offsets of flash page @ppn's data and OOB in the image. */
@@ -955,6 +957,20 @@ uint64_t ftl_oob_flushed(const struct ftl_geom *g, const void *oob,
  * with flush summaries a flush record bound to @ppn (data, trim records,
  * summaries): a record programmed at another page does not check out. */
 bool ftl_oob_at(const struct ftl_geom *g, const void *oob, uint64_t ppn);
+/* ftl_pi.c: the PI record (OCT_SB_F_PI).  Does @g's OOB hold it (beside
+ * the records before it and the erase stamp)? */
+bool ftl_pi_fits(const struct ftl_geom *g);
+/* Add the PI record of page data @data after the records of OOB area
+ * @oob (its ftl_oob filled); nothing unless g->pi. */
+void ftl_pi_fill(const struct ftl_geom *g, void *oob, const void *data);
+/* The guards of OOB area @oob (its ftl_oob valid) into @guard (ps / 512
+ * of them, host order): false when the record does not check out. */
+bool ftl_pi_guards(const struct ftl_geom *g, const void *oob,
+		   uint16_t *guard);
+/* The PI record of OOB area @oob checks out and holds the guards of page
+ * data @data (fsck). */
+bool ftl_pi_page_ok(const struct ftl_geom *g, const void *oob,
+		    const void *data);
 bool ftl_oob_blank(const void *oob, size_t n);
 /* Payload page @i of an empty engine's checkpoint (left unprogrammed:
  * ftl_ckpt_write.c); is @buf that page? */

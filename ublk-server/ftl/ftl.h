@@ -49,6 +49,8 @@ struct ftl_create_opts {
 	double bad_block_rate;      /* factory bad blocks: each data block is
 	                               bad with this probability (0 none) */
 	uint64_t bad_block_seed;    /* ... drawn from this seed */
+	bool integrity;             /* OCT_SB_F_PI: per-sector T10-DIF guards
+	                               in the OOB (needs the OOB room) */
 	uint32_t pe_cycles;         /* rated endurance: erases a block takes
 	                               (percentage used, ftl_health), up to
 	                               FTL_PE_MAX; 0: FTL_PE_DEFAULT */
@@ -119,6 +121,7 @@ struct ftl_stats {
 	                               forward over everything since; fsck
 	                               reports it; 0 otherwise */
 	enum ftl_align_mode align;  /* JSON: "odd" / "1m" */
+	bool     pi;                /* OCT_SB_F_PI; JSON integrity: "t10dif" / "none" */
 	uint32_t page_size;         /* flash page, bytes */
 	/* bad blocks (from the bad-block table) */
 	uint64_t bad_blocks_factory, bad_blocks_grown;
@@ -180,6 +183,39 @@ int ftl_write(struct ftl *f, const void *buf, uint64_t off, size_t len,
 int ftl_flush(struct ftl *f);
 int ftl_discard(struct ftl *f, uint64_t off, uint64_t len);
 int ftl_write_zeroes(struct ftl *f, uint64_t off, uint64_t len);
+
+/*
+ * Protection information (images made with create --integrity, OCT_SB_F_PI;
+ * ftl_pi.c, docs/engine.md "Protection information"): T10-DIF type 1
+ * tuples, 8 bytes per 512-byte sector, big-endian: CRC16 guard of the
+ * sector (crc_t10dif), app tag, ref tag = the low 32 bits of the sector.
+ */
+#define FTL_PI_TUPLE 8u
+/* The CRC16 T10-DIF guard of @len bytes. */
+uint16_t ftl_pi_crc16(const void *buf, size_t len);
+/* Fill @pi with the tuples of the @n sectors at @buf, the first being
+ * sector @sector (app tag 0). */
+void ftl_pi_generate(const void *buf, void *pi, uint64_t sector, size_t n);
+/* Check @n tuples @pi against the sectors at @buf (guard; ref tag against
+ * @sector + i; the app tag is not checked): the index of the first that
+ * does not match, or -1. */
+long ftl_pi_check(const void *buf, const void *pi, uint64_t sector, size_t n);
+/* Was the image made with --integrity (OCT_SB_F_PI)? */
+bool ftl_has_pi(const struct ftl *f);
+/* ftl_write after checking the kernel's tuples @pi (len / 512 of them):
+ * -EILSEQ, nothing written, when one does not match its sector. */
+int ftl_write_pi(struct ftl *f, const void *buf, const void *pi,
+		 uint64_t off, size_t len, unsigned flags);
+/* ftl_read with the tuples of what it read in @pi.  A page that fails its
+ * CRC (or has a codeword the ECC cannot correct) is served when its PI
+ * record checks out: each sector with the guard stored when it was
+ * programmed, so exactly the damaged sectors carry a guard that does not
+ * match them (a sector in an uncorrectable codeword whose damage happens
+ * to match gets the complement: never good-looking), and the caller's
+ * verifier (the kernel's integrity layer) reports exactly those; counted
+ * in media_errors.  -EIO where the record does not check out either (no
+ * sector can be told good), -EOPNOTSUPP on an image without PI. */
+int ftl_read_pi(struct ftl *f, void *buf, void *pi, uint64_t off, size_t len);
 
 void ftl_stats_get(struct ftl *f, struct ftl_stats *st);
 
@@ -257,6 +293,7 @@ struct ftl_info {
 	bool ckpt_delta;           /* OCT_SB_F_CKPT_DELTA */
 	uint32_t pe_cycles;        /* rated endurance, erases per block */
 	bool flush_sum;            /* OCT_SB_F_FLUSH_SUM: flush summaries */
+	bool pi;                   /* OCT_SB_F_PI: T10-DIF type 1 guards */
 };
 int ftl_info_read(const char *path, struct ftl_info *info);
 /* @image (NULL: left out) is the path shown as "image". */

@@ -246,6 +246,8 @@ static int prog_page(struct ftl *f, int stream, uint32_t lpn,
 				     (uint16_t)stream, lpn, seq,
 				     nand_block_ec(f->nand, blk), data, f->g.ps);
 		ftl_oob_set_flushed(&f->g, oob, ppn, f->log.flushed_seq);
+		if (kind == FTL_OOB_DATA)
+			ftl_pi_fill(&f->g, oob, data);
 		r = nand_program(f->nand, ppn, data, oob);
 		if (r != -NAND_EFAIL)
 			break;
@@ -349,6 +351,7 @@ static int prog_run(struct ftl *f, int stream, uint32_t lpn,
 				crcs ? crcs[k] : oct_crc32c(0, src +
 					(size_t)k * g->ps, g->ps));
 			ftl_oob_set_flushed(g, oob, ppn + i, f->log.flushed_seq);
+			ftl_pi_fill(g, oob, src + (size_t)k * g->ps);
 		}
 		seq -= c;               /* the seq before the run's first */
 		r = nand_program_run(f->nand, ppn, (uint32_t)c,

@@ -79,6 +79,9 @@ static int create_backing(struct nand_backing *b,
 		return r;
 	g.oob_stamp = g.oob_stamp && stamp;
 	g.flush_sum = g.flush_sum && fsum;
+	g.pi = o->integrity;
+	if (g.pi && !ftl_pi_fits(&g))
+		return -EINVAL;
 	r = ftl_alloc(&g, &f);
 	if (r)
 		return r;

@@ -116,6 +116,12 @@ static int check_blocks(struct ftl *f, struct fsck *k)
 			finding(k, true, "logical page %u -> flash page %u: %s", l,
 				p, why);
 			k->bad_lpn[k->nbad++] = l;
+		} else if (g->pi && !ftl_pi_page_ok(g, oob, page)) {
+			/* the data is good (its CRC): it reads, only a damaged
+			 * sector of it could not be named later */
+			finding(k, false, "logical page %u -> flash page %u: its "
+				"PI record (T10-DIF guards) does not check out", l,
+				p);
 		}
 	}
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {

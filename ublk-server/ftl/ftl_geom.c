@@ -170,7 +170,8 @@ int ftl_sb_build(struct oct_sb *sb, const struct ftl_geom *g)
 	sb->flags = (g->oob_inline ? OCT_SB_F_OOB_INLINE : 0) |
 		    (g->ckpt_delta ? OCT_SB_F_CKPT_DELTA : 0) |
 		    (g->oob_stamp ? OCT_SB_F_OOB_STAMP : 0) |
-		    (g->flush_sum ? OCT_SB_F_FLUSH_SUM : 0);
+		    (g->flush_sum ? OCT_SB_F_FLUSH_SUM : 0) |
+		    (g->pi ? OCT_SB_F_PI : 0);
 	sb->pe_cycles = g->pe_cycles;
 	sb->crc = 0;
 	sb->crc = oct_crc32c(0, sb, OCT_SB_SIZE);
@@ -214,6 +215,9 @@ int ftl_sb_decode(const struct oct_sb *in, struct ftl_geom *g)
 	/* summaries carry the flush in their flush record: room for it */
 	g->flush_sum = sb.flags & OCT_SB_F_FLUSH_SUM;
 	if (g->flush_sum && g->oob < FTL_OOB_FLUSH_MIN)
+		return -EBADMSG;
+	g->pi = sb.flags & OCT_SB_F_PI;
+	if (g->pi && !ftl_pi_fits(g))
 		return -EBADMSG;
 	if (g->nblocks != sb.nblocks || g->flash_off != sb.flash_offset ||
 	    g->oob_off != sb.oob_offset || g->ckpt_blocks != sb.ckpt_blocks)

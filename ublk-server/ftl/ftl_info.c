@@ -53,6 +53,7 @@ int ftl_info_read(const char *path, struct ftl_info *info)
 	info->ckpt_delta = g.ckpt_delta;
 	info->pe_cycles = g.pe_cycles;
 	info->flush_sum = g.flush_sum;
+	info->pi = g.pi;
 	ftl_topo_fill(&g, &info->topo);
 	if (size < g.image_size || (!blkdev && size != g.image_size))
 		r = -EINVAL;
@@ -98,6 +99,7 @@ void ftl_info_print(const struct ftl_info *i, const char *image, FILE *out,
 		oct_json_bool(&j, "erase_stamps", i->erase_stamps);
 		oct_json_bool(&j, "ckpt_delta", i->ckpt_delta);
 		oct_json_bool(&j, "flush_summaries", i->flush_sum);
+		oct_json_str(&j, "integrity", i->pi ? "t10dif" : "none");
 		oct_json_u64(&j, "logical_block_size", i->topo.logical);
 		oct_json_u64(&j, "physical_block_size", i->topo.physical);
 		oct_json_u64(&j, "alignment_offset", i->topo.alignment_offset);
@@ -132,6 +134,8 @@ void ftl_info_print(const struct ftl_info *i, const char *image, FILE *out,
 	    i->erase_stamps ? ", erase stamps" : "",
 	    i->ckpt_delta ? ", delta checkpoints" : "",
 	    i->flush_sum ? ", flush summaries" : "");
+	ROW("integrity", "%s", i->pi ? "t10dif (T10-DIF type 1 per 512-byte "
+	    "sector, CRC16 guard, ref tag; guards in the OOB)" : "none");
 	ROW("logical block", "%s", SZ(i->topo.logical, a));
 	ROW("physical block", "%s", SZ(i->topo.physical, a));
 	ROW("alignment offset", "%u bytes", i->topo.alignment_offset);

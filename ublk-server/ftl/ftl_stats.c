@@ -99,6 +99,7 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 		(double)c.page_programs * g->ps /
 		((double)c.host_write_sectors * FTL_SECTOR) : 0;
 	st->align = g->align;
+	st->pi = g->pi;
 	st->page_size = g->ps;
 }
 
@@ -131,6 +132,7 @@ static void stats_print_table(const struct ftl_stats *st, FILE *out,
 
 	stats_row(out, "align", "%s", align);
 	stats_row(out, "page size", "%s", oct_fmt_size(st->page_size, a, sizeof(a)));
+	stats_row(out, "integrity", "%s", st->pi ? "t10dif (T10-DIF type 1 per 512-byte sector)" : "none");
 	stats_row(out, "host read", "%s", stats_sectors(st->host_read_sectors, a, sizeof(a)));
 	stats_row(out, "host written", "%s", stats_sectors(st->host_write_sectors, a, sizeof(a)));
 	stats_row(out, "host discarded", "%s", stats_sectors(st->host_discard_sectors, a, sizeof(a)));
@@ -251,6 +253,7 @@ void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json)
 	stats_json_array(&j, "wear_map", st->wear_map, st->wear_map_len);
 	oct_json_str(&j, "last_mount", mount_name(st->last_mount));
 	oct_json_str(&j, "align", align);
+	oct_json_str(&j, "integrity", st->pi ? "t10dif" : "none");
 	oct_json_bool(&j, "read_only", st->read_only);
 	oct_json_end(&j);
 }

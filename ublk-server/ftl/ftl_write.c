@@ -158,6 +158,9 @@ static int write_run(struct ftl *f, uint64_t lpn, uint64_t n,
 					    &x);
 		if (!r) {
 			ftl_unlock(&f->lock);
+			for (uint32_t k = 0; f->g.pi && k < x.n; k++)
+				ftl_pi_fill(&f->g, tls_oob + (size_t)k * f->g.oob,
+					    data + (size_t)k * f->g.ps);
 			ftl_run_program(f, &x, data, tls_oob);
 			ftl_lock(&f->lock);
 			r = ftl_run_finish(f, &x);
