@@ -60,33 +60,6 @@ int ublk_q_prep(struct ublk_queue *q, struct io_uring *ring, unsigned nr,
 	return 0;
 }
 
-int ublk_q_ucopy(struct ublk_queue *q, unsigned tag, void *buf, size_t len,
-		 bool in, uint64_t flag)
-{
-#ifdef UBLK_QID_OFF
-	uint64_t pos = UBLKSRV_IO_BUF_OFFSET + ((uint64_t)q->id << UBLK_QID_OFF) +
-		       ((uint64_t)tag << UBLK_TAG_OFF);
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = in ?
-			pread(q->dev->cdev_fd, (char *)buf + done, len - done,
-			      (off_t)((pos + done) | flag)) :
-			pwrite(q->dev->cdev_fd, (const char *)buf + done,
-			       len - done, (off_t)((pos + done) | flag));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		done += (size_t)n;
-	}
-	return 0;
-#else   /* a uapi header without user copy */
-	(void)q; (void)tag; (void)buf; (void)len; (void)in; (void)flag;
-	return -EOPNOTSUPP;
-#endif
-}
-
 int ublk_q_handle(struct ublk_queue *q, unsigned tag, void *buf)
 {
 	const struct ublksrv_io_desc *iod = &q->iods[tag];

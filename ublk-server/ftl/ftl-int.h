@@ -963,6 +963,9 @@ bool ftl_pi_fits(const struct ftl_geom *g);
 /* Add the PI record of page data @data after the records of OOB area
  * @oob (its ftl_oob filled); nothing unless g->pi. */
 void ftl_pi_fill(const struct ftl_geom *g, void *oob, const void *data);
+/* T10-DIF type 1 tuple at @t: @guard, app tag 0, ref tag the low 32 bits of
+ * @sector (big-endian). */
+void ftl_pi_tuple(uint8_t *t, uint16_t guard, uint64_t sector);
 /* The guards of OOB area @oob (its ftl_oob valid) into @guard (ps / 512
  * of them, host order): false when the record does not check out. */
 bool ftl_pi_guards(const struct ftl_geom *g, const void *oob,
