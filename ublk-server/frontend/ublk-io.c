@@ -64,7 +64,9 @@ int ublk_q_handle(struct ublk_queue *q, unsigned tag, void *buf)
 {
 	const struct ublksrv_io_desc *iod = &q->iods[tag];
 	struct ftl *f = q->dev->ftl;
-	unsigned op = ublksrv_get_op(iod), flags = ublksrv_get_flags(iod);
+	/* UBLK_IO_F_* are bits of op_flags itself: ublksrv_get_flags()
+	 * (op_flags >> 8) has them shifted away */
+	unsigned op = ublksrv_get_op(iod), flags = iod->op_flags;
 	uint64_t off = iod->start_sector * FTL_SECTOR;
 	uint64_t len = (uint64_t)iod->nr_sectors * FTL_SECTOR;
 	int r;

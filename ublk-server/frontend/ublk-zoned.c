@@ -60,7 +60,8 @@ int ublk_zoned_handle(struct ublk_queue *q, unsigned tag, void *buf,
 {
 	const struct ublksrv_io_desc *iod = &q->iods[tag];
 	struct zn *z = q->dev->zn;
-	unsigned op = ublksrv_get_op(iod), flags = ublksrv_get_flags(iod);
+	/* UBLK_IO_F_* are bits of op_flags itself (not of ublksrv_get_flags) */
+	unsigned op = ublksrv_get_op(iod), flags = iod->op_flags;
 	uint64_t len = (uint64_t)iod->nr_sectors * 512;
 	unsigned fua = (flags & UBLK_IO_F_FUA) ? ZN_FUA : 0;
 	int r;

@@ -69,6 +69,21 @@ mode_case() { # MODE [SERVE-OPTIONS...]
 		t_fail "$mode: DISCARD and WRITE_ZEROES read back zeroes"
 	fi
 
+	# FUA: an O_DSYNC direct write reaches the server as a write with REQ_FUA
+	# (block/fops.c), which the engine must make durable before it completes
+	# (ftl_write's FTL_FUA, counted as host_fua); the flag is bit 13 of the
+	# descriptor's op_flags, not of ublksrv_get_flags() (op_flags >> 8), where
+	# the server looked until 2026-12-06 and never found it
+	local fua0 fua1
+	fua0=$($UBLK_FLASH stats "$dev" --json 2>/dev/null | jq -r .host_fua)
+	dd if=/dev/urandom of="$dev" bs=4k count=8 seek=512 oflag=direct,dsync status=none
+	fua1=$($UBLK_FLASH stats "$dev" --json 2>/dev/null | jq -r .host_fua)
+	if [[ $fua0 =~ ^[0-9]+$ && $fua1 =~ ^[0-9]+$ ]] && [ $((fua1 - fua0)) -ge 8 ]; then
+		t_ok "$mode: 8 O_DSYNC writes arrive as FUA and the engine makes them durable (host_fua $fua0 -> $fua1)"
+	else
+		t_fail "$mode: 8 O_DSYNC writes arrive as FUA (host_fua $fua0 -> $fua1, want 8 more)"
+	fi
+
 	fs_case "$mode: ext4" "$dev" "mkfs.ext4 -q -F" "e2fsck -fn"
 	fs_case "$mode: btrfs" "$dev" "mkfs.btrfs -q -f" "btrfs check"
 

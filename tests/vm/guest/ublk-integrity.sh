@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# vm-kernels: 7.3 6.1
+# vm-kernels: 7.3 6.12 6.1
 # vm-timeout: 900
 # Guest test: an image with protection information (`create --integrity t10dif`: the T10-DIF
 # CRC16 guard of every 512-byte sector in its page's OOB) served over ublk's INTEGRITY mode
