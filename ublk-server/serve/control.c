@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "serve.h"
+#include "zoned.h"
 
 #define SERVE_CTL_WAITERS 32
 
@@ -146,7 +147,9 @@ static bool serve_ctl_answer(struct serve_ctl *c, int fd)
 			serve_ctl_write_all(fd, "error: out of memory\n", 21);
 			return false;
 		}
-		if (!c->s->ftl) {       /* a zoned image: no FTL counters */
+		if (!c->s->ftl && c->s->zn && cmd[0] == 's') {
+			zn_stats_print(c->s->zn, m, json);   /* zoned */
+		} else if (!c->s->ftl) {    /* zoned: no health yet */
 			static const char no[] = "error: a zoned image has no "
 				"FTL counters (stats and health: not yet)\n";
 
@@ -155,7 +158,8 @@ static bool serve_ctl_answer(struct serve_ctl *c, int fd)
 			serve_ctl_write_all(fd, no, sizeof(no) - 1);
 			return false;
 		}
-		if (cmd[0] == 'h') {
+		if (!c->s->ftl) {
+		} else if (cmd[0] == 'h') {
 			ftl_health_get(c->s->ftl, &h);
 			ftl_health_print(&h, m, json);
 		} else {

@@ -134,6 +134,16 @@ int zn_report(struct zn *z, uint64_t sect, struct zn_zone *out,
 int zn_flush(struct zn *z);
 void zn_counters_get(struct zn *z, struct zn_counters *c);
 
+/* ---- live stats (zn_stats.c) ------------------------------------------- */
+#include <stdio.h>
+
+/* This open's counters and every block's erase count as `ublk-flash stats`
+ * prints them: JSON under the FTL's keys where they mean the same
+ * (host_write_sectors, page_programs, block_erases, erase_min/max/mean/
+ * stddev, erase_hist, wear_map; gc/wl relocations 0) plus the zones'
+ * (zone_resets, zone_reset_erases, finish_pages...), or a table. */
+void zn_stats_print(struct zn *z, FILE *out, bool json);
+
 /* ---- tools (zn_info.c): info and fsck of a zoned image file ------------ */
 #include <stdio.h>
 
