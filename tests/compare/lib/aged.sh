@@ -622,7 +622,7 @@ aged_plots() {
 		'"\(.fs) \(.mode)@\(.start) \(.discard) WL \(.wl)"' "$1"
 }
 
-# aged_plot_files JSONL DIR SHORT LONG SUBTITLE: aged.gp's figures of the records of
+# aged_plot_files JSONL DIR SHORT LONG SUBTITLE [WHAT]: aged.gp's figures of the records of
 # JSONL in DIR (aged-wa, aged-erase-hist, aged-wear .png/.svg); SHORT and LONG are jq
 # strings naming a record (the WA bars', the panels' and wear strips').
 aged_plot_files() {
@@ -632,13 +632,15 @@ aged_plot_files() {
 	jq -r -s '.[] | . as $c | (.erase_hist | to_entries[] | "\($c.erase_hist_base + .key * $c.erase_hist_width + ($c.erase_hist_width - 1) / 2) \(.value) \($c.erase_hist_width)"), "", ""' \
 		"$1" >"$2/aged-hist.dat"
 	# wear map: a matrix, one row per cell
-	jq -r -s '.[] | .wear_map | map(tostring) | join(" ")' "$1" >"$2/aged-wear.dat"
+	# (rows padded with NaN to the longest: cells of different media, as --zoned's)
+	jq -r -s '(map(.wear_map | length) | max) as $n
+		| .[] | .wear_map | map(tostring) + [range($n - length) | "NaN"] | join(" ")' "$1" >"$2/aged-wear.dat"
 	jq -r -s ".[] | $4" "$1" >"$2/aged-labels.txt"
 	local term n
 	n=$(wc -l <"$2/aged-labels.txt")
 	: >"$OUT/gnuplot.log"
 	for term in png svg; do
-		gnuplot -e "dir='$2'; term='$term'; ncells=$n; subtitle='$5'" \
+		gnuplot -e "dir='$2'; term='$term'; ncells=$n; subtitle='$5'${6:+; what='$6'}" \
 			"$CMP_HERE/aged.gp" >>"$OUT/gnuplot.log" 2>&1 || return 1
 	done
 }
