@@ -205,7 +205,7 @@ zoned_precondition() {
 
 # zoned_mkfs_mount DIR: mkfs on the whole device and mount (CELL_MNT).
 zoned_mkfs_mount() {
-	local log=$1/setup.log nod= opts
+	local log=$1/setup.log nod='' opts
 	[ "$CELL_DISCARD" = none ] && nod=1
 	case $CELL_LAYOUT:$CELL_FS in
 	ftl:ext4) mkfs.ext4 -q -F -b 4096 -E "lazy_itable_init=0,lazy_journal_init=0${nod:+,nodiscard}" "$CELL_DEV" ;;
