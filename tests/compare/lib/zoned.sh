@@ -233,7 +233,7 @@ zoned_mkfs_mount() {
 zoned_cell() {
 	local dir=$1 w was=() wa steady=0 reached=0 t0=$SECONDS t_age nw
 	: >"$dir/age.log"
-	printf 'window\thost_mib\tflash_mib\tgc_relocations\tdevice_wa\n' >"$dir/windows.tsv"
+	printf 'window\tdevice_wa\n' >"$dir/windows.tsv"
 	zoned_setup "$dir" || return 1
 	if [ "$CELL_AGE" = aged ]; then
 		cmp_progress "$CELL_LABEL: precondition"
