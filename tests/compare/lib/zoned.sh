@@ -349,7 +349,7 @@ zoned_plots() {
 	mkdir -p "$pd"
 	aged_plot_files "$OUT/zoned.jsonl" "$pd" '"\(.layout) \(.fs) \(.age)"' \
 		'"\(.layout) \(.fs) \(.age) (\(.discard))"' "$1" \
-		"of the log in the disk (ftl) or in the filesystem (zoned)" || return 1
+		"with the log in the disk (ftl) or the fs (zoned)" || return 1
 	for f in wa erase-hist wear; do
 		mv "$pd/aged-$f.png" "$OUT/zoned-$f.png" && mv "$pd/aged-$f.svg" "$OUT/zoned-$f.svg" || return 1
 	done
