@@ -260,6 +260,7 @@ aged_mount() {
 	local log=$1/setup.log opts
 	case $CELL_DISCARD in
 	online) opts=discard ;;
+	resets) opts=defaults ;;     # --zoned: a zoned disk's filesystem resets zones itself
 	*) opts=nodiscard ;;
 	esac
 	# btrfs turns on async discard by itself on non-rotational devices

@@ -205,7 +205,7 @@ zoned_precondition() {
 
 # zoned_mkfs_mount DIR: mkfs on the whole device and mount (CELL_MNT).
 zoned_mkfs_mount() {
-	local log=$1/setup.log nod='' opts
+	local log=$1/setup.log nod=''
 	[ "$CELL_DISCARD" = none ] && nod=1
 	case $CELL_LAYOUT:$CELL_FS in
 	ftl:ext4) mkfs.ext4 -q -F -b 4096 -E "lazy_itable_init=0,lazy_journal_init=0${nod:+,nodiscard}" "$CELL_DEV" ;;
@@ -220,13 +220,7 @@ zoned_mkfs_mount() {
 		CELL_PART=$ZONED_META_DEV
 		mkfs.f2fs -q -f -m -c "$CELL_DEV" "$ZONED_META_DEV" ;;
 	esac >>"$log" 2>&1 || { cell_fail "mkfs.$CELL_FS ($CELL_LAYOUT)" "$log"; return; }
-	case $CELL_DISCARD in online) opts=discard ;; resets) opts=defaults ;; *) opts=nodiscard ;; esac
-	[ "$CELL_FS" = btrfs ] && [ "$CELL_DISCARD" = online ] && opts=discard=async
-	CELL_MNT=$CMP_WORK/mnt-$CELL_NAME
-	mkdir -p "$CELL_MNT"
-	mount -t "$CELL_FS" -o "$opts" "$CELL_PART" "$CELL_MNT" >>"$log" 2>&1 ||
-		{ cell_fail "mount -o $opts" "$log"; return; }
-	echo "mounted $CELL_FS -o $opts" >>"$log"
+	aged_mount "$1"
 }
 
 # zoned_cell DIR: the whole cell; appends a record to zoned.jsonl.
