@@ -9,11 +9,13 @@ if (term eq 'png') {
 } else {
 	set terminal svg size 1400,800 font 'DejaVu Sans,11' noenhanced dynamic
 }
+# optional: what='...' names the run in the titles (default: the aged device)
+if (!exists("what")) what = 'on the aged device'
 label(i) = system(sprintf("sed -n '%dp' '%s/aged-labels.txt'", i, dir))
 
 # 1. WA split per cell
 set output dir.'/aged-wa.'.term
-set title "Write amplification on the aged device: filesystem WA (host/app) x device WA (flash/host) = total WA\n".subtitle font ',13'
+set title "Write amplification ".what.": filesystem WA (host/app) x device WA (flash/host) = total WA\n".subtitle font ',13'
 set style data histograms
 set style histogram clustered gap 1.5
 set style fill solid 0.9 border rgb '#333333'
@@ -39,7 +41,7 @@ if (term eq 'png') {
 set output dir.'/aged-erase-hist.'.term
 cols = 3
 rows = int((ncells + cols - 1) / cols)
-set multiplot layout rows,cols title 'Erase-count distribution of the data blocks after aging ('.subtitle.')' font ',13'
+set multiplot layout rows,cols title 'Erase-count distribution of the blocks '.what.' ('.subtitle.')' font ',13'
 set style fill solid 0.8 border rgb '#333333'
 set grid ytics lc rgb '#cccccc'
 set yrange [0:*]
@@ -60,7 +62,7 @@ if (term eq 'png') {
 	set terminal svg size 1400,(200 + 40 * ncells) font 'DejaVu Sans,10' noenhanced dynamic
 }
 set output dir.'/aged-wear.'.term
-set title 'Wear map: erase count per flash block (block order, data blocks) after aging ('.subtitle.')' font ',13'
+set title 'Wear map: erase count per flash block (block order) '.what.' ('.subtitle.')' font ',13'
 set palette defined (0 '#ffffcc', 1 '#fd8d3c', 2 '#bd0026', 3 '#400010')
 set cblabel 'erase count'
 set xlabel 'data block'

@@ -16,6 +16,9 @@
 #define ZN_CW_DEGRADED  0x04u  /* media errors: pages failed a check */
 #define ZN_CW_READ_ONLY 0x08u  /* a zone went read-only or offline */
 
+#define ZN_ERASE_HIST 16u    /* erase-count histogram buckets (as the FTL) */
+#define ZN_WEAR_MAP 2048u    /* wear-map cells at most (as the FTL) */
+
 void zn_stats_get(struct zn *z, struct zn_stats *st)
 {
 	uint32_t nb = z->g.nzones * z->g.zone_blocks;
@@ -35,9 +38,13 @@ void zn_stats_get(struct zn *z, struct zn_stats *st)
 			st->written_pages += s->wp;
 	}
 	st->erase_min = UINT32_MAX;
+	st->map_group = nb ? (nb + ZN_WEAR_MAP - 1) / ZN_WEAR_MAP : 1;
+	st->map_len = (nb + st->map_group - 1) / st->map_group;
 	for (uint32_t b = 0; b < nb; b++) {
 		uint32_t ec = nand_block_ec(z->nand, b);
 
+		if (ec > st->map[b / st->map_group])
+			st->map[b / st->map_group] = ec;
 		st->lifetime_erases += ec;
 		if (ec < st->erase_min)
 			st->erase_min = ec;
@@ -46,11 +53,17 @@ void zn_stats_get(struct zn *z, struct zn_stats *st)
 		sum += ec;
 		sq += (double)ec * ec;
 	}
+	if (!nb)
+		st->erase_min = 0;
+	st->hist_base = st->erase_min;
+	st->hist_width = (uint32_t)(((uint64_t)st->erase_max - st->erase_min +
+				     ZN_ERASE_HIST) / ZN_ERASE_HIST);
+	for (uint32_t b = 0; b < nb; b++)
+		st->hist[(nand_block_ec(z->nand, b) - st->hist_base) /
+			 st->hist_width]++;
 	st->c = z->c;
 	nand_counters_get(z->nand, &st->n);
 	pthread_mutex_unlock(&z->lock);
-	if (!nb)
-		st->erase_min = 0;
 	st->erase_mean = nb ? sum / nb : 0;
 	st->erase_stddev = nb ? sqrt(fmax(0, sq / nb - st->erase_mean *
 					  st->erase_mean)) : 0;
@@ -173,6 +186,17 @@ void zn_stats_print(const struct zn_stats *st, FILE *out, bool json)
 		{ "read_crc_errors", st->c.crc_errors },
 		{ "media_failures", st->c.media_failures },
 		{ "nand_violations", st->n.violations },
+		/* the FTL's keys where they mean the same, so that make
+		 * compare reads both alike: no FTL, so no GC, wear levelling,
+		 * checkpoints or read-modify-writes, and discards are resets */
+		{ "host_discard_sectors", 0 },
+		{ "gc_relocations", 0 }, { "wl_relocations", 0 },
+		{ "rmw_subpage", 0 }, { "rmw_straddle", 0 },
+		{ "programs_host", st->c.host_writes },
+		{ "programs_gc", 0 }, { "programs_ckpt", 0 },
+		{ "erase_hist_base", st->hist_base },
+		{ "erase_hist_width", st->hist_width },
+		{ "wear_map_group", st->map_group },
 	};
 	struct oct_json j;
 
@@ -187,6 +211,14 @@ void zn_stats_print(const struct zn_stats *st, FILE *out, bool json)
 		oct_json_u64(&j, u[i].k, u[i].v);
 	oct_json_dbl(&j, "write_amplification", st->write_amplification);
 	oct_json_bool(&j, "read_only", st->read_only);
+	oct_json_arr(&j, "erase_hist");
+	for (size_t i = 0; i < ZN_ERASE_HIST; i++)
+		oct_json_u64(&j, NULL, st->hist[i]);
+	oct_json_end(&j);
+	oct_json_arr(&j, "wear_map");
+	for (size_t i = 0; i < st->map_len; i++)
+		oct_json_u64(&j, NULL, st->map[i]);
+	oct_json_end(&j);
 	oct_json_end(&j);
 }
 

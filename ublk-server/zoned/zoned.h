@@ -168,6 +168,12 @@ struct zn_stats {
 	                               since counts 0 until it is) */
 	uint32_t erase_min, erase_max;  /* per block (the same counts) */
 	double erase_mean, erase_stddev;
+	/* the same counts as the FTL's stats show them (make compare reads
+	 * both alike): a histogram of ZN_ERASE_HIST buckets of hist_width
+	 * from hist_base, and the highest count of every map_group blocks */
+	uint32_t hist_base, hist_width, map_group, map_len;
+	uint32_t hist[16];          /* ZN_ERASE_HIST */
+	uint32_t map[2048];         /* ZN_WEAR_MAP cells at most */
 	struct zn_counters c;       /* since this open (not on the medium) */
 	struct nand_counters n;     /* the same */
 	double write_amplification; /* flash pages programmed / host pages

@@ -83,6 +83,23 @@ aged_long_cells() {
 	done
 }
 
+# aged_check_numbers MODE: --size, --op, --fill, --tolerance, --max-windows and
+# --min-windows (SIZE_BYTES set) or exit 2; MODE (--aged, --zoned) names the run.
+aged_check_numbers() {
+	SIZE_BYTES=$(cmp_bytes "$OPT_SIZE") || cmp_usage_err "--size: bad size '$OPT_SIZE'"
+	[ "$SIZE_BYTES" -ge $((128 << 20)) ] || cmp_usage_err "--size: at least 128M with $1"
+	[[ $AGED_OP =~ ^[0-9]+$ ]] && [ "$AGED_OP" -ge 1 ] && [ "$AGED_OP" -le 100 ] ||
+		cmp_usage_err "--op: '$AGED_OP' is not a percentage 1..100"
+	[[ $AGED_FILL =~ ^[0-9]+$ ]] && [ "$AGED_FILL" -ge 10 ] && [ "$AGED_FILL" -le 90 ] ||
+		cmp_usage_err "--fill: '$AGED_FILL' is not a percentage 10..90"
+	[[ $AGED_TOL =~ ^[0-9]+$ ]] && [ "$AGED_TOL" -ge 1 ] && [ "$AGED_TOL" -le 50 ] ||
+		cmp_usage_err "--tolerance: '$AGED_TOL' is not a percentage 1..50"
+	[[ $AGED_MAXW =~ ^[0-9]+$ ]] && [ "$AGED_MAXW" -ge 3 ] ||
+		cmp_usage_err "--max-windows: '$AGED_MAXW' is not a number >= 3"
+	[[ $AGED_MINW =~ ^[0-9]+$ ]] && [ "$AGED_MINW" -ge 1 ] ||
+		cmp_usage_err "--min-windows: '$AGED_MINW' is not a number >= 1"
+}
+
 aged_parse_args() {
 	local opt val preset=quick cells='' size='' op='' maxw='' wlt=''
 	OPT_OUT='' OPT_FRONTEND='' OPT_PLOT=1 OPT_KEEP=0 AGED_FILL=70 AGED_TOL=5 AGED_MINW=4
@@ -131,18 +148,7 @@ aged_parse_args() {
 	[ -n "$op" ] && AGED_OP=$op
 	[ -n "$maxw" ] && AGED_MAXW=$maxw
 	[ -n "$wlt" ] && AGED_WLT=$wlt
-	SIZE_BYTES=$(cmp_bytes "$OPT_SIZE") || cmp_usage_err "--size: bad size '$OPT_SIZE'"
-	[ "$SIZE_BYTES" -ge $((128 << 20)) ] || cmp_usage_err "--size: at least 128M with --aged"
-	[[ $AGED_OP =~ ^[0-9]+$ ]] && [ "$AGED_OP" -ge 1 ] && [ "$AGED_OP" -le 100 ] ||
-		cmp_usage_err "--op: '$AGED_OP' is not a percentage 1..100"
-	[[ $AGED_FILL =~ ^[0-9]+$ ]] && [ "$AGED_FILL" -ge 10 ] && [ "$AGED_FILL" -le 90 ] ||
-		cmp_usage_err "--fill: '$AGED_FILL' is not a percentage 10..90"
-	[[ $AGED_TOL =~ ^[0-9]+$ ]] && [ "$AGED_TOL" -ge 1 ] && [ "$AGED_TOL" -le 50 ] ||
-		cmp_usage_err "--tolerance: '$AGED_TOL' is not a percentage 1..50"
-	[[ $AGED_MAXW =~ ^[0-9]+$ ]] && [ "$AGED_MAXW" -ge 3 ] ||
-		cmp_usage_err "--max-windows: '$AGED_MAXW' is not a number >= 3"
-	[[ $AGED_MINW =~ ^[0-9]+$ ]] && [ "$AGED_MINW" -ge 1 ] ||
-		cmp_usage_err "--min-windows: '$AGED_MINW' is not a number >= 1"
+	aged_check_numbers --aged
 	[[ $AGED_WLT =~ ^[0-9]+$ ]] && [ "$AGED_WLT" -ge 1 ] && [ "$AGED_WLT" -lt 1000000 ] ||
 		cmp_usage_err "--wl-threshold: '$AGED_WLT' is not a number 1..999999"
 	case $OPT_FRONTEND in ""|ublk|fuse) ;;
@@ -254,6 +260,7 @@ aged_mount() {
 	local log=$1/setup.log opts
 	case $CELL_DISCARD in
 	online) opts=discard ;;
+	resets) opts=defaults ;;     # --zoned: a zoned disk's filesystem resets zones itself
 	*) opts=nodiscard ;;
 	esac
 	# btrfs turns on async discard by itself on non-rotational devices
@@ -271,6 +278,7 @@ aged_util() {
 	local u a
 	sync -f "$CELL_MNT"
 	read -r u a < <(df -B1 --output=used,avail "$CELL_MNT" | tail -n 1)
+	u=$(( u - ${AGED_USED0:-0} ))   # what the fill wrote, with AGED_FILL_OF=avail
 	echo $(( u * 100 / (u + a) ))
 }
 
@@ -283,6 +291,10 @@ aged_fill() {
 	local dir=$1 log=$1/fill.log total used want g k
 	used=$(df -B1 --output=used "$CELL_MNT" | tail -n 1)
 	total=$(( used + $(df -B1 --output=avail "$CELL_MNT" | tail -n 1) ))
+	# AGED_FILL_OF=avail (--zoned): AGED_FILL % of the room free after mkfs (f2fs on a
+	# small zoned disk counts half of it used at mount: its reserved sections)
+	AGED_USED0=0
+	[ "${AGED_FILL_OF:-}" = avail ] && AGED_USED0=$used total=$(( total - used )) used=0
 	want=$(( total * AGED_FILL / 100 - used ))
 	[ "$want" -gt $((8 << 20)) ] || { echo "no room to fill ($total, $used)" >>"$log"; cell_fail "fill" "$log"; return; }
 	AGED_DB_FILES=4
@@ -563,12 +575,18 @@ aged_row() {
 	printf "$AGED_ROW_FMT" $line
 }
 
-# aged_finish META: aged.json, aged.csv (arrays as ;-joined), aged-table.md.
-aged_finish() {
-	jq -s --argjson meta "$1" '{meta: $meta, results: .}' "$OUT/aged.jsonl" >"$OUT/aged.json"
+# aged_json_csv NAME META: OUT/NAME.json (meta + results) and OUT/NAME.csv (arrays
+# as ;-joined) from OUT/NAME.jsonl.
+aged_json_csv() {
+	jq -s --argjson meta "$2" '{meta: $meta, results: .}' "$OUT/$1.jsonl" >"$OUT/$1.json"
 	jq -r -s '(.[0] | keys_unsorted) as $k | ($k | @csv),
 		(.[] | [.[$k[]] | if type == "array" then map(tostring) | join(";") else . end] | @csv)' \
-		"$OUT/aged.jsonl" >"$OUT/aged.csv"
+		"$OUT/$1.jsonl" >"$OUT/$1.csv"
+}
+
+# aged_finish META: aged.json, aged.csv (arrays as ;-joined), aged-table.md.
+aged_finish() {
+	aged_json_csv aged "$1"
 	jq -r -s '
 	def f(n): if . == null then "-" else (. * pow(10; n) | round) / pow(10; n) | tostring end;
 	"| fs | mode | start | alignpart | discard | static WL | steady (window) | app MiB | host MiB | flash MiB | GC relocations | erases | fs WA | device WA | total WA | erase min / max / mean / sd | overwrite MiB/s |",
@@ -600,20 +618,30 @@ aged_summary() {
 
 # aged_plots SUBTITLE: aged-wa, aged-erase-hist, aged-wear (.png, .svg).
 aged_plots() {
+	aged_plot_files "$OUT/aged.jsonl" "$OUT" \
+		'"\(.fs) \(.mode)@\(.start) \(.discard)\(if .wl == "on" then " WL" else "" end)"' \
+		'"\(.fs) \(.mode)@\(.start) \(.discard) WL \(.wl)"' "$1"
+}
+
+# aged_plot_files JSONL DIR SHORT LONG SUBTITLE [WHAT]: aged.gp's figures of the records of
+# JSONL in DIR (aged-wa, aged-erase-hist, aged-wear .png/.svg); SHORT and LONG are jq
+# strings naming a record (the WA bars', the panels' and wear strips').
+aged_plot_files() {
 	# WA split: one row per cell
-	jq -r -s '.[] | "\"\(.fs) \(.mode)@\(.start) \(.discard)\(if .wl == "on" then " WL" else "" end)\" \(.fs_wa) \(.device_wa) \(.total_wa)"' \
-		"$OUT/aged.jsonl" >"$OUT/aged-wa.dat"
+	jq -r -s '.[] | "\"\('"$3"')\" \(.fs_wa) \(.device_wa) \(.total_wa)"' "$1" >"$2/aged-wa.dat"
 	# erase-count histograms: per cell a block (bucket start, blocks), blank lines between
 	jq -r -s '.[] | . as $c | (.erase_hist | to_entries[] | "\($c.erase_hist_base + .key * $c.erase_hist_width + ($c.erase_hist_width - 1) / 2) \(.value) \($c.erase_hist_width)"), "", ""' \
-		"$OUT/aged.jsonl" >"$OUT/aged-hist.dat"
+		"$1" >"$2/aged-hist.dat"
 	# wear map: a matrix, one row per cell
-	jq -r -s '.[] | .wear_map | map(tostring) | join(" ")' "$OUT/aged.jsonl" >"$OUT/aged-wear.dat"
-	jq -r -s '.[] | "\(.fs) \(.mode)@\(.start) \(.discard) WL \(.wl)"' "$OUT/aged.jsonl" >"$OUT/aged-labels.txt"
+	# (rows padded with NaN to the longest: cells of different media, as --zoned's)
+	jq -r -s '(map(.wear_map | length) | max) as $n
+		| .[] | .wear_map | map(tostring) + [range($n - length) | "NaN"] | join(" ")' "$1" >"$2/aged-wear.dat"
+	jq -r -s ".[] | $4" "$1" >"$2/aged-labels.txt"
 	local term n
-	n=$(wc -l <"$OUT/aged-labels.txt")
+	n=$(wc -l <"$2/aged-labels.txt")
 	: >"$OUT/gnuplot.log"
 	for term in png svg; do
-		gnuplot -e "dir='$OUT'; term='$term'; ncells=$n; subtitle='$1'" \
+		gnuplot -e "dir='$2'; term='$term'; ncells=$n; subtitle='$5'${6:+; what='$6'}" \
 			"$CMP_HERE/aged.gp" >>"$OUT/gnuplot.log" 2>&1 || return 1
 	done
 }

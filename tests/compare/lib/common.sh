@@ -38,6 +38,9 @@ Options (lists are comma-separated):
   --no-plot          skip the gnuplot plots
   --keep             keep the flash images in DIR/images
   --aged             the aged-device comparison instead (its own options: --aged --help)
+  --zoned, --vm      the log inside the disk or inside the filesystem: zoned images
+                     beside the FTL (ublk ZONED, Linux 6.6+; --vm: in the 7.3 qemu
+                     guest, results here; its own options: --zoned --help)
   --help             this text
 
 Output in DIR: results.csv, results.json, table.md (Markdown), summary.txt, plot.png,
