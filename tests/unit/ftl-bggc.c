@@ -32,7 +32,7 @@
  *    synced value or one of its later writes, never fail (EIO: a page
  *    vouched for as flushed that was not): the sync may claim only what
  *    was written before it (flushed_seq = seq0), never what the writers
- *    did in the window.  30 rounds, seeded.
+ *    did in the window.  100 rounds, seeded.
  * Seeded: OCTANT_SEED replays.
  *
  * Inspects engine internals (struct ftl, ftl-int.h): the GC thread's
@@ -618,7 +618,7 @@ static void cut_in_sync(void)
 	bool *wrote = calloc(PAGES, 1);
 	int rounds = 0;
 
-	for (int round = 0; round < 30 && !t_failures; round++) {
+	for (int round = 0; round < 100 && !t_failures; round++) {
 		struct ftl *f;
 		int st;
 

@@ -511,6 +511,8 @@ struct ftl_bggc {
 	                                throttled (reserve < lo <= hi) */
 	pthread_cond_t room;         /* the thread made room (or stopped
 	                                trying): wakes throttled writers */
+	uint32_t waiters;            /* writers waiting on room at the
+	                                reserve: the thread does not pause */
 	uint64_t retry_seq;          /* the thread found nothing to gain;
 	                                writers wake it again only once
 	                                log.seq reaches this */

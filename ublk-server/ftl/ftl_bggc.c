@@ -115,6 +115,7 @@ static void *bggc_main(void *arg)
 
 	ftl_lock(&f->lock);
 	while (!f->bggc.stop && !f->bb.worn_out) {
+		bool hurry;
 		int r;
 
 		if (bggc_idle(f)) {
@@ -138,11 +139,15 @@ static void *bggc_main(void *arg)
 		}
 		pthread_cond_broadcast(&f->bggc.room); /* throttled writers */
 		/* let writers waiting on the lock in: a writer woken by the
-		 * unlock needs a moment to run, and a mutex is not fair */
+		 * unlock needs a moment to run, and a mutex is not fair (no
+		 * pause while writers wait on room instead: they need the
+		 * next step sooner) */
+		hurry = f->bggc.waiters > 0;
 		ftl_unlock(&f->lock);
 		if (f->bggc.step_hook)            /* tests: lock released */
 			f->bggc.step_hook(f, f->bggc.step_ctx);
-		nanosleep(&(struct timespec){ 0, BGGC_PAUSE_NS }, NULL);
+		if (!hurry)
+			nanosleep(&(struct timespec){ 0, BGGC_PAUSE_NS }, NULL);
 		ftl_lock(&f->lock);
 	}
 	ftl_gc_bg_drop(f);              /* a victim left half evacuated */
@@ -210,7 +215,8 @@ int ftl_bggc_poke(struct ftl *f)
 }
 
 /*
- * Throttle (f->lock held, a writer about to open a host block): below
+ * Throttle (f->lock held, a writer about to open a host block), when the
+ * thread's syncs were learnt expensive (gc.batch > 1: a disk file): below
  * bggc.lo free blocks the writer gives the thread one step (f->lock
  * released, at most THROTTLE_NS); at the reserve it waits for the thread
  * to make room, as long as the thread can (bggc_helps).  A writer never
@@ -239,7 +245,13 @@ static int room_wait(struct ftl *f, long ns)
 
 int ftl_bggc_throttle(struct ftl *f, unsigned *waits)
 {
+	int r;
+
 	FTL_ASSERT_HELD(&f->lock);
+	/* syncs learnt cheap (gc.batch 1: tmpfs, memory): a writer's own GC
+	 * costs less than waking the thread and waiting for its steps */
+	if (f->gc.batch <= 1 && !f->o.gc_batch)
+		return f->idx.nfree <= f->gc.reserve;
 	if (f->idx.nfree > f->gc.reserve) {
 		if (*waits || f->idx.nfree >= f->bggc.lo || !bggc_helps(f))
 			return 0;
@@ -256,8 +268,10 @@ int ftl_bggc_throttle(struct ftl *f, unsigned *waits)
 	/* a thread that ended no step in WAIT_NS and is not in its sync (a
 	 * test's hook), or not in WAIT_MAX waits: the writer collects
 	 * itself, as without it */
-	if (room_wait(f, WAIT_NS) == ETIMEDOUT &&
-	    (!f->gc.syncing || ++*waits > WAIT_MAX))
+	f->bggc.waiters++;
+	r = room_wait(f, WAIT_NS);
+	f->bggc.waiters--;
+	if (r == ETIMEDOUT && (!f->gc.syncing || ++*waits > WAIT_MAX))
 		return 1;
 	++*waits;
 	return 2;
