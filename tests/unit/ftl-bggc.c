@@ -24,6 +24,15 @@
  * 5. Short steps: with 64-page blocks, a host write of a page of the
  *    thread's victim completes while that victim is half evacuated (a
  *    test hook between steps, not timing); the thread then finishes it.
+ * 6. Host writes inside the thread's unlocked sync (GC-SIDE SYNC,
+ *    ftl_gc.c): a hook after the backing's sync, before the thread takes
+ *    the lock again, lets the test thread overwrite pages and write on
+ *    (unsynced: each may be dropped or torn); after the thread's step
+ *    more writes, then a power cut takes the crash image.  Every page must then read as its
+ *    synced value or one of its later writes, never fail (EIO: a page
+ *    vouched for as flushed that was not): the sync may claim only what
+ *    was written before it (flushed_seq = seq0), never what the writers
+ *    did in the window.  100 rounds, seeded.
  * Seeded: OCTANT_SEED replays.
  *
  * Inspects engine internals (struct ftl, ftl-int.h): the GC thread's
@@ -524,6 +533,179 @@ static void half_evacuated(void)
 	b->ops->destroy(b);
 }
 
+/* ---- 6: host writes inside the thread's unlocked sync, then a cut ------- */
+
+struct win {
+	pthread_mutex_t mx;
+	pthread_cond_t cv;
+	int state;              /* 0 wait, 1 the thread is in its sync, 2 the
+	                           writes are done, 3 the cut was taken */
+	uint64_t seed;
+	uint8_t *img;
+};
+
+static void win_wait(struct win *w, int until, int ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	while (w->state < until &&
+	       pthread_cond_timedwait(&w->cv, &w->mx, &ts) == 0)
+		;
+}
+
+/* The GC thread inside its unlocked sync: hand over to the test thread
+ * once, wait for its writes. */
+static void win_sync_hook(struct ftl *f, void *ctx)
+{
+	struct win *w = ctx;
+
+	(void)f;
+	pthread_mutex_lock(&w->mx);
+	if (w->state == 0) {
+		w->state = 1;
+		pthread_cond_broadcast(&w->cv);
+		win_wait(w, 2, 30000);
+	}
+	pthread_mutex_unlock(&w->mx);
+}
+
+/* The GC thread after the step with that sync. */
+static void win_step_hook(struct ftl *f, void *ctx)
+{
+	struct win *w = ctx;
+
+	(void)f;
+	pthread_mutex_lock(&w->mx);
+	if (w->state == 2) {
+		w->state = 3;
+		pthread_cond_broadcast(&w->cv);
+	}
+	pthread_mutex_unlock(&w->mx);
+}
+
+/* @n overwrites of pages not written yet this round, unsynced. */
+static void win_writes(struct ftl *f, unsigned n, uint8_t *later, bool *wrote)
+{
+	uint8_t pg[4096];
+
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t p = rnd() % PAGES;
+
+		if (wrote[p])
+			continue;
+		for (size_t k = 0; k < sizeof(pg); k += 8)
+			*(uint64_t *)(pg + k) = rnd();
+		T_CHECK(ftl_write(f, pg, p * 4096, 4096, 0) == 0, "write");
+		memcpy(later + p * 4096, pg, 4096);
+		wrote[p] = true;
+	}
+}
+
+static void cut_in_sync(void)
+{
+	uint64_t isz = ftl_test_image_size(&copts);
+	struct nand_backing *b = prepare(), *m;
+	struct win w = { .mx = PTHREAD_MUTEX_INITIALIZER,
+			 .cv = PTHREAD_COND_INITIALIZER, .img = malloc(isz) };
+	uint8_t *later = malloc(SIZE);          /* a page's later write */
+	bool *wrote = calloc(PAGES, 1);
+	int rounds = 0;
+
+	for (int round = 0; round < 100 && !t_failures; round++) {
+		struct ftl *f;
+		int st;
+
+		f = open_on(b, false);          /* hooks before the thread */
+		for (int k = 0; k < 8 && nfree(f) >= f->bggc.hi; k++)
+			overwrite(f, PAGES / 2);
+		T_CHECK(ftl_flush(f) == 0, "flush");
+		w.seed = rnd();
+		w.state = 0;
+		f->bggc.sync_hook = win_sync_hook;
+		f->bggc.sync_ctx = &w;
+		f->bggc.step_hook = win_step_hook;
+		f->bggc.step_ctx = &w;
+		T_CHECK(ftl_bggc_start(f) == 0, "start the thread");
+		pthread_mutex_lock(&w.mx);
+		win_wait(&w, 1, 30000);
+		st = w.state;
+		pthread_mutex_unlock(&w.mx);
+		memset(wrote, 0, PAGES);
+		if (st == 1) {
+			/* overwrites, unsynced, while the thread is unlocked */
+			win_writes(f, 8 + (unsigned)(rnd() % 24), later, wrote);
+			rounds++;
+		}
+		pthread_mutex_lock(&w.mx);
+		w.state = st == 1 ? 2 : 3;
+		pthread_cond_broadcast(&w.cv);
+		win_wait(&w, 3, 30000);
+		st = w.state;
+		pthread_mutex_unlock(&w.mx);
+		T_CHECK(st == 3, "round %d: the thread's step ended", round);
+		/* more writes, whose records vouch for what was flushed, then
+		 * the cut (the thread excluded) */
+		win_writes(f, 1 + (unsigned)(rnd() % 4), later, wrote);
+		ftl_lock(&f->lock);
+		nand_mem_crash_image(b, w.seed, true, w.img);
+		nand_mem_power_off(b);
+		ftl_unlock(&f->lock);
+		ftl_abandon(f);
+		b->ops->destroy(b);
+		b = NULL;
+		if (st != 3)
+			break;
+		T_CHECK(nand_backing_mem(isz, true, &m) == 0, "mem");
+		nand_mem_load(m, w.img);
+		b = m;
+		f = open_on(b, false);
+		{
+			int r = ftl_read(f, rbuf, 0, SIZE);
+
+			T_CHECK(r == 0, "round %d (seed %llu): read after the cut: "
+				"%d", round, (unsigned long long)w.seed, r);
+			for (uint32_t p = 0; !r && p < PAGES; p++) {
+				uint8_t *got = rbuf + (size_t)p * 4096;
+
+				if (!memcmp(got, shadow + (size_t)p * 4096, 4096))
+					continue;
+				if (wrote[p] && !memcmp(got, later + (size_t)p * 4096,
+							4096)) {
+					/* the later write survived: it is the
+					 * page's value from now on */
+					memcpy(shadow + (size_t)p * 4096, got, 4096);
+					continue;
+				}
+				T_CHECK(0, "round %d (seed %llu): page %u neither "
+					"its synced value nor its later write", round,
+					(unsigned long long)w.seed, p);
+				break;
+			}
+			if (r) {        /* go on from what can be read */
+				for (uint32_t p = 0; p < PAGES; p++)
+					ftl_read(f, shadow + (size_t)p * 4096,
+						 (uint64_t)p * 4096, 4096);
+			}
+		}
+		T_CHECK(ftl_close(f) == 0, "close");
+	}
+	fprintf(stderr, "cut in the thread's sync: %d rounds with writes in "
+		"the window\n", rounds);
+	T_CHECK(rounds > 0, "writes inside the thread's unlocked sync");
+	if (b)
+		b->ops->destroy(b);
+	free(w.img);
+	free(later);
+	free(wrote);
+}
+
 int main(void)
 {
 	rs = t_seed() | 1;
@@ -540,6 +722,8 @@ int main(void)
 		thread_error();
 	if (!t_failures)
 		half_evacuated();
+	if (!t_failures)
+		cut_in_sync();
 	free(shadow);
 	free(rbuf);
 	return t_result();

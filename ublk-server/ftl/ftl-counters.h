@@ -35,7 +35,8 @@
  * victims emptied and erase rounds done by the background GC thread,
  * errors that thread hit (each one also failed the next host write), and
  * flush summary pages programmed (what the proof of host flushes costs,
- * ftl_fsum.c).
+ * ftl_fsum.c), and waits of writers throttled by the GC thread's
+ * watermarks (ftl_bggc_throttle).
  */
 #ifndef OCTANT_FTL_COUNTERS_H
 #define OCTANT_FTL_COUNTERS_H
@@ -78,6 +79,7 @@
 	X(gc_bg_victims,        ENG)   \
 	X(gc_bg_erase_rounds,   ENG)   \
 	X(gc_bg_errors,         ENG)   \
-	X(fsum_pages,           ENG)
+	X(fsum_pages,           ENG)   \
+	X(gc_throttled,         ENG)
 
 #endif

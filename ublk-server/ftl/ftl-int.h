@@ -147,6 +147,19 @@ static inline void ftl_cond_wait(pthread_cond_t *c, struct ftl_mutex *m)
 	FTL_LC(__atomic_store_n(&m->owner, ftl_self(), __ATOMIC_RELAXED);)
 }
 
+/* The same, waking by @abstime (CLOCK_REALTIME) at the latest:
+ * ETIMEDOUT then, else 0. */
+static inline int ftl_cond_timedwait(pthread_cond_t *c, struct ftl_mutex *m,
+				     const struct timespec *abstime)
+{
+	int r;
+
+	FTL_LC(__atomic_store_n(&m->owner, 0, __ATOMIC_RELAXED);)
+	r = pthread_cond_timedwait(c, &m->mx, abstime);
+	FTL_LC(__atomic_store_n(&m->owner, ftl_self(), __ATOMIC_RELAXED);)
+	return r;
+}
+
 static inline void ftl_rdlock(struct ftl_rwlock *l)
 {
 	pthread_rwlock_rdlock(&l->rw);
@@ -472,6 +485,10 @@ struct ftl_gc {
 	uint32_t cur;                /* the GC thread's victim, half
 	                                evacuated (FTL_NONE: none); never a
 	                                victim of other GC */
+	bool syncing;                /* the GC thread's sync runs with f->lock
+	                                released: blocks pended meanwhile are
+	                                not covered by it (ftl_gc.c, GC-SIDE
+	                                SYNC) */
 };
 
 /* The background GC thread (ftl_bggc.c; the policy is described there).
@@ -492,12 +509,22 @@ struct ftl_bggc {
 	                                (ftl_balance) and clears it */
 	uint32_t hi;                 /* the thread collects while nfree < hi
 	                                (set at alloc) */
+	uint32_t lo;                 /* writers opening a block below it are
+	                                throttled (reserve < lo <= hi) */
+	pthread_cond_t room;         /* the thread made room (or stopped
+	                                trying): wakes throttled writers */
+	uint32_t waiters;            /* writers waiting on room at the
+	                                reserve: the thread does not pause */
 	uint64_t retry_seq;          /* the thread found nothing to gain;
 	                                writers wake it again only once
 	                                log.seq reaches this */
 	/* tests: called by the thread after each step, f->lock released */
 	void (*step_hook)(struct ftl *f, void *ctx);
 	void *step_ctx;
+	/* tests: called inside the thread's unlocked sync (ftl_gc.c), after
+	 * the backing's sync, f->lock released */
+	void (*sync_hook)(struct ftl *f, void *ctx);
+	void *sync_ctx;
 };
 
 /* The scrub queue: pages read with many corrected bits (ftl_readpage.c;
@@ -743,6 +770,11 @@ void ftl_bggc_stop(struct ftl *f);
 /* Writers (f->lock held): wake the thread when free space is below the
  * high watermark; returns the thread's unreported error (and clears it). */
 int ftl_bggc_poke(struct ftl *f);
+/* Writers (f->lock held) about to open a host block: throttled below
+ * bggc.lo, wait for the thread at the reserve.  0: go on, 1: collect
+ * inline (at the reserve, no thread that can help), 2: the lock was let
+ * go, decide again. */
+int ftl_bggc_throttle(struct ftl *f, unsigned *waits);
 
 /* ftl_maint.c: moves above GC (f->lock held) */
 int ftl_retire_move(struct ftl *f);
@@ -766,6 +798,9 @@ int ftl_erase_pending(struct ftl *f, bool force_sync);
 int ftl_gc_bg_step(struct ftl *f, uint32_t target);
 /* The thread's victim, half evacuated, is any GC's again. */
 void ftl_gc_bg_drop(struct ftl *f);
+/* The GC thread's sync, f->lock released while the backing syncs (see
+ * GC-SIDE SYNC in ftl_gc.c). */
+int ftl_gc_sync_unlocked(struct ftl *f);
 
 /* ftl_ckpt_write.c (f->lock held) */
 int ftl_ckpt_write(struct ftl *f, bool clean);

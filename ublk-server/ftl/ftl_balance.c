@@ -24,21 +24,28 @@ static bool seq_room_low(const struct ftl *f)
  * garbage collection (and the static-WL check after its erase round)
  * while the host stream would have to open a block from GC's
  * reserve (the low watermark: with a background GC thread, ftl_bggc.c,
- * only when it has not kept up; above it the thread is woken instead).
+ * only when it cannot help; above it the thread is woken instead, and
+ * below its throttle watermark the writer lets it run first:
+ * ftl_bggc_throttle).  A due checkpoint is the thread's, when there is
+ * one.
  * -EROFS once the spares are used up (ftl_bb_grown); -ENOSPC when GC
  * found no room (a backing that is full: the device stays writable); an
  * error the GC thread hit since the last host write is returned once.
  */
 int ftl_balance(struct ftl *f)
 {
-	int r;
+	unsigned waits = 0;
+	int r, t;
 
 	FTL_ASSERT_HELD(&f->lock);
 	r = ftl_bggc_poke(f);
 	if (r)
 		return r;
 	for (;;) {
-		if (f->ck.due || seq_room_low(f)) {
+		/* a checkpoint that came due is the GC thread's, unless
+		 * the writer cannot wait: sequence room, or it fell behind */
+		if (seq_room_low(f) || (f->ck.due && (!f->bggc.running ||
+		    f->bggc.err || f->ck.allocs >= 2 * f->ck.interval))) {
 			r = ftl_ckpt_write(f, false);
 			if (r)
 				return r;
@@ -55,9 +62,15 @@ int ftl_balance(struct ftl *f)
 			return r;
 		if (f->bb.worn_out)
 			return -EROFS;
-		if (!ftl_stream_needs_block(f, STREAM_HOST) ||
-		    f->idx.nfree > f->gc.reserve)
+		if (!ftl_stream_needs_block(f, STREAM_HOST))
 			return 0;
+		/* watermarks: throttled below bggc.lo, waits for the GC
+		 * thread at the reserve; inline GC only without its help */
+		t = ftl_bggc_throttle(f, &waits);
+		if (t == 0)
+			return 0;
+		if (t == 2)
+			continue;       /* the lock was let go: again */
 		CADD(f, m.gc_fg_runs, 1);       /* the writer waits */
 		r = ftl_gc_free_space(f);
 		if (r == FTL_GC_WL_DUE)

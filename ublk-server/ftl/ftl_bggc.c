@@ -18,6 +18,11 @@
  *     blocks) gc.reserve + 17; on the unit tests' devices of 8-12 spare
  *     blocks gc.reserve + 2, where inline GC stops too.  Held free blocks
  *     are over-provisioning GC cannot use, hence the small share.
+ *   - throttle watermark bggc.lo, halfway between: a writer opening a
+ *     host block below it lets f->lock go for the thread's next step
+ *     (at most 2 ms, once per block); at the reserve it waits for the
+ *     thread as long as the thread can help (ftl_bggc_throttle), so the
+ *     erase syncs stay on the thread's side.
  *   - a host write that finds nfree < hi signals the thread and goes
  *     on.  The thread, woken, takes f->lock for one step at a time (at
  *     most FTL_GC_STEP_PAGES of its victim's valid pages copied, one run;
@@ -34,7 +39,10 @@
  *   - when no victim gains anything the thread sleeps until a block's
  *     worth of pages (ppb) has been written since (retry_seq).
  *   - a checkpoint a step needs first (sequence room, -EAGAIN) is written
- *     by the thread.
+ *     by the thread, and so is one that came due (ck.due; writers take it
+ *     only when out of sequence room or two intervals behind), its first
+ *     sync with f->lock released; so are the syncs of its erase rounds
+ *     (GC-SIDE SYNC, ftl_gc.c).
  *   - an error of the thread is remembered (err), counted
  *     (gc_bg_errors) and returned by the next host write; the thread does
  *     nothing more until a writer took it.  A worn-out engine (EROFS) ends
@@ -70,14 +78,35 @@ void ftl_bggc_marks(struct ftl *f)
 		f->bggc.hi = cap;
 	if (f->bggc.hi < f->gc.reserve + 1)
 		f->bggc.hi = f->gc.reserve + 1;
+	f->bggc.lo = f->gc.reserve + (f->bggc.hi - f->gc.reserve + 1) / 2;
 }
 
 /* Nothing to do: an error not reported yet, or enough free blocks (or
  * nothing gained lately) and no victim half evacuated. */
 static bool bggc_idle(const struct ftl *f)
 {
-	return f->bggc.err || (f->gc.cur == FTL_NONE &&
+	return f->bggc.err || (f->gc.cur == FTL_NONE && !f->ck.due &&
 			     (f->idx.nfree >= f->bggc.hi || f->log.seq < f->bggc.retry_seq));
+}
+
+/* The thread can make room for a writer: running, no error, not asleep
+ * for want of a victim. */
+static bool bggc_helps(const struct ftl *f)
+{
+	return f->bggc.running && !f->bggc.stop && !f->bb.worn_out &&
+	       !bggc_idle(f);
+}
+
+/* A checkpoint that came due, written by the thread: the sync before it
+ * with f->lock released (ftl_gc.c, GC-SIDE SYNC), so the checkpoint's own
+ * first sync under the lock finds little left to flush. */
+static int bggc_ckpt(struct ftl *f)
+{
+	int r = ftl_gc_sync_unlocked(f);
+
+	if (!r && f->ck.due)            /* a writer may have written it */
+		r = ftl_ckpt_write(f, false);
+	return r;
 }
 
 static void *bggc_main(void *arg)
@@ -86,6 +115,7 @@ static void *bggc_main(void *arg)
 
 	ftl_lock(&f->lock);
 	while (!f->bggc.stop && !f->bb.worn_out) {
+		bool hurry;
 		int r;
 
 		if (bggc_idle(f)) {
@@ -94,7 +124,7 @@ static void *bggc_main(void *arg)
 			continue;
 		}
 		f->bggc.busy = true;
-		r = ftl_gc_bg_step(f, f->bggc.hi);
+		r = f->ck.due ? bggc_ckpt(f) : ftl_gc_bg_step(f, f->bggc.hi);
 		if (r == FTL_GC_WL_DUE)         /* after an erase round */
 			r = ftl_wl_static(f);
 		if (r == -EAGAIN)               /* sequence room: checkpoint */
@@ -107,16 +137,22 @@ static void *bggc_main(void *arg)
 			CADD(f, m.gc_bg_errors, 1);
 			ftl_gc_bg_drop(f);
 		}
+		pthread_cond_broadcast(&f->bggc.room); /* throttled writers */
 		/* let writers waiting on the lock in: a writer woken by the
-		 * unlock needs a moment to run, and a mutex is not fair */
+		 * unlock needs a moment to run, and a mutex is not fair (no
+		 * pause while writers wait on room instead: they need the
+		 * next step sooner) */
+		hurry = f->bggc.waiters > 0;
 		ftl_unlock(&f->lock);
 		if (f->bggc.step_hook)            /* tests: lock released */
 			f->bggc.step_hook(f, f->bggc.step_ctx);
-		nanosleep(&(struct timespec){ 0, BGGC_PAUSE_NS }, NULL);
+		if (!hurry)
+			nanosleep(&(struct timespec){ 0, BGGC_PAUSE_NS }, NULL);
 		ftl_lock(&f->lock);
 	}
 	ftl_gc_bg_drop(f);              /* a victim left half evacuated */
 	f->bggc.busy = false;
+	pthread_cond_broadcast(&f->bggc.room);
 	ftl_unlock(&f->lock);
 	return NULL;
 }
@@ -176,4 +212,67 @@ int ftl_bggc_poke(struct ftl *f)
 	if (f->bggc.running && !f->bggc.busy && !bggc_idle(f))
 		pthread_cond_signal(&f->bggc.cv);
 	return 0;
+}
+
+/*
+ * Throttle (f->lock held, a writer about to open a host block), when the
+ * thread's syncs were learnt expensive (gc.batch > 1: a disk file): below
+ * bggc.lo free blocks the writer gives the thread one step (f->lock
+ * released, at most THROTTLE_NS); at the reserve it waits for the thread
+ * to make room, as long as the thread can (bggc_helps).  A writer never
+ * collects while the thread is making room: the erase syncs stay on the
+ * thread's side (GC-SIDE SYNC, ftl_gc.c), unless the thread ends no step
+ * within WAIT_NS (outside its sync; WAIT_MAX of them in it).  0: room, go
+ * on; 1: at the reserve and no thread to wait for (collect inline); 2:
+ * f->lock was let go (*waits counted; below bggc.lo only once per
+ * balance): decide again.
+ */
+#define THROTTLE_NS 2000000L
+#define WAIT_NS     50000000L
+#define WAIT_MAX    40u
+
+/* Wait for the thread's next step, @ns at most: ETIMEDOUT, else 0. */
+static int room_wait(struct ftl *f, long ns)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += ns;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	return ftl_cond_timedwait(&f->bggc.room, &f->lock, &ts);
+}
+
+int ftl_bggc_throttle(struct ftl *f, unsigned *waits)
+{
+	int r;
+
+	FTL_ASSERT_HELD(&f->lock);
+	/* syncs learnt cheap (gc.batch 1: tmpfs, memory): a writer's own GC
+	 * costs less than waking the thread and waiting for its steps */
+	if (f->gc.batch <= 1 && !f->o.gc_batch)
+		return f->idx.nfree <= f->gc.reserve;
+	if (f->idx.nfree > f->gc.reserve) {
+		if (*waits || f->idx.nfree >= f->bggc.lo || !bggc_helps(f))
+			return 0;
+		CADD(f, m.gc_throttled, 1);
+		room_wait(f, THROTTLE_NS);
+		++*waits;
+		return 2;
+	}
+	if (!bggc_helps(f))
+		return 1;
+	CADD(f, m.gc_throttled, 1);
+	if (!f->bggc.busy)
+		pthread_cond_signal(&f->bggc.cv);
+	/* a thread that ended no step in WAIT_NS and is not in its sync (a
+	 * test's hook), or not in WAIT_MAX waits: the writer collects
+	 * itself, as without it */
+	f->bggc.waiters++;
+	r = room_wait(f, WAIT_NS);
+	f->bggc.waiters--;
+	if (r == ETIMEDOUT && (!f->gc.syncing || ++*waits > WAIT_MAX))
+		return 1;
+	++*waits;
+	return 2;
 }

@@ -94,6 +94,7 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 	ftl_mutex_init(&f->lock);
 	ftl_mutex_init(&f->scrub.lock);
 	pthread_cond_init(&f->bggc.cv, NULL);
+	pthread_cond_init(&f->bggc.room, NULL);
 	ftl_mutex_init(&f->pipe.mx);
 	pthread_cond_init(&f->pipe.cv, NULL);
 	for (unsigned i = 0; i < FTL_IO_TURNS; i++)
@@ -150,6 +151,7 @@ void ftl_free(struct ftl *f)
 	pthread_mutex_destroy(&f->lock.mx);
 	pthread_mutex_destroy(&f->scrub.lock.mx);
 	pthread_cond_destroy(&f->bggc.cv);
+	pthread_cond_destroy(&f->bggc.room);
 	pthread_mutex_destroy(&f->pipe.mx.mx);
 	pthread_cond_destroy(&f->pipe.cv);
 	for (unsigned i = 0; i < FTL_IO_TURNS; i++)

@@ -88,15 +88,24 @@ int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data, uint32_t crc)
  * e->whole = false when only the OOB was read (a fault model, a large
  * block, no memory): then the pages are read one by one.
  */
+static int evac_read(struct ftl *f, struct ftl_evac *e, uint32_t v);
+
 static int evac_start(struct ftl *f, struct ftl_evac *e, uint32_t v)
+{
+	e->v = v;
+	e->pg = 0;
+	e->unreadable = 0;
+	return evac_read(f, e, v);
+}
+
+/* The reads of evac_start: e->blk, e->oob, e->res and e->whole only (the
+ * GC thread's run with f->lock released, see ftl_gc_bg_step). */
+static int evac_read(struct ftl *f, struct ftl_evac *e, uint32_t v)
 {
 	const struct ftl_geom *g = &f->g;
 	size_t len = (size_t)g->ppb * g->ps;
 	int r;
 
-	e->v = v;
-	e->pg = 0;
-	e->unreadable = 0;
 	e->whole = false;
 	if (len <= GC_BLOCK_READ_MAX && !e->blk)
 		e->blk = malloc(len);
@@ -297,7 +306,9 @@ static int victim_done(struct ftl *f, uint32_t v)
 	if (f->idx.valid[v])
 		return -EIO;            /* map and OOB disagree: a bug */
 	ftl_set_state(f, v, FTL_BLK_PENDING);
-	f->gc.pend_gen[f->gc.npend] = f->log.sync_gen;
+	/* during the GC thread's unlocked sync: the generation it will end
+	 * (GC-SIDE SYNC) */
+	f->gc.pend_gen[f->gc.npend] = f->log.sync_gen + f->gc.syncing;
 	f->gc.pend[f->gc.npend++] = v;
 	return 0;
 }
@@ -339,6 +350,109 @@ static bool pend_unslotted(const struct ftl *f, uint32_t b)
 	return f->g.flush_sum && f->log.trim_seq[b] > f->ck.slot_seq;
 }
 
+/* A sync only for an erase round, started at @a, ended: batch more
+ * victims per sync when it is expensive (a disk file). */
+static void learn_batch(struct ftl *f, const struct timespec *a)
+{
+	struct timespec b;
+	double ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	ms = (double)(b.tv_sec - a->tv_sec) * 1e3 +
+	     (double)(b.tv_nsec - a->tv_nsec) / 1e6;
+	f->gc.batch = f->o.gc_batch ? f->o.gc_batch :
+		      ms < 0.5 ? 1 : ms < 5 ? 4 : 16;
+	if (f->gc.batch > f->gc.batch_max)
+		f->gc.batch = f->gc.batch_max;
+}
+
+/*
+ * GC-SIDE SYNC.  The GC thread's erase rounds (and the sync before its
+ * checkpoints, ftl_bggc.c) flush the backing with f->lock released, so
+ * host writers go on programming meanwhile instead of waiting for an
+ * fdatasync of a disk file (tens of ms).  The ordering, step by step:
+ *  1. under f->lock: host runs in flight are published
+ *     (ftl_inflight_drain) and the OOB buffers written back
+ *     (nand_sync_begin); seq0 = log.seq; gc.syncing = true.  Every page
+ *     with a sequence number <= seq0 is now written to the backing.
+ *  2. f->lock released: the backing's sync (nand_sync_backing) makes at
+ *     least those writes durable.  Writers, a writer's inline GC, even a
+ *     locked ftl_sync, may run meanwhile; what they write may or may not
+ *     be made durable by this sync, so nothing written after step 1 is
+ *     claimed by it.
+ *  3. f->lock again: sync_gen++ and flushed_seq = max(flushed_seq, seq0).
+ *     flushed_seq is what later OOB records vouch for (roll-forward's
+ *     torn/damaged line): seq0, never log.seq at step 3, whose pages
+ *     written in step 2 may be torn.  The flush record (ftl_fsum.c) is
+ *     untouched: a host flush still syncs itself, under f->lock.
+ * A block pended during step 2 (victim_done) records pend_gen =
+ * sync_gen + 1 (gc.syncing): its copies may postdate step 1, so the
+ * increment of step 3 must not count as its sync; a sync that starts
+ * after it (sync_gen then exceeds pend_gen) does.  One pended before step
+ * 1 has pend_gen <= sync_gen of step 1 and is covered by step 3.  Erases
+ * themselves, and checkpoints, stay under f->lock (ftl_erase_pending
+ * decides again after step 3 what still needs a sync or a checkpoint).
+ * f->lock held on entry and on return.
+ */
+int ftl_gc_sync_unlocked(struct ftl *f)
+{
+	struct timespec a;
+	uint64_t seq0;
+	int r;
+
+	FTL_ASSERT_HELD(&f->lock);
+	ftl_inflight_drain(f);
+	r = nand_sync_begin(f->nand);
+	if (r)
+		return r;
+	seq0 = f->log.seq;
+	f->gc.syncing = true;
+	ftl_unlock(&f->lock);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	r = nand_sync_backing(f->nand);
+	if (f->bggc.sync_hook)          /* tests: writers inside step 2 */
+		f->bggc.sync_hook(f, f->bggc.sync_ctx);
+	ftl_lock(&f->lock);
+	f->gc.syncing = false;
+	if (r)
+		return r;
+	learn_batch(f, &a);
+	f->log.sync_gen++;
+	if (seq0 > f->log.flushed_seq)
+		f->log.flushed_seq = seq0;
+	return 0;
+}
+
+/* Does pending block @b need a checkpoint before its erase? */
+static bool pend_needs_ckpt(const struct ftl *f, uint32_t b)
+{
+	return f->log.trim_seq[b] > f->ck.seq || pend_uncovered(f, b) ||
+	       pend_unslotted(f, b);
+}
+
+/* The GC thread's erase round: the sync it needs with f->lock released
+ * (GC-SIDE SYNC) when no pending block needs a checkpoint, then
+ * ftl_erase_pending (what was pended during that sync gets one more,
+ * locked). */
+static int gc_bg_erase(struct ftl *f)
+{
+	bool need_sync = false;
+
+	for (uint32_t i = 0; i < f->gc.npend; i++) {
+		if (pend_needs_ckpt(f, f->gc.pend[i]))
+			return ftl_erase_pending(f, true);
+		if (f->gc.pend_gen[i] >= f->log.sync_gen)
+			need_sync = true;
+	}
+	if (need_sync) {
+		int r = ftl_gc_sync_unlocked(f);
+
+		if (r)
+			return r;
+	}
+	return ftl_erase_pending(f, true);
+}
+
 /*
  * Erase every PENDING block.  Their data was superseded (relocated,
  * overwritten or trimmed); make that durable first: a sync, or a
@@ -371,20 +485,12 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 				break;
 			}
 	} else if (need_sync) {
-		/* a sync only for the erase: learn what it costs, and batch
-		 * more victims per sync when it is expensive (a disk file) */
-		struct timespec a, b;
-		double ms;
+		/* a sync only for the erase: learn what it costs */
+		struct timespec a;
 
 		clock_gettime(CLOCK_MONOTONIC, &a);
 		r = ftl_sync(f);
-		clock_gettime(CLOCK_MONOTONIC, &b);
-		ms = (double)(b.tv_sec - a.tv_sec) * 1e3 +
-		     (double)(b.tv_nsec - a.tv_nsec) / 1e6;
-		f->gc.batch = f->o.gc_batch ? f->o.gc_batch :
-			      ms < 0.5 ? 1 : ms < 5 ? 4 : 16;
-		if (f->gc.batch > f->gc.batch_max)
-			f->gc.batch = f->gc.batch_max;
+		learn_batch(f, &a);
 	}
 	for (uint32_t i = 0; !r && i < f->gc.npend; i++)
 		if (pend_unslotted(f, f->gc.pend[i])) {
@@ -479,6 +585,29 @@ int ftl_gc_free_space(struct ftl *f)
 }
 
 /*
+ * UNLOCKED READ.  The GC thread reads a new victim whole (evac_read: up
+ * to 4 MiB, the larger part of a victim's cost after its programs) with
+ * f->lock released, so host writers program meanwhile.  Why the copies
+ * stay exact:
+ *  - the victim is FULL: its pages do not change until it is erased, and
+ *    it is marked first (gc.cur: no other GC picks it); a writer whose
+ *    inline GC finds nothing else takes it over (ftl_gc_bg_drop clears
+ *    gc.cur) and may then erase it -- the read holds f->io_rw shared, so
+ *    that erase waits for the read to end (nand.h, Threads), and the
+ *    thread, f->lock taken again, drops a read whose victim is no longer
+ *    gc.cur;
+ *  - what was read is only a candidate: each page moves only while the
+ *    map still points at it, checked under f->lock after the host runs in
+ *    flight are published (evac_run, as between any two steps): a host
+ *    overwrite of the same logical page before that check wins (the copy
+ *    is skipped); one after it gets a newer sequence number than the copy
+ *    (both under f->lock), so it wins at roll-forward too;
+ *  - copies take their sequence numbers and the map under f->lock, in
+ *    the GC stream, exactly as before; the victim is pended, synced and
+ *    erased as any other (GC-SIDE SYNC).
+ * The same holds between two steps of one victim, where f->lock was
+ * always let go.
+ *
  * One bounded step of background GC toward @target free blocks (the GC
  * thread, ftl_bggc.c, holds f->lock for one step only): the next
  * FTL_GC_STEP_PAGES copies of the victim it is evacuating (marked in
@@ -507,29 +636,40 @@ int ftl_gc_bg_step(struct ftl *f, uint32_t target)
 			v = pick_victim(f, gc_room(f));
 		if (v != FTL_NONE &&
 		    gc_room(f) < (uint64_t)f->idx.valid[v] + f->g.ppb && f->gc.npend)
-			return ftl_erase_pending(f, true);
+			return gc_bg_erase(f);
 		if (v != FTL_NONE && gc_room(f) < f->idx.valid[v])
 			v = FTL_NONE;
 		if (v == FTL_NONE) {
 			if (!f->gc.npend)
 				return 1;       /* nothing left to gain */
-			r = ftl_erase_pending(f, true);
+			r = gc_bg_erase(f);
 			if (r)
 				return r;
 			CADD(f, m.gc_bg_erase_rounds, 1);
 			return FTL_GC_WL_DUE;
 		}
-		ftl_inflight_drain(f);  /* see evac_run */
-		r = f->idx.valid[v] ? evac_start(f, e, v) : 0;
-		if (r)
-			return r;
 		if (!f->idx.valid[v]) {
 			r = victim_done(f, v);
 			if (!r)
 				CADD(f, m.gc_bg_victims, 1);
 			return r;
 		}
+		/* the victim read with f->lock released (UNLOCKED READ) */
 		f->gc.cur = v;
+		e->v = v;
+		e->pg = 0;
+		e->unreadable = 0;
+		ftl_unlock(&f->lock);
+		ftl_rdlock(&f->io_rw);
+		r = evac_read(f, e, v);
+		ftl_rwunlock(&f->io_rw);
+		ftl_lock(&f->lock);
+		if (f->gc.cur != v)
+			return 0;       /* a writer took it over meanwhile */
+		if (r) {
+			ftl_gc_bg_drop(f);
+			return r;
+		}
 	}
 	r = evac_run(f, e, &f->ctr.m.gc_relocations, FTL_GC_STEP_PAGES);
 	if (r == 1 || r == -EAGAIN)

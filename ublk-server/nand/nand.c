@@ -657,7 +657,7 @@ int nand_erase(struct nand *n, uint32_t blk)
 }
 
 /* Write out buffered OOB and flush the backing (see nand.h). */
-int nand_sync(struct nand *n)
+int nand_sync_begin(struct nand *n)
 {
 	int r;
 
@@ -668,9 +668,23 @@ int nand_sync(struct nand *n)
 		if (r)
 			return r;
 	}
+	return 0;
+}
+
+int nand_sync_backing(struct nand *n)
+{
+	if (nand_failed(n))
+		return -EIO;
 	CNT_ADD(n, syncs);
 	CNT_ADD(n, backing_writes);
 	return bk_err(n->b->ops->sync(n->b));
+}
+
+int nand_sync(struct nand *n)
+{
+	int r = nand_sync_begin(n);
+
+	return r ? r : nand_sync_backing(n);
 }
 
 /* Set block @blk's write pointer and erase count (at most NAND_EC_MAX:

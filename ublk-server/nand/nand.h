@@ -307,6 +307,12 @@ bool nand_program_run_unlocked(const struct nand *n);
 int nand_erase(struct nand *n, uint32_t blk);
 /* Flush the backing's write cache (separate layout: OOB buffers first). */
 int nand_sync(struct nand *n);
+/* nand_sync in two halves: nand_sync_begin writes the OOB buffers back
+ * (serialized like any call); nand_sync_backing, which may then run
+ * concurrently with anything (Threads), flushes the backing's cache: it
+ * makes durable at least what was written before nand_sync_begin. */
+int nand_sync_begin(struct nand *n);
+int nand_sync_backing(struct nand *n);
 /* True once a failed program could not be undone (see the top): nothing
  * is written any more. */
 bool nand_failed(const struct nand *n);
