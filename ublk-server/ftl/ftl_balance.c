@@ -55,7 +55,7 @@ int ftl_balance(struct ftl *f)
 			return r;
 		if (f->bb.worn_out)
 			return -EROFS;
-		if (!ftl_stream_needs_block(f, STREAM_HOST) ||
+		if (!ftl_host_needs_block(f) ||
 		    f->idx.nfree > f->gc.reserve)
 			return 0;
 		CADD(f, m.gc_fg_runs, 1);       /* the writer waits */
