@@ -5,6 +5,11 @@
  *      engine vs raw pwrite to a file on the same filesystem;
  *   2. write amplification vs Desnoyers' greedy model at 7/12.5/28 % OP
  *      (uniform) and 90/10 hot/cold (reference.md);
+ *   2b. placement (section "place"): one host frontier against two (hot /
+ *      cold by measured temperature; ftl_open_opts.streams), greedy
+ *      and cost-benefit, medians of 3 rounds: 90/10 and 80/20 hot/cold at
+ *      Sf 12.5 %, uniform at 12.5 % OP, four sequential writers and a
+ *      random one (BENCH_PLACE_ROW=0..3: one row alone);
  *   3. clean / roll-forward / full-scan open time of 1, 4, 16, 64 GiB
  *      sparse images; checkpoint bytes per logical page and RSS growth per
  *      logical page (both measured: the ckpt_bytes counter, /proc RSS);
@@ -19,7 +24,8 @@
  *      programs per flush by origin and WA for 4 KiB / 64 KiB / 1 MiB
  *      writes each followed by a flush, and flushes per second on a file.
  * usage: bench-engine [DIR] [SECTION...]  (DIR for images: $TMPDIR or
- * /var/tmp; SECTION: throughput, wa, open, scale, flush; default all)
+ * /var/tmp; SECTION: throughput, wa, place, open, scale, flush; default
+ * all)
  * e.g. the scale measurement alone: tests/bench/bench-engine /dev/shm scale
  * BENCH_QUICK=1 runs smaller sizes (scale: 1 GiB vs 16 GiB, 256 MiB written).
  * BENCH_GC_THREAD=1: the throughput engines run the background GC thread
@@ -158,7 +164,7 @@ static void throughput(const char *dir)
 
 /* ---- 2. write amplification ------------------------------------------- */
 
-static bool one_frontier;       /* mem_ftl: ftl_open_opts.one_frontier */
+static bool one_frontier;       /* mem_ftl: without ftl_open_opts.streams */
 
 static struct ftl *mem_ftl(uint64_t size, uint32_t op, uint32_t ppb,
 			   enum ftl_gc_policy gc)
@@ -166,7 +172,7 @@ static struct ftl *mem_ftl(uint64_t size, uint32_t op, uint32_t ppb,
 	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M,
 		.pages_per_block = ppb, .op_permille = op };
 	struct ftl_open_opts o = { .gc = gc, .wl_threshold = 1000000,
-		.one_frontier = one_frontier };
+		.streams = !one_frontier };
 	struct nand_backing *b;
 	struct ftl *f;
 	int r;
@@ -322,7 +328,7 @@ static void placement(void)
 
 	printf("\n2b. placement: WA ((host + GC copies) / host pages), "
 	       "%llu MiB, after a fill and 4x warm-up,\n    medians of 3 rounds, one host frontier "
-	       "(ftl_open_opts.one_frontier, as before) against two (hot / "
+	       "(the default, as before) against two (ftl_open_opts.streams: hot / "
 	       "cold)\n", (unsigned long long)(size >> 20));
 	printf("%-28s %9s %9s %9s %9s %9s %8s\n", "", "1 greedy", "1 c-b",
 	       "2 greedy", "2 c-b", "model", "2g/1g");

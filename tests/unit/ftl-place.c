@@ -5,8 +5,8 @@
  * blocks of each frontier).
  *   1. the classifier: after a 90/10 workload the hot tenth reads hot and
  *      the rest cold; groups overwritten sequentially read cold; uniform
- *      traffic leaves (almost) nothing hot; with one_frontier every host
- *      write goes to STREAM_HOST;
+ *      traffic leaves (almost) nothing hot; without ftl_open_opts.streams
+ *      every host write goes to STREAM_HOST;
  *   2. hot and cold apart lower WA: the same seeded 90/10 workload with
  *      one host frontier and with two (cost-benefit), fewer GC copies with
  *      two (deterministic per seed; the figure is not fixed here);
@@ -37,7 +37,7 @@ static struct ftl *mem_open(uint64_t size, uint32_t ppb, uint32_t op,
 {
 	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M,
 		.pages_per_block = ppb, .op_permille = op };
-	struct ftl_open_opts o = { .one_frontier = one, .gc = gc,
+	struct ftl_open_opts o = { .streams = !one, .gc = gc,
 		.wl_threshold = 1000000 };
 	struct nand_backing *b;
 	struct ftl *f = NULL;
@@ -132,7 +132,7 @@ static void classifier(void)
 	T_CHECK(!ftl_place_on(f) && ftl_place_host(f, 1) == STREAM_HOST &&
 		f->log.st[STREAM_COLD].blk == FTL_NONE &&
 		f->log.st[STREAM_GCHOT].blk == FTL_NONE,
-		"one_frontier: one host frontier");
+		"without streams: one host frontier");
 	ftl_unlock(&f->lock);
 	ftl_close(f);
 }

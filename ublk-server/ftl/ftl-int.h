@@ -343,7 +343,7 @@ struct ftl_place {
 	uint32_t ngroups;
 	uint32_t epoch;              /* epochs ended */
 	uint64_t upd;                /* updates in this epoch */
-	bool off;                    /* ftl_open_opts.one_frontier */
+	bool off;                    /* !ftl_open_opts.streams */
 };
 
 /* Host program runs outside f->lock (ftl_append.c): tickets are handed out
@@ -873,7 +873,7 @@ void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn);
 void ftl_map_unset(struct ftl *f, uint32_t lpn);
 
 /* ftl_place.c: host write temperature (f->lock held but for init/fini) */
-int ftl_place_init(struct ftl *f, bool one_frontier);
+int ftl_place_init(struct ftl *f, bool off);
 void ftl_place_fini(struct ftl *f);
 /* Host pages @lpn .. @lpn + n - 1 were written by one request turn: one
  * update for each group they touch. */
@@ -882,10 +882,11 @@ void ftl_place_note(struct ftl *f, uint32_t lpn, uint32_t n);
  * uniform traffic would)? */
 bool ftl_place_hot(struct ftl *f, uint32_t lpn);
 /* The host frontier for a write starting at @lpn: STREAM_HOST (hot) or
- * STREAM_COLD; always STREAM_HOST for FTL_NONE (a trim record), with
- * one_frontier or with fewer than FTL_PLACE_MIN_SPARE spare blocks. */
+ * STREAM_COLD; always STREAM_HOST for FTL_NONE (a trim record), without
+ * ftl_open_opts.streams or with fewer than FTL_PLACE_MIN_SPARE spare blocks. */
 int ftl_place_host(struct ftl *f, uint32_t lpn);
-/* Two host frontiers in use (not one_frontier, enough spare blocks). */
+/* Two host frontiers in use (ftl_open_opts.streams, enough spare
+ * blocks). */
 bool ftl_place_on(const struct ftl *f);
 
 /* ftl_badblock.c: the table (f->lock held at runtime) */

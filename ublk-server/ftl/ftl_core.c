@@ -205,7 +205,7 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 	int r = 0, found;
 
 	f->o = *o;
-	f->place.off = o->one_frontier;
+	f->place.off = !o->streams;
 	if (!f->o.wl_threshold)
 		f->o.wl_threshold = 128;
 	f->readonly = o->readonly;

@@ -30,14 +30,14 @@
  * slack; fewer: one host frontier. */
 #define FTL_PLACE_MIN_SPARE 16u
 
-int ftl_place_init(struct ftl *f, bool one)
+int ftl_place_init(struct ftl *f, bool off)
 {
 	struct ftl_place *p = &f->place;
 
 	p->ngroups = (f->g.nlpn + FTL_PLACE_GROUP - 1) / FTL_PLACE_GROUP;
 	p->cnt = calloc(p->ngroups, 1);
 	p->ep = calloc(p->ngroups, 1);
-	p->off = one;
+	p->off = off;
 	if (!p->cnt || !p->ep) {
 		ftl_place_fini(f);
 		return -ENOMEM;
