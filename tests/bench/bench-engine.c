@@ -5,6 +5,11 @@
  *      engine vs raw pwrite to a file on the same filesystem;
  *   2. write amplification vs Desnoyers' greedy model at 7/12.5/28 % OP
  *      (uniform) and 90/10 hot/cold (reference.md);
+ *   2b. placement (section "place"): one host frontier against two (hot /
+ *      cold by measured temperature; ftl_open_opts.streams), greedy
+ *      and cost-benefit, medians of 3 rounds: 90/10 and 80/20 hot/cold at
+ *      Sf 12.5 %, uniform at 12.5 % OP, four sequential writers and a
+ *      random one (BENCH_PLACE_ROW=0..3: one row alone);
  *   3. clean / roll-forward / full-scan open time of 1, 4, 16, 64 GiB
  *      sparse images; checkpoint bytes per logical page and RSS growth per
  *      logical page (both measured: the ckpt_bytes counter, /proc RSS);
@@ -30,8 +35,8 @@
  *      p99.9 and max of each ftl_write, median of 3 rounds (issue 31:
  *      p99.9 <= 10x p50, no write over 100 ms).
  * usage: bench-engine [DIR] [SECTION...]  (DIR for images: $TMPDIR or
- * /var/tmp; SECTION: throughput, wa, open, scale, flush, pi, threads,
- * latency; default all)
+ * /var/tmp; SECTION: throughput, wa, place, open, scale, flush, pi,
+ * threads, latency; default all)
  * e.g. the scale measurement alone: tests/bench/bench-engine /dev/shm scale
  * BENCH_QUICK=1 runs smaller sizes (scale: 1 GiB vs 16 GiB, 256 MiB written).
  * BENCH_GC_THREAD=1: the throughput engines run the background GC thread
@@ -171,12 +176,15 @@ static void throughput(const char *dir)
 
 /* ---- 2. write amplification ------------------------------------------- */
 
+static bool one_frontier;       /* mem_ftl: without ftl_open_opts.streams */
+
 static struct ftl *mem_ftl(uint64_t size, uint32_t op, uint32_t ppb,
 			   enum ftl_gc_policy gc)
 {
 	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M,
 		.pages_per_block = ppb, .op_permille = op };
-	struct ftl_open_opts o = { .gc = gc, .wl_threshold = 1000000 };
+	struct ftl_open_opts o = { .gc = gc, .wl_threshold = 1000000,
+		.streams = !one_frontier };
 	struct nand_backing *b;
 	struct ftl *f;
 	int r;
@@ -243,6 +251,117 @@ static void write_amp(void)
 		printf("  Sf %4.1f %% (OP %4.1f %%)%4s %7.2f %8.2f %7.2f [%5.2f] "
 		       "%7.2f [%5.2f]   (segregated model %.2f)\n", h[i].sf * 100,
 		       op / 10.0, "", h[i].uni, h[i].mixed, w, t, wc, tc, h[i].seg);
+	}
+}
+
+static int cmp_dbl(const void *a, const void *b);
+
+/* ---- 2b. placement: one host frontier against two ---------------------- */
+
+/* WA (host + GC copies) / host pages of @n 4 KiB writes after a
+ * sequential fill and 4x the device in warm-up: @hot % of the writes to
+ * the first @space % of the device (0: uniform), or (@seq) four writers
+ * overwriting their fifth of the device in 256 KiB writes, interleaved
+ * with a fifth writing 4 KiB pages at random in the last fifth (as many
+ * pages as each of them). */
+static double place_run(uint64_t size, uint32_t op, uint32_t ppb,
+			enum ftl_gc_policy gc, bool one, unsigned hot,
+			unsigned space, bool seq)
+{
+	struct ftl *f;
+	uint64_t pages = size / 4096, hp = pages * space / 100, n = 3 * pages;
+	uint64_t q = pages / 5, cur[4] = { 0 };
+	static uint8_t page[4096], mb[1 << 20];
+	struct ftl_stats a, b;
+	double h;
+
+	one_frontier = one;
+	f = mem_ftl(size, op, ppb, gc);
+	one_frontier = false;
+	for (uint64_t o = 0; o < size; o += sizeof(mb))
+		ftl_write(f, mb, o, sizeof(mb), 0);
+	for (int phase = 0; phase < 2; phase++) {
+		uint64_t want = phase ? n : 4 * pages;
+
+		if (phase)
+			ftl_stats_get(f, &a);
+		for (uint64_t i = 0; i < want;) {
+			uint64_t p = rnd();
+
+			if (seq) {
+				for (int w = 0; w < 4; w++) {
+					uint64_t at = w * q + cur[w];
+
+					ftl_write(f, mb, at * 4096, 64 * 4096, 0);
+					cur[w] = (cur[w] + 64) % (q - q % 64);
+					for (int k = 0; k < 16; k++) {
+						p = 4 * q + rnd() % (pages - 4 * q);
+						ftl_write(f, page, p * 4096, 4096, 0);
+					}
+				}
+				i += 4 * 64 + 64;
+				continue;
+			}
+			p = !space ? p % pages : (p % 100 < hot) ?
+			    (p >> 8) % hp : hp + (p >> 8) % (pages - hp);
+			ftl_write(f, page, p * 4096, 4096, 0);
+			i++;
+		}
+	}
+	ftl_stats_get(f, &b);
+	ftl_close(f);
+	h = (double)(b.host_write_sectors - a.host_write_sectors) / 8;
+	return (h + (double)(b.gc_relocations - a.gc_relocations)) / h;
+}
+
+/* Median of 3 rounds (each its own random draws). */
+static double place_med(uint64_t size, uint32_t op, uint32_t ppb,
+			enum ftl_gc_policy gc, bool one, unsigned hot,
+			unsigned space, bool seq)
+{
+	double v[3];
+
+	for (int i = 0; i < 3; i++)
+		v[i] = place_run(size, op, ppb, gc, one, hot, space, seq);
+	qsort(v, 3, sizeof(double), cmp_dbl);
+	return v[1];
+}
+
+static void placement(void)
+{
+	uint64_t size = quick ? 64ull << 20 : 256ull << 20;
+	static const struct { const char *what; unsigned hot, space;
+		uint32_t op, ppb; double model; bool seq; } rows[] = {
+		{ "90/10 hot/cold, Sf 12.5 %", 90, 10, 143, 256, 1.97, false },
+		{ "80/20 hot/cold, Sf 12.5 %", 80, 20, 143, 256, 0, false },
+		{ "uniform, OP 12.5 %", 0, 0, 125, 64, 4.38, false },
+		{ "4 sequential + 1 random", 0, 0, 143, 256, 0, true },
+	};
+
+	printf("\n2b. placement: WA ((host + GC copies) / host pages), "
+	       "%llu MiB, after a fill and 4x warm-up,\n    medians of 3 rounds, one host frontier "
+	       "(the default, as before) against two (ftl_open_opts.streams: hot / "
+	       "cold)\n", (unsigned long long)(size >> 20));
+	printf("%-28s %9s %9s %9s %9s %9s %8s\n", "", "1 greedy", "1 c-b",
+	       "2 greedy", "2 c-b", "model", "2g/1g");
+	for (unsigned i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const char *only = getenv("BENCH_PLACE_ROW");
+		double w[4];
+
+		if (only && (unsigned)atoi(only) != i)
+			continue;       /* one row (0..3) alone */
+		for (int k = 0; k < 4; k++)
+			w[k] = place_med(size, rows[i].op, rows[i].ppb,
+					 k & 1 ? FTL_GC_COST_BENEFIT :
+					 FTL_GC_GREEDY, k < 2, rows[i].hot,
+					 rows[i].space, rows[i].seq);
+		printf("%-28s %9.2f %9.2f %9.2f %9.2f ", rows[i].what, w[0],
+		       w[1], w[2], w[3]);
+		if (rows[i].model)
+			printf("%9.2f", rows[i].model);
+		else
+			printf("%9s", "-");
+		printf(" %8.2f\n", w[2] / w[0]);
 	}
 }
 
@@ -865,6 +984,8 @@ int main(int argc, char **argv)
 		throughput(dir);
 	if (want(argc, argv, "wa"))
 		write_amp();
+	if (want(argc, argv, "place"))
+		placement();
 	if (want(argc, argv, "open"))
 		open_times(dir);
 	if (want(argc, argv, "scale"))

@@ -54,16 +54,8 @@ static void cut(struct nand_backing *b, uint64_t isz, uint64_t seed)
 	r = ftl_read(g, rbuf, 0, SIZE);
 	T_CHECK(r == 0, "seed %llu: read after power cut: %d",
 		(unsigned long long)seed, r);
-	for (uint32_t s = 0; !r && s < NSECT; s++) {
-		int64_t id = decode(rbuf + (size_t)s * 512, s);
-		if (id < 0 || !allowed(s, (uint32_t)id)) {
-			T_CHECK(0, "seed %llu: sector %u reads %lld, allowed "
-				"%u..%u (%u values)", (unsigned long long)seed, s,
-				(long long)id, h[s].v[0], h[s].v[h[s].n - 1],
-				h[s].n);
-			break;
-		}
-	}
+	if (!r)
+		hist_verify(rbuf, seed);
 	/* the recovered engine takes writes (or is read-only: spares gone) */
 	for (int i = 0; i < 8 && !r; i++) {
 		uint8_t w[4096];

@@ -66,7 +66,7 @@ static int reserve(int i, uint32_t lpn, uint8_t v)
 		crc[i][p] = oct_crc32c(0, data[i] + (size_t)p * 4096, 4096);
 	r = ftl_balance(f);
 	if (!r)
-		r = ftl_run_reserve(f, lpn, PPB, crc[i], oob[i], sizeof(oob[i]),
+		r = ftl_run_reserve(f, STREAM_HOST, lpn, PPB, crc[i], oob[i], sizeof(oob[i]),
 				    &x[i]);
 	if (!r && x[i].n != PPB)
 		r = -1;

@@ -93,6 +93,24 @@ static bool allowed(uint32_t sect, uint32_t id)
 	return false;
 }
 
+/* Does every sector of @buf (the whole disk, read after cut @seed) hold a
+ * value its history allows?  The first that does not fails the test. */
+static bool hist_verify(const uint8_t *buf, uint64_t seed)
+{
+	for (uint32_t s = 0; s < NSECT; s++) {
+		int64_t id = decode(buf + (size_t)s * 512, s);
+
+		if (id < 0 || !allowed(s, (uint32_t)id)) {
+			T_CHECK(0, "seed %llu: sector %u reads %lld, allowed "
+				"%u..%u (%u values)", (unsigned long long)seed, s,
+				(long long)id, h[s].v[0], h[s].v[h[s].n - 1],
+				h[s].n);
+			return false;
+		}
+	}
+	return true;
+}
+
 /* The next workload operation: a kind k (0..99), a length and an offset
  * (sector-aligned, half of them also 4K-aligned) inside the SIZE-byte
  * disk the includer defines. */

@@ -14,6 +14,7 @@
  *   ftl_gc.c           garbage collection, erase rounds
  *   ftl_ckpt_write.c   checkpoints
  *   ftl_append.c       programs pages, moves the map, runs in flight
+ *   ftl_place.c        host write temperature: which host frontier
  *   ftl_badblock.c ftl_blkidx.c ftl_readpage.c ftl_counters.c
  *   ftl_fsum_list.c ftl_ckpt_load.c ftl_recover.c ftl_geom.c
  *
@@ -81,8 +82,18 @@
 #define FTL_GC_RESERVE   3u     /* free blocks only GC may take */
 #define FTL_MIN_SPARE    4u     /* spare blocks beyond the logical size */
 #define FTL_MAX_PAGE     16384u
-#define STREAM_HOST      0
-#define STREAM_GC        1
+#define STREAM_HOST      0      /* host writes (hot ones: ftl_place.c) */
+#define STREAM_GC        1      /* GC / WL copies, flush summaries */
+#define STREAM_COLD      2      /* cold and sequential host writes; its
+                                   pages carry OOB stream STREAM_HOST and
+                                   it is never open in a checkpoint
+                                   (ftl_frontiers_close) */
+#define STREAM_GCHOT     3      /* GC copies out of blocks STREAM_HOST
+                                   wrote (young survivors of hot data);
+                                   OOB stream STREAM_GC, never open in a
+                                   checkpoint either */
+#define FTL_NFRONT       4u     /* open blocks in memory (FTL_NSTREAMS of
+                                   them recorded in checkpoints) */
 #define FTL_READ_RETRIES 3u     /* re-reads after an uncorrectable read */
 #define FTL_PROG_RETRIES 8u     /* blocks tried for one page */
 #define FTL_CKPT_DELTA_PAGES 16384u /* with delta checkpoints: one at least
@@ -317,7 +328,12 @@ struct ftl_log {
 	uint32_t *map;               /* lpn -> ppn, FTL_UNMAPPED, FTL_DAMAGED;
 	                                atomic */
 	uint64_t mapped;             /* logical pages mapped (FTL_DAMAGED too) */
-	struct ftl_stream st[FTL_NSTREAMS]; /* open blocks: host, GC copies */
+	struct ftl_stream st[FTL_NFRONT]; /* open blocks: host (hot), GC
+	                                copies, host (cold), GC copies of
+	                                hot data */
+	uint8_t *hotblk;             /* per block: opened by STREAM_HOST (a
+	                                hint for GC's destination; 0 after a
+	                                mount) */
 	uint64_t seq;                /* last sequence number used */
 	uint64_t sync_gen;           /* completed nand_syncs */
 	uint64_t flushed_seq;        /* seq at the last completed sync: goes
@@ -329,6 +345,20 @@ struct ftl_log {
 	uint8_t  *fdirty;            /* per block: free but maybe not erased
 	                                (after a crash); checked before use */
 	uint8_t *runoob;             /* OOB of a program run (lazy: ppb * oob) */
+};
+
+/* Placement (ftl_place.c).  f->lock.  Update temperature per group of
+ * FTL_PLACE_GROUP logical pages; the policy is in ftl_place.c's header. */
+#define FTL_PLACE_GROUP  8u     /* logical pages per temperature counter */
+#define FTL_PLACE_EPOCH  8u     /* updates per group per epoch (counters
+                                   halve at each epoch's end) */
+struct ftl_place {
+	uint8_t *cnt;                /* per group: updates, decayed (255 max) */
+	uint8_t *ep;                 /* per group: epoch (low 8 bits) of cnt */
+	uint32_t ngroups;
+	uint32_t epoch;              /* epochs ended */
+	uint64_t upd;                /* updates in this epoch */
+	bool off;                    /* !ftl_open_opts.streams */
 };
 
 /* Host program runs outside f->lock (ftl_append.c): tickets are handed out
@@ -622,6 +652,7 @@ struct ftl {
 
 	/* the parts (OWNERSHIP) */
 	struct ftl_log log;          /* ftl_append.c */
+	struct ftl_place place;      /* ftl_place.c */
 	struct ftl_pipe pipe;        /* ftl_append.c */
 	struct ftl_idx idx;          /* ftl_blkidx.c */
 	struct ftl_bbt bb;           /* ftl_badblock.c */
@@ -814,10 +845,29 @@ void ftl_ckpt_blk_dirty_all(struct ftl *f);
  * nand only (never GC or checkpoints).  f->lock held, but for
  * ftl_run_program. */
 int ftl_sync(struct ftl *f);
+/* Is @s one of the host frontiers (STREAM_HOST, STREAM_COLD)? */
+static inline bool ftl_host_stream(int s)
+{
+	return s == STREAM_HOST || s == STREAM_COLD;
+}
+/* The GC frontier for copies of logical pages @lpn[0 .. n-1]:
+ * STREAM_GCHOT when most of them are hot (ftl_place_hot; with two host
+ * frontiers), else STREAM_GC. */
+int ftl_gc_dest(struct ftl *f, const uint32_t *lpn, uint32_t n);
+/* Close the open blocks checkpoints do not record (STREAM_COLD's and
+ * STREAM_GCHOT's: FULL,
+ * the rest of it unused), after the runs in flight: before every
+ * checkpoint, so roll-forward finds every page written after it by its
+ * block's first page (ftl_recover.c, is_candidate). */
+void ftl_frontiers_close(struct ftl *f);
 /* Retire block @blk in use: out of its stream, into the bad-block table
  * (ftl_bb_grown); ftl_maint.c moves its valid pages later. */
 int ftl_retire_block(struct ftl *f, uint32_t blk, const char *why);
 bool ftl_stream_needs_block(const struct ftl *f, int stream);
+/* Does a host frontier in use (STREAM_HOST; STREAM_COLD with two) need a
+ * new block before its next page?  ftl_balance collects garbage then when
+ * only GC's reserve is free. */
+bool ftl_host_needs_block(const struct ftl *f);
 int ftl_streams_check(struct ftl *f);
 bool ftl_seq_room(const struct ftl *f, uint64_t n);
 int ftl_alloc_page(struct ftl *f, int stream, uint64_t *ppn);
@@ -845,7 +895,7 @@ int ftl_prog_copies(struct ftl *f, int stream, const uint32_t *lpn,
  * lock, in ticket order), take back (f->lock held: publishes unless
  * already done, returns the result).  @crc: the data CRC of each page,
  * @oob: room for n OOB areas. */
-int ftl_run_reserve(struct ftl *f, uint32_t lpn, uint32_t n,
+int ftl_run_reserve(struct ftl *f, int stream, uint32_t lpn, uint32_t n,
 		    const uint32_t *crc, uint8_t *oob, size_t oob_room,
 		    struct ftl_inflight *x);
 void ftl_run_program(struct ftl *f, struct ftl_inflight *x, const void *data,
@@ -858,6 +908,23 @@ int ftl_run_finish(struct ftl *f, struct ftl_inflight *x);
 void ftl_inflight_drain(struct ftl *f);
 void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn);
 void ftl_map_unset(struct ftl *f, uint32_t lpn);
+
+/* ftl_place.c: host write temperature (f->lock held but for init/fini) */
+int ftl_place_init(struct ftl *f, bool off);
+void ftl_place_fini(struct ftl *f);
+/* Host pages @lpn .. @lpn + n - 1 were written by one request turn: one
+ * update for each group they touch. */
+void ftl_place_note(struct ftl *f, uint32_t lpn, uint32_t n);
+/* Is logical page @lpn's group hot (updated more than twice as often as
+ * uniform traffic would)? */
+bool ftl_place_hot(struct ftl *f, uint32_t lpn);
+/* The host frontier for a write starting at @lpn: STREAM_HOST (hot) or
+ * STREAM_COLD; always STREAM_HOST for FTL_NONE (a trim record), without
+ * ftl_open_opts.streams or with fewer than FTL_PLACE_MIN_SPARE spare blocks. */
+int ftl_place_host(struct ftl *f, uint32_t lpn);
+/* Two host frontiers in use (ftl_open_opts.streams, enough spare
+ * blocks). */
+bool ftl_place_on(const struct ftl *f);
 
 /* ftl_badblock.c: the table (f->lock held at runtime) */
 int ftl_bbt_load(struct ftl *f, const uint8_t *area);

@@ -77,6 +77,16 @@ struct ftl_open_opts {
 	                               logical pages are unknown (they may read
 	                               an older version): fsck --repair; else
 	                               such an open fails with -EUCLEAN */
+	bool streams;               /* placement streams: hot and cold host
+	                               data (by measured update temperature)
+	                               in two open blocks, hot GC copies in
+	                               a second GC one, on devices with the
+	                               spare blocks for it; false (default):
+	                               one host and one GC open block
+	                               (docs/engine.md, Placement streams:
+	                               not the default yet, it costs WA on
+	                               sequential writers mixed with a
+	                               random one) */
 	bool bg_gc;                 /* read-write opens: collect garbage in a
 	                               background thread between two free-block
 	                               watermarks, writers only below the low

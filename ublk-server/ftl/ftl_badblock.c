@@ -273,7 +273,7 @@ void ftl_bb_apply(struct ftl *f)
 		f->idx.state[b] = FTL_BLK_BAD;
 		f->log.fdirty[b] = 0;
 		nand_mark_bad(f->nand, b, true);
-		for (unsigned s = 0; s < FTL_NSTREAMS; s++)
+		for (unsigned s = 0; s < FTL_NFRONT; s++)
 			if (f->log.st[s].blk == b)
 				f->log.st[s].blk = FTL_NONE;
 	}

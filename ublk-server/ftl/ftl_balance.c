@@ -62,7 +62,7 @@ int ftl_balance(struct ftl *f)
 			return r;
 		if (f->bb.worn_out)
 			return -EROFS;
-		if (!ftl_stream_needs_block(f, STREAM_HOST))
+		if (!ftl_host_needs_block(f))
 			return 0;
 		/* watermarks: throttled below bggc.lo, waits for the GC
 		 * thread at the reserve; inline GC only without its help */

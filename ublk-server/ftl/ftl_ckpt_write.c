@@ -390,6 +390,7 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 		return -EROFS;
 	if (f->log.seq > FTL_SEQ_MAX || gen > FTL_SEQ_MAX)
 		return -EOVERFLOW;      /* never write one open would refuse */
+	ftl_frontiers_close(f);         /* it records two open blocks */
 	r = ftl_sync(f);
 	if (r)
 		return r;

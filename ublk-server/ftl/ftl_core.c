@@ -26,6 +26,7 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 	f->log.mtime = calloc(nb, sizeof(*f->log.mtime));
 	f->log.trim_seq = calloc(nb, sizeof(*f->log.trim_seq));
 	f->log.fdirty = calloc(nb, 1);
+	f->log.hotblk = calloc(nb, 1);
 	f->gc.pend = calloc(nb, sizeof(*f->gc.pend));
 	f->gc.pend_gen = calloc(nb, sizeof(*f->gc.pend_gen));
 	f->buf.page = aligned_alloc(4096, g->ps);
@@ -48,7 +49,7 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 		f->gc.ev[i].res = calloc(g->ppb, sizeof(int));
 	}
 	f->gc.cur = FTL_NONE;
-	if (!f->log.map || !f->idx.valid || !f->idx.run_pages || !f->idx.state || !f->log.mtime || !f->log.trim_seq ||
+	if (ftl_place_init(f, false) || !f->log.hotblk || !f->log.map || !f->idx.valid || !f->idx.run_pages || !f->idx.state || !f->log.mtime || !f->log.trim_seq ||
 	    !f->log.fdirty || ftl_idx_init(f) || !f->gc.pend || !f->gc.pend_gen || !f->buf.page || !f->buf.zero ||
 	    !f->buf.oob || !f->buf.oob2 || !f->ck.buf || !f->bb.tab ||
 	    !f->maint.bb_done || !f->gc.ev[0].oob || !f->gc.ev[0].res || !f->gc.ev[1].oob ||
@@ -62,7 +63,7 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 	memset(f->buf.zero, 0, g->ps);
 	for (uint32_t b = 0; b < g->ckpt_blocks; b++)
 		f->idx.state[b] = FTL_BLK_CKPT;
-	for (int s = 0; s < (int)FTL_NSTREAMS; s++)
+	for (int s = 0; s < (int)FTL_NFRONT; s++)
 		f->log.st[s].blk = FTL_NONE;
 	f->ck.interval = g->data_blocks / 4 > 16 ? g->data_blocks / 4 : 16;
 	/* with delta records a checkpoint costs what changed, so it comes
@@ -125,6 +126,8 @@ void ftl_free(struct ftl *f)
 	free(f->log.mtime);
 	free(f->log.trim_seq);
 	free(f->log.fdirty);
+	free(f->log.hotblk);
+	ftl_place_fini(f);
 	ftl_idx_fini(f);
 	free(f->gc.pend);
 	free(f->gc.pend_gen);
@@ -204,6 +207,7 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 	int r = 0, found;
 
 	f->o = *o;
+	f->place.off = !o->streams;
 	if (!f->o.wl_threshold)
 		f->o.wl_threshold = 128;
 	f->readonly = o->readonly;

@@ -35,14 +35,13 @@ static uint32_t pick_victim(struct ftl *f, uint64_t room)
 	return v;
 }
 
-/* GC's stream may take the reserve; when even that is gone, erase what
- * is pending first. */
-int ftl_gc_stream_ready(struct ftl *f)
+/* GC's stream @s may take the reserve; when even that is gone, erase
+ * what is pending first. */
+static int stream_ready(struct ftl *f, int s)
 {
 	int r;
 
-	FTL_ASSERT_HELD(&f->lock);
-	if (!ftl_stream_needs_block(f, STREAM_GC) || f->idx.nfree)
+	if (!ftl_stream_needs_block(f, s) || f->idx.nfree)
 		return 0;
 	r = ftl_erase_pending(f, true);
 	if (r)
@@ -50,11 +49,22 @@ int ftl_gc_stream_ready(struct ftl *f)
 	return f->idx.nfree ? 0 : -ENOSPC;
 }
 
-/* Pages the GC stream can still program without an erase. */
+int ftl_gc_stream_ready(struct ftl *f)
+{
+	FTL_ASSERT_HELD(&f->lock);
+	return stream_ready(f, STREAM_GC);
+}
+
+/* Pages the GC stream can still program without an erase (the fuller of
+ * the two with STREAM_GCHOT: a victim's copies may go to either). */
 static uint64_t gc_room(const struct ftl *f)
 {
 	const struct ftl_stream *st = &f->log.st[STREAM_GC];
+	const struct ftl_stream *sh = &f->log.st[STREAM_GCHOT];
 	uint64_t left = st->blk == FTL_NONE ? 0 : f->g.ppb - st->wp;
+
+	if (ftl_place_on(f) && (sh->blk == FTL_NONE || f->g.ppb - sh->wp < left))
+		left = sh->blk == FTL_NONE ? 0 : f->g.ppb - sh->wp;
 
 	return left + (uint64_t)f->idx.nfree * f->g.ppb;
 }
@@ -128,15 +138,16 @@ static int evac_prog(struct ftl *f, struct ftl_evac *e, uint32_t n,
 		     uint32_t *done, uint64_t *counter)
 {
 	const struct ftl_geom *g = &f->g;
+	int s = ftl_gc_dest(f, e->lpn, n); /* by the copies' temperature */
 	int r;
 
 	*done = 0;
 	for (;;) {
 		uint32_t d = 0;
 
-		r = ftl_gc_stream_ready(f);
+		r = stream_ready(f, s);
 		if (!r)
-			r = ftl_prog_copies(f, STREAM_GC, e->lpn + *done,
+			r = ftl_prog_copies(f, s, e->lpn + *done,
 					    e->from + *done, e->crc + *done,
 					    e->run + (size_t)*done * g->ps,
 					    n - *done, &d, counter);

@@ -88,11 +88,14 @@ static int host_prog(struct ftl *f, uint32_t lpn, const void *data,
 
 	FTL_ASSERT_HELD(&f->lock);
 	for (int i = 0;; i++) {
+		/* data by temperature; trim records to the hot frontier */
+		int s = ftl_place_host(f, kind == FTL_OOB_DATA ? lpn :
+					  FTL_NONE);
+
 		r = ftl_balance(f);
 		if (!r)
-			r = ftl_prog_page(f, STREAM_HOST, lpn, data, kind, NULL);
-		if (r != -ENOSPC || i >= 3 ||
-		    !ftl_stream_needs_block(f, STREAM_HOST))
+			r = ftl_prog_page(f, s, lpn, data, kind, NULL);
+		if (r != -ENOSPC || i >= 3 || !ftl_stream_needs_block(f, s))
 			return r;
 	}
 }
@@ -145,15 +148,17 @@ static int write_run(struct ftl *f, uint64_t lpn, uint64_t n,
 	for (int i = 0; n;) {
 		uint32_t done = 0, c = n < RUN_MAX ? (uint32_t)n : RUN_MAX;
 		struct ftl_inflight x;
+		int s;
 
 		/* before the lock, whichever way the run is programmed */
 		for (; have < c; have++)
 			tls_crc[have] = oct_crc32c(0, data + (size_t)have * f->g.ps,
 						   f->g.ps);
 		ftl_lock(&f->lock);
+		s = ftl_place_host(f, (uint32_t)lpn);
 		r = ftl_balance(f);
 		if (!r)
-			r = ftl_run_reserve(f, (uint32_t)lpn, unlocked ? c : 0,
+			r = ftl_run_reserve(f, s, (uint32_t)lpn, unlocked ? c : 0,
 					    tls_crc, tls_oob, sizeof(tls_oob),
 					    &x);
 		if (!r) {
@@ -166,13 +171,12 @@ static int write_run(struct ftl *f, uint64_t lpn, uint64_t n,
 			r = ftl_run_finish(f, &x);
 			done = x.done;
 		} else if (r == -EAGAIN) {
-			r = ftl_prog_run(f, STREAM_HOST, (uint32_t)lpn, data, c,
+			r = ftl_prog_run(f, s, (uint32_t)lpn, data, c,
 					 tls_crc, &done);
 		}
 		/* a failed program may leave the retry without a free block:
 		 * balance again (GC) then, as host_prog */
-		if (r == -ENOSPC && i++ < 3 &&
-		    ftl_stream_needs_block(f, STREAM_HOST))
+		if (r == -ENOSPC && i++ < 3 && ftl_stream_needs_block(f, s))
 			r = 0;
 		ftl_unlock(&f->lock);
 		if (r)

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Placement streams (ftl_place.c; docs/engine.md, "Placement streams").
+ * Inspects internals (struct ftl: the temperature counters and the open
+ * blocks of each frontier).
+ *   1. the classifier: after a 90/10 workload the hot tenth reads hot and
+ *      the rest cold; groups overwritten sequentially read cold; uniform
+ *      traffic leaves (almost) nothing hot; without ftl_open_opts.streams
+ *      every host write goes to STREAM_HOST;
+ *   2. hot and cold apart lower WA: the same seeded 90/10 workload with
+ *      one host frontier and with two (cost-benefit), fewer GC copies with
+ *      two (deterministic per seed; the figure is not fixed here);
+ *   3. power cuts with every frontier open (hot and cold host blocks, both
+ *      GC blocks): a skewed workload (writes of 512 B..64 KiB, FUA,
+ *      flushes, discards) on the crash model, cut between operations and
+ *      inside them (right after one of the next 1..24 writes to the
+ *      medium); every sector reads its newest flushed value or a newer
+ *      one, the recovered engine takes writes.  A cut counts as "several
+ *      open" when STREAM_COLD and another host or GC block were open.
+ * A fresh seed per run (printed), OCTANT_SEED replays it.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftl-int.h"
+#include "test.h"
+
+#define SIZE   (1u << 20)
+#define NSECT  (SIZE / 512)
+
+#include "sector-history.h"
+
+static struct ftl *mem_open(uint64_t size, uint32_t ppb, uint32_t op,
+			    bool powercut, bool one, enum ftl_gc_policy gc,
+			    struct nand_backing **bp)
+{
+	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M,
+		.pages_per_block = ppb, .op_permille = op };
+	struct ftl_open_opts o = { .streams = !one, .gc = gc,
+		.wl_threshold = 1000000 };
+	struct nand_backing *b;
+	struct ftl *f = NULL;
+
+	if (nand_backing_mem(ftl_test_image_size(&c), powercut, &b) ||
+	    ftl_create_backing(b, &c)) {
+		T_CHECK(0, "create");
+		exit(t_result());
+	}
+	if (powercut)
+		nand_mem_hold(b);
+	if (ftl_open_backing(b, &o, &f)) {
+		T_CHECK(0, "open");
+		exit(t_result());
+	}
+	if (bp)
+		*bp = b;
+	return f;
+}
+
+/* A 90/10 page: 90 % in the first tenth. */
+static uint64_t skewed(uint64_t pages)
+{
+	uint64_t p = rnd(), hp = pages / 10;
+
+	return p % 10 < 9 ? (p >> 8) % hp : hp + (p >> 8) % (pages - hp);
+}
+
+/* ---- 1. the classifier ---------------------------------------------------- */
+
+static void classifier(void)
+{
+	struct ftl *f = mem_open(16u << 20, 16, 125, false, false,
+				 FTL_GC_GREEDY, NULL);
+	uint64_t pages = f->g.nlpn, hp = pages / 10;
+	static uint8_t page[4096], mb[1 << 18];
+	uint32_t hot_hot = 0, cold_hot = 0, seq_hot = 0, uni_hot = 0;
+	uint32_t nh = 0, nc = 0;
+
+	for (uint64_t i = 0; i < 6 * pages; i++)
+		T_CHECK(ftl_write(f, page, skewed(pages) * 4096, 4096, 0) == 0,
+			"write");
+	T_CHECK(ftl_place_on(f), "two host frontiers on 16 MiB");
+	ftl_lock(&f->lock);
+	for (uint64_t l = 0; l < pages; l += FTL_PLACE_GROUP) {
+		if (l + FTL_PLACE_GROUP <= hp) {        /* wholly hot */
+			hot_hot += ftl_place_hot(f, (uint32_t)l);
+			nh++;
+		} else if (l >= hp) {
+			cold_hot += ftl_place_hot(f, (uint32_t)l);
+			nc++;
+		}
+	}
+	fprintf(stderr, "90/10: %u of %u hot groups hot, %u of %u cold "
+		"ones\n", hot_hot, nh, cold_hot, nc);
+	T_CHECK(hot_hot >= nh * 95 / 100, "the hot tenth reads hot");
+	T_CHECK(cold_hot <= nc / 100, "the rest reads cold");
+	T_CHECK(ftl_place_host(f, 0) == STREAM_HOST &&
+		ftl_place_host(f, (uint32_t)(pages - 1)) == STREAM_COLD,
+		"frontiers by temperature");
+	ftl_unlock(&f->lock);
+	/* sequential overwrites of the whole device, 256 KiB writes: the hot
+	 * tenth cools (halving per epoch), nothing heats up */
+	for (int k = 0; k < 8; k++)
+		for (uint64_t o = 0; o < pages * 4096; o += sizeof(mb))
+			T_CHECK(ftl_write(f, mb, o, sizeof(mb), 0) == 0, "seq");
+	ftl_lock(&f->lock);
+	for (uint64_t l = 0; l < pages; l += FTL_PLACE_GROUP)
+		seq_hot += ftl_place_hot(f, (uint32_t)l);
+	ftl_unlock(&f->lock);
+	fprintf(stderr, "after sequential overwrites: %u groups hot\n",
+		seq_hot);
+	T_EQ_U64(seq_hot, 0, "sequential data is cold");
+	/* uniform random: near nothing above twice the mean */
+	for (uint64_t i = 0; i < 6 * pages; i++)
+		T_CHECK(ftl_write(f, page, rnd() % pages * 4096, 4096, 0) == 0,
+			"write");
+	ftl_lock(&f->lock);
+	for (uint64_t l = 0; l < pages; l += FTL_PLACE_GROUP)
+		uni_hot += ftl_place_hot(f, (uint32_t)l);
+	ftl_unlock(&f->lock);
+	fprintf(stderr, "uniform: %u of %llu groups hot\n", uni_hot,
+		(unsigned long long)(pages / FTL_PLACE_GROUP));
+	T_CHECK(uni_hot <= pages / FTL_PLACE_GROUP / 20, "uniform: < 5 %% hot");
+	ftl_close(f);
+
+	f = mem_open(16u << 20, 16, 125, false, true, FTL_GC_GREEDY, NULL);
+	for (uint64_t i = 0; i < 2 * pages; i++)
+		T_CHECK(ftl_write(f, page, skewed(pages) * 4096, 4096, 0) == 0,
+			"write");
+	ftl_lock(&f->lock);
+	T_CHECK(!ftl_place_on(f) && ftl_place_host(f, 1) == STREAM_HOST &&
+		f->log.st[STREAM_COLD].blk == FTL_NONE &&
+		f->log.st[STREAM_GCHOT].blk == FTL_NONE,
+		"without streams: one host frontier");
+	ftl_unlock(&f->lock);
+	ftl_close(f);
+}
+
+/* ---- 2. WA ---------------------------------------------------------------- */
+
+static uint64_t wa_copies(bool one, uint64_t seed)
+{
+	struct ftl *f = mem_open(16u << 20, 16, 143, false, one,
+				 FTL_GC_COST_BENEFIT, NULL);
+	uint64_t pages = f->g.nlpn;
+	static uint8_t page[4096], mb[1 << 20];
+	struct ftl_stats a, b;
+
+	rs = seed | 1;
+	for (uint64_t o = 0; o < pages * 4096; o += sizeof(mb))
+		ftl_write(f, mb, o, sizeof(mb), 0);
+	for (uint64_t i = 0; i < 4 * pages; i++)
+		ftl_write(f, page, skewed(pages) * 4096, 4096, 0);
+	ftl_stats_get(f, &a);
+	for (uint64_t i = 0; i < 3 * pages; i++)
+		ftl_write(f, page, skewed(pages) * 4096, 4096, 0);
+	ftl_stats_get(f, &b);
+	ftl_close(f);
+	fprintf(stderr, "90/10, %s: WA %.2f\n", one ? "one frontier" :
+		"two", (double)(3 * pages + b.gc_relocations - a.gc_relocations) /
+		(double)(3 * pages));
+	return b.gc_relocations - a.gc_relocations;
+}
+
+/* ---- 3. power cuts -------------------------------------------------------- */
+
+static uint8_t *crash_img, *rbuf;
+static int several, cuts_done;
+
+static void check(struct nand_backing *b, uint64_t isz, uint64_t seed)
+{
+	struct nand_backing *m;
+	struct ftl *g = NULL;
+	uint8_t w[4096];
+	int r;
+
+	nand_mem_crash_image(b, seed, true, crash_img);
+	if (nand_backing_mem(isz, false, &m))
+		return;
+	nand_mem_load(m, crash_img);
+	r = ftl_open_backing(m, NULL, &g);
+	if (r) {
+		T_CHECK(0, "cut %llu: open after power cut: %d",
+			(unsigned long long)seed, r);
+		m->ops->destroy(m);
+		return;
+	}
+	r = ftl_read(g, rbuf, 0, SIZE);
+	T_CHECK(r == 0, "read after power cut");
+	if (!r && !hist_verify(rbuf, seed))
+		r = -1;
+	memset(w, 0x5a, sizeof(w));
+	for (uint32_t i = 0; i < 32 && !r && !t_failures; i++)
+		r = ftl_write(g, w, (uint64_t)(rnd() % (SIZE / 4096)) * 4096,
+			      sizeof(w), 0);
+	T_CHECK(r == 0 || t_failures, "cut %llu: write after recovery: %d",
+		(unsigned long long)seed, r);
+	ftl_abandon(g);
+	cuts_done++;
+}
+
+struct trig {
+	struct nand_backing *b;
+	uint64_t isz, seed;
+};
+static struct trig tc;
+static bool armed;
+
+static void *fire_thread(void *ctx)
+{
+	struct trig *t = ctx;
+
+	check(t->b, t->isz, t->seed);
+	return NULL;
+}
+
+/* Inside the engine's write to the medium: check on another thread (the
+ * interrupted operation holds the engine's per-thread scratch). */
+static void fire(void *ctx)
+{
+	pthread_t th;
+
+	if (pthread_create(&th, NULL, fire_thread, ctx) == 0)
+		pthread_join(th, NULL);
+	armed = false;
+}
+
+static bool frontiers_open(const struct ftl *f)
+{
+	return f->log.st[STREAM_COLD].blk != FTL_NONE &&
+	       (f->log.st[STREAM_HOST].blk != FTL_NONE ||
+		f->log.st[STREAM_GCHOT].blk != FTL_NONE);
+}
+
+static void powercuts(uint64_t seed0, int cuts)
+{
+	struct ftl_create_opts c = { .size = SIZE, .align = FTL_ALIGN_1M,
+		.pages_per_block = 8, .op_permille = 600 };
+	uint64_t isz = ftl_test_image_size(&c);
+	uint8_t *w = malloc(65536);
+	struct nand_backing *b;
+	struct ftl_stats st;
+	struct ftl *f;
+	int n = 0;
+
+	rs = seed0 | 1;
+	next_id = 1;
+	crash_img = malloc(isz);
+	rbuf = malloc(SIZE);
+	for (uint32_t s = 0; s < NSECT; s++) {
+		h[s].n = 0;
+		push(s, 0);
+	}
+	f = mem_open(SIZE, 8, 600, true, false, FTL_GC_GREEDY, &b);
+	T_CHECK(ftl_place_on(f), "two host frontiers on the power-cut device");
+	while (n < cuts && !t_failures) {
+		uint64_t k;
+		uint32_t len, off;
+
+		pick_op(&k, &len, &off);
+		if (rnd() % 10 < 8 && len < SIZE / 8)   /* skewed: most into
+							   the first eighth */
+			off = off % (SIZE / 8 - len + 1) & ~511u;
+		if (k < 75) {
+			bool fua = k < 5;
+			uint32_t id = stamp_write(w, off, len);
+
+			for (uint32_t s = off / 512; s < (off + len) / 512; s++)
+				push(s, id);
+			T_CHECK(ftl_write(f, w, off, len, fua ? FTL_FUA : 0) == 0,
+				"write");
+			for (uint32_t s = off / 512; fua && s < (off + len) / 512;
+			     s++)
+				barrier(s);
+		} else if (k < 83) {
+			for (uint32_t s = off / 512; s < (off + len) / 512; s++)
+				push(s, 0);
+			T_CHECK(ftl_discard(f, off, len) == 0, "discard");
+		} else if (k < 90) {
+			T_CHECK(ftl_flush(f) == 0, "flush");
+			for (uint32_t s = 0; s < NSECT; s++)
+				barrier(s);
+		}
+		if (rnd() % 2) {
+			several += frontiers_open(f);
+			check(b, isz, seed0 * 1000003 + (uint64_t)n++);
+		} else if (!armed) {
+			several += frontiers_open(f);
+			tc = (struct trig){ b, isz, seed0 * 1000003 + (uint64_t)n++ };
+			armed = true;
+			nand_mem_set_trigger(b, 1 + rnd() % 24, fire, &tc);
+		}
+	}
+	nand_mem_set_trigger(b, 0, NULL, NULL);
+	ftl_stats_get(f, &st);
+	fprintf(stderr, "%d cuts (%d checked), %d with several frontiers "
+		"open; gc_relocations %llu, ckpt_writes %llu\n", n, cuts_done,
+		several, (unsigned long long)st.gc_relocations,
+		(unsigned long long)st.ckpt_writes);
+	T_CHECK(st.gc_relocations > 0 && st.ckpt_writes > 4,
+		"GC and checkpoints ran");
+	T_CHECK(several >= n / 4, "several frontiers open at a quarter of the "
+		"cuts at least (%d of %d)", several, n);
+	T_EQ_U64(st.nand_violations, 0, "violations");
+	ftl_abandon(f);
+	b->ops->destroy(b);
+	free(crash_img);
+	free(rbuf);
+	free(w);
+}
+
+int main(void)
+{
+	unsigned seed = t_seed();
+	uint64_t one, two;
+
+	rs = seed | 1;
+	classifier();
+	one = wa_copies(true, seed);
+	two = wa_copies(false, seed);
+	T_CHECK(two * 10 < one * 9, "two frontiers copy at least 10 %% less "
+		"than one on 90/10 (%llu vs %llu)", (unsigned long long)two,
+		(unsigned long long)one);
+	powercuts(seed, t_long() ? 6000 : 800);
+	for (uint32_t s = 0; s < NSECT; s++)
+		free(h[s].v);
+	return t_result();
+}
