@@ -676,11 +676,29 @@ static uint64_t rnd(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+/* The image a power cut would leave, under the backing's mutex: a live
+ * engine may sync (mem_sync: the log applied to dur and freed) or write
+ * from its GC thread meanwhile, with the engine's lock released (GC-SIDE
+ * SYNC, ftl_gc.c); the cut falls between two of those, never inside one. */
+static long crash_image_locked(struct mem_backing *m, uint64_t seed,
+			       bool tear, uint8_t *out);
+
 /* Build the image a power cut would leave (see nand.h). */
 long nand_mem_crash_image(struct nand_backing *b, uint64_t seed, bool tear,
 			  uint8_t *out)
 {
 	struct mem_backing *m = (struct mem_backing *)b;
+	long r;
+
+	pthread_mutex_lock(&m->mx);
+	r = crash_image_locked(m, seed, tear, out);
+	pthread_mutex_unlock(&m->mx);
+	return r;
+}
+
+static long crash_image_locked(struct mem_backing *m, uint64_t seed,
+			       bool tear, uint8_t *out)
+{
 	uint64_t s = seed;
 	size_t n = m->nlog, keep, torn;
 	bool subset;
