@@ -52,6 +52,9 @@ struct ftl_create_opts {
 	uint32_t pe_cycles;         /* rated endurance: erases a block takes
 	                               (percentage used, ftl_health), up to
 	                               FTL_PE_MAX; 0: FTL_PE_DEFAULT */
+	uint64_t max_size;          /* bytes the image may grow to in place
+	                               (ftl_grow): its checkpoint slots are
+	                               sized for it; 0 or <= size: size */
 };
 
 struct ftl_open_opts {
@@ -240,6 +243,21 @@ void ftl_health_get(struct ftl *f, struct ftl_health *h);
 /* Print @h as one JSON object (the field names) or as a table with the
  * labels of smartctl -a. */
 void ftl_health_print(const struct ftl_health *h, FILE *out, bool json);
+
+/* Grow the image at @path, which nobody holds (the engine's lock), to
+ * @size logical bytes (a multiple of FTL_SECTOR, the same meaning as
+ * ftl_create_opts.size in both align modes): new erase blocks are added
+ * after the last one, free with erase count 0, and a file is extended (a
+ * block device must be large enough).  Power-cut safe: cut at any write,
+ * the image opens at the old size or the new one, every flushed byte
+ * intact (ftl_grow.c has the order).  @size equal: 0, nothing written.
+ * -ERANGE @size smaller (shrinking is not supported); -EFBIG the
+ * checkpoint slots have no room for @size (*@max, if not NULL, gets the
+ * largest size they hold: the image's create --max-size); -EINVAL @size
+ * not a multiple of FTL_SECTOR or out of range; -EOPNOTSUPP an image of
+ * layout 1.0 (OOB area at the end); -ENOSPC a block device smaller than
+ * the grown image; -EBUSY held; else as ftl_open. */
+int ftl_grow(const char *path, uint64_t size, uint64_t *max);
 
 /* ---- offline inspection (no mount; used by info / fsck / libalign) ---- */
 
