@@ -41,6 +41,11 @@ grow() {
 	[ "$status" -eq 5 ]
 	[ "${#lines[@]}" -eq 1 ]
 	[[ "$output" == *"online resize is not supported"* ]]
+	run "$UBLK_FLASH" resize "$DEV" --size 320M
+	echo "$output"
+	[ "$status" -eq 5 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"$DEV is served from $img"* ]]
 	[ "$(blockdev --getsize64 "$DEV")" = $((160 << 20)) ]
 
 	umount "$SCRATCH/m"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* ublk-flash resize IMG --size SIZE: grow an image nobody serves. */
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 
 #include "commands.h"
 #include "ftl.h"
+#include "serve.h"
 
 static const char usage[] =
 	"Usage: ublk-flash resize IMG --size SIZE\n"
@@ -57,6 +59,22 @@ int cmd_resize(int argc, char **argv)
 		fprintf(stderr, "ublk-flash: resize: --size: %llu is not a whole "
 			"number of 512-byte sectors\n", (unsigned long long)size);
 		return EXIT_USAGE;
+	}
+	/* a served device (or its partition, its --dm device): name the
+	 * image, not what the device holds */
+	{
+		struct serve_entry e;
+		char path[PATH_MAX];
+		bool blk = false;
+
+		if (!cli_find(img, &e, &blk, path, sizeof(path)) && e.live &&
+		    strcmp(e.image, img)) {
+			fprintf(stderr, "ublk-flash: resize: %s is served from %s "
+				"(pid %d); online resize is not supported: stop "
+				"it, resize the image, serve it again\n", img,
+				e.image, (int)e.pid);
+			return EXIT_BUSY;
+		}
 	}
 	if (cli_image_foreign("resize", img))
 		return EXIT_CORRUPT;
