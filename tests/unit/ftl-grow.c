@@ -194,6 +194,25 @@ static void check_crash(const uint8_t *img, uint64_t seed, int *old_n,
 		ftl_flush(f) == 0, "seed %llu: write at the end after the cut",
 		(unsigned long long)seed);
 	T_CHECK(ftl_close(f) == 0, "close");
+	/* closed at the new size, it opens with no damaged checkpoint: the
+	 * old size's the grow had not replaced yet (step 6) are older than
+	 * the new ones, superseded (they made every open roll forward and
+	 * fsck exit 4 until rewritten: a kill -9 during an online resize) */
+	nand_mem_hold(m);
+	f = NULL;
+	if (size == SIZE1 && ftl_open_backing(m, NULL, &f) == 0) {
+		T_CHECK(!f->mnt.ckpt_fallback, "seed %llu: a cut at write %llu "
+			"of the grow (image %d): closed at the new size, a "
+			"checkpoint slot taken for damaged",
+			(unsigned long long)seed, (unsigned long long)cut_k,
+			cut_j);
+		T_CHECK(ftl_close(f) == 0, "close again");
+	} else if (size == SIZE1) {
+		T_CHECK(0, "seed %llu: reopen after the cut",
+			(unsigned long long)seed);
+	} else {
+		m->ops->destroy(m);     /* the hold */
+	}
 	if (size == SIZE0) {            /* its end is the old data's */
 		for (uint32_t s = NS0 - 8; s < NS0; s++)
 			base[s] = late[s] = 7777777;
