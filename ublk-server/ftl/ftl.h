@@ -259,6 +259,25 @@ void ftl_health_print(const struct ftl_health *h, FILE *out, bool json);
  * the grown image; -EBUSY held; else as ftl_open. */
 int ftl_grow(const char *path, uint64_t size, uint64_t *max);
 
+/* ftl_grow through @lock_fd, a descriptor of @path on which the caller
+ * holds the image lock (ftl_lock_dup of an engine it then closed: an
+ * online resize, the lock never dropped).  -EINVAL another file; else as
+ * ftl_grow. */
+int ftl_grow_locked(const char *path, int lock_fd, uint64_t size,
+		    uint64_t *max);
+
+/* Could the image at @path (served or not: its superblock is read, no
+ * lock) grow to @size?  1 it has that size; 0 yes (a block device may
+ * still be too small: -ENOSPC from the grow); else as ftl_grow, nothing
+ * written. */
+int ftl_grow_check(const char *path, uint64_t size, uint64_t *max);
+
+/* A new descriptor (close-on-exec) sharing the image lock of the
+ * read-write engine @f (its open file description): the lock outlives
+ * ftl_close while it is open; give it to ftl_grow_locked and as the next
+ * open's lock_fd.  -EBADF read-only or no file (a remote medium). */
+int ftl_lock_dup(const struct ftl *f);
+
 /* ---- offline inspection (no mount; used by info / fsck / libalign) ---- */
 
 /* What the superblock says; no mount, never writes. */

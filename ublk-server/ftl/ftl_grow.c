@@ -18,13 +18,14 @@
  *  5. superblock copy 0 (the new image: copy 1's table), then copy 0's
  *     table (the old superblock needs it until then);
  *  6. bases of the new size in the other checkpoint slots (until then
- *     the new superblock takes them for damaged: a roll-forward, still
- *     every flushed byte).
+ *     they hold older checkpoints of the old size: superseded, not
+ *     damaged, ftl_ckpt_load.c).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "crc32c.h"
@@ -100,9 +101,9 @@ static int grow_write(struct nand_backing *b, uint8_t *area,
 				   OCT_SB_COPY_OFFSET - OCT_SB_SIZE, OCT_SB_SIZE);
 	if (!r)
 		r = b->ops->sync(b);
-	/* 6. the other slots still hold checkpoints of the old size, which
-	 * the new superblock takes for damaged ones (a roll-forward at every
-	 * open, fsck's complaint): bases of the new size in all of them */
+	/* 6. the other slots still hold checkpoints of the old size (taken
+	 * for superseded, ftl_ckpt_load.c): bases of the new size in all of
+	 * them, so that every slot is of this size */
 	ftl_lock(&f->lock);
 	for (uint32_t i = 1; i < FTL_CKPT_SLOTS && !r; i++) {
 		ftl_ckpt_force_base(f);
@@ -181,25 +182,19 @@ static int grow_check(struct nand_backing *b, uint64_t size, uint64_t *max)
 	return r;
 }
 
-/* Grow the image at @path (see ftl.h). */
-int ftl_grow(const char *path, uint64_t size, uint64_t *max)
+/* Steps 1 to 6 on @fd, a descriptor of @path on which the image lock
+ * (flock LOCK_EX) is held (a no-op when it already is). */
+static int grow_held(const char *path, int fd, uint64_t size, uint64_t *max)
 {
 	struct ftl_open_opts oo = { 0 };
 	struct nand_backing *b = NULL;
 	struct ftl *f = NULL;
 	uint64_t bsize;
 	bool blkdev;
-	int fd, r;
+	int r;
 
-	if (nand_backing_is_uri(path))
-		return -EOPNOTSUPP;
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		goto out;
-	}
+	if (flock(fd, LOCK_EX | LOCK_NB))
+		return errno == EWOULDBLOCK ? -EBUSY : -errno;
 	r = ftl_fd_size(fd, &bsize, &blkdev);
 	if (!r)
 		r = nand_backing_fd(fd, &b);
@@ -218,8 +213,68 @@ int ftl_grow(const char *path, uint64_t size, uint64_t *max)
 out:
 	if (b)
 		b->ops->destroy(b);
-	close(fd);
 	return r == 1 ? 0 : r;
+}
+
+/* Grow the image at @path (see ftl.h). */
+int ftl_grow(const char *path, uint64_t size, uint64_t *max)
+{
+	int fd, r;
+
+	if (nand_backing_is_uri(path))
+		return -EOPNOTSUPP;
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = grow_held(path, fd, size, max);
+	close(fd);
+	return r;
+}
+
+/* Grow through @lock_fd, on which the caller holds the lock (see ftl.h). */
+int ftl_grow_locked(const char *path, int lock_fd, uint64_t size,
+		    uint64_t *max)
+{
+	struct stat a, b;
+
+	if (nand_backing_is_uri(path))
+		return -EOPNOTSUPP;
+	if (fstat(lock_fd, &a) || stat(path, &b))
+		return -errno;
+	if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return -EINVAL;
+	return grow_held(path, lock_fd, size, max);
+}
+
+/* Could @path grow to @size (see ftl.h)?  Reads its superblock only. */
+int ftl_grow_check(const char *path, uint64_t size, uint64_t *max)
+{
+	struct nand_backing *b = NULL;
+	int fd, r;
+
+	if (nand_backing_is_uri(path))
+		return -EOPNOTSUPP;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = nand_backing_fd(fd, &b);
+	if (!r) {
+		r = grow_check(b, size, max);
+		b->ops->destroy(b);
+	}
+	close(fd);
+	return r;
+}
+
+/* A dup of the descriptor holding @f's image lock (see ftl.h). */
+int ftl_lock_dup(const struct ftl *f)
+{
+	int fd = f->o.lock_fd > 0 ? f->o.lock_fd : f->fd;
+
+	if (fd < 0 || f->readonly)
+		return -EBADF;
+	fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	return fd < 0 ? -errno : fd;
 }
 
 /* The same on a memory backing (tests; @b is not taken, at least as large
