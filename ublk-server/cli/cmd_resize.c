@@ -14,19 +14,20 @@
 #include "serve.h"
 
 static const char usage[] =
-	"Usage: ublk-flash resize IMG --size SIZE\n"
+	"Usage: ublk-flash resize IMG|DEV --size SIZE\n"
 	"Grow an image in place to SIZE (the exported size, as create --size:\n"
 	"a whole number of 512-byte sectors, in odd mode too): new erase\n"
 	"blocks after the last, a file extended.  Up to the size its\n"
-	"checkpoint area was made for (create --max-size).  Served over\n"
-	"FUSE + loop (IMG, or its /dev/loopN): online, the server grows it\n"
-	"and the loop device follows; served over ublk: stop it first.\n"
+	"checkpoint area was made for (create --max-size).  Served (IMG, or\n"
+	"its /dev/loopN or /dev/ublkbN): online, the server grows it and the\n"
+	"device follows (ublk: UPDATE_SIZE, Linux 6.14 and later, else 6).\n"
 	"Power-cut safe: the old or the new size.\n"
 	"Exit: 0 grown (or already SIZE); 2 usage (a bad SIZE); 3 I/O error;\n"
-	"4 not an octant image or corrupt; 5 busy (served or held); 6 not\n"
-	"possible, nothing changed (smaller: shrinking is not supported;\n"
-	"beyond the room of create --max-size; a layout-1.0 image; a block\n"
-	"device too small).\n";
+	"4 not an octant image or corrupt; 5 busy (held by another process);\n"
+	"6 not possible, nothing changed (smaller: shrinking is not\n"
+	"supported; beyond the room of create --max-size; a layout-1.0 image;\n"
+	"a block device too small; served with --dm, read-only, zoned, or\n"
+	"on a ublk device without UPDATE_SIZE).\n";
 
 #define RESIZE_ANSWER_S 600       /* a grow writes a few checkpoints */
 
@@ -163,24 +164,20 @@ int cmd_resize(int argc, char **argv)
 		bool blk = false;
 
 		if (!cli_find(img, &e, &blk, path, sizeof(path)) && e.live) {
-			if (!strcmp(e.frontend, "fuse"))
-				return resize_online(&e, size);
-			if (strcmp(e.image, img)) {
-				fprintf(stderr, "ublk-flash: resize: %s is served "
-					"from %s (pid %d); online resize over "
-					"%s is not supported: stop it, resize "
-					"the image, serve it again\n", img,
-					e.image, (int)e.pid, e.frontend);
-				return EXIT_BUSY;
+			if (blk && strcmp(path, e.dev)) {
+				fprintf(stderr, "ublk-flash: resize: %s is not "
+					"the device %s serves %s on: name the "
+					"image or %s\n", img, e.dev, e.image,
+					e.dev);
+				return EXIT_USAGE;
 			}
+			return resize_online(&e, size);
 		}
 	}
 	if (cli_image_foreign("resize", img))
 		return EXIT_CORRUPT;
-	/* served over ublk, or held: say where (the engine's own lock says
-	 * busy) */
-	r = cli_image_lock("resize", img, "stop it first (online resize over "
-			   "ublk is not supported)", &fd);
+	/* held by another process: say which (the engine's lock says busy) */
+	r = cli_image_lock("resize", img, "stop it first", &fd);
 	if (r)
 		return r;
 	if (fd >= 0)

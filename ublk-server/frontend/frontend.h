@@ -103,11 +103,14 @@ struct fe_ops {
 	 * 0 done (stop() then hands it over); -EOPNOTSUPP the device cannot
 	 * be (nothing changed: serve on); another -errno it failed. */
 	int (*quiesce)(struct fe_server *s);
-	/* Optional, an online resize (serve_grow; all three or none): hold()
+	/* Optional, an online resize (serve_grow; hold, release, resized all
+	 * or none): can_resize() (optional) refuses before anything changes
+	 * (-EOPNOTSUPP and a reason in @why); hold()
 	 * returns once no request is inside the engine, new ones wait;
 	 * release() lets them in on s->ftl again (NULL: a failed reopen,
 	 * every request EIO); resized() then tells the kernel the engine's
 	 * size (-errno and a reason in @why on failure). */
+	int (*can_resize)(struct fe_server *s, char *why, size_t len);
 	void (*hold)(struct fe_server *s);
 	void (*release)(struct fe_server *s);
 	int (*resized)(struct fe_server *s, char *why, size_t len);

@@ -15,7 +15,7 @@
 #include "serve.h"
 
 /* What cannot grow here, before anything changes: -errno and @why. */
-static int grow_refuse(const struct fe_server *s, char *why, size_t len)
+static int grow_refuse(struct fe_server *s, char *why, size_t len)
 {
 	if (!s->ftl) {
 		snprintf(why, len, "a zoned image cannot grow");
@@ -35,7 +35,7 @@ static int grow_refuse(const struct fe_server *s, char *why, size_t len)
 		snprintf(why, len, "served read-only");
 		return -EROFS;
 	}
-	return 0;
+	return s->ops->can_resize ? s->ops->can_resize(s, why, len) : 0;
 }
 
 int serve_grow(struct fe_server *s, uint64_t size, uint64_t *max,

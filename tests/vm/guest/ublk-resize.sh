@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Guest test: `ublk-flash resize` with ublk (issue 29 item 3; offline: online resize is not
-# built).  A served image, by its path or its /dev/ublkbN, is refused (exit 5, one line, the
-# device's size unchanged); stopped, resized 64M -> 192M and served again, /sys/block/ublkbN/size
-# shows the new size, ext4 (4 KiB blocks) grows mounted with resize2fs, every fsync'd file's
-# checksum matches, e2fsck clean.
-# vm-kernels: 7.3
+# Guest test: `ublk-flash resize` with ublk (issue 29 item 3).  Online where the driver has
+# UPDATE_SIZE (7.3): the served image grows by its path (64M -> 128M) and by its /dev/ublkbN
+# (-> 160M) while ext4 is mounted, /sys/block/ublkbN/size follows, resize2fs grows it mounted.
+# Without UPDATE_SIZE (6.1, 6.12): refused before anything changes (exit 6, one line naming
+# UPDATE_SIZE, the device's and the image's size unchanged).  Then, on every kernel: stopped,
+# resized to 192M and served again, /sys/block/ublkbN/size shows it, resize2fs grows ext4
+# mounted, every fsync'd file's checksum matches, e2fsck and ublk-flash fsck clean.
+# vm-kernels: 7.3 6.12 6.1
 . /octant/tests/vm/guest-lib.sh
 . /octant/tests/vm/guest/ublk-lib.bash
 
@@ -28,15 +30,44 @@ sync -f "$mnt"
 sums=$(cd "$mnt" && sha256sum d/*)
 before=$(df -k "$mnt" | awk 'NR == 2 { print $2 * 1024 }')
 
-for what in "$img" "$dev"; do
-	out=$("$UBLK_FLASH" resize "$what" --size 192M 2>&1); rc=$?
-	if [ "$rc" = 5 ] && [ "$(wc -l <<<"$out")" = 1 ]; then
-		t_ok "resize $what while served: exit 5, one line ($out)"
+kv=$(uname -r | awk -F. '{ print $1 * 100 + $2 }')
+if [ "$kv" -ge 614 ]; then
+	t_check "resize $img --size 128M while served (online)" \
+		"$UBLK_FLASH" resize "$img" --size 128M
+	t_eq "/sys/block/ublkb$n/size after the online grow" \
+	     "$(cat /sys/block/ublkb$n/size)" $((128 << 11))
+	t_check "resize $dev --size 160M while served (online)" \
+		"$UBLK_FLASH" resize "$dev" --size 160M
+	t_eq "/sys/block/ublkb$n/size after the second online grow" \
+	     "$(cat /sys/block/ublkb$n/size)" $((160 << 11))
+	t_check "resize2fs $dev, mounted, after the online grow" resize2fs "$dev"
+	mid=$(df -k "$mnt" | awk 'NR == 2 { print $2 * 1024 }')
+	if [ "$mid" -gt $((before + (80 << 20))) ]; then
+		t_ok "ext4 grew online: $before -> $mid bytes"
 	else
-		t_fail "resize $what while served: exit 5, one line" "exit $rc: $out"
+		t_fail "ext4 grew online" "$before -> $mid bytes"
 	fi
-done
-t_eq "the device kept its size" "$(cat /sys/block/ublkb$n/size)" $((64 << 11))
+	t_eq "every checksum after the online grow" "$(cd "$mnt" && sha256sum d/*)" "$sums"
+	dd if=/dev/urandom of="$mnt/d/new" bs=1M count=60 conv=fsync status=none &&
+		t_ok "60 MiB more written into the new space" ||
+		t_fail "60 MiB more written into the new space" "dd failed"
+	sums=$(cd "$mnt" && sha256sum d/*)
+else
+	isz=$(stat -c %s "$img")
+	for what in "$img" "$dev"; do
+		out=$("$UBLK_FLASH" resize "$what" --size 128M 2>&1); rc=$?
+		if [ "$rc" = 6 ] && [ "$(wc -l <<<"$out")" = 1 ] &&
+		   [[ "$out" == *UPDATE_SIZE* ]]; then
+			t_ok "resize $what while served, no UPDATE_SIZE: exit 6, one line ($out)"
+		else
+			t_fail "resize $what while served, no UPDATE_SIZE: exit 6, one line" \
+			       "exit $rc: $out"
+		fi
+	done
+	t_eq "the device kept its size" "$(cat /sys/block/ublkb$n/size)" $((64 << 11))
+	t_eq "the image kept its size" "$(stat -c %s "$img")" "$isz"
+	t_eq "every checksum after the refusals" "$(cd "$mnt" && sha256sum d/*)" "$sums"
+fi
 
 umount "$mnt"
 out=$("$UBLK_FLASH" stop "$dev" 2>&1) || t_fail "stop" "$out"
