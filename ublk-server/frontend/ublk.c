@@ -532,6 +532,8 @@ static int ublk_recover(struct ublk_dev *d, const struct fe_serve_opts *o,
 	unsigned step = o->upgrade ? 5 : 100;
 	struct ublk_params p;
 	unsigned waited = 0;
+	uint64_t want;
+	bool grow;
 	int ret;
 
 	if (d->upgrade) {   /* found and checked by takeover; handed over */
@@ -549,9 +551,14 @@ static int ublk_recover(struct ublk_dev *d, const struct fe_serve_opts *o,
 		if (ret)
 			return ret;
 	}
+	want = d->zn ? zn_sectors(d->zn) : ftl_size(d->ftl) / FTL_SECTOR;
 	ret = ublk_ctrl_get_params(&d->ctrl, d->info.dev_id, &p);
-	if (ret == 0 && p.basic.dev_sectors != (d->zn ? zn_sectors(d->zn) :
-						 ftl_size(d->ftl) / FTL_SECTOR)) {
+	/* smaller, with UPDATE_SIZE: an online resize whose server died
+	 * between the engine's grow and UPDATE_SIZE (serve/grow.c): the
+	 * device grows once live again */
+	grow = ret == 0 && p.basic.dev_sectors < want && !d->zn &&
+	       (d->info.flags & UBLK_FEAT(UPDATE_SIZE));
+	if (ret == 0 && p.basic.dev_sectors != want && !grow) {
 		fprintf(stderr, "ublk-flash: serve --%s: /dev/ublkb%u has "
 			"another size than %s\n", how, d->info.dev_id, o->image);
 		return -EINVAL;
@@ -591,6 +598,14 @@ static int ublk_recover(struct ublk_dev *d, const struct fe_serve_opts *o,
 		return ret;
 	}
 	d->started = true;
+	if (grow) {
+		ret = ublk_ctrl_update_size(&d->ctrl, d->info.dev_id, want);
+		if (ret)        /* live at the old size: the engine has more */
+			fprintf(stderr, "ublk-flash: warning: serve --%s: "
+				"UPDATE_SIZE /dev/ublkb%u to %llu sectors: %s\n",
+				how, d->info.dev_id, (unsigned long long)want,
+				strerror(-ret));
+	}
 	return 0;
 }
 

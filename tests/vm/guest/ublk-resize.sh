@@ -2,7 +2,8 @@
 # Guest test: `ublk-flash resize` with ublk (issue 29 item 3).  Online where the driver has
 # UPDATE_SIZE (7.3): the served image grows by its path (64M -> 128M) and by its /dev/ublkbN
 # (-> 160M) while ext4 is mounted, /sys/block/ublkbN/size follows, resize2fs grows it mounted.
-# Without UPDATE_SIZE (6.1, 6.12): refused before anything changes (exit 6, one line naming
+# A server killed between the engine's grow and UPDATE_SIZE (the image grown, the device not):
+# `serve --recover` re-attaches it and grows it.  Without UPDATE_SIZE (6.1, 6.12): refused before anything changes (exit 6, one line naming
 # UPDATE_SIZE, the device's and the image's size unchanged).  Then, on every kernel: stopped,
 # resized to 192M and served again, /sys/block/ublkbN/size shows it, resize2fs grows ext4
 # mounted, every fsync'd file's checksum matches, e2fsck and ublk-flash fsck clean.
@@ -52,6 +53,19 @@ if [ "$kv" -ge 614 ]; then
 		t_ok "60 MiB more written into the new space" ||
 		t_fail "60 MiB more written into the new space" "dd failed"
 	sums=$(cd "$mnt" && sha256sum d/*)
+	# a server killed between the engine's grow and UPDATE_SIZE: the
+	# image grown (here offline, once it died), the device still
+	# smaller; serve --recover takes it and grows it (ext4 mounted)
+	pid=$(ublk_server_pid "$img")
+	kill -9 "$pid"
+	ublk_wait_dead "$pid" 300 || t_fail "the killed server exits"
+	t_check "resize $img --size 176M (its server dead)" \
+		"$UBLK_FLASH" resize "$img" --size 176M
+	out=$(ublk_serve "$img" --recover 2>&1)
+	t_eq "serve --recover of the smaller device re-attaches it" "$out" "$dev"
+	t_eq "/sys/block/ublkb$n/size after the recovery" \
+	     "$(cat /sys/block/ublkb$n/size)" $((176 << 11))
+	t_eq "every checksum after the recovery" "$(cd "$mnt" && sha256sum d/*)" "$sums"
 else
 	isz=$(stat -c %s "$img")
 	for what in "$img" "$dev"; do
