@@ -46,7 +46,12 @@ struct oct_sb {
 	uint32_t pe_cycles;         /* rated endurance: erases a block takes,
 	                               0 = not recorded (images made before
 	                               it: the engine's default) */
-	uint8_t  reserved[OCT_SB_SIZE - 112];
+	uint8_t  reserved[OCT_SB_SIZE - 120];
+	uint64_t ckpt_sectors;      /* FTL: the logical size (sectors) the
+	                               checkpoint area is sized for, so the
+	                               image can grow up to it in place
+	                               (ublk-flash resize); 0 = logical_sectors
+	                               (images made before it: reserved) */
 } __attribute__((packed));
 
 _Static_assert(sizeof(struct oct_sb) == OCT_SB_SIZE, "superblock size");

@@ -23,13 +23,21 @@ static int ask_cb(struct fdisk_context *cxt, struct fdisk_ask *ask, void *data)
 	const char *msg;
 
 	(void)cxt;
-	(void)data;
 	switch (fdisk_ask_get_type(ask)) {
 	case FDISK_ASKTYPE_WARN:
 	case FDISK_ASKTYPE_WARNX:
 		msg = fdisk_ask_print_get_mesg(ask);
 		if (msg)
 			ap_warn("libfdisk: %s", msg);
+		/* a disk grown under its GPT (ublk-flash resize, a larger
+		 * LUN): say what moves the backup, that nothing here did */
+		if (msg && strstr(msg, "backup GPT table is not on the end"))
+			ap_note("the disk grew since its GPT was written: its "
+				"backup header is not at the end, and the space "
+				"after it is unusable until `sgdisk -e %s` (or "
+				"parted's Fix) moves it there; alignment is "
+				"unaffected, and this command wrote nothing",
+				data ? (const char *)data : "DEV");
 		return 0;
 	case FDISK_ASKTYPE_INFO:
 		return 0;
@@ -51,7 +59,7 @@ int ap_fdisk_open(const struct ap_topo *tp, const char *path, int fd,
 	*cxtp = NULL;
 	if (!cxt)
 		return ap_fail(AP_EXIT_IO, "out of memory");
-	fdisk_set_ask(cxt, ask_cb, NULL);
+	fdisk_set_ask(cxt, ask_cb, (void *)path);
 	fdisk_disable_dialogs(cxt, 1);
 	/* a block device knows its logical size; an image uses ours */
 	if (!tp->is_blockdev)

@@ -148,6 +148,13 @@ int loop_detach(struct loop_dev *ld)
 	return err == -ENXIO ? 0 : err;
 }
 
+int loop_set_capacity(struct loop_dev *ld)
+{
+	if (ld->fd < 0)
+		return -EBADF;
+	return ioctl(ld->fd, LOOP_SET_CAPACITY, 0) < 0 ? -errno : 0;
+}
+
 int loop_wait_released(int number, unsigned ms)
 {
 	char buf[4096];

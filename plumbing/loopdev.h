@@ -32,6 +32,9 @@ int loop_attach(struct loop_dev *ld, int backing_fd, const char *name,
  * the kernel detaches it at the last close.  Safe on a detached loop_dev. */
 int loop_detach(struct loop_dev *ld);
 
+/* LOOP_SET_CAPACITY: the device takes its backing file's size now. */
+int loop_set_capacity(struct loop_dev *ld);
+
 /* Wait up to @ms milliseconds for /dev/loopN to let go of its backing
  * file (the deferred half of a detach).  0 once released, -EBUSY if not. */
 int loop_wait_released(int number, unsigned ms);

@@ -35,6 +35,9 @@ static void usage(FILE *out)
 		"  --bad-blocks RATE      factory bad blocks: each data block is bad\n"
 		"                         with probability RATE (e.g. 1e-3), skipped\n"
 		"  --bad-block-seed N     seed of that draw (default: random, printed)\n"
+		"  --max-size SIZE        room to grow in place (resize) up to SIZE\n"
+		"                         (checkpoint area sized for it; default\n"
+		"                         --size)\n"
 		"  --endurance N          rated erases per block (P/E cycles), for\n"
 		"                         `health` percentage used, 1..10000000 (3000)\n"
 		"  --force                overwrite an existing image or signature\n"
@@ -217,6 +220,7 @@ int cmd_create(int argc, char **argv)
 		{ "bad-blocks", required_argument, NULL, 'B' },
 		{ "bad-block-seed", required_argument, NULL, 'S' },
 		{ "endurance", required_argument, NULL, 'E' },
+		{ "max-size", required_argument, NULL, 'M' },
 		{ "zoned", no_argument, NULL, 'Z' },
 		{ "zone-size", required_argument, NULL, 'z' },
 		{ "integrity", required_argument, NULL, 'I' },
@@ -296,6 +300,10 @@ int cmd_create(int argc, char **argv)
 			break;
 		case 'z':
 			if (cli_size("create", "--zone-size", optarg, &zone_size))
+				return EXIT_USAGE;
+			break;
+		case 'M':               /* room to grow: ublk-flash resize */
+			if (cli_size("create", "--max-size", optarg, &o.max_size))
 				return EXIT_USAGE;
 			break;
 		case 'E':

@@ -39,6 +39,7 @@ int cmd_serve(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_upgrade(int argc, char **argv);
+int cmd_resize(int argc, char **argv);
 
 /* Map an -errno from the engine to an exit code above, after printing
  * "ublk-flash: WHAT: strerror" on stderr. */

@@ -34,6 +34,8 @@ struct fe_serve_opts {
 };
 
 struct zn;
+struct serve_ro;
+struct fe_ops;
 
 struct fe_server {
 	struct ftl *ftl;         /* the engine, or NULL for ... */
@@ -51,6 +53,13 @@ struct fe_server {
 	                            NUL-terminated words, @options_len bytes */
 	size_t options_len;
 	void *priv;              /* the frontend's own state */
+	/* an online resize (serve/grow.c): the engine's open options, the
+	 * read-only watch, and the image lock's own descriptor once the
+	 * engine was closed and opened again (ftl_lock_dup; -1 none yet) */
+	const struct fe_ops *ops;
+	const struct ftl_open_opts *open_opts;
+	struct serve_ro *ro;
+	int grow_lock_fd;
 };
 
 /* FUSE frontend: the name of the disk file the loop device is bound
@@ -94,6 +103,17 @@ struct fe_ops {
 	 * 0 done (stop() then hands it over); -EOPNOTSUPP the device cannot
 	 * be (nothing changed: serve on); another -errno it failed. */
 	int (*quiesce)(struct fe_server *s);
+	/* Optional, an online resize (serve_grow; hold, release, resized all
+	 * or none): can_resize() (optional) refuses before anything changes
+	 * (-EOPNOTSUPP and a reason in @why); hold()
+	 * returns once no request is inside the engine, new ones wait;
+	 * release() lets them in on s->ftl again (NULL: a failed reopen,
+	 * every request EIO); resized() then tells the kernel the engine's
+	 * size (-errno and a reason in @why on failure). */
+	int (*can_resize)(struct fe_server *s, char *why, size_t len);
+	void (*hold)(struct fe_server *s);
+	void (*release)(struct fe_server *s);
+	int (*resized)(struct fe_server *s, char *why, size_t len);
 };
 
 extern const struct fe_ops fe_fuse_ops;

@@ -22,7 +22,7 @@
 #define PR_SET_IO_FLUSHER 57
 #endif
 
-#define FE_INO_DISK 2
+#define FE_INO_DISK FE_FUSE_INO_DISK
 #define FE_TIMEOUT  86400.0
 
 static __thread bool fe_tls_flusher;
@@ -80,14 +80,23 @@ void fe_fuse_io_fini(struct fe_fuse_io *io)
 	memset(io, 0, sizeof(*io));
 }
 
-/* Enter the engine, unless fenced (then the caller answers EIO). */
+/* Enter the engine, unless fenced (then the caller answers EIO); wait
+ * while it is held. */
 static bool fe_enter(struct fe_fuse_io *io)
 {
-	atomic_fetch_add(&io->inflight, 1);
-	if (!atomic_load(&io->fenced))
-		return true;
-	atomic_fetch_sub(&io->inflight, 1);
-	return false;
+	struct timespec ts = { 0, 1000000L };
+
+	for (;;) {
+		atomic_fetch_add(&io->inflight, 1);
+		if (atomic_load(&io->fenced)) {
+			atomic_fetch_sub(&io->inflight, 1);
+			return false;
+		}
+		if (!atomic_load(&io->held))
+			return true;
+		atomic_fetch_sub(&io->inflight, 1);
+		nanosleep(&ts, NULL);
+	}
 }
 
 static void fe_leave(struct fe_fuse_io *io)
@@ -102,6 +111,26 @@ void fe_fuse_io_fence(struct fe_fuse_io *io)
 	atomic_store(&io->fenced, true);
 	while (atomic_load(&io->inflight) > 0)
 		nanosleep(&ts, NULL);
+}
+
+void fe_fuse_io_hold(struct fe_fuse_io *io)
+{
+	struct timespec ts = { 0, 1000000L };
+
+	atomic_store(&io->held, true);
+	while (atomic_load(&io->inflight) > 0)
+		nanosleep(&ts, NULL);
+}
+
+void fe_fuse_io_release(struct fe_fuse_io *io, struct ftl *ftl,
+			uint64_t size)
+{
+	atomic_store(&io->ftl, ftl);
+	if (!ftl)
+		atomic_store(&io->fenced, true);
+	else
+		atomic_store(&io->size, size);
+	atomic_store(&io->held, false);
 }
 
 /* The calling thread's preallocated buffer; taken from the pool on the

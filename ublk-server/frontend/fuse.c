@@ -364,10 +364,49 @@ static void fe_fuse_stop(struct fe_server *s)
 	s->priv = NULL;
 }
 
+/* An online resize (frontend.h). */
+static void fe_fuse_hold(struct fe_server *s)
+{
+	struct fe_fuse *ff = s->priv;
+
+	fe_fuse_io_hold(&ff->io);
+}
+
+static void fe_fuse_release(struct fe_server *s)
+{
+	struct fe_fuse *ff = s->priv;
+
+	fe_fuse_io_release(&ff->io, s->ftl, s->ftl ? ftl_size(s->ftl) : 0);
+}
+
+/* The disk file's attributes are cached for a day: dropped first, else
+ * the loop device's capacity update (loop_set_capacity) finds the old
+ * size (docs/ublk.md, Resize). */
+static int fe_fuse_resized(struct fe_server *s, char *why, size_t len)
+{
+	struct fe_fuse *ff = s->priv;
+	int err;
+
+	err = fuse_lowlevel_notify_inval_inode(ff->se, FE_FUSE_INO_DISK, -1, 0);
+	if (err) {
+		snprintf(why, len, "FUSE attribute invalidation: %s",
+			 strerror(-err));
+		return err;
+	}
+	err = loop_set_capacity(&ff->loop);
+	if (err)
+		snprintf(why, len, "%s: setting its capacity: %s", ff->loop.path,
+			 strerror(-err));
+	return err;
+}
+
 const struct fe_ops fe_fuse_ops = {
-	.name  = "fuse",
-	.probe = fe_fuse_probe,
-	.start = fe_fuse_start,
-	.run   = fe_fuse_run,
-	.stop  = fe_fuse_stop,
+	.name    = "fuse",
+	.probe   = fe_fuse_probe,
+	.start   = fe_fuse_start,
+	.run     = fe_fuse_run,
+	.stop    = fe_fuse_stop,
+	.hold    = fe_fuse_hold,
+	.release = fe_fuse_release,
+	.resized = fe_fuse_resized,
 };

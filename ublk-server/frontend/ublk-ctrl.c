@@ -29,6 +29,10 @@
 #error "<linux/ublk_cmd.h> is older than kernel 7.3's: build through make (it fetches it into BUILD/uapi) or with make UBLK_UAPI=host"
 #endif
 
+#ifdef UBLK_U_CMD_UPDATE_SIZE
+_Static_assert(UBLK_IOC_RW(UBLK_CMD_UPDATE_SIZE) == UBLK_U_CMD_UPDATE_SIZE,
+	       "UBLK_CMD_UPDATE_SIZE");
+#endif
 #ifdef UBLK_U_CMD_QUIESCE_DEV
 _Static_assert(UBLK_IOC_RW(UBLK_CMD_QUIESCE_DEV) == UBLK_U_CMD_QUIESCE_DEV,
 	       "UBLK_CMD_QUIESCE_DEV");
@@ -257,6 +261,12 @@ int ublk_ctrl_end_recovery(struct ublk_ctrl *c, uint32_t id, int pid,
 {
 	return ctrl_cmd(c, UBLK_CMD_END_USER_RECOVERY, true, id, NULL, 0,
 			(uint64_t)pid, timeout_ms);
+}
+
+int ublk_ctrl_update_size(struct ublk_ctrl *c, uint32_t id, uint64_t sectors)
+{
+	return ctrl_cmd(c, UBLK_CMD_UPDATE_SIZE, true, id, NULL, 0, sectors,
+			10000);
 }
 
 int ublk_ctrl_quiesce_dev(struct ublk_ctrl *c, uint32_t id,

@@ -27,6 +27,8 @@
 /* QUIESCE_DEV (Linux 6.16, UBLK_F_QUIESCE): the uapi names only its ioctl
  * encoding (UBLK_U_CMD_QUIESCE_DEV); this is its number. */
 #define UBLK_CMD_QUIESCE_DEV 0x16
+/* UPDATE_SIZE (Linux 6.14, UBLK_F_UPDATE_SIZE): the same. */
+#define UBLK_CMD_UPDATE_SIZE 0x15
 /* ioctl-encoded command opcodes (newer kernels); the legacy opcodes are the
  * low byte.  Defined here under our own names so both headers work. */
 #define UBLK_IOC_R(nr)  _IOR('u', nr, struct ublksrv_ctrl_cmd)
@@ -112,6 +114,9 @@ int ublk_ctrl_end_recovery(struct ublk_ctrl *c, uint32_t id, int pid,
  * ask again); -EOPNOTSUPP: the device lacks UBLK_F_QUIESCE. */
 int ublk_ctrl_quiesce_dev(struct ublk_ctrl *c, uint32_t id,
 			  unsigned timeout_ms);
+/* UPDATE_SIZE: the device's capacity becomes @sectors (512 bytes each;
+ * the driver takes any size, at any time its disk exists). */
+int ublk_ctrl_update_size(struct ublk_ctrl *c, uint32_t id, uint64_t sectors);
 
 /* ---- queues (ublk-queue.c, ublk-daemon.c) ---- */
 struct ublk_dev;
@@ -207,11 +212,15 @@ struct ublk_queue {
 struct ublk_dev {
 	struct ublk_ctrl ctrl;
 	struct ublksrv_ctrl_dev_info info;
-	struct ftl *ftl;               /* the engine, or NULL ... */
+	struct ftl *ftl;               /* the engine, or NULL ... (atomic: an
+	                                  online resize swaps it, held) */
 	struct zn *zn;                 /* ... a zoned image (ublk-zoned.c):
 	                                  UBLK_F_ZONED with USER_COPY */
 	bool pi;                       /* an image with PI (ublk-integrity.c):
 	                                  UBLK_F_INTEGRITY with USER_COPY */
+	bool held;                     /* atomic: requests wait outside the
+	                                  engine (an online resize) */
+	unsigned inflight;             /* atomic: requests inside the engine */
 	int cdev_fd;                   /* /dev/ublkcN */
 	uint32_t buf_size;             /* per-tag I/O buffer, = max_io_buf_bytes */
 	bool io_ioctl;                 /* ioctl-encoded FETCH/COMMIT */

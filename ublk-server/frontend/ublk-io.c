@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ublk-int.h"
@@ -60,10 +61,10 @@ int ublk_q_prep(struct ublk_queue *q, struct io_uring *ring, unsigned nr,
 	return 0;
 }
 
-int ublk_q_handle(struct ublk_queue *q, unsigned tag, void *buf)
+/* Request @iod on engine @f. */
+static int ublk_q_engine(struct ublk_queue *q, struct ftl *f,
+			 const struct ublksrv_io_desc *iod, void *buf)
 {
-	const struct ublksrv_io_desc *iod = &q->iods[tag];
-	struct ftl *f = q->dev->ftl;
 	/* UBLK_IO_F_* are bits of op_flags itself: ublksrv_get_flags()
 	 * (op_flags >> 8) has them shifted away */
 	unsigned op = ublksrv_get_op(iod), flags = iod->op_flags;
@@ -71,10 +72,6 @@ int ublk_q_handle(struct ublk_queue *q, unsigned tag, void *buf)
 	uint64_t len = (uint64_t)iod->nr_sectors * FTL_SECTOR;
 	int r;
 
-	if (q->dev->zn)
-		return ublk_zoned_handle(q, tag, buf, &q->zlba[tag]);
-	if (q->dev->pi && (op == UBLK_IO_OP_READ || op == UBLK_IO_OP_WRITE))
-		return ublk_pi_rw(q, tag, buf);   /* ublk-integrity.c */
 	switch (op) {
 	case UBLK_IO_OP_READ:
 	case UBLK_IO_OP_WRITE:
@@ -95,6 +92,36 @@ int ublk_q_handle(struct ublk_queue *q, unsigned tag, void *buf)
 	default:
 		return -EOPNOTSUPP;
 	}
+}
+
+int ublk_q_handle(struct ublk_queue *q, unsigned tag, void *buf)
+{
+	struct ublk_dev *d = q->dev;
+	struct timespec ts = { 0, 1000000L };
+	struct ftl *f;
+	unsigned op;
+	int r;
+
+	if (d->zn)
+		return ublk_zoned_handle(q, tag, buf, &q->zlba[tag]);
+	/* held (an online resize swaps the engine): wait outside it */
+	for (;;) {
+		__atomic_add_fetch(&d->inflight, 1, __ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(&d->held, __ATOMIC_SEQ_CST))
+			break;
+		__atomic_sub_fetch(&d->inflight, 1, __ATOMIC_SEQ_CST);
+		nanosleep(&ts, NULL);
+	}
+	f = __atomic_load_n(&d->ftl, __ATOMIC_SEQ_CST);
+	op = ublksrv_get_op(&q->iods[tag]);
+	if (!f)
+		r = -EIO;
+	else if (d->pi && (op == UBLK_IO_OP_READ || op == UBLK_IO_OP_WRITE))
+		r = ublk_pi_rw(q, tag, buf);   /* ublk-integrity.c */
+	else
+		r = ublk_q_engine(q, f, &q->iods[tag], buf);
+	__atomic_sub_fetch(&d->inflight, 1, __ATOMIC_SEQ_CST);
+	return r;
 }
 
 /* A FAILED queue stays FAILED (daemons end one after the other). */

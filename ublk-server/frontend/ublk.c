@@ -551,6 +551,8 @@ static int ublk_recover(struct ublk_dev *d, const struct fe_serve_opts *o,
 	unsigned step = o->upgrade ? 5 : 100;
 	struct ublk_params p;
 	unsigned waited = 0;
+	uint64_t want;
+	bool grow;
 	int ret;
 
 	if (d->upgrade) {   /* found and checked by takeover; handed over */
@@ -568,9 +570,14 @@ static int ublk_recover(struct ublk_dev *d, const struct fe_serve_opts *o,
 		if (ret)
 			return ret;
 	}
+	want = d->zn ? zn_sectors(d->zn) : ftl_size(d->ftl) / FTL_SECTOR;
 	ret = ublk_ctrl_get_params(&d->ctrl, d->info.dev_id, &p);
-	if (ret == 0 && p.basic.dev_sectors != (d->zn ? zn_sectors(d->zn) :
-						 ftl_size(d->ftl) / FTL_SECTOR)) {
+	/* smaller, with UPDATE_SIZE: an online resize whose server died
+	 * between the engine's grow and UPDATE_SIZE (serve/grow.c): the
+	 * device grows once live again */
+	grow = ret == 0 && p.basic.dev_sectors < want && !d->zn &&
+	       (d->info.flags & UBLK_FEAT(UPDATE_SIZE));
+	if (ret == 0 && p.basic.dev_sectors != want && !grow) {
 		fprintf(stderr, "ublk-flash: serve --%s: /dev/ublkb%u has "
 			"another size than %s\n", how, d->info.dev_id, o->image);
 		return -EINVAL;
@@ -610,6 +617,14 @@ static int ublk_recover(struct ublk_dev *d, const struct fe_serve_opts *o,
 		return ret;
 	}
 	d->started = true;
+	if (grow) {
+		ret = ublk_ctrl_update_size(&d->ctrl, d->info.dev_id, want);
+		if (ret)        /* live at the old size: the engine has more */
+			fprintf(stderr, "ublk-flash: warning: serve --%s: "
+				"UPDATE_SIZE /dev/ublkb%u to %llu sectors: %s\n",
+				how, d->info.dev_id, (unsigned long long)want,
+				strerror(-ret));
+	}
 	return 0;
 }
 
@@ -942,6 +957,59 @@ int fe_ublk_remove_left(const char *dev, const char *image, int pid,
 	return ublk_left(dev, image, pid, true, in_use);
 }
 
+/* An online resize (frontend.h): the driver must take UPDATE_SIZE. */
+static int ublk_can_resize(struct fe_server *s, char *why, size_t len)
+{
+	struct ublk_dev *d = s->priv;
+
+	if (d && d->started && (d->info.flags & UBLK_FEAT(UPDATE_SIZE)))
+		return 0;
+	snprintf(why, len, "/dev/ublkb%u has no UBLK_F_UPDATE_SIZE (this "
+		 "kernel's ublk cannot change a live device's size: Linux 6.14 "
+		 "and later; stop, resize, serve again)",
+		 d ? d->info.dev_id : 0);
+	return -EOPNOTSUPP;
+}
+
+static void ublk_hold(struct fe_server *s)
+{
+	struct ublk_dev *d = s->priv;
+	struct timespec ts = { 0, 1000000L };
+
+	__atomic_store_n(&d->held, true, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&d->inflight, __ATOMIC_SEQ_CST))
+		nanosleep(&ts, NULL);
+}
+
+static void ublk_release(struct fe_server *s)
+{
+	struct ublk_dev *d = s->priv;
+
+	__atomic_store_n(&d->ftl, s->ftl, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&d->held, false, __ATOMIC_SEQ_CST);
+}
+
+/* UPDATE_SIZE through a control ring of its own (the device's belongs
+ * to the serve loop). */
+static int ublk_resized(struct fe_server *s, char *why, size_t len)
+{
+	struct ublk_dev *d = s->priv;
+	struct ublk_ctrl c;
+	int err;
+
+	err = ublk_ctrl_open(&c);
+	if (!err) {
+		err = ublk_ctrl_update_size(&c, d->info.dev_id,
+					    ftl_size(s->ftl) / FTL_SECTOR);
+		ublk_ctrl_close(&c);
+	}
+	if (err)
+		snprintf(why, len, "/dev/ublkb%u: UPDATE_SIZE: %s (the image "
+			 "grew; stop and serve again to use it)",
+			 d->info.dev_id, strerror(-err));
+	return err;
+}
+
 const struct fe_ops fe_ublk_ops = {
 	.name  = "ublk",
 	.probe = ublk_probe,
@@ -951,4 +1019,8 @@ const struct fe_ops fe_ublk_ops = {
 	.run   = ublk_run,
 	.stop  = ublk_stop,
 	.quiesce = ublk_quiesce,
+	.can_resize = ublk_can_resize,
+	.hold    = ublk_hold,
+	.release = ublk_release,
+	.resized = ublk_resized,
 };

@@ -4,6 +4,7 @@
  *
  * FILES, top to bottom: each calls only files below it (tests/file-circles;
  * docs/engine.md, "Where things live"):
+ *   ftl_grow.c         growing an image in place (calls ftl_open.c)
  *   ftl_open.c ftl_create.c ftl_fsck.c ftl_info.c ftl_health.c ftl_stats.c
  *                      the API besides the I/O; ftl_core.c: alloc, mount
  *   ftl_write.c ftl_read.c        host I/O
@@ -225,6 +226,10 @@ struct ftl_geom {
 	enum ftl_align_mode align;
 	uint32_t shift;              /* 512 odd, 0 1m */
 	uint64_t size;               /* logical bytes */
+	uint64_t room;               /* logical bytes the checkpoint slots are
+	                                sized for (superblock ckpt_sectors):
+	                                the image grows in place up to it;
+	                                0 or <= size: size */
 	uint32_t ps, ppb, oob, op;   /* page size, pages/block, oob, permille */
 	uint32_t nlpn;               /* logical pages */
 	uint32_t data_blocks, ckpt_blocks, nblocks, slot_blocks;
@@ -938,6 +943,8 @@ int ftl_bb_grown(struct ftl *f, uint32_t blk, const char *why);
 bool ftl_bb_ro_unjustified(const struct ftl *f);
 int ftl_bb_clear_ro(struct ftl *f);
 void ftl_bb_stats(struct ftl *f, struct ftl_stats *st);
+/* f->g changed size (ftl_grow.c): the spares it absorbs again. */
+void ftl_bb_relimit(struct ftl *f);
 bool ftl_bb_is(const struct ftl *f, uint32_t blk, bool *grown);
 
 /* ftl_blkidx.c: free blocks by erase count, FULL blocks by valid count
@@ -1036,6 +1043,15 @@ struct nand_geom ftl_nand_geom(const struct ftl_geom *g);
 int ftl_geom_ckpt(struct ftl_geom *g, bool delta);
 int ftl_geom_compute(struct ftl_geom *g, uint64_t size, enum ftl_align_mode a,
 		     uint32_t ps, uint32_t ppb, uint32_t oob, uint32_t op);
+/* Growing (ftl_grow.c): the geometry @g0 becomes at @size logical bytes
+ * (-ERANGE smaller, -EFBIG beyond the checkpoint slots' room, -EINVAL,
+ * -EOPNOTSUPP layout 1.0); the largest size it can grow to; whether
+ * @size bytes of backing fit @g (a file longer by whole blocks up to
+ * that: a grow cut short). */
+int ftl_geom_grow(const struct ftl_geom *g0, uint64_t size,
+		  struct ftl_geom *g1);
+uint64_t ftl_geom_grow_max(const struct ftl_geom *g0);
+bool ftl_geom_size_ok(const struct ftl_geom *g, uint64_t size, bool blkdev);
 int ftl_sb_build(struct oct_sb *sb, const struct ftl_geom *g);
 int ftl_sb_decode(const struct oct_sb *sb, struct ftl_geom *g);
 int ftl_sb_load(const uint8_t *area, size_t len, struct oct_sb *sb,
@@ -1111,6 +1127,10 @@ int ftl_open_backing(struct nand_backing *b, const struct ftl_open_opts *o,
 /* The same on any backing of @size bytes (a test's own wrapper). */
 int ftl_open_backing_sized(struct nand_backing *b, uint64_t size,
 			   const struct ftl_open_opts *o, struct ftl **out);
+/* ftl_grow on a memory backing (not taken) at least as large as the
+ * grown image. */
+int ftl_test_grow_backing(struct nand_backing *b, uint64_t size,
+			  uint64_t *max);
 /* Free without a checkpoint (as if the process died). */
 void ftl_abandon(struct ftl *f);
 /* The nand under an engine, its geometry; holding its mutex (no host

@@ -54,6 +54,9 @@ struct ftl_create_opts {
 	uint32_t pe_cycles;         /* rated endurance: erases a block takes
 	                               (percentage used, ftl_health), up to
 	                               FTL_PE_MAX; 0: FTL_PE_DEFAULT */
+	uint64_t max_size;          /* bytes the image may grow to in place
+	                               (ftl_grow): its checkpoint slots are
+	                               sized for it; 0 or <= size: size */
 };
 
 struct ftl_open_opts {
@@ -286,6 +289,40 @@ void ftl_health_get(struct ftl *f, struct ftl_health *h);
 /* Print @h as one JSON object (the field names) or as a table with the
  * labels of smartctl -a. */
 void ftl_health_print(const struct ftl_health *h, FILE *out, bool json);
+
+/* Grow the image at @path, which nobody holds (the engine's lock), to
+ * @size logical bytes (a multiple of FTL_SECTOR, the same meaning as
+ * ftl_create_opts.size in both align modes): new erase blocks are added
+ * after the last one, free with erase count 0, and a file is extended (a
+ * block device must be large enough).  Power-cut safe: cut at any write,
+ * the image opens at the old size or the new one, every flushed byte
+ * intact (ftl_grow.c has the order).  @size equal: 0, nothing written.
+ * -ERANGE @size smaller (shrinking is not supported); -EFBIG the
+ * checkpoint slots have no room for @size (*@max, if not NULL, gets the
+ * largest size they hold: the image's create --max-size); -EINVAL @size
+ * not a multiple of FTL_SECTOR or out of range; -EOPNOTSUPP an image of
+ * layout 1.0 (OOB area at the end); -ENOSPC a block device smaller than
+ * the grown image; -EBUSY held; else as ftl_open. */
+int ftl_grow(const char *path, uint64_t size, uint64_t *max);
+
+/* ftl_grow through @lock_fd, a descriptor of @path on which the caller
+ * holds the image lock (ftl_lock_dup of an engine it then closed: an
+ * online resize, the lock never dropped).  -EINVAL another file; else as
+ * ftl_grow. */
+int ftl_grow_locked(const char *path, int lock_fd, uint64_t size,
+		    uint64_t *max);
+
+/* Could the image at @path (served or not: its superblock is read, no
+ * lock) grow to @size?  1 it has that size; 0 yes (a block device may
+ * still be too small: -ENOSPC from the grow); else as ftl_grow, nothing
+ * written. */
+int ftl_grow_check(const char *path, uint64_t size, uint64_t *max);
+
+/* A new descriptor (close-on-exec) sharing the image lock of the
+ * read-write engine @f (its open file description): the lock outlives
+ * ftl_close while it is open; give it to ftl_grow_locked and as the next
+ * open's lock_fd.  -EBADF read-only or no file (a remote medium). */
+int ftl_lock_dup(const struct ftl *f);
 
 /* ---- offline inspection (no mount; used by info / fsck / libalign) ---- */
 

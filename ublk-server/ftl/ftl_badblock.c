@@ -281,6 +281,11 @@ void ftl_bb_apply(struct ftl *f)
 	f->maint.retire_next = f->g.ckpt_blocks;
 }
 
+void ftl_bb_relimit(struct ftl *f)
+{
+	f->bb.limit = bb_limit(&f->g);
+}
+
 /* Write the table; a failure is said in the log. */
 static int store_logged(struct ftl *f)
 {

@@ -43,7 +43,9 @@ static bool hdr_load(const uint8_t *pb, uint32_t size, bool old, void *out,
 	return oct_crc32c(oct_crc32c(0, pb, size - 4), zero, 4) == crc;
 }
 
-/* Read and check the header of slot @slot; 0 and *h, or -EBADMSG. */
+/* Read and check the header of slot @slot; 0 and *h, or -EBADMSG;
+ * -ESTALE (and *h) a whole header of a smaller image's checkpoint (a grow
+ * cut before it wrote bases of the new size in every slot). */
 static int read_hdr(struct ftl *f, uint32_t slot, struct ftl_ckpt_hdr *h,
 		    bool *looks_used)
 {
@@ -76,13 +78,16 @@ static int read_hdr(struct ftl *f, uint32_t slot, struct ftl_ckpt_hdr *h,
 	*h = t;
 	if (t.gen != o->seq || t.gen % FTL_CKPT_SLOTS != slot || !t.gen ||
 	    t.gen > FTL_SEQ_MAX || t.seq > FTL_SEQ_MAX ||
-	    t.nlpn != f->g.nlpn || t.nblocks != f->g.nblocks ||
-	    t.payload_pages != f->g.payload_pages ||
 	    memcmp(t.uuid, f->sb.uuid, 16) || (t.flags & ~FTL_CKPT_CLEAN) ||
 	    t.cnt.last_mount > FTL_MOUNT_SCAN ||
 	    (t.version == 4 && !f->g.ckpt_delta))
 		return -EBADMSG;
-	return 0;
+	if (t.nlpn == f->g.nlpn && t.nblocks == f->g.nblocks &&
+	    t.payload_pages == f->g.payload_pages)
+		return 0;
+	/* whole, of a smaller image: from before a grow (ftl_grow.c) */
+	return t.nlpn < f->g.nlpn && t.nblocks < f->g.nblocks &&
+	       t.payload_pages <= f->g.payload_pages ? -ESTALE : -EBADMSG;
 }
 
 /*
@@ -456,7 +461,7 @@ int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 	f->ck.pos = 0;
 	for (uint32_t s = 0; s < FTL_CKPT_SLOTS; s++) {
 		ok[s] = read_hdr(f, s, &h[s], &used[s]);
-		if (ok[s] && ok[s] != -EBADMSG)
+		if (ok[s] && ok[s] != -EBADMSG && ok[s] != -ESTALE)
 			return ok[s];
 		if (!ok[s])
 			order[n++] = (int)s;
@@ -550,11 +555,17 @@ int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 		if (chosen >= 0 && cgen == 1 && s == 2 % FTL_CKPT_SLOTS &&
 		    ok[s])
 			damaged = true;
+		/* older than the one used, of the size before a grow: a
+		 * checkpoint the grow superseded, not a lost newer one */
+		if (ok[s] == -ESTALE && chosen >= 0 && h[s].gen < cgen)
+			damaged = false;
 
 		if (report)
 			fprintf(report, "checkpoint slot %u: %s%s gen %llu\n", s,
 				(int)s == chosen ? "in use, " : "",
-				!used[s] ? "empty" : ok[s] ? "damaged" : "valid",
+				!used[s] ? "empty" : !ok[s] ? "valid" :
+				damaged || ok[s] != -ESTALE ? "damaged" :
+				"superseded (before a grow)",
 				ok[s] ? 0ull : (unsigned long long)h[s].gen);
 		if ((int)s == chosen && report && f->g.ckpt_delta)
 			fprintf(report, "checkpoint slot %u: %u delta record%s"

@@ -26,6 +26,10 @@ int ftl_create_opts_geom(const struct ftl_create_opts *o, struct ftl_geom *g)
 			     o->op_permille ? o->op_permille : 70);
 	if (o->pe_cycles)
 		g->pe_cycles = o->pe_cycles;
+	if (!r && o->max_size > o->size) {     /* room to grow in place */
+		g->room = o->max_size;
+		r = ftl_geom_ckpt(g, true);
+	}
 	return r;
 }
 

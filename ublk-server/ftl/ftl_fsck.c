@@ -301,7 +301,7 @@ static int check(const char *path, struct fsck *k)
 		r = 0;
 		goto out;
 	}
-	if (size < g.image_size || (!blkdev && size != g.image_size)) {
+	if (!ftl_geom_size_ok(&g, size, blkdev)) {
 		finding(k, true, "image is %llu bytes, the superblock needs %llu "
 			"(truncated or wrong size)", (unsigned long long)size,
 			(unsigned long long)g.image_size);

@@ -95,6 +95,21 @@ int ftl_geom_ckpt(struct ftl_geom *g, bool delta)
 		g->slot_blocks = (uint32_t)div_up(slot, g->ppb);
 		g->ckpt_blocks = FTL_CKPT_SLOTS * g->slot_blocks;
 	}
+	if (g->room > g->size) {        /* slots of the size it may grow to */
+		struct ftl_geom t;
+
+		if (ftl_geom_compute(&t, g->room, g->align, g->ps, g->ppb,
+				     g->oob, g->op) || ftl_geom_ckpt(&t, delta))
+			return -EINVAL;
+		if (t.slot_blocks > g->slot_blocks) {
+			g->slot_blocks = t.slot_blocks;
+			g->ckpt_blocks = t.ckpt_blocks;
+			payload = (uint64_t)g->nlpn * 4 +
+				  (uint64_t)(g->data_blocks + g->ckpt_blocks) *
+				  sizeof(struct ftl_ckpt_blk);
+			g->payload_pages = (uint32_t)div_up(payload, g->ps);
+		}
+	}
 	if ((uint64_t)g->data_blocks + g->ckpt_blocks > UINT32_MAX / g->ppb)
 		return -EINVAL;
 	g->nblocks = g->data_blocks + g->ckpt_blocks;
@@ -102,6 +117,72 @@ int ftl_geom_ckpt(struct ftl_geom *g, bool delta)
 			(uint64_t)g->nblocks * g->ppb * (g->ps + g->oob);
 	ftl_geom_layout(g, g->oob_inline);
 	return 0;
+}
+
+/* The geometry @g0 grows to at @size (ftl_grow.c): 0, or -errno (see
+ * ftl_grow). */
+int ftl_geom_grow(const struct ftl_geom *g0, uint64_t size,
+		     struct ftl_geom *g1)
+{
+	int r;
+
+	if (!size || size % FTL_SECTOR)
+		return -EINVAL;
+	if (size < g0->size)
+		return -ERANGE;
+	if (!g0->oob_inline)
+		return -EOPNOTSUPP;
+	r = ftl_geom_compute(g1, size, g0->align, g0->ps, g0->ppb, g0->oob,
+			     g0->op);
+	if (r)
+		return r;
+	g1->room = g0->room > size ? g0->room : 0;
+	r = ftl_geom_ckpt(g1, g0->ckpt_delta);
+	if (r)
+		return r;
+	ftl_geom_layout(g1, true);
+	g1->oob_stamp = g0->oob_stamp;
+	g1->flush_sum = g0->flush_sum;
+	g1->pe_cycles = g0->pe_cycles;
+	return g1->ckpt_blocks == g0->ckpt_blocks &&
+	       g1->slot_blocks == g0->slot_blocks &&
+	       g1->flash_off == g0->flash_off ? 0 : -EFBIG;
+}
+
+/* The largest size @g0's checkpoint slots hold (sectors, binary search:
+ * the slots needed grow with the size). */
+uint64_t ftl_geom_grow_max(const struct ftl_geom *g0)
+{
+	uint64_t lo = g0->size / FTL_SECTOR, hi = (1ull << 50) / FTL_SECTOR;
+	struct ftl_geom t;
+
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo + 1) / 2;
+
+		if (ftl_geom_grow(g0, mid * FTL_SECTOR, &t) == 0)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo * FTL_SECTOR;
+}
+
+/* Is @size bytes of a file (or a block device: @blkdev) right for an image
+ * of geometry @g: its size exactly; a device at least that; a file longer
+ * by whole erase blocks, at most up to what the image can grow to (a grow
+ * cut short before its superblock: ftl_grow.c). */
+bool ftl_geom_size_ok(const struct ftl_geom *g, uint64_t size, bool blkdev)
+{
+	uint64_t blk = (uint64_t)g->ppb * (g->ps + g->oob);
+	struct ftl_geom t;
+
+	if (size == g->image_size || (blkdev && size > g->image_size))
+		return true;
+	if (size < g->image_size || (size - g->image_size) % blk ||
+	    !g->oob_inline)
+		return false;
+	return !ftl_geom_grow(g, ftl_geom_grow_max(g), &t) &&
+	       size <= t.image_size;
 }
 
 /* The nand geometry of @g. */
@@ -173,6 +254,7 @@ int ftl_sb_build(struct oct_sb *sb, const struct ftl_geom *g)
 		    (g->flush_sum ? OCT_SB_F_FLUSH_SUM : 0) |
 		    (g->pi ? OCT_SB_F_PI : 0);
 	sb->pe_cycles = g->pe_cycles;
+	sb->ckpt_sectors = g->room > g->size ? g->room / FTL_SECTOR : 0;
 	sb->crc = 0;
 	sb->crc = oct_crc32c(0, sb, OCT_SB_SIZE);
 	return 0;
@@ -205,6 +287,10 @@ int ftl_sb_decode(const struct oct_sb *in, struct ftl_geom *g)
 		return -EBADMSG;
 	if (sb.flags & ~OCT_SB_F_KNOWN)
 		return -EBADMSG;
+	if (sb.ckpt_sectors && (sb.ckpt_sectors <= sb.logical_sectors ||
+				sb.ckpt_sectors > (1ull << 50) / FTL_SECTOR))
+		return -EBADMSG;
+	g->room = sb.ckpt_sectors * FTL_SECTOR;
 	if (ftl_geom_ckpt(g, sb.flags & OCT_SB_F_CKPT_DELTA))
 		return -EBADMSG;
 	ftl_geom_layout(g, sb.flags & OCT_SB_F_OOB_INLINE);

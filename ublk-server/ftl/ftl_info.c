@@ -55,7 +55,7 @@ int ftl_info_read(const char *path, struct ftl_info *info)
 	info->flush_sum = g.flush_sum;
 	info->pi = g.pi;
 	ftl_topo_fill(&g, &info->topo);
-	if (size < g.image_size || (!blkdev && size != g.image_size))
+	if (!ftl_geom_size_ok(&g, size, blkdev))
 		r = -EINVAL;
 out:
 	if (fd >= 0)

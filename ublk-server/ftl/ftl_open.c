@@ -88,7 +88,7 @@ static int open_on(struct nand_backing *b, uint64_t bsize, bool blkdev,
 	r = ftl_sb_load(area, sizeof(area), &sb, &g, &bad);
 	if (r)
 		return r;
-	if (bsize < g.image_size || (!blkdev && bsize != g.image_size))
+	if (!ftl_geom_size_ok(&g, bsize, blkdev))
 		return -EINVAL;         /* truncated or wrong size */
 	ng = ftl_nand_geom(&g);
 	r = nand_create(b, &ng, &n);

@@ -115,6 +115,41 @@ static bool serve_ctl_upgrade(struct serve_ctl *c, int fd, const char *arg)
 	return true;
 }
 
+/* "resize SIZE": grow the served image (serve_grow); the answer is
+ * "resized SIZE\n" or "failed ERRNO MAX WHY\n" (MAX: the largest size the
+ * image can grow to, with ERRNO EFBIG; else 0). */
+static void serve_ctl_resize(struct serve_ctl *c, int fd, const char *arg)
+{
+	char why[256] = "", line[400];
+	unsigned long long size;
+	uint64_t max = 0;
+	bool busy;
+	char *end;
+	int r;
+
+	errno = 0;
+	size = strtoull(arg, &end, 10);
+	pthread_mutex_lock(&c->mu);
+	busy = c->stopping || c->handover_fd >= 0 || c->handed;
+	pthread_mutex_unlock(&c->mu);
+	if (errno || *end || !size) {
+		r = -EINVAL;
+		snprintf(why, sizeof(why), "not a size");
+	} else if (busy || !c->s->options) {
+		r = -EBUSY;
+		snprintf(why, sizeof(why), "the server is %s", busy ?
+			 "stopping or handing over" : "not live yet");
+	} else {
+		r = serve_grow(c->s, size, &max, why, sizeof(why));
+	}
+	if (r)
+		snprintf(line, sizeof(line), "failed %d %llu %s\n", -r,
+			 (unsigned long long)max, why);
+	else
+		snprintf(line, sizeof(line), "resized %llu\n", size);
+	serve_ctl_write_all(fd, line, strlen(line));
+}
+
 /* Answer one request; true if @fd was kept (a stop requester waits for
  * the outcome, sent by serve_ctl_finish). */
 static bool serve_ctl_answer(struct serve_ctl *c, int fd)
@@ -197,6 +232,8 @@ static bool serve_ctl_answer(struct serve_ctl *c, int fd)
 			serve_ctl_write_all(fd, "error: not live yet\n", 20);
 	} else if (!strncmp(cmd, "upgrade ", 8)) {
 		return serve_ctl_upgrade(c, fd, cmd + 8);
+	} else if (!strncmp(cmd, "resize ", 7)) {
+		serve_ctl_resize(c, fd, cmd + 7);
 	} else {
 		serve_ctl_write_all(fd, "error: unknown command\n", 23);
 	}

@@ -32,7 +32,9 @@
 #include "serve.h"
 
 struct serve_ro {
-	struct ftl *ftl;
+	pthread_mutex_t mu;      /* ftl and the hook: the thread's apply
+	                            against an online resize's swap */
+	struct ftl *ftl;         /* NULL: none (a failed reopen) */
 	int efd;                 /* eventfd: turned read-only, or quit */
 	bool quit;               /* set before efd is written by stop */
 	bool thread;             /* started */
@@ -84,6 +86,8 @@ static void serve_ro_apply(struct serve_ro *w)
 			 *to ? ", " : "", w->dev[i], r ? ": " : "",
 			 r ? strerror(r) : "");
 	}
+	if (!w->ftl)
+		return;
 	ftl_stats_get(w->ftl, &st);
 	bad = st.bad_blocks_factory + st.bad_blocks_grown;
 	fprintf(stderr, "ublk-flash: %s%s%s%s: the flash's spare blocks are "
@@ -104,8 +108,10 @@ static void *serve_ro_thread(void *arg)
 
 	while (read(w->efd, &v, sizeof(v)) < 0 && errno == EINTR)
 		;
+	pthread_mutex_lock(&w->mu);
 	if (!__atomic_load_n(&w->quit, __ATOMIC_ACQUIRE))
 		serve_ro_apply(w);
+	pthread_mutex_unlock(&w->mu);
 	return NULL;
 }
 
@@ -124,8 +130,10 @@ int serve_ro_start(struct serve_ro **out, struct ftl *f)
 		free(w);
 		return err;
 	}
+	pthread_mutex_init(&w->mu, NULL);
 	err = -pthread_create(&w->tid, NULL, serve_ro_thread, w);
 	if (err) {
+		pthread_mutex_destroy(&w->mu);
 		close(w->efd);
 		free(w);
 		return err;
@@ -153,7 +161,8 @@ void serve_ro_stop(struct serve_ro *w)
 
 	if (!w)
 		return;
-	ftl_on_read_only(w->ftl, NULL, NULL);
+	if (w->ftl)
+		ftl_on_read_only(w->ftl, NULL, NULL);
 	if (w->thread) {
 		__atomic_store_n(&w->quit, true, __ATOMIC_RELEASE);
 		if (write(w->efd, &one, sizeof(one)) < 0) {
@@ -164,6 +173,28 @@ void serve_ro_stop(struct serve_ro *w)
 	for (int i = 0; i < 2; i++)
 		if (w->set[i])
 			serve_ro_set(w->dev[i], 0);
+	pthread_mutex_destroy(&w->mu);
 	close(w->efd);
 	free(w);
+}
+
+void serve_ro_pause(struct serve_ro *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	if (w->ftl)
+		ftl_on_read_only(w->ftl, NULL, NULL);
+}
+
+void serve_ro_resume(struct serve_ro *w, struct ftl *f)
+{
+	if (!w)
+		return;
+	w->ftl = f;
+	/* armed (the device known): the hook on the new engine, and now if
+	 * it is worn out already */
+	if (f && w->dev[0][0] && ftl_on_read_only(f, serve_ro_wake, w))
+		serve_ro_apply(w);
+	pthread_mutex_unlock(&w->mu);
 }

@@ -223,7 +223,8 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 			const struct fe_ops *ops, int report_fd, int *lock_fd)
 {
 	static struct serve_record rec;   /* read by the control thread */
-	struct fe_server s = { .opts = o, .stop_fd = -1 };
+	struct fe_server s = { .opts = o, .stop_fd = -1, .ops = ops,
+				.grow_lock_fd = -1 };
 	struct serve_upgrade up = { .old = o->upgrade_pid, .fd = -1,
 				    .lock_fd = -1, .t_start = serve_t_start };
 	struct serve_ctl *ctl = NULL;
@@ -242,6 +243,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	 * (a roll-forward stays in memory, no checkpoint at open or close);
 	 * a shared image lock keeps writers (create, fsck --repair) out. */
 	open_opts.readonly = o->read_only;
+	s.open_opts = &open_opts;
 	err = o->read_only && !nand_backing_is_uri(o->image) ?
 	      serve_image_share(o->image, &share_fd) : 0;
 	/* Keep the server resident: reclaim must never wait on our own disk.
@@ -335,6 +337,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 		dm = true;
 	}
 	serve_ro_arm(ro, s.devpath, dm ? dmpath : NULL);
+	s.ro = ro;
 	memset(&rec, 0, sizeof(rec));
 	snprintf(rec.image, sizeof(rec.image), "%s", o->image);
 	snprintf(rec.dev, sizeof(rec.dev), "%s", s.devpath);
@@ -461,6 +464,8 @@ out:
 	}
 	if (zoned_fd >= 0)
 		close(zoned_fd);
+	if (s.grow_lock_fd >= 0)        /* after the engine's close */
+		close(s.grow_lock_fd);
 	if (share_fd >= 0)
 		close(share_fd);
 	if (spare_fd >= 0)

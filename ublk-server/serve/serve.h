@@ -240,6 +240,22 @@ struct serve_ro;
 int serve_ro_start(struct serve_ro **out, struct ftl *f);
 void serve_ro_arm(struct serve_ro *w, const char *dev, const char *dm);
 void serve_ro_stop(struct serve_ro *w);
+/* An online resize (NULL-safe): pause unhooks the engine (whose close
+ * follows) and holds the watch; resume watches @f (NULL: none) instead. */
+void serve_ro_pause(struct serve_ro *w);
+void serve_ro_resume(struct serve_ro *w, struct ftl *f);
+
+/* ---- an online resize (serve/grow.c) ----
+ * Grow the served image to @size bytes while it is served ("resize SIZE"
+ * on the control socket): requests held at the frontend, the engine
+ * closed, ftl_grow_locked under the image lock it never drops, the engine
+ * opened again, requests let in, the kernel told (fe_ops resized).  0
+ * grown (or already @size); -EOPNOTSUPP not here (a zoned image, --dm,
+ * a frontend without hold, a remote medium), -EROFS read-only; else as
+ * ftl_grow (*@max as there).  @why: a reason on failure; a failed reopen
+ * leaves every request failing EIO (the image at the old or new size). */
+int serve_grow(struct fe_server *s, uint64_t size, uint64_t *max,
+	       char *why, size_t len);
 
 /* ---- a live upgrade, the new server's side (serve/upgrade.c) ----
  *
