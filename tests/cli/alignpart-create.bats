@@ -106,7 +106,7 @@ teardown() { ap_teardown; }
 	[[ "$output" == *"(image)"* ]]
 	before=$(sum flash.img)
 	run "$ALIGNPART" create flash.img --label dos --part rest --force
-	one_line_error 4
+	one_line_error 5
 	[ "$(sum flash.img)" = "$before" ]
 }
 
@@ -117,7 +117,7 @@ teardown() { ap_teardown; }
 	assert_matches_file "$EXP/suggest-image-odd.txt" "$output"
 	before=$(sum f.img)
 	run "$ALIGNPART" create f.img --label gpt --part rest --force
-	one_line_error 4
+	one_line_error 5
 	run "$ALIGNPART" check f.img
 	one_line_error 2
 	[ "$(sum f.img)" = "$before" ]

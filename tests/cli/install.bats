@@ -230,7 +230,7 @@ complete_words() {
 
 @test "bash completion: ublk-flash commands, options and values" {
 	run complete_words ublk-flash _ublk_flash ublk-flash ""
-	[ "$(echo $output)" = "create info fsck stats health serve stop upgrade list --help --version" ] ||
+	[ "$(echo $output)" = "create info fsck stats health serve stop upgrade resize list --help --version" ] ||
 		[[ " $(echo $output) " == *" create "*" serve "*" stop "* ]]
 	run complete_words ublk-flash _ublk_flash ublk-flash st
 	[ "$(echo $output)" = "stats stop" ]

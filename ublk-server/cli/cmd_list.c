@@ -60,7 +60,7 @@ static const struct list_col list_cols[C_NCOLS] = {
 	[C_UPTIME]   = { "UPTIME", "time since the device went live (JSON: seconds)", 0.05, SCOLS_FL_RIGHT, LK_U64, true },
 	[C_STARTED]  = { "STARTED", "when the device went live, ISO 8601 (JSON: unix seconds)", 0.1, 0, LK_U64, false },
 	[C_RUNDIR]   = { "RUNDIR", "the entry's folder in the run registry", 0.2, 0, LK_STR, false },
-	[C_PI]       = { "PI", "protection information: t10dif (create --integrity) or none", 0.05, 0, LK_OPT_STR, false },
+	[C_PI]       = { "PI", "protection information of the image: t10dif or none", 0.05, 0, LK_OPT_STR, false },
 };
 
 /* "running", "dead", "stale" or "lost" (see list_cols). */
