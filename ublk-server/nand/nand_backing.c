@@ -364,13 +364,17 @@ struct mem_backing {
 	uint64_t writes, trigger_at;     /* nand_mem_set_trigger */
 	void (*trigger)(void *ctx);
 	void *trigger_ctx;
+	_Atomic bool in_trigger;        /* the trigger runs, mx held by the
+	                                   writer that fired it */
 };
 
 static void mem_count(struct mem_backing *m)
 {
 	if (++m->writes == m->trigger_at && m->trigger) {
 		m->trigger_at = 0;
+		m->in_trigger = true;
 		m->trigger(m->trigger_ctx);
+		m->in_trigger = false;
 	}
 }
 
@@ -688,11 +692,17 @@ long nand_mem_crash_image(struct nand_backing *b, uint64_t seed, bool tear,
 			  uint8_t *out)
 {
 	struct mem_backing *m = (struct mem_backing *)b;
+	/* inside a trigger the writer that fired it holds mx and waits for
+	 * the trigger (which may run the cut on a thread of its own, as
+	 * ftl-powercut does): nothing moves, and locking would deadlock */
+	bool lock = !m->in_trigger;
 	long r;
 
-	pthread_mutex_lock(&m->mx);
+	if (lock)
+		pthread_mutex_lock(&m->mx);
 	r = crash_image_locked(m, seed, tear, out);
-	pthread_mutex_unlock(&m->mx);
+	if (lock)
+		pthread_mutex_unlock(&m->mx);
 	return r;
 }
 
