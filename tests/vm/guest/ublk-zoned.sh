@@ -14,7 +14,7 @@
 # pages' OOB records and f2fs mounts with its files; a clean stop, then `ublk-flash fsck` of
 # the image is clean and `info` shows the zones written.  Also: live stats/health of the
 # served device, `upgrade` refused (exit 6), partitions refused by the kernel (ext_range 1) and by alignpart
-# (exit 5, the zone size),
+# (exit 6, the zone size),
 # dm-linear on whole zones (a mapping off a zone boundary refused) with btrfs -O zoned on it.
 . /octant/tests/vm/guest-lib.sh
 . /octant/tests/vm/guest/ublk-lib.bash
