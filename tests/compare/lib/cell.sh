@@ -29,6 +29,9 @@ cell_cleanup() {
 cell_fail() {
 	cmp_say "  FAILED: $CELL_NAME: $1"
 	if [ -s "$2" ]; then
+		# the error lines first (fio's "err=" / "error", a tool's message), which the
+		# closing summary of a long log pushes out of its last lines
+		grep -m 4 -iE 'err=|error|no space|denied|failed' "$2" | sed 's/^/    ! /'
 		tail -n 5 "$2" | sed 's/^/    | /'
 	fi
 	return 1
