@@ -19,7 +19,7 @@ static const struct command {
 	{ "serve",  cmd_serve,  "serve IMG [--frontend ublk|fuse] ...     expose the image as a block device" },
 	{ "stop",   cmd_stop,   "stop DEV|IMG                             stop serving, clean checkpoint" },
 	{ "upgrade", cmd_upgrade, "upgrade DEV|IMG [--binary PATH]          hand a live ublk device to a new server" },
-	{ "resize", cmd_resize, "resize IMG --size SIZE                   grow an image in place (offline)" },
+	{ "resize", cmd_resize, "resize IMG|DEV --size SIZE               grow an image, served or not" },
 	{ "list",   cmd_list,   "list [--json] [-o COLS] [-n] [-r]        every served device and its state" },
 };
 
