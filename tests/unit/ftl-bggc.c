@@ -33,6 +33,15 @@
  *    vouched for as flushed that was not): the sync may claim only what
  *    was written before it (flushed_seq = seq0), never what the writers
  *    did in the window.  100 rounds, seeded.
+ * 7. Room made while a writer waited for it: (a) collecting on a device
+ *    that has room (free blocks at GC's target, nothing pending) is
+ *    success, not ENOSPC; (b) with the thread paused (a step hook) and
+ *    fixed GC batches (the throttle on), a writer at the reserve waits for
+ *    room; another thread makes it (inline GC) and keeps f->lock past the
+ *    writer's deadline, so its wait times out with room there.  The
+ *    writer must go on writing, not collect (it found nothing to collect
+ *    and failed with ENOSPC: make compare --aged under load, "critical
+ *    space allocation error"; the write's own retries hid most of them).
  * Seeded: OCTANT_SEED replays.
  *
  * Inspects engine internals (struct ftl, ftl-int.h): the GC thread's
@@ -706,6 +715,173 @@ static void cut_in_sync(void)
 	free(wrote);
 }
 
+/* ---- 7: room made while a writer waited for it ------------------------ */
+
+struct late {
+	pthread_mutex_t mx;
+	pthread_cond_t cv;
+	bool hold;              /* the GC thread stays in its step hook */
+	bool in_hook;
+	struct ftl *f;
+	int stop;               /* atomic */
+	int made;               /* times room was made under a waiter */
+	int err;                /* ftl_gc_free_space's error, if any */
+	uint64_t fg_after;      /* gc_fg_runs when the lock was let go */
+	uint64_t fg_spurious;   /* writers' GC runs with room there */
+	int writes;             /* atomic: the writer's completed writes */
+};
+
+static void late_hook(struct ftl *f, void *ctx)
+{
+	struct late *l = ctx;
+
+	(void)f;
+	pthread_mutex_lock(&l->mx);
+	l->in_hook = true;
+	pthread_cond_broadcast(&l->cv);
+	while (l->hold)
+		pthread_cond_wait(&l->cv, &l->mx);
+	l->in_hook = false;
+	pthread_mutex_unlock(&l->mx);
+}
+
+/* Another thread: when a writer waits for room at the reserve, make room
+ * (inline GC, under f->lock, as the GC thread would) and keep the lock
+ * past the writer's deadline (WAIT_NS, 50 ms).  Then count the writer's
+ * GC runs until its write completes: with room there, none. */
+static void *late_room(void *arg)
+{
+	struct late *l = arg;
+	struct ftl *f = l->f;
+
+	while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE) && l->made < 3) {
+		bool made = false;
+		int w0 = 0;
+
+		ftl_lock(&f->lock);
+		if (f->bggc.waiters > 0 && f->idx.nfree <= f->gc.reserve) {
+			int r = ftl_gc_free_space(f);
+
+			if (r < 0) {
+				l->err = r;
+				ftl_unlock(&f->lock);
+				break;
+			}
+			if (f->idx.nfree > f->gc.reserve) {
+				nap_ms(150);
+				made = true;
+				l->made++;
+				l->fg_after = f->ctr.m.gc_fg_runs;
+				w0 = __atomic_load_n(&l->writes, __ATOMIC_ACQUIRE);
+			}
+		}
+		ftl_unlock(&f->lock);
+		if (!made) {
+			nap_ms(1);
+			continue;
+		}
+		/* the waiting write completes (it had room) */
+		for (int k = 0; k < 5000 && w0 ==
+		     __atomic_load_n(&l->writes, __ATOMIC_ACQUIRE); k++)
+			nap_ms(1);
+		ftl_lock(&f->lock);
+		l->fg_spurious += f->ctr.m.gc_fg_runs - l->fg_after;
+		ftl_unlock(&f->lock);
+	}
+	return NULL;
+}
+
+static void late_wait(void)
+{
+	struct late l = { .mx = PTHREAD_MUTEX_INITIALIZER,
+			  .cv = PTHREAD_COND_INITIALIZER, .hold = true };
+	struct ftl_open_opts o = { .gc_batch = 2 };
+	struct nand_backing *b = prepare();
+	struct ftl *f = NULL;
+	pthread_t th;
+	uint8_t w[4096];
+	int r, n, fails = 0;
+
+	/* (a) room there already: success, nothing done */
+	f = open_on(b, false);
+	ftl_lock(&f->lock);
+	r = 0;
+	for (int k = 0; k < 4 && r >= 0 && f->idx.nfree < f->gc.reserve + 2; k++)
+		r = ftl_gc_free_space(f);
+	T_CHECK(r >= 0 && f->idx.nfree >= f->gc.reserve + 2 && !f->gc.npend,
+		"room made: %d, %u free, reserve %u, %u pending", r,
+		f->idx.nfree, f->gc.reserve, f->gc.npend);
+	n = (int)f->idx.nfree;
+	r = ftl_gc_free_space(f);
+	T_CHECK(r == 0 && (int)f->idx.nfree == n, "collecting with %d free "
+		"blocks (reserve %u) and nothing pending: %d (not ENOSPC), %u "
+		"free", n, f->gc.reserve, r, f->idx.nfree);
+	ftl_unlock(&f->lock);
+	T_CHECK(ftl_close(f) == 0, "close");
+
+	/* (b) a writer's wait that times out with room there */
+	nand_mem_hold(b);
+	T_CHECK(ftl_open_backing(b, &o, &f) == 0, "open (gc_batch 2)");
+	f->bggc.step_hook = late_hook;
+	f->bggc.step_ctx = &l;
+	T_CHECK(nfree(f) < f->bggc.hi, "work for the thread");
+	T_CHECK(ftl_bggc_start(f) == 0, "start the thread");
+	pthread_mutex_lock(&l.mx);
+	for (int k = 0; k < 3000 && !l.in_hook; k++) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 10000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&l.cv, &l.mx, &ts);
+	}
+	T_CHECK(l.in_hook, "the GC thread paused after a step");
+	pthread_mutex_unlock(&l.mx);
+	l.f = f;
+	T_CHECK(pthread_create(&th, NULL, late_room, &l) == 0, "thread");
+	for (n = 0; n < 4 * (int)PAGES && l.made < 3 && !l.err; n++) {
+		uint64_t p = rnd() % PAGES;
+
+		for (size_t k = 0; k < sizeof(w); k += 8)
+			*(uint64_t *)(w + k) = rnd();
+		r = ftl_write(f, w, p * 4096, sizeof(w), 0);
+		if (r) {
+			if (!fails++)
+				T_CHECK(0, "write %d (page %llu) after room was made "
+					"under its wait: %d", n,
+					(unsigned long long)p, r);
+		} else {
+			memcpy(shadow + p * 4096, w, sizeof(w));
+		}
+		__atomic_fetch_add(&l.writes, 1, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&l.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	fprintf(stderr, "room made under a waiting writer %d times in %d "
+		"writes; the writers' GC runs with room there: %llu\n", l.made,
+		n, (unsigned long long)l.fg_spurious);
+	T_CHECK(l.err == 0, "making room: %d", l.err);
+	T_CHECK(l.made > 0, "a writer waited at the reserve and room was made "
+		"under its wait");
+	T_EQ_U64(l.fg_spurious, 0, "writers' GC runs on a device with room");
+	pthread_mutex_lock(&l.mx);
+	l.hold = false;
+	pthread_cond_broadcast(&l.cv);
+	pthread_mutex_unlock(&l.mx);
+	ftl_lock(&f->lock);
+	f->bggc.step_hook = NULL;
+	ftl_unlock(&f->lock);
+	verify(f, "after room made under a waiting writer");
+	T_CHECK(ftl_close(f) == 0, "close");
+	f = open_on(b, false);
+	verify(f, "reopened");
+	T_CHECK(ftl_close(f) == 0, "close");
+	b->ops->destroy(b);
+}
+
 int main(void)
 {
 	rs = t_seed() | 1;
@@ -724,6 +900,8 @@ int main(void)
 		half_evacuated();
 	if (!t_failures)
 		cut_in_sync();
+	if (!t_failures)
+		late_wait();
 	free(shadow);
 	free(rbuf);
 	return t_result();

@@ -544,10 +544,14 @@ int ftl_erase_pending(struct ftl *f, bool force_sync)
 
 /* Make room: collect a few victims, then one durable erase round.  0,
  * FTL_GC_WL_DUE after the erase round (the caller runs the static-WL
- * check, ftl_wl_static), or -errno. */
+ * check, ftl_wl_static), or -errno: -ENOSPC only when the host stream
+ * still has no block to open (nothing pending to erase, no victim GC can
+ * finish); room that is there already, or that an erase on the way made,
+ * is success. */
 int ftl_gc_free_space(struct ftl *f)
 {
 	uint32_t target = f->gc.reserve + 2;
+	uint64_t erased0 = f->gc.erased;
 	bool synced = true;
 	int r;
 
@@ -589,8 +593,11 @@ int ftl_gc_free_space(struct ftl *f)
 		/* a sync is due anyway: make it free several blocks */
 		target = f->gc.reserve + 1 + f->gc.batch;
 	}
-	if (!f->gc.npend)
-		return -ENOSPC;
+	if (!f->gc.npend) {
+		if (f->idx.nfree <= f->gc.reserve)
+			return -ENOSPC;
+		return f->gc.erased != erased0 ? FTL_GC_WL_DUE : 0;
+	}
 	r = ftl_erase_pending(f, true);
 	return r ? r : FTL_GC_WL_DUE;
 }
