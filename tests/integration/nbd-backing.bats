@@ -29,6 +29,35 @@ teardown() {
 medium_up() { nbd_start "$SOCK" "$SCRATCH/mpid" "$@"; }
 medium_down() { [ -n "${SCRATCH:-}" ] && nbd_stop "$SCRATCH/mpid" "${1:--TERM}"; }
 
+# delayed_reads [VAR=VALUE...]: an image with 8 MiB written on nbdkit's file
+# plugin whose reads take 20 ms each, nbdkit's log (outside the delay) marking
+# each one's start and end in $SCRATCH/delay.log; served (with VAR=VALUE in
+# the server's environment) and read by fio, 4K random at QD16 for 2 s.  The
+# log, not IOPS, says how many reads the backing keeps in flight: on a loaded
+# machine the wake-ups, not the 20 ms, set the rate (a 250 IOPS threshold
+# failed at load 23 on main and here alike).
+delayed_reads() {
+	"$UBLK_FLASH" create "$SCRATCH/medium.img" --size 32M --align 1m >/dev/null
+	medium_up file "$SCRATCH/medium.img"
+	fuse_serve "$URI"
+	dd if=/dev/urandom of="$DEV" bs=1M count=8 oflag=direct conv=fsync status=none
+	"$UBLK_FLASH" stop "$URI"
+	medium_down
+	medium_up --filter=log --filter=delay file "$SCRATCH/medium.img" rdelay=20ms \
+		logfile="$SCRATCH/delay.log"
+	DEV=$(env "$@" "$UBLK_FLASH" serve "$URI" --frontend fuse)
+	[ -b "$DEV" ] || { echo "serve gave '$DEV'"; return 1; }
+	fio --name=r --filename="$DEV" --ioengine=io_uring --direct=1 --iodepth=16 \
+		--bs=4k --rw=randread --size=8M --time_based --runtime=2 --randrepeat=0 >/dev/null 2>&1
+}
+
+# most_open CONN: the most reads open at once in $SCRATCH/delay.log on the
+# connections whose "connection=N" matches the awk regex CONN.
+most_open() {
+	awk -v c="$1" '$3 ~ c && $4 == "Read" { n++; if (n > m) m = n }
+		$3 ~ c && $4 == "...Read" { n-- } END { print m + 0 }' "$SCRATCH/delay.log"
+}
+
 check_files() { fuse_check_files "$URI"; }
 files_make() { fuse_files_make "$1" 40; }
 
@@ -185,26 +214,9 @@ files_make() { fuse_files_make "$1" 40; }
 
 @test "nbd backing: requests are concurrent (8 in flight); a server killed under I/O fails it with EIO, no hang" {
 	requires fio
-	"$UBLK_FLASH" create "$SCRATCH/medium.img" --size 32M --align 1m >/dev/null
-	medium_up file "$SCRATCH/medium.img"
-	fuse_serve "$URI"
-	dd if=/dev/urandom of="$DEV" bs=1M count=8 oflag=direct conv=fsync status=none
-	"$UBLK_FLASH" stop "$URI"
-	medium_down
-	# every read request takes 20 ms at the server, and nbdkit's log (outside the
-	# delay) marks each one's start and end: the most reads open at once is how many
-	# the backing keeps in flight (one at a time, as the synchronous calls were per
-	# connection: 1; the FUSE frontend's 8 threads: 8).  Read from the log, not from
-	# IOPS: on a loaded machine the wake-ups, not the 20 ms, set the rate (a 250 IOPS
-	# threshold failed at load 23 on main and here alike).
-	medium_up --filter=log --filter=delay file "$SCRATCH/medium.img" rdelay=20ms \
-		logfile="$SCRATCH/delay.log"
-	fuse_serve "$URI"
-	fio --name=r --filename="$DEV" --ioengine=io_uring --direct=1 --iodepth=16 \
-		--bs=4k --rw=randread --size=8M --time_based --runtime=2 --randrepeat=0 >/dev/null 2>&1
+	delayed_reads
 	local most
-	most=$(awk '$3 ~ /^connection=/ && $4 == "Read" { n++; if (n > m) m = n }
-		$3 ~ /^connection=/ && $4 == "...Read" { n-- } END { print m + 0 }' "$SCRATCH/delay.log")
+	most=$(most_open '^connection=')
 	echo "4K randread QD16, 20 ms per request: at most $most reads open at once"
 	[ "$most" -ge 4 ]
 	# the server dies: reads in flight and after fail, promptly
@@ -248,24 +260,12 @@ files_make() { fuse_files_make "$1" 40; }
 
 @test "nbd backing: several reads in flight on one connection; the server killed with a queue: EIO for each, no hang" {
 	requires fio
-	"$UBLK_FLASH" create "$SCRATCH/medium.img" --size 32M --align 1m >/dev/null
-	medium_up file "$SCRATCH/medium.img"
-	fuse_serve "$URI"
-	dd if=/dev/urandom of="$DEV" bs=1M count=8 oflag=direct conv=fsync status=none
-	"$UBLK_FLASH" stop "$URI"
-	medium_down
-	# two connections: the first (writes, flushes) and one for reads; each read
-	# takes 20 ms at the server, and nbdkit's log marks its start and end.  One
+	# two connections: the first (writes, flushes) and one for reads.  One
 	# request at a time on the read connection (the synchronous nbd_pread per
 	# private connection of before) gives 1; pipelined, the 8 FUSE threads' reads
-	medium_up --filter=log --filter=delay file "$SCRATCH/medium.img" rdelay=20ms \
-		logfile="$SCRATCH/delay.log"
-	OCTANT_NBD_CONNECTIONS=2 fuse_serve "$URI"
-	fio --name=r --filename="$DEV" --ioengine=io_uring --direct=1 --iodepth=16 \
-		--bs=4k --rw=randread --size=8M --time_based --runtime=2 --randrepeat=0 >/dev/null 2>&1
+	delayed_reads OCTANT_NBD_CONNECTIONS=2
 	local most
-	most=$(awk '$3 == "connection=2" && $4 == "Read" { n++; if (n > m) m = n }
-		$3 == "connection=2" && $4 == "...Read" { n-- } END { print m + 0 }' "$SCRATCH/delay.log")
+	most=$(most_open '^connection=2$')
 	echo "on the read connection at most $most reads open at once"
 	[ "$most" -ge 4 ]
 	"$UBLK_FLASH" stop "$URI"
