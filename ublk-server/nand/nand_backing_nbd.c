@@ -20,7 +20,7 @@
  *   semantics.  Reads go on the other connections (when the server allows
  *   multi-conn: up to NB_CONNS - 1 more, NB_CONNS_DEFAULT in all unless
  *   OCTANT_NBD_CONNECTIONS=N says otherwise; 1 = the first alone), each
- *   read on the one with the fewest in flight.  Reads only ever ask for
+ *   read on an idle one, else behind the fewest in flight (nb_pick).  Reads only ever ask for
  *   bytes whose writes completed (the engine's map publishes a page after
  *   its program returned), and multi-conn promises that a completed write
  *   is seen on every connection.
