@@ -136,7 +136,9 @@ static inline double t_long_elapsed(void)
 	return t_now() - t_budget_t0;
 }
 
-static inline int t_long_more(long done, long floor)
+/* t_long_more() for a loop that is the @part-th (from 1) of @parts
+ * loops in a row sharing the budget: it stops at @part/@parts of it. */
+static inline int t_long_upto(long done, long floor, int part, int parts)
 {
 	const char *s = getenv("OCTANT_LONG_BUDGET");
 	double budget = s && *s ? strtod(s, NULL) : 300;
@@ -144,11 +146,16 @@ static inline int t_long_more(long done, long floor)
 
 	if (done < floor)
 		return 1;
-	if (!t_long() || (budget > 0 && el >= budget)) {
+	if (!t_long() || (budget > 0 && el >= budget * part / parts)) {
 		t_budget_hit |= t_long();
 		return 0;
 	}
 	return 1;
+}
+
+static inline int t_long_more(long done, long floor)
+{
+	return t_long_upto(done, floor, 1, 1);
 }
 
 /* "long mode: covered D of W WHAT in S s", and whether the budget cut it
