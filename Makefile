@@ -34,7 +34,7 @@ pc_cflags = $(shell $(PKG_CONFIG) --cflags $(1) 2>/dev/null)
 pc_libs   = $(shell $(PKG_CONFIG) --libs $(1) 2>/dev/null)
 
 .PHONY: all deps check check-unit check-cli check-integration check-vm \
-        check-long bench bench-vm compare clean
+        check-long check-long-san bench bench-vm compare clean
 all:
 
 deps:

@@ -47,6 +47,10 @@ check-vm:
 check-long:
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) OCTANT_LONG=1 $(RUNNER) unit integration
+# the long modes in the sanitizer build (ASan, UBSan, lock assertions)
+check-long-san:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/san SANITIZE=1 unit-bins
+	@BUILD=$(BUILD) OCTANT_LONG=1 $(RUNNER) unit-san
 
 bench:
 	@mk/deps.sh bench

@@ -801,6 +801,8 @@ static void pi_cost(const char *dir)
 	printf("   read:  %.2f us without PI, %.2f us with t10dif (+%.2f)\n",
 	       rd[0][rounds / 2] * 1e6 / n, rd[1][rounds / 2] * 1e6 / n,
 	       (rd[1][rounds / 2] - rd[0][rounds / 2]) * 1e6 / n);
+}
+
 /* ---- 6. threads ------------------------------------------------------ */
 
 struct thr_arg {

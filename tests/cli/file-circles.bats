@@ -59,6 +59,39 @@ teardown() {
 	[[ "${lines[-1]}" == "4 files, 3 call edges between them, no circle" ]]
 }
 
+# Headers: no circle of #include "x.h" lines among ublk-server/'s files
+# (none on d597cb7, 20 headers).
+@test "no header of ublk-server/ includes a header that includes it back" {
+	run tests/file-circles --includes ublk-server
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *" include edges between them, no circle" ]]
+	n=${output%% files*}
+	[ "$n" -ge 80 ]
+}
+
+@test "a planted include circle is found, printed edge by edge" {
+	d=$SCRATCH/src
+	mkdir -p "$d/x" "$d/y"
+	printf '#include "b.h"\n' >"$d/x/a.h"
+	printf '#include "../y/c.h"\n' >"$d/x/b.h"
+	printf '#include <stdio.h>\n#include "a.h"\n' >"$d/y/c.h"
+	printf '#include "a.h"\nint main(void) { return 0; }\n' >"$d/y/m.c"
+	run tests/file-circles --includes "$d"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"circle 1: 3 files include each other: x/a.h x/b.h y/c.h"* ]]
+	[[ "$output" == *"  x/a.h -> x/b.h (inc:b.h)"* ]]
+	[[ "$output" == *"  x/b.h -> y/c.h (inc:c.h)"* ]]
+	[[ "$output" == *"  y/c.h -> x/a.h (inc:a.h)"* ]]
+	[[ "$output" != *"y/m.c"* ]]
+	printf '#include <stdio.h>\n' >"$d/y/c.h"
+	run tests/file-circles --includes "$d"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "${lines[-1]}" == "4 files, 3 include edges between them, no circle" ]]
+}
+
 @test "bad usage and a missing folder: exit 2" {
 	run tests/file-circles "$SCRATCH/none"
 	[ "$status" -eq 2 ]
@@ -68,6 +101,11 @@ teardown() {
 	[ "$status" -eq 2 ]
 	run tests/file-circles a b
 	[ "$status" -eq 2 ]
+	run tests/file-circles --includes
+	[ "$status" -eq 2 ]
+	run tests/file-circles --includes "$SCRATCH/empty"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"no .c or .h file"* ]]
 }
 
 # plumbing/ (issue 32) is below both tools: no circle among its files, and

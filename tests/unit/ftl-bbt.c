@@ -176,7 +176,8 @@ static void ro_flag(uint8_t *img)
 
 /*
  * Random fields of the table, crc recomputed (one copy or both; 150
- * rounds, 3000 long): the open refuses (EBADMSG) or takes it, a
+ * rounds, long: up to 3000 while the budget lasts, test.h): the open
+ * refuses (EBADMSG) or takes it, a
  * read-write open then writes and closes, fsck answers 0 or 4 and a
  * repair ends clean; nothing crashes (the sanitizer build checks memory).
  * Seeded: OCTANT_SEED.
@@ -185,10 +186,10 @@ static void random_fields(uint8_t *img)
 {
 	char path[] = "/tmp/octant-ftl-bbt-XXXXXX", out[8192];
 	uint64_t rs = t_seed() | 1;
-	int rounds = getenv("OCTANT_LONG") ? 3000 : 150, took = 0;
+	int rounds = t_long() ? 3000 : 150, took = 0, k;
 
 	img_file(base, path);
-	for (int k = 0; k < rounds; k++) {
+	for (k = 0; k < rounds && t_long_more(k, 150); k++) {
 		uint64_t x = t_xorshift(&rs);
 		int both = x & 1, r, w;
 		uint32_t at = (uint32_t)(x >> 8) % (sizeof(struct ftl_bbt_hdr) + 64);
@@ -237,8 +238,9 @@ static void random_fields(uint8_t *img)
 		if (t_failures)
 			break;
 	}
+	t_long_covered("rounds of random table fields", k, rounds);
 	fprintf(stderr, "random table fields: %d rounds, %d took a write\n",
-		rounds, took);
+		k, took);
 	unlink(path);
 }
 

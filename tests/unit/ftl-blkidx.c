@@ -108,6 +108,14 @@ static bool check(struct ftl *f, const char *what, uint64_t op)
 	return t_failures == before;
 }
 
+/* The long mode's budget (test.h), shared out evenly between the runs:
+ * the next run has the @slot-th of @NSLOTS parts; every run does at least
+ * the short mode's @FLOOR operations.  @ops_done/@ops_want sum them up. */
+#define NSLOTS  6
+#define FLOOR   30000
+static int slot;
+static uint64_t ops_done, ops_want;
+
 static void run(enum ftl_gc_policy gc, bool faulty, uint64_t nops)
 {
 	struct ftl_create_opts c = { .size = 8u << 20, .align = FTL_ALIGN_1M,
@@ -118,7 +126,7 @@ static void run(enum ftl_gc_policy gc, bool faulty, uint64_t nops)
 	static uint8_t buf[64 << 10];
 	struct nand_backing *b;
 	struct ftl *f;
-	uint64_t pages = c.size / 4096, victims = 0;
+	uint64_t pages = c.size / 4096, victims = 0, op;
 
 	if (nand_backing_mem(ftl_test_image_size(&c), false, &b) ||
 	    ftl_create_backing(b, &c)) {
@@ -126,7 +134,9 @@ static void run(enum ftl_gc_policy gc, bool faulty, uint64_t nops)
 		return;
 	}
 	f = open_mem(b, gc, faulty);
-	for (uint64_t op = 0; f && op < nops; op++) {
+	slot++;
+	for (op = 0; f && op < nops && t_long_upto((long)op, FLOOR, slot,
+						   NSLOTS); op++) {
 		uint64_t k = rnd() % 1000, p = rnd() % pages;
 		int r = 0;
 
@@ -179,6 +189,8 @@ static void run(enum ftl_gc_policy gc, bool faulty, uint64_t nops)
 		ftl_close(f);
 	}
 	b->ops->destroy(b);
+	ops_done += op;
+	ops_want += nops;
 }
 
 static void all(uint64_t nops)
@@ -191,7 +203,8 @@ static void all(uint64_t nops)
 
 int main(void)
 {
-	uint64_t nops = t_long() ? 400000 : 30000;
+	/* long: up to 400,000 operations a run, within the budget */
+	uint64_t nops = t_long() ? 400000 : FLOOR;
 	unsigned seed = t_seed();
 
 	/* regression: seed 1742242998 made cost-benefit pick a victim with
@@ -204,5 +217,6 @@ int main(void)
 	}
 	rs = seed | 1;
 	all(nops);
+	t_long_covered("operations", (long)ops_done, (long)ops_want);
 	return t_result();
 }

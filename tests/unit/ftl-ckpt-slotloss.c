@@ -23,7 +23,8 @@
  * together with each data block in turn (3,200 images).  Each copy must be refused, or read every
  * logical page as its newest version or EIO (never zeroes for written
  * data, never an older version, never data from before a trim).
- * Seeded (OCTANT_SEED replays); OCTANT_LONG=1: 4 seeds in a row.
+ * Seeded (OCTANT_SEED replays); OCTANT_LONG=1: up to 4 seeds in a row,
+ * within the long budget (test.h).
  *
  * Inspects engine internals (struct ftl, ftl-int.h): the newest
  * checkpoint's slot (f->ck) and the geometry (f->g) to damage them.
@@ -196,10 +197,11 @@ static void run(uint64_t seed)
 int main(void)
 {
 	uint64_t seed = t_seed();
-	int n = t_long() ? 4 : 1;
+	int n = t_long() ? 4 : 1, i;
 
-	for (int i = 0; i < n && !bad; i++)
+	for (i = 0; i < n && t_long_more(i, 1) && !bad; i++)
 		run(seed + (uint64_t)i);
+	t_long_covered("seeds", i, n);
 	printf("ftl-ckpt-slotloss: %d damaged images: %d opened (%d pages "
 	       "EIO), %d refused; %d wrong\n", opened + refused, opened, eio,
 	       refused, bad);

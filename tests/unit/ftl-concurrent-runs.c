@@ -13,6 +13,8 @@
  * host program of the same page still in flight brings old data back
  * here; a map published before the program shows as a torn page to the
  * reader.  Randomised: prints its seed, replays with OCTANT_SEED.
+ * 3 rounds of 600 writes per writer; OCTANT_LONG=1: up to 20 rounds of
+ * 3,000, at least 3 and more while the long budget lasts (test.h).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -181,21 +183,22 @@ int main(void)
 	struct nand_backing *b;
 	struct ftl_stats st;
 	uint64_t isz = ftl_test_image_size(&c);
-	int rounds = t_long() ? 20 : 3;
+	int rounds = t_long() ? 20 : 3, r;
 
 	seed0 = t_seed();
 	ops = t_long() ? 3000 : 600;
 	T_CHECK(nand_backing_mem(isz, false, &b) == 0, "mem");
 	T_CHECK(ftl_create_backing(b, &c) == 0, "create");
-	for (int r = 0; r < rounds && !t_failures; r++) {
+	for (r = 0; r < rounds && t_long_more(r, 3) && !t_failures; r++) {
 		seed0 = seed0 * 6364136223846793005ull + 1442695040888963407ull;
 		if (run(b))
 			break;
 	}
+	t_long_covered("rounds", r, rounds);
 	nand_mem_hold(b);
 	if (!t_failures && ftl_open_backing(b, NULL, &f) == 0) {
 		ftl_stats_get(f, &st);
-		fprintf(stderr, "%d rounds, %llu GC relocations\n", rounds,
+		fprintf(stderr, "%d rounds, %llu GC relocations\n", r,
 			(unsigned long long)st.gc_relocations);
 		T_CHECK(st.gc_relocations > 0, "GC ran");
 		ftl_close(f);

@@ -11,7 +11,8 @@
  * reads its newest value.  (Before flush summaries the workload had to
  * record its last flush with one more write, and damage to an OOB record
  * was found only when the records around it bracketed it.)  A fresh seed
- * per run (OCTANT_SEED replays); 150 trials, 1,500 with OCTANT_LONG=1.
+ * per run (OCTANT_SEED replays); 150 trials, 1,500 with OCTANT_LONG=1
+ * (at least 150, more while the long budget lasts: test.h).
  *
  * Inspects engine internals (struct ftl, ftl-int.h): the newest
  * checkpoint's sequence number (f->ck) and the map (f->log) pick the page
@@ -170,16 +171,17 @@ static void trial(int n)
 
 int main(void)
 {
-	int n = t_long() ? 1500 : 150;
+	int n = t_long() ? 1500 : 150, i;
 
 	rs = t_seed() | 1;
 	null = fopen("/dev/null", "w");
 	snprintf(img, sizeof(img), "%s/ftl-damage-%d.img",
 		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
-	for (int i = 0; i < n && t_failures < 5; i++)
+	for (i = 0; i < n && t_long_more(i, 150) && t_failures < 5; i++)
 		trial(i);
+	t_long_covered("trials", i, n);
 	fprintf(stderr, "%d trials; fsck reported %d data and %d OOB damages\n",
-		n, nfsck[0], nfsck[1]);
+		i, nfsck[0], nfsck[1]);
 	unlink(img);
 	fclose(null);
 	return t_result();

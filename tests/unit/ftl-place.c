@@ -254,7 +254,7 @@ static void powercuts(uint64_t seed0, int cuts)
 	}
 	f = mem_open(SIZE, 8, 600, true, false, FTL_GC_GREEDY, &b);
 	T_CHECK(ftl_place_on(f), "two host frontiers on the power-cut device");
-	while (n < cuts && !t_failures) {
+	while (n < cuts && t_long_more(n, 800) && !t_failures) {
 		uint64_t k;
 		uint32_t len, off;
 
@@ -308,6 +308,7 @@ static void powercuts(uint64_t seed0, int cuts)
 	free(crash_img);
 	free(rbuf);
 	free(w);
+	t_long_covered("cut points", n, cuts);
 }
 
 int main(void)

@@ -72,6 +72,11 @@ static struct ftl *reopen(struct nand_backing *b)
 	return r ? NULL : f;
 }
 
+/* The long mode's budget (test.h): the next run has the @slot-th of 4
+ * parts, and does at least the short mode's 2,500 operations. */
+static int slot;
+static long ops_done, ops_want;
+
 static void run(enum ftl_align_mode a, int ops)
 {
 	struct ftl_create_opts c = { .size = 6 << 20, .align = a,
@@ -82,13 +87,16 @@ static void run(enum ftl_align_mode a, int ops)
 	struct nand_backing *b;
 	struct ftl_stats st;
 	struct ftl *f;
+	int i;
 
+	slot++;
 	T_CHECK(nand_backing_mem(isz, false, &b) == 0, "mem");
 	T_CHECK(ftl_create_backing(b, &c) == 0, "create");
 	f = reopen(b);
 	if (!f)
 		return;
-	for (int i = 0; i < ops && !t_failures; i++) {
+	for (i = 0; i < ops && t_long_upto(i, 2500, slot, 4) && !t_failures;
+	     i++) {
 		uint64_t op = rnd() % 100;
 		size_t len = pick_len(size);
 		uint64_t off = pick_off(size, len);
@@ -142,6 +150,8 @@ static void run(enum ftl_align_mode a, int ops)
 	free(shadow);
 	free(buf);
 	free(w);
+	ops_done += i;
+	ops_want += ops;
 }
 
 int main(void)
@@ -154,5 +164,6 @@ int main(void)
 	bg = true;
 	run(FTL_ALIGN_ODD, ops);
 	run(FTL_ALIGN_1M, ops);
+	t_long_covered("operations", ops_done, ops_want);
 	return t_result();
 }

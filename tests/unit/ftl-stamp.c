@@ -9,7 +9,8 @@
  * memory backing's crash model, cut by a write trigger) over erase and
  * reprogram cycles: every logical page reads its newest flushed version or
  * a newer one, never an older one.  A fresh seed per run (printed; replay
- * with OCTANT_SEED); OCTANT_LONG=1: 10x more cuts.
+ * with OCTANT_SEED); OCTANT_LONG=1: up to 10x more cuts, within the long
+ * budget (test.h).
  *
  * Inspects engine internals (struct ftl, ftl-int.h): block states (f->idx)
  * find free blocks to plant stamps in; superblock flags.
@@ -299,7 +300,7 @@ static void powercuts(unsigned seed, int cuts)
 	}
 	T_CHECK(ftl_flush(f) == 0, "flush");
 	memcpy(flushed, last, sizeof(last));
-	for (k = 0; k < cuts && !t_failures; k++) {
+	for (k = 0; k < cuts && t_long_more(k, 2000) && !t_failures; k++) {
 		struct nand_counters c;
 
 		cut_done = false;
@@ -326,6 +327,7 @@ static void powercuts(unsigned seed, int cuts)
 		check_cut(isz, seed, k);
 	}
 	nand_mem_set_trigger(b, 0, NULL, NULL);
+	t_long_covered("cuts", k, cuts);
 	fprintf(stderr, "%d cuts, %d with an erase since the last sync\n",
 		k, with_erase);
 	T_CHECK(with_erase > 0, "no cut after an erase: %d", with_erase);
@@ -342,6 +344,6 @@ int main(void)
 	rs = (uint64_t)seed * 2654435761u | 1;
 	gc_erases();
 	unstamped_image();
-	powercuts(seed, getenv("OCTANT_LONG") ? 20000 : 2000);
+	powercuts(seed, t_long() ? 20000 : 2000);
 	return t_result();
 }

@@ -336,7 +336,9 @@ static void powercut_cycles(unsigned seed, int rounds)
 	uint64_t rs = (uint64_t)seed * 2654435761u | 1;
 	uint8_t *crash = malloc(img_size());
 
-	for (int round = 0; round < rounds; round++) {
+	int round;
+
+	for (round = 0; round < rounds && t_long_more(round, 2000); round++) {
 		struct nand_backing *m, *m2;
 		struct cnt_backing *c;
 		struct nand *n;
@@ -405,6 +407,7 @@ static void powercut_cycles(unsigned seed, int rounds)
 		if (t_failures)
 			break;
 	}
+	t_long_covered("power-cut cycles", round, rounds);
 	free(crash);
 }
 
@@ -415,6 +418,6 @@ int main(void)
 	geometry_rule();
 	erase_costs_one_oob();
 	unstamped_zeroes();
-	powercut_cycles(seed, getenv("OCTANT_LONG") ? 20000 : 2000);
+	powercut_cycles(seed, t_long() ? 20000 : 2000);
 	return t_result();
 }

@@ -106,4 +106,66 @@ static inline int t_long(void)
 	const char *s = getenv("OCTANT_LONG");
 	return s && *s && *s != '0';
 }
+
+/* Seconds on the monotonic clock. */
+static inline double t_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * The long mode's time budget, so that the long tier ends on a loaded
+ * machine (the sanitizer build, 2 cores shared by many): OCTANT_LONG_BUDGET
+ * seconds (default 300; 0: none), counted from the test's first call here.
+ * A long loop always does its short mode's count @floor, then goes on
+ * towards its long count only while the budget lasts:
+ *	for (i = 0; i < n && t_long_more(i, SHORT); i++)
+ * and says what it covered with t_long_covered().  A loop the budget
+ * stopped still did at least what the short mode does.
+ */
+static double t_budget_t0;
+static int t_budget_hit;
+
+static inline double t_long_elapsed(void)
+{
+	if (!t_budget_t0)
+		t_budget_t0 = t_now();
+	return t_now() - t_budget_t0;
+}
+
+/* t_long_more() for a loop that is the @part-th (from 1) of @parts
+ * loops in a row sharing the budget: it stops at @part/@parts of it. */
+static inline int t_long_upto(long done, long floor, int part, int parts)
+{
+	const char *s = getenv("OCTANT_LONG_BUDGET");
+	double budget = s && *s ? strtod(s, NULL) : 300;
+	double el = t_long_elapsed();
+
+	if (done < floor)
+		return 1;
+	if (!t_long() || (budget > 0 && el >= budget * part / parts)) {
+		t_budget_hit |= t_long();
+		return 0;
+	}
+	return 1;
+}
+
+static inline int t_long_more(long done, long floor)
+{
+	return t_long_upto(done, floor, 1, 1);
+}
+
+/* "long mode: covered D of W WHAT in S s", and whether the budget cut it
+ * short (the runner shows the line); nothing in the short mode. */
+static inline void t_long_covered(const char *what, long done, long want)
+{
+	if (!t_long())
+		return;
+	fprintf(stderr, "long mode: covered %ld of %ld %s in %.0f s%s\n",
+		done, want, what, t_long_elapsed(),
+		t_budget_hit ? " (stopped by OCTANT_LONG_BUDGET)" : "");
+}
 #endif
