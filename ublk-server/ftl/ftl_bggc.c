@@ -169,8 +169,10 @@ static void *bggc_main(void *arg)
 			}
 			/* idle for the writers' sake only: theirs unless
 			 * they stay quiet */
-			if (cv_wait_ns(f, &f->bggc.cv, BGGC_QUIET_NS) ==
-			    ETIMEDOUT && f->log.seq == seq) {
+			f->bggc.timed = true;
+			r = cv_wait_ns(f, &f->bggc.cv, BGGC_QUIET_NS);
+			f->bggc.timed = false;
+			if (r == ETIMEDOUT && f->log.seq == seq) {
 				quiet = true;
 				quiet_seq = seq;
 			}
@@ -262,7 +264,11 @@ int ftl_bggc_poke(struct ftl *f)
 		f->bggc.err = 0;
 		return r;
 	}
-	if (f->bggc.running && !f->bggc.busy && !bggc_idle(f, false))
+	/* a thread asleep for want of work (not the writers' sake: timed)
+	 * is woken for any, also a victim the writers would take, which it
+	 * then waits on with a timeout */
+	if (f->bggc.running && !f->bggc.busy &&
+	    !bggc_idle(f, !f->bggc.timed))
 		pthread_cond_signal(&f->bggc.cv);
 	return 0;
 }
