@@ -34,14 +34,21 @@
  *      (an on-disk ext4 folder, not tmpfs: /var/tmp), GC thread on; p50,
  *      p99.9 and max of each ftl_write, median of 3 rounds (issue 31:
  *      p99.9 <= 10x p50, no write over 100 ms).
+ *   9. ctxsw: context switches per write (issue 29 item 5), full device on
+ *      a file in DIR, GC thread on (and once off): 1M sequential writes
+ *      from 1 and 2 threads, 4K random ones; the writers' own switches
+ *      (getrusage RUSAGE_THREAD) and the GC thread's (/proc/self/task),
+ *      per write, median of 3 interleaved rounds.
  * usage: bench-engine [DIR] [SECTION...]  (DIR for images: $TMPDIR or
  * /var/tmp; SECTION: throughput, wa, place, open, scale, flush, pi,
- * threads, latency; default all)
+ * threads, latency, ctxsw; default all)
  * e.g. the scale measurement alone: tests/bench/bench-engine /dev/shm scale
  * BENCH_QUICK=1 runs smaller sizes (scale: 1 GiB vs 16 GiB, 256 MiB written).
+ * BENCH_CS_ROW=0..4: one row of ctxsw alone.
  * BENCH_GC_THREAD=1: the throughput engines run the background GC thread
  * (ftl_open_opts.bg_gc, as serve does); default inline GC.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -963,6 +970,178 @@ static void latency(const char *dir)
 	       p50[1], p999[1], p999[1] / p50[1], mx[1] / 1e3, mx[2] / 1e3, mbs[1]);
 }
 
+/* ---- 8. context switches ------------------------------------------------ */
+
+/* Voluntary (@inv false) or involuntary context switches of every thread
+ * of this process but the main one (the GC thread, while no writer runs). */
+static uint64_t other_ctxsw(bool inv)
+{
+	char path[300], line[128];
+	uint64_t sum = 0;
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		FILE *s;
+
+		if (e->d_name[0] == '.' || atoi(e->d_name) == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+		s = fopen(path, "r");
+		while (s && fgets(line, sizeof(line), s))
+			if (!strncmp(line, inv ? "nonvoluntary_ctxt_switches:" :
+				     "voluntary_ctxt_switches:", inv ? 27 : 24))
+				sum += strtoull(strchr(line, ':') + 1, NULL, 10);
+		if (s)
+			fclose(s);
+	}
+	if (d)
+		closedir(d);
+	return sum;
+}
+
+struct cs_arg {
+	struct ftl *f;
+	uint64_t pages, n, seed, cs[2]; /* this writer's switches: voluntary,
+	                                   involuntary */
+	uint32_t len, tid, nt;          /* write size; writer tid of nt */
+	int err;
+};
+
+/* @n writes of @len: 1M ones in sequence (writer tid takes every nt-th),
+ * 4K ones at random; counts its own context switches. */
+static void *cs_writer(void *p)
+{
+	struct cs_arg *a = p;
+	uint8_t *buf = calloc(1, a->len);  /* not __thread: static TLS
+	                                      comes off every thread's stack */
+	uint64_t s = a->seed, per = a->len / 4096;
+	struct rusage r0, r1;
+
+	if (!buf)
+		die("calloc", -1);
+	getrusage(RUSAGE_THREAD, &r0);
+	for (uint64_t i = 0; i < a->n && !a->err; i++) {
+		uint64_t pg;
+
+		s ^= s << 13;
+		s ^= s >> 7;
+		s ^= s << 17;
+		pg = per > 1 ? ((i * a->nt + a->tid) * per) % a->pages : s % a->pages;
+		buf[0] = (uint8_t)i;
+		a->err = ftl_write(a->f, buf, pg * 4096, a->len, 0);
+	}
+	getrusage(RUSAGE_THREAD, &r1);
+	a->cs[0] = (uint64_t)(r1.ru_nvcsw - r0.ru_nvcsw);
+	a->cs[1] = (uint64_t)(r1.ru_nivcsw - r0.ru_nivcsw);
+	free(buf);
+	return NULL;
+}
+
+/* One round: a full image on a file in @dir (written twice in 1M, then
+ * @len writes over it once from @nt threads).  Out: switches per write of
+ * the writers and of the GC thread (voluntary, involuntary), MB/s. */
+static void cs_round(const char *dir, uint64_t size, uint32_t len, int nt,
+		     bool bg, double wr[2], double gc[2], double *mbs)
+{
+	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M,
+				     .force = true };
+	struct ftl_open_opts o = { .bg_gc = bg };
+	uint64_t n = size / len, g0[2], cs[2] = { 0, 0 };
+	struct cs_arg a[2];
+	pthread_t t[2];
+	char img[512];
+	struct ftl *f;
+	double t0;
+	int r;
+
+	snprintf(img, sizeof(img), "%s/bench-engine-cs.img", dir);
+	unlink(img);
+	if ((r = ftl_create(img, &c)))
+		die("create", r);
+	if ((r = ftl_open(img, &o, &f)))
+		die("open", r);
+	for (int k = 0; k < 2; k++) {
+		a[0] = (struct cs_arg){ .f = f, .pages = size / 4096, .n = size >> 20,
+					.seed = rnd() | 1, .len = 1 << 20, .nt = 1 };
+		cs_writer(&a[0]);
+		if (a[0].err)
+			die("fill", a[0].err);
+	}
+	g0[0] = other_ctxsw(false);
+	g0[1] = other_ctxsw(true);
+	t0 = now();
+	for (int i = 0; i < nt; i++) {
+		a[i] = (struct cs_arg){ .f = f, .pages = size / 4096, .n = n / nt,
+					.seed = rnd() | 1, .len = len,
+					.tid = (uint32_t)i, .nt = (uint32_t)nt };
+		if (pthread_create(&t[i], NULL, cs_writer, &a[i]))
+			die("pthread_create", -1);
+	}
+	for (int i = 0; i < nt; i++) {
+		pthread_join(t[i], NULL);
+		if (a[i].err)
+			die("ftl_write", a[i].err);
+		cs[0] += a[i].cs[0];
+		cs[1] += a[i].cs[1];
+	}
+	*mbs = (double)n * len / (now() - t0) / 1e6;
+	for (int v = 0; v < 2; v++) {
+		gc[v] = (double)(other_ctxsw(v) - g0[v]) / (double)n;
+		wr[v] = (double)cs[v] / (double)n;
+	}
+	ftl_close(f);
+	unlink(img);
+}
+
+static void ctxsw(const char *dir)
+{
+	uint64_t size = quick ? 64ull << 20 : 256ull << 20;
+	static const struct { uint32_t len; int nt; bool bg; } row[] = {
+		{ 1u << 20, 1, true }, { 1u << 20, 2, true },
+		{ 1u << 20, 1, false }, { 4096, 1, true }, { 4096, 2, true },
+	};
+	enum { NR = sizeof(row) / sizeof(row[0]) };
+	double v[NR][5][3];     /* writers vol, invol; GC vol, invol; MB/s */
+
+	const char *one = getenv("BENCH_CS_ROW");
+
+	for (int i = 0; i < 3; i++)             /* interleaved rounds */
+		for (int k = 0; k < NR; k++) {
+			double wr[2], gc[2];
+
+			if (one && atoi(one) != k) {
+				memset(wr, 0, sizeof(wr));
+				memset(gc, 0, sizeof(gc));
+				v[k][4][i] = 0;
+				continue;
+			}
+			cs_round(dir, size, row[k].len, row[k].nt, row[k].bg,
+				 wr, gc, &v[k][4][i]);
+			v[k][0][i] = wr[0];
+			v[k][1][i] = wr[1];
+			v[k][2][i] = gc[0];
+			v[k][3][i] = gc[1];
+		}
+	printf("\n8. context switches per write (voluntary / involuntary): %llu MiB "
+	       "image on a file in %s,\n   7 %% OP, full (written twice in 1M "
+	       "first), written once more; median of 3 interleaved rounds\n",
+	       (unsigned long long)(size >> 20), dir);
+	printf("%-24s %15s %15s %8s\n", "", "writers", "GC thread", "MB/s");
+	for (int k = 0; k < NR; k++) {
+		if (one && atoi(one) != k)
+			continue;
+		for (int c = 0; c < 5; c++)
+			qsort(v[k][c], 3, sizeof(double), cmp_dbl);
+		printf("%-4s %s, %d thread%s %s %7.3f %7.3f %7.3f %7.3f %8.1f\n",
+		       row[k].len > 4096 ? "1M" : "4K",
+		       row[k].len > 4096 ? "seq " : "rand", row[k].nt,
+		       row[k].nt > 1 ? "s" : " ", row[k].bg ? "   " : "(i)",
+		       v[k][0][1], v[k][1][1], v[k][2][1], v[k][3][1], v[k][4][1]);
+	}
+	printf("(i): inline GC, no GC thread\n");
+}
+
 static bool want(int argc, char **argv, const char *name)
 {
 	bool any = false;
@@ -1000,5 +1179,7 @@ int main(int argc, char **argv)
 		threads();
 	if (want(argc, argv, "latency"))
 		latency(dir);
+	if (want(argc, argv, "ctxsw"))
+		ctxsw(dir);
 	return 0;
 }

@@ -176,6 +176,11 @@ struct ublk_queue {
 	                                  the re-armed fetches to the ring's
 	                                  exit (ring thread) */
 	uint64_t ios;                  /* requests served */
+	unsigned inside;               /* atomic: requests of this queue in
+	                                  the engine (ublk_q_handle); an
+	                                  online resize waits for 0 in each
+	                                  (per queue: no line shared between
+	                                  queues per request) */
 	/* Writes, flush, discard and write-zeroes run in the queue's
 	 * workers, never in the ring thread, so a slow backing write does
 	 * not stop the ring taking requests and committing the answers of
@@ -220,7 +225,6 @@ struct ublk_dev {
 	                                  UBLK_F_INTEGRITY with USER_COPY */
 	bool held;                     /* atomic: requests wait outside the
 	                                  engine (an online resize) */
-	unsigned inflight;             /* atomic: requests inside the engine */
 	int cdev_fd;                   /* /dev/ublkcN */
 	uint32_t buf_size;             /* per-tag I/O buffer, = max_io_buf_bytes */
 	bool io_ioctl;                 /* ioctl-encoded FETCH/COMMIT */

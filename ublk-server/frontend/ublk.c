@@ -977,8 +977,9 @@ static void ublk_hold(struct fe_server *s)
 	struct timespec ts = { 0, 1000000L };
 
 	__atomic_store_n(&d->held, true, __ATOMIC_SEQ_CST);
-	while (__atomic_load_n(&d->inflight, __ATOMIC_SEQ_CST))
-		nanosleep(&ts, NULL);
+	for (unsigned i = 0; i < d->info.nr_hw_queues; i++)
+		while (__atomic_load_n(&d->q[i].inside, __ATOMIC_SEQ_CST))
+			nanosleep(&ts, NULL);
 }
 
 static void ublk_release(struct fe_server *s)

@@ -539,6 +539,10 @@ struct ftl_bggc {
 	bool stop;                   /* the thread must exit */
 	bool busy;                   /* the thread is collecting (a signal now
 	                                would be wasted) */
+	bool timed;                  /* the thread waits with a timeout, idle
+	                                only for the writers' sake (ftl_bggc.c,
+	                                bggc_inline_cheaper): a writer does not
+	                                wake it for that */
 	int err;                     /* the thread's unreported error (-errno):
 	                                the next host write returns it
 	                                (ftl_balance) and clears it */
