@@ -67,3 +67,48 @@ offenders() {
 	cd /
 	rm -rf "$t"
 }
+
+# below the CLI: every .c and .h of ublk-server but cli/, and the libraries
+below_cli() {
+	find ublk-server libalign plumbing common -name '*.[ch]' \
+		-not -path 'ublk-server/cli/*' -not -name oct-exit.h | sort
+}
+
+# the files of below_cli() with a line (not a comment) matching ERE $1
+below_cli_offenders() {
+	local f
+	below_cli | while read -r f; do
+		grep -vE '^[[:space:]]*(/?\*|//)' "$f" | grep -qE "$1" && echo "$f"
+	done
+	return 0
+}
+
+EXIT_RE='cli/|"commands\.h"|"oct-exit\.h"|\bOCT_EXIT_[A-Z]+|\bEXIT_(USAGE|IO|CORRUPT|BUSY|UNSUPPORTED)\b'
+
+# Calls go down: serve/ (and the engine, frontends, libraries) return
+# -errno and a reason (serve.h, struct serve_fail); only the CLI maps them
+# to the exit codes of common/oct-exit.h.  Before h9/errno, serve/serve.c
+# and serve/upgrade.c included ../cli/commands.h and returned EXIT_* (this
+# test named both).
+@test "nothing below the CLI includes a cli/ header or picks an exit code" {
+	run below_cli_offenders "$EXIT_RE"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
+
+@test "the below-the-CLI check finds a planted cli/ include and exit code" {
+	t=$(mktemp -d)
+	mkdir -p "$t/ublk-server/serve" "$t/ublk-server/cli" "$t/libalign" \
+		"$t/plumbing" "$t/common"
+	printf '#include "../cli/commands.h"\n' >"$t/ublk-server/serve/a.c"
+	printf 'int f(void) { return EXIT_BUSY; }\n' >"$t/ublk-server/cli/b.c"
+	printf '/* EXIT_IO in a comment is fine */\n' >"$t/libalign/c.c"
+	printf 'int g(void) { return OCT_EXIT_IO; }\n' >"$t/plumbing/d.c"
+	printf '#define OCT_EXIT_IO 3\n' >"$t/common/oct-exit.h"
+	cd "$t"
+	run below_cli_offenders "$EXIT_RE"
+	[ "$output" = "$(printf 'plumbing/d.c\nublk-server/serve/a.c')" ]
+	cd /
+	rm -rf "$t"
+}
