@@ -217,6 +217,8 @@ static int srv_lookup(dev_t rdev, struct srv_find *f)
 	dev_t dev = 0;
 	DIR *d = opendir(serve_base());
 
+	ALIGNP_DBG(ALIGN_DEBUG_PROBE, "run registry %s: an entry for %u:%u?",
+		   serve_base(), major(rdev), minor(rdev));
 	if (!d)
 		return 0;
 	while (!as && (de = readdir(d))) {
