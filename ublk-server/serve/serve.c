@@ -136,11 +136,11 @@ static int serve_dm_attach(struct fe_server *s, char *dmpath, size_t len)
 	if (err)
 		return err;
 	shift = info.align == FTL_ALIGN_ODD ? FTL_SECTOR : 0;
-	err = dmstack_serve_attach(s->opts->dm_name, s->devpath, shift,
+	err = plumb_dm_serve_attach(s->opts->dm_name, s->devpath, shift,
 				   info.logical_size, dmpath, len);
 	if (err)
 		fprintf(stderr, "ublk-flash: serve: --dm %s: %s\n",
-			s->opts->dm_name, dmstack_errmsg());
+			s->opts->dm_name, plumb_dm_errmsg());
 	return err;
 }
 
@@ -367,7 +367,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	/* A loop device's identity beyond its reusable number. */
 	dev_t bdev;
 	ino_t bino;
-	if (loop_backing(s.devpath, &bdev, &bino, NULL, 0) == 0)
+	if (plumb_loop_backing(s.devpath, &bdev, &bino, NULL, 0) == 0)
 		snprintf(rec.backing, sizeof(rec.backing), "%u:%u:%llu",
 			 major(bdev), minor(bdev), (unsigned long long)bino);
 	snprintf(rec.pid, sizeof(rec.pid), "%d", (int)getpid());
@@ -460,9 +460,9 @@ out:
 	serve_ctl_stop(ctl);      /* stop requesters wait for the outcome */
 	serve_ro_stop(ro);
 	/* kept: the dm device stays on the device that stays */
-	if (dm && !kept && dmstack_detach(o->dm_name) < 0)
+	if (dm && !kept && plumb_dm_detach(o->dm_name) < 0)
 		fprintf(stderr, "ublk-flash: warning: --dm %s: %s\n", o->dm_name,
-			dmstack_errmsg());
+			plumb_dm_errmsg());
 	if (tried)
 		ops->stop(&s);   /* safe after a failed start; hands over */
 	if (s.ftl) {
@@ -604,7 +604,7 @@ static void serve_busy_unlisted(const char *image, const char *dir, pid_t pid)
 	struct timespec ts = { 0, 50 * 1000000L };
 
 	for (int i = 0; i < 60; i++) {
-		if (serve_entry_load(dir, &e) == 0 && e.live && e.pid == pid &&
+		if (plumb_entry_load(dir, &e) == 0 && e.live && e.pid == pid &&
 		    e.dev[0]) {
 			fprintf(stderr, "ublk-flash: serve: %s is already served "
 				"on %s (pid %d)\n", image, e.dm[0] ? e.dm : e.dev,
@@ -713,7 +713,7 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	if (!err && !o->upgrade)
 		err = serve_entry_lock(dir, &lock_fd);
 	if (err == -EBUSY) {
-		if (serve_entry_load(dir, &e) == 0 && e.dev[0])
+		if (plumb_entry_load(dir, &e) == 0 && e.dev[0])
 			fprintf(stderr, "ublk-flash: serve: %s is already served "
 				"on %s (pid %d)\n", image, e.dev, (int)e.pid);
 		else

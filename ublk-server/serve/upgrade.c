@@ -45,7 +45,7 @@ int serve_upgrade_target(struct fe_serve_opts *o, const char *dir)
 	struct serve_entry e;
 	unsigned id;
 
-	if (serve_entry_load(dir, &e) < 0 || !e.live) {
+	if (plumb_entry_load(dir, &e) < 0 || !e.live) {
 		fprintf(stderr, "ublk-flash: serve --upgrade: %s is not served "
 			"by a live server: nothing to upgrade\n", o->image);
 		return -ESRCH;
