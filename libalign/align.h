@@ -124,6 +124,27 @@ int align_topology_parse(const char *spec, struct align_topology *t);
  * directory, -ENOTBLK for other non-regular files. */
 int align_topology_probe(const char *path, struct align_topology *t);
 
+/* What one probe of a target learned, so that a command probes (and reads
+ * the run registry) once: align_probe. */
+struct align_probe {
+	struct align_topology t;  /* align_topology_probe's (t.source: where
+	                             it came from) */
+	int served;               /* a block device: the run registry's verdict
+	                             (align_topology_from_served): 0 served, t
+	                             is its image's; -ENOENT no live entry
+	                             names it; -ESTALE one does but does not
+	                             check out (t is the kernel's, or the
+	                             octant image's it holds); another -errno
+	                             the registry could not be read.  Else
+	                             -ENOTBLK */
+	char image[4096];         /* served 0 or -ESTALE: the image the entry
+	                             records; else "" */
+};
+
+/* align_topology_probe, keeping what it learned on the way in *p (above):
+ * its return, and p->t filled as it fills *t. */
+int align_probe(const char *path, struct align_probe *p);
+
 /* Fill unknown fields (0 / ALIGN_SRC_NONE) from a profile's defaults. */
 void align_topology_apply_profile(struct align_topology *t,
 				  const struct align_profile *p);

@@ -58,7 +58,7 @@ static int ps_kernel(dev_t rdev, struct ps_part *k, size_t *n)
 	DIR *d;
 
 	*n = 0;
-	if (sysfs_devdir(rdev, dir, sizeof(dir)))
+	if (plumb_sysfs_devdir(rdev, dir, sizeof(dir)))
 		return -ENAMETOOLONG;
 	d = opendir(dir);
 	if (!d)

@@ -64,7 +64,7 @@ static int sysfs_apply(dev_t rdev, struct align_topology *t, bool full)
 	long long v;
 	int r;
 
-	if (sysfs_devdir(rdev, dir, sizeof(dir)))
+	if (plumb_sysfs_devdir(rdev, dir, sizeof(dir)))
 		return -ENAMETOOLONG;
 	/* a partition has a "partition" file and its parent's queue */
 	snprintf(qdir, sizeof(qdir), "%s/%s", dir,

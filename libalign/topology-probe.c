@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* align_topology_probe: pick the source that fits the target. */
+/* align_probe, align_topology_probe: pick the source that fits the target. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -48,19 +49,26 @@ static int blockdev_image(const char *path, struct align_topology *t)
  * -> its size only, source ALIGN_SRC_NONE.  -ENOENT etc. from stat,
  * -EISDIR for a directory, -ENOTBLK for other file types.
  */
-int align_topology_probe(const char *path, struct align_topology *t)
+int align_probe(const char *path, struct align_probe *p)
 {
+	struct align_topology *t = p ? &p->t : NULL;
 	struct stat st;
 	int fd, r, magic;
 
-	if (!path || !t)
+	if (!path || !p)
 		return -EINVAL;
+	memset(p, 0, sizeof(*p));
+	p->served = -ENOTBLK;
 	if (stat(path, &st) < 0)
 		return -errno;
 	if (S_ISBLK(st.st_mode)) {
-		r = align_topology_from_served(path, t, NULL, 0);
+		r = align_topology_from_served(path, t, p->image,
+					       sizeof(p->image));
+		p->served = r;
+		if (r != -ESTALE && r)
+			p->image[0] = '\0';
 		/* -ESTALE: an entry names it but does not check out; the
-		 * caller asks align_topology_from_served to say so */
+		 * caller says so (p->image) */
 		if (r != -ENOENT && r != -ESTALE)
 			return r;
 		r = align_topology_from_device(path, t);
@@ -88,4 +96,20 @@ int align_topology_probe(const char *path, struct align_topology *t)
 	ALIGNP_DBG(ALIGN_DEBUG_PROBE, "%s: plain file, %" PRIu64 " bytes", path,
 		   t->size);
 	return 0;
+}
+
+int align_topology_probe(const char *path, struct align_topology *t)
+{
+	struct align_probe *p;
+	int r;
+
+	if (!path || !t)
+		return -EINVAL;
+	p = malloc(sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	r = align_probe(path, p);
+	*t = p->t;
+	free(p);
+	return r;
 }

@@ -18,7 +18,7 @@
  *   - the image's st_dev/st_ino are those the folder is named after,
  *   - the target is the recorded device (or the dm device stacked on it)
  *     by device number, and that device really is this server's:
- *       fuse:  the loop device's backing file (loop_backing: device
+ *       fuse:  the loop device's backing file (plumb_loop_backing: device
  *              and inode) is the entry's FUSE file mnt/disk;
  *       ublk:  the recorded pid holds /dev/ublkcN open;
  *       dm:    the dm device's only slave is the recorded device;
@@ -62,7 +62,7 @@ struct srv_find {
  * the device and the frontend (the registry's one reader: plumbing/). */
 static int srv_load(const char *dir, struct serve_entry *e)
 {
-	if (serve_entry_load(dir, e) < 0 || e->pid <= 0 || !e->dev[0] ||
+	if (plumb_entry_load(dir, e) < 0 || e->pid <= 0 || !e->dev[0] ||
 	    !e->image[0] || !e->frontend[0])
 		return -ENOENT;
 	return 0;
@@ -102,7 +102,7 @@ static bool srv_loop_is_ours(const struct serve_entry *e)
 	dev_t ldev;
 	ino_t lino;
 
-	if (loop_backing(e->dev, &ldev, &lino, NULL, 0) < 0)
+	if (plumb_loop_backing(e->dev, &ldev, &lino, NULL, 0) < 0)
 		return false;
 	snprintf(disk, sizeof(disk), "%s/mnt/disk", e->dir);
 	if (stat(disk, &st) < 0)
@@ -139,7 +139,7 @@ static bool srv_dm_on(dev_t dm, dev_t lower)
 	FILE *f;
 	DIR *d;
 
-	if (sysfs_devdir(dm, dir, sizeof(dir) - 7))
+	if (plumb_sysfs_devdir(dm, dir, sizeof(dir) - 7))
 		return false;
 	strcat(dir, "/slaves");
 	d = opendir(dir);
@@ -215,8 +215,10 @@ static int srv_lookup(dev_t rdev, struct srv_find *f)
 	struct dirent *de;
 	int as = 0, named;
 	dev_t dev = 0;
-	DIR *d = opendir(serve_base());
+	DIR *d = opendir(plumb_run_base());
 
+	ALIGNP_DBG(ALIGN_DEBUG_PROBE, "run registry %s: an entry for %u:%u?",
+		   plumb_run_base(), major(rdev), minor(rdev));
 	if (!d)
 		return 0;
 	while (!as && (de = readdir(d))) {
@@ -224,7 +226,7 @@ static int srv_lookup(dev_t rdev, struct srv_find *f)
 
 		if (strncmp(de->d_name, "img-", 4))
 			continue;
-		if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", serve_base(),
+		if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", plumb_run_base(),
 				     de->d_name) >= sizeof(dir))
 			continue;
 		if (srv_load(dir, e) < 0 || !e->live)
@@ -253,7 +255,7 @@ static int srv_partition(dev_t rdev, dev_t *disk, uint64_t *start)
 	FILE *f;
 	int ok;
 
-	if (sysfs_devdir(rdev, dir, sizeof(dir)))
+	if (plumb_sysfs_devdir(rdev, dir, sizeof(dir)))
 		return -ENOENT;
 	snprintf(p, sizeof(p), "%s/start", dir);
 	f = fopen(p, "re");

@@ -190,8 +190,8 @@ static int map_verify_cmd(const char *target)
 	size_t mapped = 0;
 	int ret;
 
-	if ((ret = dmstack_available())) {
-		(void)ap_cmd_fail("map", 0, "%s", dmstack_errmsg());
+	if ((ret = plumb_dm_available())) {
+		(void)ap_cmd_fail("map", 0, "%s", plumb_dm_errmsg());
 		return EXIT_IO;
 	}
 	ret = ap_map_verify(target, NULL, true, &mapped);
@@ -233,8 +233,8 @@ int ap_cmd_map(int argc, char **argv)
 			"nor an image file", target);
 		return EXIT_IO;
 	}
-	if ((ret = dmstack_available())) {
-		(void)ap_cmd_fail("map", 0, "%s", dmstack_errmsg());
+	if ((ret = plumb_dm_available())) {
+		(void)ap_cmd_fail("map", 0, "%s", plumb_dm_errmsg());
 		return EXIT_IO;
 	}
 	ret = ap_map_partitions(target, &parts, &n);
@@ -252,14 +252,14 @@ int ap_cmd_map(int argc, char **argv)
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if ((ret = dmstack_exists(parts[i].name)) != 0) {
+		if ((ret = plumb_dm_exists(parts[i].name)) != 0) {
 			if (ret > 0)
 				(void)ap_cmd_fail("map", 0, "dm device '%s' "
 					"already exists (alignpart unmap %s)",
 					parts[i].name, target);
 			else
 				(void)ap_cmd_fail("map", 0, "%s",
-					dmstack_errmsg());
+					plumb_dm_errmsg());
 			rc = ret > 0 ? EXIT_BUSY : EXIT_IO;
 			goto out;
 		}
@@ -267,7 +267,7 @@ int ap_cmd_map(int argc, char **argv)
 	if (S_ISREG(st.st_mode)) {
 		char why[PATH_MAX + 128];
 
-		if ((ret = loop_attach_file(target, lower, sizeof(lower), &lfd,
+		if ((ret = plumb_loop_attach_file(target, lower, sizeof(lower), &lfd,
 					    why, sizeof(why)))) {
 			(void)ap_cmd_fail("map", 0, "%s", why);
 			goto out;
@@ -279,16 +279,16 @@ int ap_cmd_map(int argc, char **argv)
 		const struct ap_map_part *p = &parts[made];
 		long long off = 0;
 
-		ret = dmstack_linear_create(p->name, lower, p->start_sector,
+		ret = plumb_dm_linear_create(p->name, lower, p->start_sector,
 					    p->nr_sectors, path, sizeof(path));
 		if (ret) {
-			(void)ap_cmd_fail("map", 0, "%s", dmstack_errmsg());
+			(void)ap_cmd_fail("map", 0, "%s", plumb_dm_errmsg());
 			rc = exit_for(ret);
 			while (made--)
-				(void)dmstack_remove(parts[made].name);
+				(void)plumb_dm_remove(parts[made].name);
 			goto out;
 		}
-		if (verbose && dmstack_alignment_offset(p->name, &off) == 0)
+		if (verbose && plumb_dm_alignment_offset(p->name, &off) == 0)
 			ap_out("%s start %llu alignment_offset %lld", path,
 			       (unsigned long long)p->start_lba, off);
 		else
@@ -329,10 +329,10 @@ static bool maps_target(const char *name, const struct stat *st,
 	dev_t deps[MAX_DEPS];
 	size_t n = 0;
 
-	if (dmstack_deps(name, deps, MAX_DEPS, &n) || n != 1)
+	if (plumb_dm_deps(name, deps, MAX_DEPS, &n) || n != 1)
 		return false;
 	return S_ISBLK(st->st_mode) ? deps[0] == st->st_rdev :
-	       loop_backs(deps[0], real);
+	       plumb_loop_backs(deps[0], real);
 }
 
 int ap_cmd_unmap(int argc, char **argv)
@@ -352,8 +352,8 @@ int ap_cmd_unmap(int argc, char **argv)
 			strerror(errno));
 		return EXIT_IO;
 	}
-	if ((ret = dmstack_available())) {
-		(void)ap_cmd_fail("unmap", 0, "%s", dmstack_errmsg());
+	if ((ret = plumb_dm_available())) {
+		(void)ap_cmd_fail("unmap", 0, "%s", plumb_dm_errmsg());
 		return EXIT_IO;
 	}
 	if (!(u = calloc(1, sizeof(*u))) ||
@@ -363,8 +363,8 @@ int ap_cmd_unmap(int argc, char **argv)
 		goto out;
 	}
 	u->prefix[strlen(u->prefix) - 1] = '\0';   /* "NAME-part0" -> "NAME-part" */
-	if ((ret = dmstack_foreach(collect, u))) {
-		(void)ap_cmd_fail("unmap", 0, "%s", dmstack_errmsg());
+	if ((ret = plumb_dm_foreach(collect, u))) {
+		(void)ap_cmd_fail("unmap", 0, "%s", plumb_dm_errmsg());
 		goto out;
 	}
 	rc = 0;
@@ -374,11 +374,11 @@ int ap_cmd_unmap(int argc, char **argv)
 				"left alone\n", u->names[i], target);
 			continue;
 		}
-		if ((ret = dmstack_remove(u->names[i]))) {
-			(void)ap_cmd_fail("unmap", 0, "%s", dmstack_errmsg());
+		if ((ret = plumb_dm_remove(u->names[i]))) {
+			(void)ap_cmd_fail("unmap", 0, "%s", plumb_dm_errmsg());
 			rc = exit_for(ret);
 		} else if (verbose) {
-			ap_out("removed %s/%s", dmstack_dir(), u->names[i]);
+			ap_out("removed %s/%s", plumb_dm_dir(), u->names[i]);
 		}
 	}
 	if (u->n == 0 && verbose)
@@ -390,7 +390,7 @@ out:
 
 int ap_map_sysfs_offset(const char *dmname, long long *off)
 {
-	return dmstack_alignment_offset(dmname, off);
+	return plumb_dm_alignment_offset(dmname, off);
 }
 
 int ap_map_verify(const char *target, const struct align_topology *t,
@@ -411,11 +411,11 @@ int ap_map_verify(const char *target, const struct align_topology *t,
 		dev_t deps[MAX_DEPS];
 		size_t nd = 0;
 
-		if (dmstack_alignment_offset(p->name, &kern))
+		if (plumb_dm_alignment_offset(p->name, &kern))
 			continue;   /* not mapped */
 		if (!use) {
-			if (dmstack_deps(p->name, deps, MAX_DEPS, &nd) || nd != 1 ||
-			    sysfs_devname(deps[0], node, sizeof(node)) ||
+			if (plumb_dm_deps(p->name, deps, MAX_DEPS, &nd) || nd != 1 ||
+			    plumb_sysfs_devname(deps[0], node, sizeof(node)) ||
 			    align_topology_probe(node, &lt))
 				continue;
 			use = &lt;
@@ -426,7 +426,7 @@ int ap_map_verify(const char *target, const struct align_topology *t,
 			diffs++;
 		if (print)   /* one line, whatever the name holds (ap_out) */
 			ap_out("part%u %s/%s start %llu: predicted %lld, "
-			       "kernel %lld (%s)", p->partno, dmstack_dir(),
+			       "kernel %lld (%s)", p->partno, plumb_dm_dir(),
 			       p->name, (unsigned long long)p->start_lba, pred,
 			       kern, pred == kern ? "same" : "DIFFERENT");
 	}

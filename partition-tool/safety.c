@@ -17,122 +17,29 @@
 #include <unistd.h>
 
 #include <blkid/blkid.h>
-#include <libmount/libmount.h>
 
 #include "ap.h"
+#include "holders.h"
 #include "loopdev.h"
 #include "sysfs.h"
 
-/* Is major:minor of @dev mounted?  libmount reads /proc/self/mountinfo and
- * unescapes the mount point ("my disk", not mountinfo's "my\\040disk"). */
-static bool dev_mounted(dev_t dev, char *where, size_t len)
-{
-	struct libmnt_table *tb = mnt_new_table();
-	struct libmnt_iter *it = mnt_new_iter(MNT_ITER_FORWARD);
-	struct libmnt_fs *fs;
-	bool found = false;
-
-	if (!tb || !it || mnt_table_parse_mtab(tb, NULL) < 0)
-		goto out;
-	while (!found && mnt_table_next_fs(tb, it, &fs) == 0) {
-		if (mnt_fs_get_devno(fs) != dev)
-			continue;
-		snprintf(where, len, "%s", mnt_fs_get_target(fs) ?
-			 mnt_fs_get_target(fs) : "?");
-		found = true;
-	}
-out:
-	mnt_free_iter(it);
-	mnt_unref_table(tb);
-	return found;
-}
-
-/* Does the sysfs folder @dir have a non-empty holders/ subfolder? */
-static bool has_holders(const char *dir, char *who, size_t len)
-{
-	char path[PATH_MAX];
-	struct dirent *de;
-	bool found = false;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "%s/holders", dir);
-	d = opendir(path);
-	if (!d)
-		return false;
-	while (!found && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(who, len, "%s", de->d_name);
-		found = true;
-	}
-	closedir(d);
-	return found;
-}
-
-static int read_dev(const char *file, dev_t *dev)
-{
-	unsigned int ma, mi;
-	FILE *f = fopen(file, "re");
-	int n;
-
-	if (!f)
-		return -errno;
-	n = fscanf(f, "%u:%u", &ma, &mi);
-	fclose(f);
-	if (n != 2)
-		return -EINVAL;
-	*dev = makedev(ma, mi);
-	return 0;
-}
-
+/* Refuse a block device in use (plumbing/holders.c finds why). */
 static int check_blockdev(const char *path, dev_t dev)
 {
-	char sys[PATH_MAX], sub[PATH_MAX + 300], what[1024];
-	struct dirent *de;
-	DIR *d;
-	int fd;
+	struct plumb_use u;
+	int r = plumb_blockdev_in_use(path, dev, &u);
 
-	if (dev_mounted(dev, what, sizeof(what)))
-		return ap_fail(AP_EXIT_REFUSED, "%s is mounted on %s", path, what);
-	if (sysfs_devdir(dev, sys, sizeof(sys)))
-		return ap_fail(AP_EXIT_IO, "%s: %s", path, strerror(ENAMETOOLONG));
-	if (has_holders(sys, what, sizeof(what)))
-		return ap_fail(AP_EXIT_REFUSED, "%s is held by %s", path, what);
-	d = opendir(sys);
-	while (d && (de = readdir(d))) {
-		dev_t pdev = 0;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(sub, sizeof(sub), "%s/%s/partition", sys, de->d_name);
-		if (access(sub, F_OK))
-			continue;
-		snprintf(sub, sizeof(sub), "%s/%s/dev", sys, de->d_name);
-		if (read_dev(sub, &pdev))
-			continue;
-		if (dev_mounted(pdev, what, sizeof(what))) {
-			closedir(d);
-			return ap_fail(AP_EXIT_REFUSED, "partition %s of %s is mounted on %s",
-				       de->d_name, path, what);
-		}
-		snprintf(sub, sizeof(sub), "%s/%s", sys, de->d_name);
-		if (has_holders(sub, what, sizeof(what))) {
-			closedir(d);
-			return ap_fail(AP_EXIT_REFUSED, "partition %s of %s is held by %s",
-				       de->d_name, path, what);
-		}
-	}
-	if (d)
-		closedir(d);
-	/* the kernel's own answer: an exclusive open fails on a claimed disk */
-	fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno == EBUSY)
-			return ap_fail(AP_EXIT_REFUSED, "%s is in use (mounted, held or opened exclusively)", path);
-		return ap_fail(AP_EXIT_IO, "%s: %s", path, strerror(errno));
-	}
-	close(fd);
-	return 0;
+	if (r != -EBUSY)
+		return r ? ap_fail(AP_EXIT_IO, "%s: %s", path, strerror(-r)) : 0;
+	if (u.kind == PLUMB_USE_CLAIMED)
+		return ap_fail(AP_EXIT_REFUSED, "%s is in use (mounted, held or opened exclusively)", path);
+	if (u.part[0])
+		return ap_fail(AP_EXIT_REFUSED, "partition %s of %s is %s %s",
+			       u.part, path, u.kind == PLUMB_USE_MOUNTED ?
+			       "mounted on" : "held by", u.what);
+	return ap_fail(AP_EXIT_REFUSED, "%s is %s %s", path,
+		       u.kind == PLUMB_USE_MOUNTED ? "mounted on" : "held by",
+		       u.what);
 }
 
 /* Is the regular file @path the backing file of an attached loop device? */
@@ -142,7 +49,7 @@ static int check_file(const char *path)
 
 	if (!realpath(path, real))
 		return 0;
-	if (loop_find_backed_by(real, name, sizeof(name)))
+	if (plumb_loop_find_backed_by(real, name, sizeof(name)))
 		return ap_fail(AP_EXIT_REFUSED,
 			       "%s is attached to /dev/%s: partition the loop device instead",
 			       path, name);

@@ -47,36 +47,35 @@ void ap_topo_doc_source(struct ap_doc *doc, const struct ap_topo *tp)
 }
 
 /* A block device that a live ublk-flash registry entry names, but whose
- * entry does not check out (align_topology_from_served: -ESTALE): say that
- * the topology used is not the image's, once. */
+ * entry does not check out (align_probe: served -ESTALE): say that the
+ * topology used is not the image's, once. */
 static void served_unverified(const struct ap_opts *o,
-			      const struct align_topology *probe)
+			      const struct align_probe *pr)
 {
-	struct align_topology s;
-	char img[4096];
+	const struct align_topology *probe = &pr->t;
 
-	if (align_topology_from_served(o->target, &s, img, sizeof(img)) !=
-	    -ESTALE)
+	if (pr->served != -ESTALE)
 		return;
 	ap_warn("%s is recorded as served by ublk-flash from %s, but the entry "
 		"does not check out: using the %s topology %u/%u offset %u "
 		"(LIBALIGN_DEBUG=1 says why)", o->target,
-		img,
+		pr->image,
 		probe->source == ALIGN_SRC_DEVICE ? "kernel's" :
 		"octant image it holds:", probe->logical, probe->physical,
 		probe->alignment_offset);
 }
 
-/* A device served by ublk-flash: remember its image and say, when the
- * kernel reports another topology, which one is used and why. */
+/* A device served by ublk-flash (align_probe: served 0): remember its
+ * image and say, when the kernel reports another topology, which one is
+ * used and why. */
 static void served_note(const struct ap_opts *o, struct ap_topo *tp,
-			const struct align_topology *served)
+			const struct align_probe *pr)
 {
-	struct align_topology s, k;
+	const struct align_topology *served = &pr->t;
+	struct align_topology k;
 
-	if (align_topology_from_served(o->target, &s, tp->served_image,
-				       sizeof(tp->served_image)) < 0)
-		snprintf(tp->served_image, sizeof(tp->served_image), "?");
+	snprintf(tp->served_image, sizeof(tp->served_image), "%s",
+		 pr->image[0] ? pr->image : "?");
 	if (o->topology || align_topology_from_device(o->target, &k) < 0 ||
 	    (k.physical == served->physical &&
 	     k.alignment_offset == served->alignment_offset))
@@ -146,6 +145,7 @@ static int zoned_refusal(const struct ap_opts *o,
  */
 int ap_topo_resolve(const struct ap_opts *o, struct ap_topo *tp)
 {
+	static struct align_probe pr;   /* the one probe of the target */
 	struct align_topology probe;
 	struct stat st;
 	int rc;
@@ -166,7 +166,8 @@ int ap_topo_resolve(const struct ap_opts *o, struct ap_topo *tp)
 			       o->target);
 	tp->is_blockdev = S_ISBLK(st.st_mode);
 
-	rc = align_topology_probe(o->target, &probe);
+	rc = align_probe(o->target, &pr);
+	probe = pr.t;
 	if (rc < 0)
 		return ap_fail(AP_EXIT_IO, "%s: cannot probe topology: %s",
 			       o->target, strerror(-rc));
@@ -174,9 +175,9 @@ int ap_topo_resolve(const struct ap_opts *o, struct ap_topo *tp)
 		return zoned_refusal(o, &probe);
 	tp->is_image = probe.source == ALIGN_SRC_IMAGE;
 	if (probe.source == ALIGN_SRC_SERVED)
-		served_note(o, tp, &probe);
+		served_note(o, tp, &pr);
 	else if (tp->is_blockdev && !o->topology)
-		served_unverified(o, &probe);
+		served_unverified(o, &pr);
 	if (!probe.size && !tp->is_blockdev)
 		probe.size = (uint64_t)st.st_size;
 

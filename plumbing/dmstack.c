@@ -36,12 +36,12 @@ static void set_err(const char *fmt, ...)
 	va_end(ap);
 }
 
-const char *dmstack_errmsg(void)
+const char *plumb_dm_errmsg(void)
 {
 	return errbuf;
 }
 
-const char *dmstack_dir(void)
+const char *plumb_dm_dir(void)
 {
 	return dm_dir();
 }
@@ -125,7 +125,7 @@ static bool proc_misc_has_dm(void)
 	return found;
 }
 
-int dmstack_available(void)
+int plumb_dm_available(void)
 {
 	char ver[64];
 	char ctl[256];
@@ -198,20 +198,21 @@ static int info(const char *name, dev_t *dev)
 	return ret;
 }
 
-int dmstack_exists(const char *name)
+int plumb_dm_exists(const char *name)
 {
 	int ret = check_name(name);
 
-	if (ret || (ret = dmstack_available()))
+	if (ret || (ret = plumb_dm_available()))
 		return ret;
 	return info(name, NULL);
 }
 
-int dmstack_devno(const char *name, dev_t *dev)
+/* The kernel device number of dm device @name. */
+static int plumb_dm_devno(const char *name, dev_t *dev)
 {
 	int ret = check_name(name);
 
-	if (ret || (ret = dmstack_available()))
+	if (ret || (ret = plumb_dm_available()))
 		return ret;
 	ret = info(name, dev);
 	if (ret == 0) {
@@ -348,7 +349,7 @@ static bool lower_ro(const char *path)
 	return ro != 0;
 }
 
-int dmstack_linear_create(const char *name, const char *lower, uint64_t start,
+int plumb_dm_linear_create(const char *name, const char *lower, uint64_t start,
 			  uint64_t nr_sectors, char *path, size_t len)
 {
 	struct dm_task *dmt = NULL;
@@ -359,7 +360,7 @@ int dmstack_linear_create(const char *name, const char *lower, uint64_t start,
 	char params[64], node[256];
 	int ret = check_name(name);
 
-	if (ret || (ret = dmstack_available()))
+	if (ret || (ret = plumb_dm_available()))
 		return ret;
 	ret = info(name, NULL);
 	if (ret < 0)
@@ -417,7 +418,7 @@ int dmstack_linear_create(const char *name, const char *lower, uint64_t start,
 		char why[sizeof(errbuf)];
 
 		snprintf(why, sizeof(why), "%s", errbuf);
-		(void)dmstack_remove(name);
+		(void)plumb_dm_remove(name);
 		set_err("%s", why);
 		goto err;
 	}
@@ -434,7 +435,7 @@ err:
 	return ret;
 }
 
-int dmstack_remove(const char *name)
+int plumb_dm_remove(const char *name)
 {
 	struct dm_task *dmt = NULL;
 	uint32_t cookie = 0;
@@ -443,7 +444,7 @@ int dmstack_remove(const char *name)
 	dev_t dev = 0;
 	int ret = check_name(name);
 
-	if (ret || (ret = dmstack_available()))
+	if (ret || (ret = plumb_dm_available()))
 		return ret;
 	ret = info(name, &dev);
 	if (ret <= 0) {
@@ -490,13 +491,13 @@ static dev_t decode_dev(uint64_t d)
 		       (unsigned)((d & 0xff) | ((d >> 12) & 0xfff00)));
 }
 
-int dmstack_deps(const char *name, dev_t *deps, size_t max, size_t *n)
+int plumb_dm_deps(const char *name, dev_t *deps, size_t max, size_t *n)
 {
 	struct dm_task *dmt = NULL;
 	struct dm_deps *d;
 	int ret = check_name(name);
 
-	if (ret || (ret = dmstack_available()))
+	if (ret || (ret = plumb_dm_available()))
 		return ret;
 	if ((ret = info(name, NULL)) <= 0) {
 		if (ret == 0)
@@ -518,13 +519,13 @@ out:
 	return ret;
 }
 
-int dmstack_foreach(int (*fn)(const char *name, dev_t dev, void *arg),
+int plumb_dm_foreach(int (*fn)(const char *name, dev_t dev, void *arg),
 		    void *arg)
 {
 	struct dm_task *dmt = NULL;
 	struct dm_names *nm;
 	unsigned next = 0;
-	int ret = dmstack_available();
+	int ret = plumb_dm_available();
 
 	if (ret || (ret = run_named(DM_DEVICE_LIST, NULL, &dmt)))
 		return ret;
@@ -546,7 +547,9 @@ out:
 	return ret;
 }
 
-int dmstack_sysfs_read(dev_t dev, const char *attr, long long *val)
+/* Read sysfs attribute @attr (e.g. "alignment_offset",
+ * "queue/physical_block_size") of block device @dev as an integer. */
+static int plumb_dm_sysfs_read(dev_t dev, const char *attr, long long *val)
 {
 	char path[256], buf[64], *end;
 	ssize_t n;
@@ -578,12 +581,12 @@ int dmstack_sysfs_read(dev_t dev, const char *attr, long long *val)
 	return 0;
 }
 
-int dmstack_alignment_offset(const char *name, long long *off)
+int plumb_dm_alignment_offset(const char *name, long long *off)
 {
 	dev_t dev;
-	int ret = dmstack_devno(name, &dev);
+	int ret = plumb_dm_devno(name, &dev);
 
-	return ret ? ret : dmstack_sysfs_read(dev, "alignment_offset", off);
+	return ret ? ret : plumb_dm_sysfs_read(dev, "alignment_offset", off);
 }
 
 /* Is dm device @name exactly one linear target 0+@nr over @ldev from
@@ -608,7 +611,7 @@ static int table_is(const char *name, dev_t ldev, uint64_t start,
 	return ret;
 }
 
-int dmstack_serve_attach(const char *name, const char *lower_dev,
+int plumb_dm_serve_attach(const char *name, const char *lower_dev,
 			 unsigned align_shift_bytes, uint64_t size_bytes,
 			 char *dmpath, size_t len)
 {
@@ -626,7 +629,7 @@ int dmstack_serve_attach(const char *name, const char *lower_dev,
 			name ? name : "", align_shift_bytes, size_bytes);
 		return -EINVAL;
 	}
-	ret = dmstack_linear_create(name, lower_dev, start, nr, dmpath, len);
+	ret = plumb_dm_linear_create(name, lower_dev, start, nr, dmpath, len);
 	if (ret != -EEXIST)
 		return ret;
 	/* --recover: the mapping outlived the server; keep it if it is ours. */
@@ -643,7 +646,7 @@ int dmstack_serve_attach(const char *name, const char *lower_dev,
 	return 0;
 }
 
-int dmstack_detach(const char *name)
+int plumb_dm_detach(const char *name)
 {
-	return dmstack_remove(name);
+	return plumb_dm_remove(name);
 }

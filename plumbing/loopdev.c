@@ -63,7 +63,7 @@ static int loop_configure(int fd, int backing_fd, const char *name, bool dio,
 	return 0;
 }
 
-int loop_attach(struct loop_dev *ld, int backing_fd, const char *name,
+int plumb_loop_attach(struct loop_dev *ld, int backing_fd, const char *name,
 		bool read_only)
 {
 	int ctl = -1, fd = -1, err = 0, n = -1;
@@ -131,7 +131,7 @@ err:
 	return err;
 }
 
-int loop_detach(struct loop_dev *ld)
+int plumb_loop_detach(struct loop_dev *ld)
 {
 	int err = 0;
 
@@ -148,14 +148,14 @@ int loop_detach(struct loop_dev *ld)
 	return err == -ENXIO ? 0 : err;
 }
 
-int loop_set_capacity(struct loop_dev *ld)
+int plumb_loop_set_capacity(struct loop_dev *ld)
 {
 	if (ld->fd < 0)
 		return -EBADF;
 	return ioctl(ld->fd, LOOP_SET_CAPACITY, 0) < 0 ? -errno : 0;
 }
 
-int loop_wait_released(int number, unsigned ms)
+int plumb_loop_wait_released(int number, unsigned ms)
 {
 	char buf[4096];
 
@@ -168,7 +168,7 @@ int loop_wait_released(int number, unsigned ms)
 	}
 }
 
-int loop_backing(const char *path, dev_t *dev, ino_t *ino, char *file,
+int plumb_loop_backing(const char *path, dev_t *dev, ino_t *ino, char *file,
 		 size_t len)
 {
 	struct loop_info64 li;
@@ -214,7 +214,7 @@ static bool loop_backing_matches(const char *file, const char *backing)
 	return *rest == '\0' || !strcmp(rest, " (deleted)");
 }
 
-int loop_detach_if_backed_by(const char *path, const char *backing)
+int plumb_loop_detach_if_backed_by(const char *path, const char *backing)
 {
 	struct loop_info64 li;
 	char buf[4096];
@@ -248,11 +248,11 @@ int loop_detach_if_backed_by(const char *path, const char *backing)
 	if (err == -ENXIO)
 		err = 0;
 	if (!err)
-		loop_wait_released(number, 2000);
+		plumb_loop_wait_released(number, 2000);
 	return err;
 }
 
-int loop_attach_file(const char *file, char *dev, size_t len, int *lfd,
+int plumb_loop_attach_file(const char *file, char *dev, size_t len, int *lfd,
 		     char *why, size_t wlen)
 {
 	struct loop_info64 li;
@@ -308,7 +308,7 @@ out:
 	return ret;
 }
 
-bool loop_backs(dev_t dev, const char *file)
+bool plumb_loop_backs(dev_t dev, const char *file)
 {
 	char path[128], buf[PATH_MAX + 16];
 	ssize_t len;
@@ -327,7 +327,7 @@ bool loop_backs(dev_t dev, const char *file)
 	return !strcmp(buf, file);
 }
 
-int loop_find_backed_by(const char *real, char *name, size_t len)
+int plumb_loop_find_backed_by(const char *real, char *name, size_t len)
 {
 	char file[PATH_MAX], back[PATH_MAX];
 	struct dirent *de;
@@ -358,7 +358,7 @@ int loop_find_backed_by(const char *real, char *name, size_t len)
 	return found;
 }
 
-int loop_detach_all_in(const char *mnt)
+int plumb_loop_detach_all_in(const char *mnt)
 {
 	char backing[PATH_MAX + 8], dev[300];
 	int n = 0;
@@ -372,7 +372,7 @@ int loop_detach_all_in(const char *mnt)
 		if (strncmp(de->d_name, "loop", 4) != 0)
 			continue;
 		snprintf(dev, sizeof(dev), "/dev/%s", de->d_name);
-		if (loop_detach_if_backed_by(dev, backing) == 0) {
+		if (plumb_loop_detach_if_backed_by(dev, backing) == 0) {
 			fprintf(stderr, "ublk-flash: detached stale %s\n", dev);
 			n++;
 		}

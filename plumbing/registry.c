@@ -13,7 +13,7 @@
 
 #include "registry.h"
 
-const char *serve_base(void)
+const char *plumb_run_base(void)
 {
 	const char *b = getenv("UBLK_FLASH_RUN_DIR");
 	return b && *b ? b : "/run/octant";
@@ -45,7 +45,14 @@ static int serve_flock_held(dev_t dev, ino_t ino)
 	return held;
 }
 
-bool serve_entry_held(const char *dir)
+/* Does a live server hold @dir/lock?  The server holds it exclusively for
+ * its whole life; the lock is a regular file, never a symlink.  Asked of
+ * /proc/locks (an exclusive FLOCK on its device and inode), so that
+ * looking never takes the lock (a server starting at that moment would
+ * find it busy); without /proc/locks, a shared try-lock, released.  (Until
+ * issue 32 ublk-flash asked with the try-lock and libalign with
+ * /proc/locks: this is libalign's, now the one reader of both.) */
+static bool plumb_entry_held(const char *dir)
 {
 	char p[PATH_MAX];
 	struct stat st;
@@ -94,7 +101,7 @@ static int serve_entry_get(const char *dir, const char *name, char *buf,
 	return 0;
 }
 
-int serve_entry_load(const char *dir, struct serve_entry *e)
+int plumb_entry_load(const char *dir, struct serve_entry *e)
 {
 	char pid[32];
 
@@ -111,7 +118,7 @@ int serve_entry_load(const char *dir, struct serve_entry *e)
 	char acc[8] = "";
 	serve_entry_get(dir, "access", acc, sizeof(acc));
 	e->read_only = !strcmp(acc, "ro");
-	e->live = serve_entry_held(dir);
+	e->live = plumb_entry_held(dir);
 	return 0;
 }
 
@@ -122,7 +129,7 @@ static int serve_entry_cmp(const void *a, const void *b)
 	return r ? r : strcmp(x->dir, y->dir);
 }
 
-int serve_entry_list(struct serve_entry **out, int *unreadable)
+int plumb_entry_list(struct serve_entry **out, int *unreadable)
 {
 	char dir[PATH_MAX];
 	struct serve_entry *v = NULL, *nv;
@@ -130,7 +137,7 @@ int serve_entry_list(struct serve_entry **out, int *unreadable)
 
 	*out = NULL;
 	*unreadable = 0;
-	DIR *d = opendir(serve_base());
+	DIR *d = opendir(plumb_run_base());
 	if (!d)
 		return errno == ENOENT ? 0 : -errno;
 	struct dirent *de;
@@ -147,8 +154,8 @@ int serve_entry_list(struct serve_entry **out, int *unreadable)
 			}
 			v = nv;
 		}
-		snprintf(dir, sizeof(dir), "%s/%s", serve_base(), de->d_name);
-		if (serve_entry_load(dir, &v[n]) == 0)
+		snprintf(dir, sizeof(dir), "%s/%s", plumb_run_base(), de->d_name);
+		if (plumb_entry_load(dir, &v[n]) == 0)
 			n++;
 		else if (access(dir, R_OK | X_OK) < 0 && errno == EACCES)
 			(*unreadable)++;

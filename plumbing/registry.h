@@ -3,8 +3,8 @@
  * registry (plumbing/) — the run registry's reader: what ublk-flash's
  * commands (list, stop, info of a device...) and libalign's served-device
  * probe read of the folders a live server writes (the layout and the
- * writer: ublk-server/serve/serve.h, serve/registry.c).  Prefix serve_,
- * kept from serve/registry.c, where these lived.
+ * writer: ublk-server/serve/serve.h, serve/registry.c).  Prefix plumb_
+ * (plumb_run_base, plumb_entry_*; struct serve_entry keeps its name).
  */
 #ifndef OCTANT_REGISTRY_H
 #define OCTANT_REGISTRY_H
@@ -26,25 +26,16 @@ struct serve_entry {
 };
 
 /* The registry's base folder ($UBLK_FLASH_RUN_DIR or /run/octant). */
-const char *serve_base(void);
+const char *plumb_run_base(void);
 
-/* Does a live server hold @dir/lock?  The server holds it exclusively for
- * its whole life; the lock is a regular file, never a symlink.  Asked of
- * /proc/locks (an exclusive FLOCK on its device and inode), so that
- * looking never takes the lock (a server starting at that moment would
- * find it busy); without /proc/locks, a shared try-lock, released.  (Until
- * issue 32 ublk-flash asked with the try-lock and libalign with
- * /proc/locks: this is libalign's, now the one reader of both.) */
-bool serve_entry_held(const char *dir);
-
-/* Load the entry in @dir (e->live: serve_entry_held); -ENOENT if it
+/* Load the entry in @dir (e->live: plumb_entry_held); -ENOENT if it
  * records no server. */
-int serve_entry_load(const char *dir, struct serve_entry *e);
+int plumb_entry_load(const char *dir, struct serve_entry *e);
 
 /* Every entry that records a server, live or not (for `list`): a
  * malloc'ed array in *out (free it), sorted by device path; the count or
  * -errno.  No registry folder: 0 entries.  *unreadable: how many entry
  * folders this user may not read (they are root's, mode 0700). */
-int serve_entry_list(struct serve_entry **out, int *unreadable);
+int plumb_entry_list(struct serve_entry **out, int *unreadable);
 
 #endif

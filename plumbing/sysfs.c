@@ -8,9 +8,10 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "plumb-private.h"
 #include "sysfs.h"
 
-int sysfs_devdir(dev_t dev, char *buf, size_t len)
+int plumb_sysfs_devdir(dev_t dev, char *buf, size_t len)
 {
 	if ((size_t)snprintf(buf, len, "/sys/dev/block/%u:%u", major(dev),
 			     minor(dev)) >= len)
@@ -18,7 +19,7 @@ int sysfs_devdir(dev_t dev, char *buf, size_t len)
 	return 0;
 }
 
-void sysfs_fuse_abort(unsigned conn)
+void plumb_sysfs_fuse_abort(unsigned conn)
 {
 	char p[96];
 	int fd;
@@ -35,7 +36,7 @@ void sysfs_fuse_abort(unsigned conn)
 	close(fd);
 }
 
-int sysfs_devname(dev_t dev, char *buf, size_t len)
+int plumb_sysfs_devname(dev_t dev, char *buf, size_t len)
 {
 	char path[128], line[256];
 	FILE *f;
@@ -56,7 +57,7 @@ int sysfs_devname(dev_t dev, char *buf, size_t len)
 	return ret;
 }
 
-int sysfs_uevent_change(const char *devpath)
+int plumb_sysfs_uevent_change(const char *devpath)
 {
 	const char *name = devpath ? strrchr(devpath, '/') : NULL;
 	char p[256];
@@ -77,7 +78,7 @@ int sysfs_uevent_change(const char *devpath)
 	return err;
 }
 
-DIR *sysfs_class_open(const char *cls)
+DIR *plumb_sysfs_class_open(const char *cls)
 {
 	char p[128];
 
@@ -86,4 +87,20 @@ DIR *sysfs_class_open(const char *cls)
 		return NULL;
 	}
 	return opendir(p);
+}
+
+int plumbp_read_devno(const char *file, dev_t *dev)
+{
+	unsigned int ma, mi;
+	FILE *f = fopen(file, "re");
+	int n;
+
+	if (!f)
+		return -errno;
+	n = fscanf(f, "%u:%u", &ma, &mi);
+	fclose(f);
+	if (n != 2)
+		return -EINVAL;
+	*dev = makedev(ma, mi);
+	return 0;
 }

@@ -243,3 +243,47 @@ assert d["device"][0]["served_image"] == sys.argv[1], d' "$img"
 	echo "$output" | grep -Eq '^gpt +34 +2048 '
 	"$UBLK_FLASH" stop "$DEV"
 }
+
+# registry_scans CMD...: run alignpart CMD... with LIBALIGN_DEBUG=1 and print
+# how many times it looked through the run registry (libalign says "run
+# registry DIR: an entry for MAJ:MIN?" at each scan), then its other lines.
+registry_scans() {
+	local out
+	out=$(LIBALIGN_DEBUG=1 "$ALIGNPART" "$@" 2>&1)
+	grep -c "^libalign: run registry $UBLK_FLASH_RUN_DIR: an entry for" <<<"$out" || true
+	grep -v '^libalign: ' <<<"$out"
+}
+
+# Issue 32 item 4: libalign's probe returns what it learned (align_probe:
+# source, the registry's verdict, the image), so a command probes once.
+# Before, create/check/suggest looked through the registry twice (the
+# probe, then again for the served note or the "does not check out"
+# warning; strace -f -e openat counts 2 opens of the run folder): with the
+# fix in topology.c reverted this test counts 2.
+@test "alignpart create/suggest look through the run registry once: served, plain, and an entry that does not check out" {
+	fuse_create once 64M odd
+	fuse_serve "$SCRATCH/once.img"
+	run registry_scans create "$DEV" --label gpt --part 8MiB
+	echo "$output"
+	[ "${lines[0]}" = 1 ]
+	[[ "$output" == *"is served by ublk-flash from $SCRATCH/once.img: using the image's topology 512/4096 offset 3584"* ]]
+	sfdisk -d "$DEV" | grep -q 'start= *2047,'
+	"$UBLK_FLASH" stop "$DEV"
+
+	truncate -s 64M "$SCRATCH/plain"
+	plain_loop "$SCRATCH/plain"
+	run registry_scans create "$LOOP" --label dos --part 8MiB
+	echo "$output"
+	[ "${lines[0]}" = 1 ]
+	[[ "$output" != *"ublk-flash"* ]]
+
+	"$UBLK_FLASH" create "$SCRATCH/f.img" --size 64M --align odd --force >/dev/null
+	fake_entry "$SCRATCH/f.img"
+	hold_lock "$ENTRY/lock"
+	"$UBLK_FLASH" create "$SCRATCH/g.img" --size 64M --align odd --force >/dev/null
+	mv "$SCRATCH/g.img" "$SCRATCH/f.img"
+	run registry_scans suggest "$LOOP" --label dos
+	echo "$output"
+	[ "${lines[0]}" = 1 ]
+	[[ "$output" == *"alignpart: warning: $LOOP is recorded as served by ublk-flash from $SCRATCH/f.img, but the entry does not check out"* ]]
+}

@@ -119,6 +119,15 @@ static void expect_refused(const char *what, int want, const char *image)
 	r = align_topology_probe(dev, &t);
 	T_CHECK(r < 0 || t.source == ALIGN_SRC_DEVICE, "%s: probe source %d",
 		what, (int)t.source);
+	/* the one probe a command makes says the same (issue 32 item 4) */
+	static struct align_probe p;
+	r = align_probe(dev, &p);
+	T_CHECK(r < 0 || p.t.source == ALIGN_SRC_DEVICE, "%s: align_probe "
+		"source %d", what, (int)p.t.source);
+	T_CHECK(p.served == want, "%s: align_probe served %d, want %d", what,
+		p.served, want);
+	T_CHECK(!strcmp(p.image, want == -ENOENT ? "" : image), "%s: "
+		"align_probe image '%s'", what, p.image);
 }
 
 static void expect_not_served(const char *what)
@@ -151,6 +160,14 @@ int main(void)
 		"NULL image with a length");
 	T_CHECK(align_topology_from_served(base, &t, NULL, 0) == -ENOTBLK,
 		"a directory");
+	{
+		static struct align_probe p;
+
+		T_CHECK(align_probe(NULL, &p) == -EINVAL, "align_probe NULL");
+		T_CHECK(align_probe(base, &p) == -EISDIR &&
+			p.served == -ENOTBLK && !p.image[0],
+			"align_probe of a directory: served %d", p.served);
+	}
 
 	setenv("UBLK_FLASH_RUN_DIR", "/nonexistent/octant-run", 1);
 	expect_not_served("missing registry");

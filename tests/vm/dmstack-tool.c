@@ -20,7 +20,7 @@
 
 static int fail(int err)
 {
-	fprintf(stderr, "dmstack-tool: %s [%s]\n", dmstack_errmsg(),
+	fprintf(stderr, "dmstack-tool: %s [%s]\n", plumb_dm_errmsg(),
 		strerrorname_np(-err) ? strerrorname_np(-err) : "?");
 	return 1;
 }
@@ -42,19 +42,19 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (argc == 2 && !strcmp(argv[1], "available"))
-		return (ret = dmstack_available()) ? fail(ret) : 0;
+		return (ret = plumb_dm_available()) ? fail(ret) : 0;
 	if (argc == 3 && (!strcmp(argv[1], "remove") ||
 			  !strcmp(argv[1], "detach")))
-		return (ret = dmstack_detach(argv[2])) ? fail(ret) : 0;
+		return (ret = plumb_dm_detach(argv[2])) ? fail(ret) : 0;
 	if (argc == 3 && !strcmp(argv[1], "exists")) {
-		ret = dmstack_exists(argv[2]);
+		ret = plumb_dm_exists(argv[2]);
 		if (ret < 0)
 			return fail(ret);
 		printf("%s\n", ret ? "yes" : "no");
 		return ret ? 0 : 1;
 	}
 	if (argc == 3 && !strcmp(argv[1], "offset")) {
-		if ((ret = dmstack_alignment_offset(argv[2], &off)))
+		if ((ret = plumb_dm_alignment_offset(argv[2], &off)))
 			return fail(ret);
 		printf("%lld\n", off);
 		return 0;
@@ -67,9 +67,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		ret = argv[1][0] == 'c' ?
-		      dmstack_linear_create(argv[2], argv[3], a, b, path,
+		      plumb_dm_linear_create(argv[2], argv[3], a, b, path,
 					    sizeof(path)) :
-		      dmstack_serve_attach(argv[2], argv[3], (unsigned)a, b,
+		      plumb_dm_serve_attach(argv[2], argv[3], (unsigned)a, b,
 					   path, sizeof(path));
 		if (ret)
 			return fail(ret);

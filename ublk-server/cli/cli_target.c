@@ -29,7 +29,7 @@ static int cli_part_parent(dev_t rdev, char *out, size_t len)
 	struct stat st;
 	const char *base;
 
-	if (sysfs_devdir(rdev, dir, sizeof(dir)))
+	if (plumb_sysfs_devdir(rdev, dir, sizeof(dir)))
 		return -ENOENT;
 	snprintf(p, sizeof(p), "%s/partition", dir);
 	if (access(p, F_OK) < 0)
@@ -60,7 +60,7 @@ static int cli_find_dm_entry(const char *mapper, struct serve_entry *e)
 	struct serve_entry *v;
 	int n, unreadable, err = -ENOENT;
 
-	n = serve_entry_list(&v, &unreadable);
+	n = plumb_entry_list(&v, &unreadable);
 	for (int i = 0; i < n; i++)
 		if (!strcmp(v[i].dm, mapper)) {
 			*e = v[i];

@@ -266,7 +266,7 @@ static void list_help(void)
 	       "  -n, --noheadings   no heading line\n"
 	       "  -r, --raw          raw output (columns split by one space,\n"
 	       "                     unsafe characters escaped as \\xHH)\n"
-	       "Columns (* default):\n", serve_base());
+	       "Columns (* default):\n", plumb_run_base());
 	for (int c = 0; c < C_NCOLS; c++)
 		printf("  %c %-9s %s\n", list_cols[c].dflt ? '*' : ' ',
 		       list_cols[c].name, list_cols[c].help);
@@ -318,13 +318,13 @@ int cmd_list(int argc, char **argv)
 			if (list_cols[c].dflt)
 				sel[ncol++] = c;
 	list_wait_unlisted();
-	n = serve_entry_list(&e, &unreadable);
+	n = plumb_entry_list(&e, &unreadable);
 	if (n < 0)
 		return cli_fail("list: the run registry", n);
 	if (unreadable)
 		fprintf(stderr, "ublk-flash: list: %d entr%s of %s not readable by "
 			"this user (run as root)\n", unreadable,
-			unreadable == 1 ? "y" : "ies", serve_base());
+			unreadable == 1 ? "y" : "ies", plumb_run_base());
 	rows = calloc((size_t)n + 1, sizeof(*rows));
 	if (!rows) {
 		free(e);

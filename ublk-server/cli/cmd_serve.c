@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* ublk-flash serve IMG [options]: expose an image as a block device. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <sys/random.h>
@@ -67,6 +68,13 @@ static void serve_usage(FILE *out)
 #define SERVE_MAX_DEVID   ((1u << 20) - 1)
 #define SERVE_MAX_WL      1000000u
 
+/* The exit status of serve_main's -errno @err (serve_fail, its one line
+ * said): cli_exit_of's, and 6 for -EOPNOTSUPP, "not possible here". */
+static int cli_serve_exit(int err)
+{
+	return err == -EOPNOTSUPP ? EXIT_UNSUPPORTED : cli_exit_of(err);
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	enum { O_FRONTEND = 256, O_RECOVER, O_DEVID, O_QUEUES, O_DEPTH, O_DM,
@@ -94,11 +102,12 @@ int cmd_serve(int argc, char **argv)
 	};
 	struct fe_serve_opts o = { .dev_id = -1 };
 	struct ftl_open_opts oo = { .bg_gc = true };
+	struct serve_fail f;
 	const char *ublk_only = NULL;   /* a ublk option given */
 	static struct nand_fault_spec fs;
 	char err[256];
 	unsigned v;
-	int c;
+	int c, code;
 
 	optind = 1;
 	opterr = 0;
@@ -227,5 +236,15 @@ int cmd_serve(int argc, char **argv)
 		nand_fault_format(&fs, err, sizeof(err));
 		fprintf(stderr, "ublk-flash: serve: faults %s\n", err);
 	}
-	return serve_main(&o, &oo);
+	if (!serve_main(&o, &oo, &f))
+		code = 0;
+	else if (f.daemon)     /* its parent said why */
+		code = cli_serve_exit(f.err);
+	else if (f.image)      /* says what IMG is */
+		code = cli_image_fail("serve", o.image, f.err);
+	else
+		code = cli_serve_exit(f.err);
+	if (f.daemon)
+		_exit(code);
+	return code;
 }

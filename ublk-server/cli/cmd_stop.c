@@ -231,7 +231,7 @@ int cmd_stop(int argc, char **argv)
 			}
 			serve_entry_wait_orphans(3000);
 		}
-		if (serve_entry_load(e.dir, &e) < 0 || !e.live) {
+		if (plumb_entry_load(e.dir, &e) < 0 || !e.live) {
 			fprintf(stderr, "ublk-flash: stop: %s is not served\n", arg);
 			return EXIT_IO;
 		}

@@ -132,7 +132,7 @@ static int fe_fuse_probe(char *why, size_t len)
 static void fe_fuse_abort(struct fe_fuse *ff)
 {
 	if (ff->conn >= 0)
-		sysfs_fuse_abort((unsigned)ff->conn);
+		plumb_sysfs_fuse_abort((unsigned)ff->conn);
 }
 
 /* The loop device is still open (a filesystem mounted on it): cut it off.
@@ -185,14 +185,14 @@ static void fe_fuse_join(struct fe_fuse *ff)
 static void fe_fuse_teardown(struct fe_fuse *ff, bool force)
 {
 	if (ff->loop.fd >= 0) {
-		int n = ff->loop.number, err = loop_detach(&ff->loop);
+		int n = ff->loop.number, err = plumb_loop_detach(&ff->loop);
 		if (err)
 			fprintf(stderr, "ublk-flash: detach %s: %s\n",
 				ff->loop.path, strerror(-err));
 		/* Keep serving while the kernel lets go of the file (udev may
 		 * still hold the device for a moment); a device still open
 		 * after that (mounted) is cut off: its I/O fails with EIO. */
-		if (n >= 0 && loop_wait_released(n, force ? FE_FUSE_FORCE_GRACE_MS :
+		if (n >= 0 && plumb_loop_wait_released(n, force ? FE_FUSE_FORCE_GRACE_MS :
 						 FE_FUSE_GRACE_MS) < 0) {
 			fprintf(stderr, "ublk-flash: /dev/loop%d is still in use "
 				"(mounted?): cutting it off, its I/O now fails with "
@@ -303,7 +303,7 @@ static int fe_fuse_start(struct fe_server *s)
 	struct stat st;
 	if (fstat(ff->backing_fd, &st) == 0)   /* fusectl names it by minor */
 		ff->conn = (int)minor(st.st_dev);
-	err = loop_attach(&ff->loop, ff->backing_fd, s->opts->image,
+	err = plumb_loop_attach(&ff->loop, ff->backing_fd, s->opts->image,
 			  s->opts->read_only);
 	if (err) {
 		if (err == -ENOSPC || err == -EBUSY || err == -ENXIO)
@@ -380,7 +380,7 @@ static void fe_fuse_release(struct fe_server *s)
 }
 
 /* The disk file's attributes are cached for a day: dropped first, else
- * the loop device's capacity update (loop_set_capacity) finds the old
+ * the loop device's capacity update (plumb_loop_set_capacity) finds the old
  * size (docs/ublk.md, Resize). */
 static int fe_fuse_resized(struct fe_server *s, char *why, size_t len)
 {
@@ -393,7 +393,7 @@ static int fe_fuse_resized(struct fe_server *s, char *why, size_t len)
 			 strerror(-err));
 		return err;
 	}
-	err = loop_set_capacity(&ff->loop);
+	err = plumb_loop_set_capacity(&ff->loop);
 	if (err)
 		snprintf(why, len, "%s: setting its capacity: %s", ff->loop.path,
 			 strerror(-err));

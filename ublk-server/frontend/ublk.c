@@ -165,7 +165,7 @@ static void ublk_params_fill(struct ublk_dev *d, struct ublk_params *p)
 static int ublk_find_tagged(struct ublk_dev *d, uint64_t tag,
 			    struct ublksrv_ctrl_dev_info *info)
 {
-	DIR *dir = sysfs_class_open("ublk-char");
+	DIR *dir = plumb_sysfs_class_open("ublk-char");
 	struct dirent *de;
 	unsigned id;
 

@@ -13,8 +13,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "holders.h"
 #include "loopdev.h"
 #include "sysfs.h"
 #include "serve.h"
@@ -22,27 +24,22 @@
 /* Abort the FUSE connection mounted on @mnt, if one still looks alive
  * (its server is gone but, e.g., stuck exiting): pending and future
  * requests then fail with ENOTCONN instead of hanging. */
+static int serve_fuse_conn(dev_t dev, const char *target, const char *fstype,
+			   void *arg)
+{
+	const char *mnt = arg;
+
+	/* a FUSE mount's device minor is its connection number */
+	return !strcmp(target, mnt) && !strncmp(fstype, "fuse", 4) ?
+	       (int)minor(dev) + 1 : 0;
+}
+
 static void serve_abort_fuse(const char *mnt)
 {
-	char line[PATH_MAX * 2];
-	unsigned maj, min;
-	bool found = false;
+	int conn = plumb_mounts_foreach(serve_fuse_conn, (void *)mnt);
 
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char mp[PATH_MAX];
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, mp) == 3 &&
-		    !strcmp(mp, mnt) && strstr(line, " - fuse")) {
-			found = true;
-			break;
-		}
-	}
-	fclose(f);
-	if (!found)
-		return;
-	sysfs_fuse_abort(min);
+	if (conn > 0)
+		plumb_sysfs_fuse_abort((unsigned)conn - 1);
 }
 
 int serve_entry_cleanup(const char *dir)
@@ -57,7 +54,7 @@ int serve_entry_cleanup(const char *dir)
 		return err;           /* a live server's, or not proven: touch nothing */
 	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
 	serve_abort_fuse(mnt);
-	n = loop_detach_all_in(mnt);
+	n = plumb_loop_detach_all_in(mnt);
 	/* A dead server's FUSE mount answers ENOTCONN; detach it lazily. */
 	if (umount2(mnt, MNT_DETACH) == 0) {
 		fprintf(stderr, "ublk-flash: unmounted stale FUSE mount %s\n", mnt);
@@ -74,14 +71,14 @@ int serve_sweep(const char *self)
 	struct serve_entry e;
 	int n = 0, fd;
 
-	DIR *d = opendir(serve_base());
+	DIR *d = opendir(plumb_run_base());
 	if (!d)
 		return 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		if (strncmp(de->d_name, "img-", 4) != 0 || strchr(de->d_name, '.'))
 			continue;
-		snprintf(dir, sizeof(dir), "%s/%s", serve_base(), de->d_name);
+		snprintf(dir, sizeof(dir), "%s/%s", plumb_run_base(), de->d_name);
 		if (self && !strcmp(dir, self))
 			continue;
 		if (serve_entry_trylock(dir, &fd) < 0)
@@ -91,7 +88,7 @@ int serve_sweep(const char *self)
 			close(fd);        /* live: its lock file was replaced */
 			continue;
 		}
-		bool dead = serve_entry_load(dir, &e) == 0;
+		bool dead = plumb_entry_load(dir, &e) == 0;
 		/* A dead ublk server's device waits for `serve --recover`;
 		 * its entry stays until then (or `stop`). */
 		if (!dead || strcmp(e.frontend, "ublk") != 0) {

@@ -468,7 +468,7 @@ void serve_ctl_stop(struct serve_ctl *c)
 	unlink(c->path);
 }
 
-void serve_ctl_finish(struct serve_ctl *c, int code, const char *why)
+void serve_ctl_finish(struct serve_ctl *c, int err, const char *why)
 {
 	char msg[512];
 
@@ -476,8 +476,8 @@ void serve_ctl_finish(struct serve_ctl *c, int code, const char *why)
 		return;
 	serve_ctl_stop(c);
 	serve_ctl_handover(c, -ECANCELED);   /* never answered: the loop ended */
-	if (code)
-		snprintf(msg, sizeof(msg), "failed %d %s\n", code,
+	if (err)
+		snprintf(msg, sizeof(msg), "failed %d %s\n", -err,
 			 why && *why ? why : "see the server's log");
 	else
 		snprintf(msg, sizeof(msg), c->handed ? "handed-over\n" :
@@ -535,7 +535,7 @@ static uint64_t serve_now_ms(void)
 }
 
 /* Send "stop[ force]" and read the outcome line the server sends once it
- * has closed the engine: 0 "stopped", -EIO "failed CODE WHY" (@why
+ * has closed the engine: 0 "stopped", -EIO "failed ERRNO WHY" (@why
  * filled), -EPIPE the connection ended without one after the request was
  * taken, -ENOTCONN before, -ETIMEDOUT. */
 static int serve_stop_request(const struct serve_entry *e, bool force,

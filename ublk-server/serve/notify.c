@@ -43,7 +43,7 @@ int serve_notify(const char *state)
 
 void serve_notify_ready(const char *devpath)
 {
-	int err = sysfs_uevent_change(devpath);
+	int err = plumb_sysfs_uevent_change(devpath);
 
 	if (err < 0)
 		fprintf(stderr, "ublk-flash: warning: udev change event for %s: "

@@ -40,7 +40,7 @@ static void owner_canon(const char *dir, char *out, size_t len)
 		snprintf(out, len, "%s", real);
 		return;
 	}
-	if (name && realpath(serve_base(), real)) {
+	if (name && realpath(plumb_run_base(), real)) {
 		snprintf(out, len, "%s%s", real, name);
 		return;
 	}
@@ -122,7 +122,7 @@ int serve_entry_dead(const char *dir, pid_t *pid)
 	}
 	/* The pid it records, if it still runs and locks the image: a server
 	 * (a pid reused by another program holds no lock on the image). */
-	if (serve_entry_load(dir, &e) == 0 && e.pid > 0 && e.pid != getpid() &&
+	if (plumb_entry_load(dir, &e) == 0 && e.pid > 0 && e.pid != getpid() &&
 	    (kill(e.pid, 0) == 0 || errno == EPERM) &&
 	    !nand_backing_is_uri(e.image) && stat(e.image, &st) == 0 &&
 	    owner_pid_locks(e.pid, &st)) {
@@ -196,8 +196,8 @@ pid_t serve_entry_orphan(char *dir, size_t len)
 	char real[PATH_MAX];
 	long pid;
 
-	if (!realpath(serve_base(), real))
-		snprintf(real, sizeof(real), "%s", serve_base());
+	if (!realpath(plumb_run_base(), real))
+		snprintf(real, sizeof(real), "%s", plumb_run_base());
 	q.n = (size_t)snprintf(q.prefix, sizeof(q.prefix), "%s/img-", real);
 	q.dir[0] = '\0';
 	pid = oct_proc_fd_find(orphan_match, &q);

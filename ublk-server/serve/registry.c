@@ -35,7 +35,7 @@ int serve_entry_dir(const char *image, char *dir, size_t len)
 		size_t n = strlen(image);
 		uint32_t a = oct_crc32c(0, image, n), b = oct_crc32c(a, image, n);
 
-		if ((size_t)snprintf(dir, len, "%s/img-%s-%08x%08x", serve_base(),
+		if ((size_t)snprintf(dir, len, "%s/img-%s-%08x%08x", plumb_run_base(),
 				     nand_backing_is_rbd(image) ? "rbd" : "nbd",
 				     a, b) >= len)
 			return -ENAMETOOLONG;
@@ -43,7 +43,7 @@ int serve_entry_dir(const char *image, char *dir, size_t len)
 	}
 	if (stat(image, &st) < 0)
 		return -errno;
-	if ((size_t)snprintf(dir, len, "%s/img-%llx-%llu", serve_base(),
+	if ((size_t)snprintf(dir, len, "%s/img-%llx-%llu", plumb_run_base(),
 			     (unsigned long long)st.st_dev,
 			     (unsigned long long)st.st_ino) >= len)
 		return -ENAMETOOLONG;
@@ -69,7 +69,7 @@ static int serve_lock_take(const char *dir, bool create, int tries, int *fd)
 	*fd = -1;
 	snprintf(p, sizeof(p), "%s/lock", dir);
 	for (int round = 0; round < 20; round++) {
-		if (create && mkdir(serve_base(), 0755) < 0 && errno != EEXIST)
+		if (create && mkdir(plumb_run_base(), 0755) < 0 && errno != EEXIST)
 			return -errno;
 		if (create && mkdir(dir, 0700) < 0 && errno != EEXIST)
 			return -errno;
@@ -255,7 +255,7 @@ static bool serve_entry_dev_ok(const struct serve_entry *e)
 	dev_t dev;
 	ino_t ino;
 	size_t n;
-	int err = loop_backing(e->dev, &dev, &ino, file, sizeof(file));
+	int err = plumb_loop_backing(e->dev, &dev, &ino, file, sizeof(file));
 
 	if (err == -ENOENT)
 		return serve_entry_ublk_ok(e);   /* not a loop device */
@@ -285,7 +285,7 @@ static bool serve_entry_dm_ok(const struct serve_entry *e, dev_t rdev)
 	char dir[96], p[PATH_MAX];
 	const char *base = strrchr(e->dev, '/');
 
-	if (sysfs_devdir(rdev, dir, sizeof(dir)))
+	if (plumb_sysfs_devdir(rdev, dir, sizeof(dir)))
 		return false;
 	snprintf(p, sizeof(p), "%s/slaves/%s", dir, base ? base + 1 : e->dev);
 	return access(p, F_OK) == 0 && serve_entry_dev_ok(e);
@@ -304,9 +304,9 @@ int serve_entry_find(const char *arg, struct serve_entry *e)
 		if (!nand_backing_is_uri(arg) && stat(arg, &st) < 0)
 			return -errno;
 		err = serve_entry_dir(arg, dir, sizeof(dir));
-		return err ? err : serve_entry_load(dir, e);
+		return err ? err : plumb_entry_load(dir, e);
 	}
-	DIR *d = opendir(serve_base());
+	DIR *d = opendir(plumb_run_base());
 	if (!d)
 		return -ENOENT;
 	struct dirent *de;
@@ -315,8 +315,8 @@ int serve_entry_find(const char *arg, struct serve_entry *e)
 		if (strncmp(de->d_name, "img-", 4) != 0 ||
 		    strchr(de->d_name, '.'))
 			continue;
-		snprintf(dir, sizeof(dir), "%s/%s", serve_base(), de->d_name);
-		if (serve_entry_load(dir, &cand) < 0 || !cand.dev[0])
+		snprintf(dir, sizeof(dir), "%s/%s", plumb_run_base(), de->d_name);
+		if (plumb_entry_load(dir, &cand) < 0 || !cand.dev[0])
 			continue;
 		bool is_dev = stat(cand.dev, &dst) == 0 && S_ISBLK(dst.st_mode) &&
 			      dst.st_rdev == st.st_rdev;
@@ -340,7 +340,7 @@ int serve_entry_find(const char *arg, struct serve_entry *e)
 	if (err == -ENOENT) {
 		/* An image that is itself a block device. */
 		if (serve_entry_dir(arg, dir, sizeof(dir)) == 0 &&
-		    serve_entry_load(dir, e) == 0)
+		    plumb_entry_load(dir, e) == 0)
 			return 0;
 	}
 	return err;
@@ -362,7 +362,7 @@ bool serve_entry_waits(const char *dir)
 
 	if (!serve_entry_recorded(dir))
 		return false;
-	if (serve_entry_load(dir, &e) < 0)
+	if (plumb_entry_load(dir, &e) < 0)
 		return true;          /* unreadable now (no descriptor left?) */
 	return !strcmp(e.frontend, "ublk") && e.dev[0] &&
 	       stat(e.dev, &st) == 0 && S_ISBLK(st.st_mode);

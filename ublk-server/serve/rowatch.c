@@ -14,8 +14,8 @@
  * block device that outlives a loop device's binding: it is taken back
  * (BLKROSET 0) when the server stops, before the device is removed, so the
  * next user of /dev/loopN does not inherit it; for a killed server, by the
- * cleanup of its entry (`stop`, the sweep: loop_detach_if_backed_by, on
- * the loop device proven its), and loop_attach clears any left anyway.
+ * cleanup of its entry (`stop`, the sweep: plumb_loop_detach_if_backed_by, on
+ * the loop device proven its), and plumb_loop_attach clears any left anyway.
  */
 #include <errno.h>
 #include <fcntl.h>

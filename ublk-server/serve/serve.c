@@ -23,7 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../cli/commands.h"
 #include "align.h"
 #include "dmstack.h"
 #include "loopdev.h"
@@ -71,18 +70,31 @@ static void serve_memory_setup(void)
 			strerror(errno));
 }
 
+/* "ublk-flash: WHAT: strerror(-err)" on stderr; -errno @err, whatever it
+ * means (serve_fail), but -EOPNOTSUPP: -EIO (not "not possible here"). */
+static int serve_say(const char *what, int err)
+{
+	if (err > 0)
+		err = -err;
+	fprintf(stderr, "ublk-flash: %s: %s\n", what, strerror(-err));
+	return err == -EOPNOTSUPP || !err ? -EIO : err;
+}
+
 /* Pick the frontend: the named one, or ublk when the kernel has it, else
- * fuse.  Prints the reason and returns NULL when none can run. */
-static const struct fe_ops *serve_pick(const char *name)
+ * fuse.  Prints the reason and returns NULL when none can run (*err:
+ * -EINVAL an unknown name, -ENODEV it cannot run here). */
+static const struct fe_ops *serve_pick(const char *name, int *err)
 {
 	char why[256] = "";
 	const struct fe_ops *ops;
 
+	*err = -EINVAL;
 	if (name && strcmp(name, "fuse") && strcmp(name, "ublk")) {
 		fprintf(stderr, "ublk-flash: serve: unknown frontend '%s' "
 			"(ublk or fuse)\n", name);
 		return NULL;
 	}
+	*err = -ENODEV;
 	if (!name)
 		name = access("/dev/ublk-control", F_OK) == 0 ? "ublk" : "fuse";
 	ops = !strcmp(name, "ublk") ? &fe_ublk_ops : &fe_fuse_ops;
@@ -94,8 +106,9 @@ static const struct fe_ops *serve_pick(const char *name)
 	return ops;
 }
 
-/* The exit status for a failed engine open. */
-static int serve_open_fail(const char *image, int err)
+/* A failed engine open: -EBUSY after one line; else its -errno, and the
+ * caller says what IMG is (*image; serve_fail). */
+static int serve_open_fail(const char *image, int err, bool *said_not)
 {
 	if (err == -EBUSY) {
 		/* The engine's image lock is held: by create, fsck --repair
@@ -103,9 +116,10 @@ static int serve_open_fail(const char *image, int err)
 		char who[PATH_MAX + 64];
 		serve_image_holder(image, who, sizeof(who));
 		fprintf(stderr, "ublk-flash: serve: %s is %s\n", image, who);
-		return EXIT_BUSY;
+		return err;
 	}
-	return cli_image_fail("serve", image, err);   /* says what IMG is */
+	*said_not = true;
+	return err < 0 ? err : -EIO;
 }
 
 /* Stack a dm-linear device on the served device (--dm NAME).  The engine
@@ -122,28 +136,29 @@ static int serve_dm_attach(struct fe_server *s, char *dmpath, size_t len)
 	if (err)
 		return err;
 	shift = info.align == FTL_ALIGN_ODD ? FTL_SECTOR : 0;
-	err = dmstack_serve_attach(s->opts->dm_name, s->devpath, shift,
+	err = plumb_dm_serve_attach(s->opts->dm_name, s->devpath, shift,
 				   info.logical_size, dmpath, len);
 	if (err)
 		fprintf(stderr, "ublk-flash: serve: --dm %s: %s\n",
-			s->opts->dm_name, dmstack_errmsg());
+			s->opts->dm_name, plumb_dm_errmsg());
 	return err;
 }
 
 /* A line the parent prints after the device (serve --upgrade's summary). */
 static char serve_report_note[512];
 
-/* Tell the waiting parent how the start went ("OK dev" or "ERR code"). */
-static void serve_report(int fd, int code, const char *dev)
+/* Tell the waiting parent how the start went ("OK dev", or "ERR ERRNO
+ * IMAGE": serve_fail's err, positive, and image 0|1). */
+static void serve_report(int fd, int err, bool image, const char *dev)
 {
 	char msg[1024];
 	if (fd < 0)
 		return;
-	if (code == 0 && dev)
+	if (err == 0 && dev)
 		snprintf(msg, sizeof(msg), "OK %s\n%s%s", dev, serve_report_note,
 			 serve_report_note[0] ? "\n" : "");
 	else
-		snprintf(msg, sizeof(msg), "ERR %d\n", code);
+		snprintf(msg, sizeof(msg), "ERR %d %d\n", -err, image);
 	if (write(fd, msg, strlen(msg)) < 0) {
 		/* the parent is gone; keep going */
 	}
@@ -151,11 +166,11 @@ static void serve_report(int fd, int code, const char *dev)
 }
 
 /* Parent side of the daemon fork: wait for the child's report. */
-static int serve_parent(int rfd, pid_t child)
+static int serve_parent(int rfd, pid_t child, struct serve_fail *f)
 {
 	char msg[1024];
 	ssize_t n, got = 0;
-	int code;
+	int err, image;
 
 	while ((n = read(rfd, msg + got, sizeof(msg) - 1 - (size_t)got)) > 0)
 		got += n;
@@ -166,10 +181,12 @@ static int serve_parent(int rfd, pid_t child)
 		return 0;
 	}
 	waitpid(child, NULL, 0);
-	if (sscanf(msg, "ERR %d", &code) == 1)
-		return code;
+	if (sscanf(msg, "ERR %d %d", &err, &image) == 2) {
+		f->image = image;
+		return -err;
+	}
 	fprintf(stderr, "ublk-flash: serve: the server died while starting\n");
-	return EXIT_IO;
+	return -EPIPE;
 }
 
 /* Open the zoned image of @o (zoned.h) under the engine's image lock
@@ -220,7 +237,8 @@ static size_t serve_options_len;
 static uint64_t serve_t_start;
 
 static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
-			const struct fe_ops *ops, int report_fd, int *lock_fd)
+			const struct fe_ops *ops, int report_fd, int *lock_fd,
+			struct serve_fail *f)
 {
 	static struct serve_record rec;   /* read by the control thread */
 	struct fe_server s = { .opts = o, .stop_fd = -1, .ops = ops,
@@ -268,20 +286,20 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	else if (!err)
 		err = ftl_open(o->image, &open_opts, &s.ftl);
 	if (err) {
-		code = serve_open_fail(o->image, err);
+		code = serve_open_fail(o->image, err, &f->image);
 		goto out;
 	}
 	up.t_opened = serve_now_ns();
 	if (o->upgrade && *lock_fd < 0) {   /* an old server passed no lock */
 		err = serve_upgrade_lock(o->run_dir, up.old, lock_fd);
 		if (err) {
-			code = cli_fail("serve --upgrade: run registry", err);
+			code = serve_say("serve --upgrade: run registry", err);
 			goto out;
 		}
 	}
 	s.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s.stop_fd < 0) {
-		code = cli_fail("serve: eventfd", -errno);
+		code = serve_say("serve: eventfd", -errno);
 		goto out;
 	}
 	serve_stop_fd = s.stop_fd;
@@ -325,13 +343,14 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
-		code = err == -EBUSY ? EXIT_BUSY : EXIT_IO;
+		code = serve_err_io(err, true);
 		goto out;
 	}
 	up.t_live = serve_now_ns();
 	if (o->dm_name) {
-		if (serve_dm_attach(&s, dmpath, sizeof(dmpath)) < 0) {
-			code = EXIT_IO;
+		err = serve_dm_attach(&s, dmpath, sizeof(dmpath));
+		if (err < 0) {
+			code = serve_err_io(err, false);
 			goto out;
 		}
 		dm = true;
@@ -348,7 +367,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	/* A loop device's identity beyond its reusable number. */
 	dev_t bdev;
 	ino_t bino;
-	if (loop_backing(s.devpath, &bdev, &bino, NULL, 0) == 0)
+	if (plumb_loop_backing(s.devpath, &bdev, &bino, NULL, 0) == 0)
 		snprintf(rec.backing, sizeof(rec.backing), "%u:%u:%llu",
 			 major(bdev), minor(bdev), (unsigned long long)bino);
 	snprintf(rec.pid, sizeof(rec.pid), "%d", (int)getpid());
@@ -358,7 +377,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	if (err) {
 		fprintf(stderr, "ublk-flash: serve: run registry %s: %s\n",
 			o->run_dir, strerror(-err));
-		code = EXIT_IO;
+		code = serve_err_io(err, false);
 		goto out;
 	}
 	marked = true;
@@ -375,7 +394,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 		if (err) {
 			fprintf(stderr, "ublk-flash: serve: --pidfile %s: %s\n",
 				o->pidfile, strerror(-err));
-			code = EXIT_IO;
+			code = serve_err_io(err, false);
 			goto out;
 		}
 		pidfile = true;
@@ -400,7 +419,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 		       serve_report_note[0] ? "\n" : "");
 		fflush(stdout);
 	} else {
-		serve_report(report_fd, 0, dm ? dmpath : s.devpath);
+		serve_report(report_fd, 0, false, dm ? dmpath : s.devpath);
 		report_fd = -1;
 	}
 	live = true;
@@ -428,7 +447,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 		fprintf(stderr, "ublk-flash: serve: %s: %s\n", ops->name,
 			strerror(-err));
 		snprintf(why, sizeof(why), "%s: %s", ops->name, strerror(-err));
-		code = EXIT_IO;
+		code = serve_err_io(err, false);
 	}
 out:
 	/* A successor (serve --upgrade) that fails once it has re-attached
@@ -441,15 +460,15 @@ out:
 	serve_ctl_stop(ctl);      /* stop requesters wait for the outcome */
 	serve_ro_stop(ro);
 	/* kept: the dm device stays on the device that stays */
-	if (dm && !kept && dmstack_detach(o->dm_name) < 0)
+	if (dm && !kept && plumb_dm_detach(o->dm_name) < 0)
 		fprintf(stderr, "ublk-flash: warning: --dm %s: %s\n", o->dm_name,
-			dmstack_errmsg());
+			plumb_dm_errmsg());
 	if (tried)
 		ops->stop(&s);   /* safe after a failed start; hands over */
 	if (s.ftl) {
 		err = ftl_close(s.ftl);
 		if (err && !code) {
-			code = cli_fail("serve: clean checkpoint", err);
+			code = serve_say("serve: clean checkpoint", err);
 			snprintf(why, sizeof(why), "clean checkpoint: %s",
 				 strerror(-err));
 		}
@@ -457,7 +476,7 @@ out:
 	if (s.zn) {
 		err = zn_close(s.zn);
 		if (err && !code) {
-			code = cli_fail("serve: zoned image: final flush", err);
+			code = serve_say("serve: zoned image: final flush", err);
 			snprintf(why, sizeof(why), "final flush: %s",
 				 strerror(-err));
 		}
@@ -516,13 +535,13 @@ out:
 			"pid %d serves /dev/ublkb%d on\n", o->upgrade_pid,
 			o->dev_id);
 	serve_ctl_finish(ctl, code, why);
-	serve_report(report_fd, code, NULL);
+	serve_report(report_fd, code, f->image, NULL);
 	return code;
 }
 
 /* Before anything starts: a --pidfile that can be written and names no
  * running process, a --log target that can be opened.  One line and the
- * exit code, or 0. */
+ * -errno (serve_fail), or 0. */
 static int serve_check_outputs(struct fe_serve_opts *o)
 {
 	static char pidabs[PATH_MAX];
@@ -538,7 +557,7 @@ static int serve_check_outputs(struct fe_serve_opts *o)
 		if (err == -EEXIST) {
 			fprintf(stderr, "ublk-flash: serve: --pidfile %s: %s "
 				"(another server?)\n", o->pidfile, why);
-			return EXIT_BUSY;
+			return -EBUSY;
 		}
 		if (err) {
 			fprintf(stderr, "ublk-flash: serve: --pidfile %s: %s\n",
@@ -546,7 +565,7 @@ static int serve_check_outputs(struct fe_serve_opts *o)
 				err == -ENOTDIR ? "its folder is not a folder" :
 				err == -EISDIR ? "is a folder, not a file" :
 				strerror(-err));
-			return EXIT_USAGE;
+			return -EINVAL;
 		}
 		o->pidfile = pidabs;
 	}
@@ -567,12 +586,14 @@ static int serve_check_outputs(struct fe_serve_opts *o)
 			     sizeof(why));
 	if (err) {
 		fprintf(stderr, "ublk-flash: serve: --log %s: %s\n", o->log, why);
-		return o->log_kind == SERVE_LOG_SYSLOG ? EXIT_IO : EXIT_USAGE;
+		return o->log_kind == SERVE_LOG_SYSLOG ? serve_err_io(err, false) :
+		       -EINVAL;
 	}
 	return 0;
 }
 
-static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo);
+static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
+		     struct serve_fail *f);
 
 /* @image is served by @pid, whose entry @dir was removed under it: wait a
  * moment for it to write its entry again (once a second), then say where
@@ -583,7 +604,7 @@ static void serve_busy_unlisted(const char *image, const char *dir, pid_t pid)
 	struct timespec ts = { 0, 50 * 1000000L };
 
 	for (int i = 0; i < 60; i++) {
-		if (serve_entry_load(dir, &e) == 0 && e.live && e.pid == pid &&
+		if (plumb_entry_load(dir, &e) == 0 && e.live && e.pid == pid &&
 		    e.dev[0]) {
 			fprintf(stderr, "ublk-flash: serve: %s is already served "
 				"on %s (pid %d)\n", image, e.dm[0] ? e.dm : e.dev,
@@ -596,17 +617,24 @@ static void serve_busy_unlisted(const char *image, const char *dir, pid_t pid)
 		"run registry entry %s was removed)\n", image, (int)pid, dir);
 }
 
-int serve_main(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
+int serve_main(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
+	       struct serve_fail *f)
 {
-	int code = serve_run(o, oo);
+	int err;
 
-	if (code)      /* a log file made for a server that never ran */
+	memset(f, 0, sizeof(*f));
+	err = serve_run(o, oo, f);
+	/* a log file made for a server that never ran (the caller's process
+	 * removes it: it learns the daemon's outcome) */
+	if (err && !f->daemon)
 		serve_log_abandon();
-	return code;
+	f->err = err;
+	return err;
 }
 
 /* A zoned image (zoned.h) has zones only ublk can show: refuse FUSE (one
- * line; 2 asked for, 3 the only frontend here), before anything changes. */
+ * line; -EINVAL asked for, -ENODEV the only frontend here), before
+ * anything changes. */
 static int serve_zoned_frontend(const struct fe_serve_opts *o,
 				const struct ftl_open_opts *oo)
 {
@@ -625,7 +653,7 @@ static int serve_zoned_frontend(const struct fe_serve_opts *o,
 			ftl_opt ? " is an FTL option, and a zoned "
 			"image has no FTL" : " is not supported on zoned images "
 			"yet");
-		return EXIT_USAGE;
+		return -EINVAL;
 	}
 	if (!fuse_asked && (o->frontend ||
 			    access("/dev/ublk-control", F_OK) == 0))
@@ -633,10 +661,11 @@ static int serve_zoned_frontend(const struct fe_serve_opts *o,
 	fprintf(stderr, "ublk-flash: serve: %s is a zoned image: FUSE + loop "
 		"cannot show zones; it needs the ublk frontend (Linux 6.6+)%s\n",
 		o->image, fuse_asked ? "" : ", and this kernel has no ublk");
-	return fuse_asked ? EXIT_USAGE : EXIT_IO;
+	return fuse_asked ? -EINVAL : -ENODEV;
 }
 
-static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
+static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
+		     struct serve_fail *f)
 {
 	static char image[PATH_MAX], dir[PATH_MAX];
 	struct serve_entry e;
@@ -651,7 +680,7 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	} else if (!realpath(o->image, image)) {
 		char what[PATH_MAX + 16];
 		snprintf(what, sizeof(what), "serve: %s", o->image);
-		return cli_fail(what, -errno);
+		return serve_say(what, -errno);
 	}
 	o->image = image;
 	/* serve --upgrade: the image's live server, before anything (its
@@ -659,7 +688,7 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	if (o->upgrade) {
 		err = serve_entry_dir(image, dir, sizeof(dir));
 		if (err)
-			return cli_fail("serve --upgrade: run registry", err);
+			return serve_say("serve --upgrade: run registry", err);
 		code = serve_upgrade_target(o, dir);
 		if (code)
 			return code;
@@ -670,14 +699,13 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	code = serve_zoned_frontend(o, oo);
 	if (code)
 		return code;
-	ops = serve_pick(o->frontend);
+	ops = serve_pick(o->frontend, &err);
 	if (!ops)
-		return o->frontend && strcmp(o->frontend, "fuse") &&
-		       strcmp(o->frontend, "ublk") ? EXIT_USAGE : EXIT_IO;
+		return err;
 	if (o->upgrade && !ops->takeover) {
 		fprintf(stderr, "ublk-flash: serve --upgrade: a live upgrade "
 			"needs the ublk frontend, not --frontend %s\n", ops->name);
-		return EXIT_USAGE;
+		return -EINVAL;
 	}
 	err = serve_entry_dir(image, dir, sizeof(dir));
 	/* serve --upgrade: the entry stays its live server's until that one
@@ -685,16 +713,16 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	if (!err && !o->upgrade)
 		err = serve_entry_lock(dir, &lock_fd);
 	if (err == -EBUSY) {
-		if (serve_entry_load(dir, &e) == 0 && e.dev[0])
+		if (plumb_entry_load(dir, &e) == 0 && e.dev[0])
 			fprintf(stderr, "ublk-flash: serve: %s is already served "
 				"on %s (pid %d)\n", image, e.dev, (int)e.pid);
 		else
 			fprintf(stderr, "ublk-flash: serve: %s is already served\n",
 				image);
-		return EXIT_BUSY;
+		return -EBUSY;
 	}
 	if (err)
-		return cli_fail("serve: run registry", err);
+		return serve_say("serve: run registry", err);
 	o->run_dir = dir;
 	/* The lock at the path proves nothing if the folder was removed under
 	 * a live server (it holds the removed lock file): nothing of it is
@@ -707,12 +735,12 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 		close(lock_fd);
 		if (err == -EBUSY) {
 			serve_busy_unlisted(image, dir, owner);
-			return EXIT_BUSY;
+			return -EBUSY;
 		}
 		fprintf(stderr, "ublk-flash: serve: %s: cannot tell whether the "
 			"server of its run registry entry is gone (/proc: %s); "
 			"touched nothing\n", image, strerror(-err));
-		return EXIT_IO;
+		return serve_err_io(err, false);
 	}
 	/* A server that died (kill -9) left its device, mount and entry.
 	 * --recover (ublk) re-attaches to what it left: keep the entry. */
@@ -728,9 +756,8 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 			serve_entry_remove(dir, false);   /* made just now */
 		if (lock_fd >= 0)
 			close(lock_fd);
-		return err == -EROFS ? EXIT_USAGE :
-		       err == -EBUSY ? EXIT_BUSY :
-		       err == -EOPNOTSUPP ? EXIT_UNSUPPORTED : EXIT_IO;
+		return err == -EROFS ? -EINVAL :   /* --recover's other access */
+		       err == -EOPNOTSUPP ? err : serve_err_io(err, true);
 	}
 	/* what a successor is told (`ublk-flash upgrade`), paths absolute */
 	if (serve_options_record(o, oo, serve_options, sizeof(serve_options),
@@ -738,7 +765,7 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 		serve_options_len = 0;
 
 	if (o->foreground) {
-		code = serve_daemon(o, oo, ops, -1, &lock_fd);
+		code = serve_daemon(o, oo, ops, -1, &lock_fd, f);
 		if (!serve_entry_recorded(dir))   /* unless kept for --recover */
 			serve_entry_remove(dir, false);   /* nothing left behind */
 		if (lock_fd >= 0)
@@ -746,7 +773,7 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 		return code;
 	}
 	if (pipe2(pipefd, O_CLOEXEC) < 0) {
-		code = cli_fail("serve: pipe", -errno);
+		code = serve_say("serve: pipe", -errno);
 		if (!serve_entry_recorded(dir))
 			serve_entry_remove(dir, false);
 		if (lock_fd >= 0)
@@ -756,7 +783,7 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 	fflush(NULL);
 	child = fork();
 	if (child < 0) {
-		code = cli_fail("serve: fork", -errno);
+		code = serve_say("serve: fork", -errno);
 		close(pipefd[0]);
 		close(pipefd[1]);
 		if (!serve_entry_recorded(dir))
@@ -769,14 +796,14 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 		close(pipefd[1]);
 		if (lock_fd >= 0)
 			close(lock_fd);   /* the child keeps the lock */
-		return serve_parent(pipefd[0], child);
+		return serve_parent(pipefd[0], child, f);
 	}
 	close(pipefd[0]);
 	setsid();
 	if (chdir("/") < 0) {
 		/* realpath()ed image: the cwd does not matter */
 	}
-	code = serve_daemon(o, oo, ops, pipefd[1], &lock_fd);
+	code = serve_daemon(o, oo, ops, pipefd[1], &lock_fd, f);
 	/* However it ended, the entry goes (but a dead server's, kept by a
 	 * failed --recover; one handed over to a successor; a live one a
 	 * failed --upgrade wanted to take over); the log only after a clean
@@ -785,5 +812,6 @@ static int serve_run(struct fe_serve_opts *o, const struct ftl_open_opts *oo)
 		serve_entry_remove(dir, code == 0);
 	if (lock_fd >= 0)
 		close(lock_fd);
-	_exit(code);
+	f->daemon = true;   /* the caller ends this process (_exit) */
+	return code;
 }

@@ -182,9 +182,9 @@ void serve_ctl_keep(struct serve_ctl *c, int lock_fd,
 		    const struct serve_record *r);
 /* Stop answering (the socket is removed); stop requesters keep waiting. */
 void serve_ctl_stop(struct serve_ctl *c);
-/* Tell the stop requesters the outcome ("stopped", or "failed CODE WHY"
- * when the server exits with @code != 0) and free @c. */
-void serve_ctl_finish(struct serve_ctl *c, int code, const char *why);
+/* Tell the stop requesters the outcome ("stopped", or "failed ERRNO WHY"
+ * when the server ends with -errno @err) and free @c. */
+void serve_ctl_finish(struct serve_ctl *c, int err, const char *why);
 
 /* Send @cmd to the live server of @e and copy its answer to @out. */
 int serve_ctl_request(const struct serve_entry *e, const char *cmd, FILE *out);
@@ -197,7 +197,7 @@ int serve_ctl_connect(const struct serve_entry *e);
  * with s->handover_pid): answer the requester.  @err 0: the device is
  * quiesced; the requester gets "quiesced" with the entry's lock file
  * descriptor (SCM_RIGHTS: the entry stays locked through the handover)
- * and, from serve_ctl_finish, "handed-over" (or "failed CODE WHY").  Else
+ * and, from serve_ctl_finish, "handed-over" (or "failed ERRNO WHY").  Else
  * "error: upgrade: WHY" and the server serves on. */
 void serve_ctl_handover(struct serve_ctl *c, int err);
 
@@ -265,7 +265,7 @@ int serve_grow(struct fe_server *s, uint64_t size, uint64_t *max,
  *   "upgrade PID"  -> (PID: the requester, checked by its credentials)
  *                     "quiesced\n" + the entry's lock fd [+ "notify
  *                     PATH\n": its $NOTIFY_SOCKET], later
- *                     "handed-over\n" or "failed CODE WHY\n"; or
+ *                     "handed-over\n" or "failed ERRNO WHY\n"; or
  *                     "error: upgrade: WHY\n" (refused: nothing changed)
  */
 struct serve_upgrade {
@@ -285,7 +285,7 @@ uint64_t serve_now_ns(void);
 
 /* serve --upgrade, before anything: the live ublk server of @o->image
  * (its entry @dir, proven to hold it) into o->upgrade_pid and its device
- * number into o->dev_id.  0, or one line and the exit code. */
+ * number into o->dev_id.  0, or one line and -errno (serve_fail). */
 int serve_upgrade_target(struct fe_serve_opts *o, const char *dir);
 
 /* The options of this server @o, @oo for its successor (`ublk-flash
@@ -316,8 +316,8 @@ int serve_upgrade_lock(const char *dir, pid_t old, int *lock_fd);
 /* serve --upgrade, before the engine opens: prepare what the device needs
  * (@ops->takeover), hold descriptors for after the handover, ask the live
  * server u->old for the device and wait until it has closed the device
- * and the image; take on its $NOTIFY_SOCKET.  0, or the exit code after
- * one line (*handed_in: it had quiesced the device, which then waits for a
+ * and the image; take on its $NOTIFY_SOCKET.  0, or -errno (serve_fail)
+ * after one line (*handed_in: it had quiesced the device, which then waits for a
  * --recover). */
 int serve_upgrade_begin(struct fe_serve_opts *o, const struct fe_ops *ops,
 			struct fe_server *s, struct serve_upgrade *u,
@@ -339,10 +339,42 @@ void serve_upgrade_summary(const struct serve_upgrade *u, const char *dev,
 
 /* ---- lifecycle ---- */
 
-/* `ublk-flash serve`: run a server for @o (engine options @oo) and return
- * the process exit status (commands.h codes).  Unless @o->foreground, the
- * caller's process returns once the device is live (its path printed on
- * stdout) and a daemon keeps serving. */
-int serve_main(struct fe_serve_opts *o, const struct ftl_open_opts *oo);
+/* How a serve ended when it failed: serve_main's -errno with what the
+ * caller needs to turn it into an exit status (serve never chooses one:
+ * only the CLI maps, cmd_serve.c).  The errno's meaning is the contract:
+ *   -EINVAL      a bad option or value (a --pidfile or --log FILE that
+ *                cannot be written, --recover with another access than the
+ *                device's, an unknown frontend, an option a zoned image
+ *                cannot take)
+ *   -EBUSY       refused for safety: already served, the image in use, a
+ *                --pidfile naming a running process, no free device
+ *   -EOPNOTSUPP  not possible here, nothing changed (--upgrade without
+ *                QUIESCE_DEV, over FUSE, from an older server)
+ *   -EBADMSG, -EUCLEAN, -EPROTONOSUPPORT   a corrupt image (e.g. at the
+ *                clean checkpoint)
+ *   any other    an I/O or system error (serve_err_io folds a frontend's
+ *                or a library's errno of another meaning into -EIO)
+ * Its one-line reason is on stderr already, except when @image. */
+struct serve_fail {
+	int err;      /* serve_main's return, -errno */
+	bool image;   /* the engine could not open the image (not -EBUSY):
+	                 nothing said yet; the caller says what the image is
+	                 (it knows its kinds: cli_image_fail) */
+	bool daemon;  /* returned in the forked daemon, not the caller's
+	                 process: end it with _exit (its parent reported) */
+};
+
+/* @err as serve_main's contract reads it (serve/fail.c): itself when it
+ * means an I/O or system error there, else -EIO (a frontend's -EINVAL is
+ * not a usage error).  -EBUSY is kept only when @busy. */
+int serve_err_io(int err, bool busy);
+
+/* `ublk-flash serve`: run a server for @o (engine options @oo): 0, or
+ * -errno with *@f filled (above).  Unless @o->foreground, the caller's
+ * process returns once the device is live (its path printed on stdout)
+ * and a daemon keeps serving; the daemon returns here too when it ends
+ * (f->daemon), whatever the outcome. */
+int serve_main(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
+	       struct serve_fail *f);
 
 #endif

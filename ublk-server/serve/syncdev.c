@@ -6,7 +6,6 @@
  * answers.  Done in a child process the caller waits for a bounded time: a
  * sync that cannot finish (a wedged server) must not hold up the stop.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -20,113 +19,44 @@
 #include <unistd.h>
 
 #include "serve.h"
-#include "sysfs.h"
+#include "holders.h"
 
 #define SERVE_SYNC_MAXDEV 64
 
+/* The devices whose mounts are synced (plumb_blockdev_family), and how
+ * many mounts were. */
 struct serve_devset {
 	dev_t dev[SERVE_SYNC_MAXDEV];
-	unsigned n;
+	unsigned n, synced;
 };
 
-static void serve_devset_add(struct serve_devset *s, dev_t d)
+/* syncfs the mount @target if @dev is in the set @arg. */
+static int serve_sync_one(dev_t dev, const char *target, const char *fstype,
+			  void *arg)
 {
-	for (unsigned i = 0; i < s->n; i++)
-		if (s->dev[i] == d)
-			return;
-	if (s->n < SERVE_SYNC_MAXDEV)
-		s->dev[s->n++] = d;
-}
+	struct serve_devset *set = arg;
 
-/* Add the device whose sysfs "dev" file is @path ("MAJ:MIN"). */
-static void serve_devset_add_file(struct serve_devset *s, const char *path)
-{
-	unsigned maj, min;
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return;
-	if (fscanf(f, "%u:%u", &maj, &min) == 2)
-		serve_devset_add(s, makedev(maj, min));
-	fclose(f);
-}
-
-/* @d, its partitions and the devices stacked on it (holders), one level. */
-static void serve_devset_fill(struct serve_devset *s, dev_t d)
-{
-	char p[PATH_MAX], q[PATH_MAX + 300];
-	struct dirent *de;
-	DIR *dir;
-
-	serve_devset_add(s, d);
-	if (sysfs_devdir(d, p, sizeof(p)))
-		return;
-	if ((dir = opendir(p))) {
-		while ((de = readdir(dir))) {
-			snprintf(q, sizeof(q), "%s/%s/partition", p, de->d_name);
-			if (de->d_name[0] == '.' || access(q, F_OK) < 0)
-				continue;
-			snprintf(q, sizeof(q), "%s/%s/dev", p, de->d_name);
-			serve_devset_add_file(s, q);
+	(void)fstype;
+	for (unsigned i = 0; i < set->n; i++) {
+		if (set->dev[i] != dev)
+			continue;
+		int fd = open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0) {
+			if (syncfs(fd) == 0)
+				set->synced++;
+			close(fd);
 		}
-		closedir(dir);
+		break;
 	}
-	snprintf(q, sizeof(q), "%s/holders", p);
-	if ((dir = opendir(q))) {
-		while ((de = readdir(dir))) {
-			char r[PATH_MAX + 600];
-			if (de->d_name[0] == '.')
-				continue;
-			snprintf(r, sizeof(r), "%s/holders/%s/dev", p, de->d_name);
-			serve_devset_add_file(s, r);
-		}
-		closedir(dir);
-	}
-}
-
-/* Undo mountinfo's octal escapes (\040 for a space ...) in place. */
-static void serve_unescape(char *s)
-{
-	char *o = s;
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
-		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 3;
-		} else {
-			*o++ = *s;
-		}
-	}
-	*o = '\0';
+	return 0;
 }
 
 /* The child: syncfs every mount of a device in @set; exit status = how
  * many (capped). */
-static int serve_sync_child(const struct serve_devset *set)
+static int serve_sync_child(struct serve_devset *set)
 {
-	char line[PATH_MAX * 2], mp[PATH_MAX];
-	unsigned maj, min, n = 0;
-
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, mp) != 3)
-			continue;
-		for (unsigned i = 0; i < set->n; i++) {
-			if (set->dev[i] != makedev(maj, min))
-				continue;
-			serve_unescape(mp);
-			int fd = open(mp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			if (fd >= 0) {
-				if (syncfs(fd) == 0)
-					n++;
-				close(fd);
-			}
-			break;
-		}
-	}
-	fclose(f);
-	return n > 100 ? 100 : (int)n;
+	plumb_mounts_foreach(serve_sync_one, set);
+	return set->synced > 100 ? 100 : (int)set->synced;
 }
 
 int serve_sync_mounts(const char *dev, unsigned timeout_ms)
@@ -141,7 +71,7 @@ int serve_sync_mounts(const char *dev, unsigned timeout_ms)
 		return -errno;
 	if (!S_ISBLK(st.st_mode))
 		return -ENOTBLK;
-	serve_devset_fill(&set, st.st_rdev);
+	set.n = plumb_blockdev_family(st.st_rdev, set.dev, SERVE_SYNC_MAXDEV);
 	fflush(NULL);
 	child = fork();
 	if (child < 0)

@@ -19,7 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../cli/commands.h"
 #include "log.h"
 #include "nand-fault.h"
 #include "serve.h"
@@ -46,10 +45,10 @@ int serve_upgrade_target(struct fe_serve_opts *o, const char *dir)
 	struct serve_entry e;
 	unsigned id;
 
-	if (serve_entry_load(dir, &e) < 0 || !e.live) {
+	if (plumb_entry_load(dir, &e) < 0 || !e.live) {
 		fprintf(stderr, "ublk-flash: serve --upgrade: %s is not served "
 			"by a live server: nothing to upgrade\n", o->image);
-		return EXIT_IO;
+		return -ESRCH;
 	}
 	if (strcmp(e.frontend, "ublk") ||
 	    sscanf(e.dev, "/dev/ublkb%u", &id) != 1) {
@@ -58,13 +57,13 @@ int serve_upgrade_target(struct fe_serve_opts *o, const char *dir)
 			"nothing changed\n", o->image,
 			strcmp(e.frontend, "fuse") ? e.frontend : "FUSE + loop",
 			e.dev[0] ? e.dev : "?");
-		return EXIT_UNSUPPORTED;
+		return -EOPNOTSUPP;
 	}
 	if (!serve_entry_held_by(dir, e.pid)) {
 		fprintf(stderr, "ublk-flash: serve --upgrade: pid %d that the "
 			"entry of %s names is not the process holding it; "
 			"nothing changed\n", (int)e.pid, o->image);
-		return EXIT_IO;
+		return -ESRCH;
 	}
 	o->upgrade_pid = (int)e.pid;
 	o->dev_id = (int)id;
@@ -339,7 +338,7 @@ bool serve_handover(struct fe_server *s, const struct fe_ops *ops,
 
 /* serve --upgrade, before the engine opens: prepare what the device needs
  * (takeover), ask the live server for it and wait until it has closed the
- * device and the image.  0, or the exit code after one line (*handed_in:
+ * device and the image.  0, or -errno after one line (*handed_in:
  * the old server had quiesced the device: it waits for a --recover). */
 int serve_upgrade_begin(struct fe_serve_opts *o, const struct fe_ops *ops,
 			       struct fe_server *s, struct serve_upgrade *u,
@@ -351,8 +350,7 @@ int serve_upgrade_begin(struct fe_serve_opts *o, const struct fe_ops *ops,
 
 	err = ops->takeover ? ops->takeover(s) : -EOPNOTSUPP;
 	if (err)
-		return err == -EOPNOTSUPP ? EXIT_UNSUPPORTED :
-		       err == -EBUSY ? EXIT_BUSY : EXIT_IO;
+		return err == -EOPNOTSUPP ? err : serve_err_io(err, true);
 	/* What the engine, the control socket and the registry take after the
 	 * handover is held now, as descriptors given back once the old server
 	 * is done: a server short of them fails while the old one serves. */
@@ -365,7 +363,7 @@ int serve_upgrade_begin(struct fe_serve_opts *o, const struct fe_ops *ops,
 			"engine and the registry: %s\n", strerror(-err));
 		while (n > 0)
 			close(spare[--n]);
-		return EXIT_IO;
+		return serve_err_io(err, false);
 	}
 	err = serve_upgrade_ask(o->run_dir, u, why, sizeof(why));
 	if (err) {
@@ -378,7 +376,7 @@ int serve_upgrade_begin(struct fe_serve_opts *o, const struct fe_ops *ops,
 		while (n > 0)
 			close(spare[--n]);
 		return err == -EPERM && strstr(why, "older than") ?
-		       EXIT_UNSUPPORTED : EXIT_IO;
+		       -EOPNOTSUPP : serve_err_io(err, false);
 	}
 	*handed_in = true;
 	err = serve_upgrade_done(u, why, sizeof(why));
