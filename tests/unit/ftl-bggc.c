@@ -135,6 +135,20 @@ static void nap_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+/* Wait on @cv (@mx held) for 10 ms at most. */
+static void wait_10ms(pthread_cond_t *cv, pthread_mutex_t *mx)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 10000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(cv, mx, &ts);
+}
+
 /* Write whole device, then overwrite with inline GC until free blocks are
  * below the high watermark; flushed and closed clean. */
 static struct nand_backing *prepare(void)
@@ -487,15 +501,7 @@ static void half_evacuated(void)
 	/* wait for a victim half evacuated, or the thread done without one */
 	pthread_mutex_lock(&h.mx);
 	for (waited = 0; waited < 30000 && h.state == 0; waited += 10) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 10000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&h.cv, &h.mx, &ts);
+		wait_10ms(&h.cv, &h.mx);
 		if (h.state == 0 && nfree(f) >= f->bggc.hi)
 			break;          /* the thread is done */
 	}
@@ -827,17 +833,8 @@ static void late_wait(void)
 	T_CHECK(nfree(f) < f->bggc.hi, "work for the thread");
 	T_CHECK(ftl_bggc_start(f) == 0, "start the thread");
 	pthread_mutex_lock(&l.mx);
-	for (int k = 0; k < 3000 && !l.in_hook; k++) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 10000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&l.cv, &l.mx, &ts);
-	}
+	for (int k = 0; k < 3000 && !l.in_hook; k++)
+		wait_10ms(&l.cv, &l.mx);
 	T_CHECK(l.in_hook, "the GC thread paused after a step");
 	pthread_mutex_unlock(&l.mx);
 	l.f = f;
