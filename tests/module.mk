@@ -89,6 +89,14 @@ $(BUILD)/tests/vm/fsync-workload: $(BUILD)/obj/tests/vm/fsync-workload.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pc_libs,devmapper)
 
+# bench-engine: make bench's engine benchmark (tests/bench/bench-engine runs it), built
+# with everything else: a change that broke it went unseen until the next benchmark (the
+# h8/streams merge dropped a closing brace of pi_cost)
+all: $(BUILD)/tests/bench/bench-engine
+$(BUILD)/tests/bench/bench-engine: $(BUILD)/obj/tests/bench/bench-engine.o $(BUILD)/libengine.a $(BUILD)/libalign.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(ENGINE_LIBS) $(LIBALIGN_LIBS) -lm
+
 # tcg-calib: what the server's per-I/O primitives cost here (crc32c per implementation,
 # memcpy, pread/pwrite, syscalls, io_uring), for tests/bench/bench-calib, which runs it on
 # the host and in the TCG guest (the top of BUILD is shipped to the guest).
