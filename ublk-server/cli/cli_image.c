@@ -134,6 +134,12 @@ static bool reads_zoned(const char *cmd)
 
 int cli_image_fail(const char *cmd, const char *path, int err)
 {
+	return cli_image_fail_why(cmd, path, err, NULL);
+}
+
+int cli_image_fail_why(const char *cmd, const char *path, int err,
+		       const char *said)
+{
 	char what[PATH_MAX + 64] = "";
 	struct ftl_info info;
 	struct stat st;
@@ -145,7 +151,8 @@ int cli_image_fail(const char *cmd, const char *path, int err)
 	if (nand_backing_is_uri(path)) {
 		/* a remote medium: its backing said why (before any other
 		 * look at it replaces the reason); its lock's holder */
-		const char *why = nand_backing_uri_error(path);
+		const char *why = said && said[0] ? said :
+				  nand_backing_uri_error(path);
 		char msg[512];
 
 		snprintf(msg, sizeof(msg), "%s", why ? why : "");

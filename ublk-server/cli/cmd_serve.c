@@ -241,7 +241,7 @@ int cmd_serve(int argc, char **argv)
 	else if (f.daemon)     /* its parent said why */
 		code = cli_serve_exit(f.err);
 	else if (f.image)      /* says what IMG is */
-		code = cli_image_fail("serve", o.image, f.err);
+		code = cli_image_fail_why("serve", o.image, f.err, f.why);
 	else
 		code = cli_serve_exit(f.err);
 	if (f.daemon)

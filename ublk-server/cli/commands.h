@@ -107,6 +107,11 @@ int cli_stale(const char *cmd, const char *arg, const struct serve_entry *e);
  * and return the exit code (2 not a file or block device, 4 not an octant
  * image / corrupt, else as cli_fail). */
 int cli_image_fail(const char *cmd, const char *path, int err);
+/* The same with the medium's own reason @why (a remote medium opened in
+ * another process: serve's daemon, serve_fail.why); NULL or "": as
+ * cli_image_fail. */
+int cli_image_fail_why(const char *cmd, const char *path, int err,
+		       const char *why);
 /* Before a command that reads @path as an image: 1 after printing "CMD:
  * PATH: not an octant image (...)" when @path holds no octant superblock
  * and is empty, too small or holds something libblkid knows; 0 otherwise

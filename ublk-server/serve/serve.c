@@ -148,8 +148,10 @@ static int serve_dm_attach(struct fe_server *s, char *dmpath, size_t len)
 static char serve_report_note[512];
 
 /* Tell the waiting parent how the start went ("OK dev", or "ERR ERRNO
- * IMAGE": serve_fail's err, positive, and image 0|1). */
-static void serve_report(int fd, int err, bool image, const char *dev)
+ * IMAGE\nWHY": serve_fail's err, positive, image 0|1 and why, a line,
+ * maybe empty). */
+static void serve_report(int fd, int err, const struct serve_fail *f,
+			 const char *dev)
 {
 	char msg[1024];
 	if (fd < 0)
@@ -158,7 +160,8 @@ static void serve_report(int fd, int err, bool image, const char *dev)
 		snprintf(msg, sizeof(msg), "OK %s\n%s%s", dev, serve_report_note,
 			 serve_report_note[0] ? "\n" : "");
 	else
-		snprintf(msg, sizeof(msg), "ERR %d %d\n", -err, image);
+		snprintf(msg, sizeof(msg), "ERR %d %d\n%s\n", -err, f->image,
+			 f->why);
 	if (write(fd, msg, strlen(msg)) < 0) {
 		/* the parent is gone; keep going */
 	}
@@ -182,7 +185,12 @@ static int serve_parent(int rfd, pid_t child, struct serve_fail *f)
 	}
 	waitpid(child, NULL, 0);
 	if (sscanf(msg, "ERR %d %d", &err, &image) == 2) {
+		const char *why = strchr(msg, '\n');
+
 		f->image = image;
+		if (why)
+			snprintf(f->why, sizeof(f->why), "%.*s",
+				 (int)strcspn(why + 1, "\n"), why + 1);
 		return -err;
 	}
 	fprintf(stderr, "ublk-flash: serve: the server died while starting\n");
@@ -287,6 +295,12 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 		err = ftl_open(o->image, &open_opts, &s.ftl);
 	if (err) {
 		code = serve_open_fail(o->image, err, &f->image);
+		/* a remote medium's reason lives in this thread: carried to
+		 * the caller (the parent of a daemon) in f->why */
+		if (f->image && nand_backing_is_uri(o->image) &&
+		    nand_backing_uri_error(o->image))
+			snprintf(f->why, sizeof(f->why), "%s",
+				 nand_backing_uri_error(o->image));
 		goto out;
 	}
 	up.t_opened = serve_now_ns();
@@ -419,7 +433,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 		       serve_report_note[0] ? "\n" : "");
 		fflush(stdout);
 	} else {
-		serve_report(report_fd, 0, false, dm ? dmpath : s.devpath);
+		serve_report(report_fd, 0, f, dm ? dmpath : s.devpath);
 		report_fd = -1;
 	}
 	live = true;
@@ -535,7 +549,7 @@ out:
 			"pid %d serves /dev/ublkb%d on\n", o->upgrade_pid,
 			o->dev_id);
 	serve_ctl_finish(ctl, code, why);
-	serve_report(report_fd, code, f->image, NULL);
+	serve_report(report_fd, code, f, NULL);
 	return code;
 }
 

@@ -362,6 +362,9 @@ struct serve_fail {
 	                 (it knows its kinds: cli_image_fail) */
 	bool daemon;  /* returned in the forked daemon, not the caller's
 	                 process: end it with _exit (its parent reported) */
+	char why[512];/* with image: a remote medium's own reason (its
+	                 backing said it in the process that opened it:
+	                 nand_backing_uri_error), "" when none */
 };
 
 /* @err as serve_main's contract reads it (serve/fail.c): itself when it
