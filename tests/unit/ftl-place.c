@@ -355,7 +355,7 @@ static void open_across(bool old, uint64_t seed)
 	old_fmt = old;
 	f = mem_open(16u << 20, 16, 125, true, false, FTL_GC_GREEDY, &b);
 	old_fmt = false;
-	nand_mem_hold(b);       /* reopened below after the clean close */
+	/* b: mem_open's hold keeps it for the reopen after the clean close */
 	/* groups never written read cold: STREAM_COLD's block takes them */
 	for (uint32_t i = 0; i < n0; i++) {
 		memset(w, 0x10 + i, sizeof(w));
@@ -414,6 +414,8 @@ static void open_across(bool old, uint64_t seed)
 	}
 	if (!r)
 		ftl_close(g);
+	else
+		m->ops->destroy(m);
 	free(img);
 	/* a clean close, then a clean open from its checkpoint (a delta
 	 * after the base: its version must go with the base's) */
