@@ -341,10 +341,25 @@ static uint32_t base_version(struct ftl *f)
 	return h.version;
 }
 
+/* Pages 0 .. n-1 of @g read back as open_across wrote them (page i all
+ * 0x10 + i). */
+static void pages_back(struct ftl *g, uint32_t n, const char *fmt,
+		       const char *when)
+{
+	static uint8_t w[4096], rd[4096];
+
+	for (uint32_t i = 0; i < n; i++) {
+		memset(w, 0x10 + i, sizeof(w));
+		T_CHECK(ftl_read(g, rd, (uint64_t)i * 4096, 4096) == 0 &&
+			!memcmp(rd, w, sizeof(w)), "%s: page %u %s", fmt, i,
+			when);
+	}
+}
+
 static void open_across(bool old, uint64_t seed)
 {
 	const char *fmt = old ? "version-5 image" : "new image";
-	static uint8_t w[4096], rd[4096];
+	static uint8_t w[4096];
 	uint32_t n0 = 5, blk, wp, moved = 0;
 	struct nand_backing *b, *m;
 	struct ftl *f, *g = NULL;
@@ -406,12 +421,8 @@ static void open_across(bool old, uint64_t seed)
 	nand_mem_load(m, img);
 	r = ftl_open_backing(m, NULL, &g);
 	T_CHECK(r == 0, "%s: open after the power cut: %d", fmt, r);
-	for (uint32_t i = 0; !r && i < 2 * n0; i++) {
-		memset(w, 0x10 + i, sizeof(w));
-		T_CHECK(ftl_read(g, rd, (uint64_t)i * 4096, 4096) == 0 &&
-			!memcmp(rd, w, sizeof(w)), "%s: page %u after the cut",
-			fmt, i);
-	}
+	if (!r)
+		pages_back(g, 2 * n0, fmt, "after the cut");
 	if (!r)
 		ftl_close(g);
 	else
@@ -424,12 +435,8 @@ static void open_across(bool old, uint64_t seed)
 	r = ftl_open_backing(b, NULL, &g);
 	T_CHECK(r == 0 && ftl_mount_kind(g) == FTL_MOUNT_CLEAN,
 		"%s: clean open after a clean close: %d", fmt, r);
-	for (uint32_t i = 0; !r && i < 2 * n0; i++) {
-		memset(w, 0x10 + i, sizeof(w));
-		T_CHECK(ftl_read(g, rd, (uint64_t)i * 4096, 4096) == 0 &&
-			!memcmp(rd, w, sizeof(w)), "%s: page %u reopened",
-			fmt, i);
-	}
+	if (!r)
+		pages_back(g, 2 * n0, fmt, "reopened");
 	if (!r)
 		ftl_close(g);
 }
