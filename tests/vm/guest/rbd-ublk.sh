@@ -15,6 +15,7 @@ ublk_require_driver
 env=${OCTANT_VM_OUT:-/nonexistent}/ceph/guest.env
 [ -r "$env" ] || { echo "SKIP: no Ceph cluster on the host ($env missing: OCTANT_VM_RBD=1, and ceph-mon ceph-mgr ceph-osd ceph-common on the host)"; exit 77; }
 [ -d /octant/rbd/modules ] || { echo "SKIP: no librbd in this guest (vm-run.sh --rbd; guest-tap.sh passes it with OCTANT_VM_RBD=1)"; exit 77; }
+# shellcheck source=/dev/null
 . "$env"
 export CEPH_CONF=${env%/*}/guest.conf
 
