@@ -13,7 +13,7 @@
 # 8G), OCTANT_VM_TESTS (name patterns when none are given), BUILD (default build),
 # OCTANT_VM_RBD (1: guest/rbd-ublk.sh gets its one-node Ceph cluster, started here on the
 # host's 127.0.0.1 and stopped by pid at the end, and the 7.3 guest a NIC and librbd
-# (vm-run.sh --rbd); default 0: it SKIPs, see docs/vm.md "ublk on an RBD medium").
+# (vm-run.sh --rbd); the default; 0: it SKIPs, see docs/vm.md "ublk on an RBD medium").
 # Before the boots it makes the host FUSE reference for guest/compare-ublk.sh (seed drawn per
 # run, OCTANT_SEED replays) in $BUILD/vm-out, shared with the guests at /octant/out.
 # SKIPs loudly per kernel ("ok N 6.12: vm tier # skip kernel 6.12: cannot fetch ...") without
@@ -69,7 +69,7 @@ fi
 # guest/rbd-ublk.sh's cluster (OCTANT_VM_RBD=1): the guest of kernel $rbd_kernel reaches it
 # (vm-run.sh --rbd, guest/rbd-ublk.sh's vm-kernels line); without it that script SKIPs.
 rbd_kernel=7.3 rbd_wanted=0 rbd_up=0
-[ "${OCTANT_VM_RBD:-0}" = 1 ] && [[ " $OCTANT_VM_KERNELS " == *" $rbd_kernel "* ]] && rbd_wanted=1
+[ "${OCTANT_VM_RBD:-1}" = 1 ] && [[ " $OCTANT_VM_KERNELS " == *" $rbd_kernel "* ]] && rbd_wanted=1
 [ $# -eq 0 ] || [[ " $* " == *" rbd"* ]] || rbd_wanted=0
 if [ $rbd_wanted -eq 1 ]; then
 	t0=$(vm_now)
