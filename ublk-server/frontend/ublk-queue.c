@@ -140,8 +140,8 @@ static void q_workers_stop(struct ublk_queue *q)
 	free(q->todo);
 	free(q->done);
 	free(q->done_spare);
-	free(q->reads);
-	q->reads = NULL;
+	free(q->inl);
+	q->inl = NULL;
 	q->todo = NULL;
 	q->done = q->done_spare = NULL;
 }
@@ -157,8 +157,8 @@ static int q_workers_start(struct ublk_queue *q)
 	q->todo = calloc(q->depth, sizeof(*q->todo));
 	q->done = calloc(q->depth, sizeof(*q->done));
 	q->done_spare = calloc(q->depth, sizeof(*q->done_spare));
-	q->reads = calloc(q->depth, sizeof(*q->reads));
-	if (!q->todo || !q->done || !q->done_spare || !q->reads)
+	q->inl = calloc(q->depth, sizeof(*q->inl));
+	if (!q->todo || !q->done || !q->done_spare || !q->inl)
 		return -ENOMEM;
 	ret = pthread_mutex_init(&q->wlock, NULL);
 	if (ret)
@@ -195,6 +195,22 @@ static int q_arm_event(struct ublk_queue *q)
 	return 0;
 }
 
+/* Queue @tag for the workers (q->wlock held); q_wake once a batch is. */
+static void q_hand(struct ublk_queue *q, unsigned tag)
+{
+	q->busy++;
+	q->todo[(q->todo_head + q->todo_n) % q->depth] = tag;
+	q->todo_n++;
+}
+
+static void q_wake(struct ublk_queue *q, unsigned nnew)
+{
+	if (nnew > 1)
+		pthread_cond_broadcast(&q->wcond);
+	else if (nnew)
+		pthread_cond_signal(&q->wcond);
+}
+
 /* Commit every answer the workers posted. */
 static int q_harvest(struct ublk_queue *q)
 {
@@ -222,7 +238,7 @@ static int q_harvest(struct ublk_queue *q)
 static void q_loop(struct ublk_queue *q)
 {
 	struct io_uring_cqe *cqe;
-	unsigned head, n, nnew, nread, i;
+	unsigned head, n, nnew, ninl, i;
 	int ret, err = 0;
 
 	/* Draining (QUIESCE_DEV: a live upgrade) ends once the workers hold
@@ -243,7 +259,7 @@ static void q_loop(struct ublk_queue *q)
 			err = ret;
 			break;
 		}
-		n = nnew = nread = 0;
+		n = nnew = ninl = 0;
 		pthread_mutex_lock(&q->wlock);
 		io_uring_for_each_cqe(&q->ring, head, cqe) {
 			unsigned tag = (unsigned)cqe->user_data;
@@ -261,13 +277,12 @@ static void q_loop(struct ublk_queue *q)
 			if (res == UBLK_IO_RES_OK && tag < q->depth) {
 				q->ios++;
 				if (ublksrv_get_op(&q->iods[tag]) ==
-				    UBLK_IO_OP_READ) {
-					q->reads[nread++] = tag;
+				    UBLK_IO_OP_READ ||
+				    ublk_q_write_plain(q, tag)) {
+					q->inl[ninl++] = tag;
 					continue;
 				}
-				q->busy++;
-				q->todo[(q->todo_head + q->todo_n) % q->depth] = tag;
-				q->todo_n++;
+				q_hand(q, tag);
 				nnew++;
 			} else if (res == UBLK_IO_RES_ABORT) {
 				q->draining |= __atomic_load_n(&q->dev->quiescing,
@@ -278,21 +293,38 @@ static void q_loop(struct ublk_queue *q)
 				err = res < 0 ? res : -EIO;
 			}
 		}
-		if (nnew > 1)
-			pthread_cond_broadcast(&q->wcond);
-		else if (nnew)
-			pthread_cond_signal(&q->wcond);
+		q_wake(q, nnew);
 		pthread_mutex_unlock(&q->wlock);
 		io_uring_cq_advance(&q->ring, n);
-		/* Reads inline, while the workers run what was handed over;
-		 * their answers go out with this batch's commits. */
-		for (i = 0; i < nread; i++) {
-			unsigned tag = q->reads[i];
+		/* Reads and the writes that cannot wait inline, while the
+		 * workers run what was handed over; their answers go out
+		 * with this batch's commits.  A write that could wait goes to
+		 * the workers after all. */
+		nnew = 0;
+		for (i = 0; i < ninl; i++) {
+			unsigned tag = q->inl[i];
+			void *buf = ublk_q_buf(q, tag);
+			int res;
 
-			ret = q_prep(q, UBLK_IO_COMMIT_AND_FETCH_REQ, tag,
-				     ublk_q_handle(q, tag, ublk_q_buf(q, tag)));
+			if (ublksrv_get_op(&q->iods[tag]) == UBLK_IO_OP_READ) {
+				res = ublk_q_handle(q, tag, buf);
+			} else {
+				res = ublk_q_try_write(q, tag, buf);
+				if (res == -EAGAIN) {
+					q->inl[nnew++] = tag;
+					continue;
+				}
+			}
+			ret = q_prep(q, UBLK_IO_COMMIT_AND_FETCH_REQ, tag, res);
 			if (ret && !err)
 				err = ret;
+		}
+		if (nnew) {
+			pthread_mutex_lock(&q->wlock);
+			for (i = 0; i < nnew; i++)
+				q_hand(q, q->inl[i]);
+			q_wake(q, nnew);
+			pthread_mutex_unlock(&q->wlock);
 		}
 		ret = q_harvest(q);
 		if (ret && !err)
