@@ -6,9 +6,13 @@
  * fetch means the driver put request @tag in the mmap'ed descriptor array.
  * A READ the ring thread serves itself (ftl_read is lock-free and costs one
  * backing pread per run of pages: a hand-off would cost more than it
- * saves); every other request (write, flush, discard, write-zeroes, which
- * may wait for the engine's lock, GC or an fsync) it hands to the workers,
- * which run it on the engine and post the answer.  Either way the ring
+ * saves), and a plain WRITE (no FUA) when the engine can serve it without
+ * waiting (ftl_write_try: a few whole pages, the locks free at once, room
+ * in the open block, no GC, checkpoint or sync due: one backing pwrite,
+ * like a read's pread); every other request (a write ftl_write_try turned
+ * back with -EAGAIN, flush, discard, write-zeroes, which may wait for the
+ * engine's lock, GC or an fsync) it hands to the workers, which run it on
+ * the engine and post the answer.  Either way the ring
  * thread answers with COMMIT_AND_FETCH_REQ carrying the result.  Only the
  * ring thread touches the ring (the driver binds the queue to the task that
  * fetched); the workers wake it through an eventfd whose read is queued on
@@ -17,12 +21,18 @@
  * committing the answers of others (as ublksrv's loop target submits its
  * backing I/O through the ring).
  *
- * Ordering: the workers take the non-read requests in order of arrival, so
- * a FLUSH runs after every write this queue answered before the FLUSH was
- * issued (the block layer only sends a FLUSH for writes it saw completed;
- * those of other queues were answered, hence on the engine, before it).  A
- * write still running in the other worker was not answered: the FLUSH owes
- * it nothing, as the block layer orders no requests in flight together.
+ * Ordering: every request is answered (committed) only after the engine
+ * call that serves it returned, in the ring thread or a worker.  The block
+ * layer sends a FLUSH only for writes it saw completed, i.e. answered:
+ * each was on the engine (on its map, in its log) before its answer was
+ * queued, hence before the FLUSH was even issued, so ftl_flush, run later
+ * by a worker, covers it whoever served it (ftl.h: ftl_flush covers every
+ * write that completed before it; ftl_write_try's serve is ftl_write's).
+ * This holds for writes of other queues alike.  A write still running in
+ * a worker, or turned back by ftl_write_try and queued after the FLUSH,
+ * was not answered: the FLUSH owes it nothing, as the block layer orders
+ * no requests in flight together.  The same for a FUA write: never served
+ * inline, ftl_write syncs before its answer.
  * Serving reads inline cannot reorder anything the block layer relies on: a
  * read changes nothing on the engine, so no FLUSH, FUA or later write
  * depends on it, and the block layer never keeps a read and an overlapping
