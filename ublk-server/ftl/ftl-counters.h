@@ -80,6 +80,7 @@
 	X(gc_bg_erase_rounds,   ENG)   \
 	X(gc_bg_errors,         ENG)   \
 	X(fsum_pages,           ENG)   \
-	X(gc_throttled,         ENG)
+	X(gc_throttled,         ENG)   \
+	X(gc_paced,             ENG)
 
 #endif

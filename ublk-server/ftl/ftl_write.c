@@ -92,7 +92,7 @@ static int host_prog(struct ftl *f, uint32_t lpn, const void *data,
 		int s = ftl_place_host(f, kind == FTL_OOB_DATA ? lpn :
 					  FTL_NONE);
 
-		r = ftl_balance(f);
+		r = ftl_balance(f, 1);
 		if (!r)
 			r = ftl_prog_page(f, s, lpn, data, kind, NULL);
 		if (r != -ENOSPC || i >= 3 || !ftl_stream_needs_block(f, s))
@@ -156,7 +156,7 @@ static int write_run(struct ftl *f, uint64_t lpn, uint64_t n,
 						   f->g.ps);
 		ftl_lock(&f->lock);
 		s = ftl_place_host(f, (uint32_t)lpn);
-		r = ftl_balance(f);
+		r = ftl_balance(f, c);
 		if (!r)
 			r = ftl_run_reserve(f, s, (uint32_t)lpn, unlocked ? c : 0,
 					    tls_crc, tls_oob, sizeof(tls_oob),
