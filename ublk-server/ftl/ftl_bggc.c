@@ -146,6 +146,8 @@ static int bggc_ckpt(struct ftl *f)
 	return r;
 }
 
+static long pace_ns(const struct ftl *f, uint32_t pages);
+
 static void *bggc_main(void *arg)
 {
 	struct ftl *f = arg;
@@ -196,9 +198,10 @@ static void *bggc_main(void *arg)
 		pthread_cond_broadcast(&f->bggc.room); /* throttled writers */
 		/* let writers waiting on the lock in: a writer woken by the
 		 * unlock needs a moment to run, and a mutex is not fair (no
-		 * pause while writers wait on room instead: they need the
-		 * next step sooner) */
-		hurry = f->bggc.waiters > 0;
+		 * pause while writers wait on room instead, or are paced:
+		 * they need the next step sooner, and a pause of a loaded
+		 * host is a wake-up behind the other runnable threads) */
+		hurry = f->bggc.waiters > 0 || pace_ns(f, 1) > 0;
 		ftl_unlock(&f->lock);
 		if (f->bggc.step_hook)            /* tests: lock released */
 			f->bggc.step_hook(f, f->bggc.step_ctx);
