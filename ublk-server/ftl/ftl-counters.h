@@ -35,8 +35,9 @@
  * victims emptied and erase rounds done by the background GC thread,
  * errors that thread hit (each one also failed the next host write), and
  * flush summary pages programmed (what the proof of host flushes costs,
- * ftl_fsum.c), and waits of writers throttled by the GC thread's
- * watermarks (ftl_bggc_throttle).
+ * ftl_fsum.c), waits of writers at the reserve for the GC thread
+ * (ftl_bggc_throttle), and writes paced below its high watermark
+ * (ftl_bggc_pace).
  */
 #ifndef OCTANT_FTL_COUNTERS_H
 #define OCTANT_FTL_COUNTERS_H
