@@ -42,6 +42,17 @@
  *    writer must go on writing, not collect (it found nothing to collect
  *    and failed with ENOSPC: make compare --aged under load, "critical
  *    space allocation error"; the write's own retries hid most of them).
+ * 8. Paced writers (PACING, ftl_bggc.c): a slow backing sync (a hook in
+ *    the thread's unlocked sync sleeps SLOW_SYNC_MS, as an fdatasync of a
+ *    loaded disk does) and fixed GC batches; one writer overwrites at
+ *    random on a full device.  At the end of each of the thread's syncs
+ *    the hook counts whether a writer is waiting at the reserve for it
+ *    (f->bggc.waiters: a write that stalled for a whole sync).  Unpaced,
+ *    the writer ran through the free blocks above the reserve at memory
+ *    speed and waited in nearly every sync (old code: 100 %); paced, the
+ *    delays in proportion to the debt keep it above the reserve: at most
+ *    a quarter of the syncs may end with a writer waiting.  Counts
+ *    events, not latencies.
  * Seeded: OCTANT_SEED replays.
  *
  * Inspects engine internals (struct ftl, ftl-int.h): the GC thread's
@@ -879,6 +890,47 @@ static void late_wait(void)
 	b->ops->destroy(b);
 }
 
+#define SLOW_SYNC_MS 3
+
+struct slow {
+	int syncs, stalled;     /* the thread's syncs; ended with a waiter */
+};
+
+static void slow_sync_hook(struct ftl *f, void *ctx)
+{
+	struct slow *s = ctx;
+
+	nap_ms(SLOW_SYNC_MS);
+	s->syncs++;
+	if (__atomic_load_n(&f->bggc.waiters, __ATOMIC_RELAXED))
+		s->stalled++;
+}
+
+static void paced(void)
+{
+	struct ftl_open_opts o = { .gc_batch = 2 };
+	struct nand_backing *b = prepare();
+	struct slow s = { 0 };
+	struct ftl *f = NULL;
+
+	nand_mem_hold(b);
+	T_CHECK(ftl_open_backing(b, &o, &f) == 0, "open (gc_batch 2)");
+	f->bggc.sync_hook = slow_sync_hook;
+	f->bggc.sync_ctx = &s;
+	T_CHECK(ftl_bggc_start(f) == 0, "start the thread");
+	overwrite(f, 2 * PAGES);
+	ftl_bggc_stop(f);
+	fprintf(stderr, "paced writer: %d of the thread's %d slow syncs ended "
+		"with a writer waiting at the reserve; %llu writes paced\n",
+		s.stalled, s.syncs, (unsigned long long)f->ctr.m.gc_paced);
+	T_CHECK(s.syncs >= 8, "the thread synced (%d times)", s.syncs);
+	T_CHECK(s.stalled * 4 <= s.syncs, "%d of %d syncs ended with a writer "
+		"stalled at the reserve (at most a quarter)", s.stalled, s.syncs);
+	verify(f, "after paced writes");
+	T_CHECK(ftl_close(f) == 0, "close");
+	b->ops->destroy(b);
+}
+
 int main(void)
 {
 	rs = t_seed() | 1;
@@ -899,6 +951,8 @@ int main(void)
 		cut_in_sync();
 	if (!t_failures)
 		late_wait();
+	if (!t_failures)
+		paced();
 	free(shadow);
 	free(rbuf);
 	return t_result();

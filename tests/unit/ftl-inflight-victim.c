@@ -64,7 +64,7 @@ static int reserve(int i, uint32_t lpn, uint8_t v)
 	fill(model + (size_t)lpn * 4096, lpn, PPB, v);
 	for (uint32_t p = 0; p < PPB; p++)
 		crc[i][p] = oct_crc32c(0, data[i] + (size_t)p * 4096, 4096);
-	r = ftl_balance(f);
+	r = ftl_balance(f, 1);
 	if (!r)
 		r = ftl_run_reserve(f, STREAM_HOST, lpn, PPB, crc[i], oob[i], sizeof(oob[i]),
 				    &x[i]);

@@ -44,7 +44,7 @@ int main(void)
 static struct ftl *f;
 static uint8_t page[4096];
 
-static void op_balance(void) { (void)ftl_balance(f); }
+static void op_balance(void) { (void)ftl_balance(f, 1); }
 static void op_ckpt(void) { (void)ftl_ckpt_write(f, false); }
 static void op_gc(void) { (void)ftl_gc_free_space(f); }
 static void op_wl(void) { (void)ftl_wl_static(f); }
@@ -72,7 +72,7 @@ static void op_balance_locked(void)
 	int r;
 
 	ftl_lock(&f->lock);
-	r = ftl_balance(f);
+	r = ftl_balance(f, 1);
 	ftl_unlock(&f->lock);
 	_exit(r ? 3 : 0);
 }

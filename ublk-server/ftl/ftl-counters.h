@@ -35,10 +35,11 @@
  * victims emptied and erase rounds done by the background GC thread,
  * errors that thread hit (each one also failed the next host write), and
  * flush summary pages programmed (what the proof of host flushes costs,
- * ftl_fsum.c), waits of writers throttled by the GC thread's
- * watermarks (ftl_bggc_throttle), and host writes ftl_write_try served
- * without waiting / turned back with -EAGAIN (the ublk ring thread's
- * inline writes, ublk-queue.c).
+ * ftl_fsum.c), waits of writers at the reserve for the GC thread
+ * (ftl_bggc_throttle), writes paced below its high watermark
+ * (ftl_bggc_pace), and host writes ftl_write_try served without
+ * waiting / turned back with -EAGAIN (the ublk ring thread's inline
+ * writes, ublk-queue.c).
  */
 #ifndef OCTANT_FTL_COUNTERS_H
 #define OCTANT_FTL_COUNTERS_H
@@ -83,6 +84,7 @@
 	X(gc_bg_errors,         ENG)   \
 	X(fsum_pages,           ENG)   \
 	X(gc_throttled,         ENG)   \
+	X(gc_paced,             ENG)   \
 	X(write_try_served,     ENG)   \
 	X(write_try_again,      ENG)
 

@@ -525,6 +525,8 @@ struct ftl_gc {
 	uint64_t *pend_gen;          /* sync generation when they became so */
 	uint32_t npend;
 	uint32_t batch, batch_max;   /* victims per forced sync (adaptive) */
+	float sync_ms;               /* what an erase round's sync costs, ms:
+	                                a moving average (learn_batch) */
 	uint64_t erased;             /* blocks its erase rounds erased */
 	struct ftl_evac ev[2];       /* victims: [0] a writer's (whole), [1]
 	                                the GC thread's (resumable) */
@@ -559,8 +561,6 @@ struct ftl_bggc {
 	                                (ftl_balance) and clears it */
 	uint32_t hi;                 /* the thread collects while nfree < hi
 	                                (set at alloc) */
-	uint32_t lo;                 /* writers opening a block below it are
-	                                throttled (reserve < lo <= hi) */
 	pthread_cond_t room;         /* the thread made room (or stopped
 	                                trying): wakes throttled writers */
 	uint32_t waiters;            /* writers waiting on room at the
@@ -812,7 +812,7 @@ void ftl_fmark_load(struct ftl *f, const uint8_t *area);
 
 /* ftl_balance.c: before each host page, checkpoint / GC / retire /
  * scrub as needed (f->lock held) */
-int ftl_balance(struct ftl *f);
+int ftl_balance(struct ftl *f, uint32_t pages);
 
 /* ftl_bggc.c: the background GC thread of a writable engine */
 void ftl_bggc_marks(struct ftl *f);
@@ -821,10 +821,16 @@ void ftl_bggc_stop(struct ftl *f);
 /* Writers (f->lock held): wake the thread when free space is below the
  * high watermark; returns the thread's unreported error (and clears it). */
 int ftl_bggc_poke(struct ftl *f);
-/* Writers (f->lock held) about to open a host block: throttled below
- * bggc.lo, wait for the thread at the reserve.  0: go on, 1: collect
- * inline (at the reserve, no thread that can help), 2: the lock was let
- * go, decide again. */
+/* Writers (f->lock held), before @pages host pages: below bggc.hi a delay
+ * in proportion to the thread's debt, f->lock let go (1: decide again),
+ * else 0. */
+int ftl_bggc_pace(struct ftl *f, uint32_t pages);
+/* Would @pages host pages be paced now (f->lock held)?  A writer that must
+ * not wait (ftl_write_try) leaves such a write to ftl_write. */
+bool ftl_bggc_pacing(const struct ftl *f, uint32_t pages);
+/* Writers (f->lock held) about to open a host block: wait for the thread
+ * at the reserve.  0: go on, 1: collect inline (at the reserve, no thread
+ * that can help), 2: the lock was let go, decide again. */
 int ftl_bggc_throttle(struct ftl *f, unsigned *waits);
 
 /* ftl_maint.c: moves above GC (f->lock held) */

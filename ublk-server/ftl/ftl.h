@@ -203,8 +203,9 @@ int ftl_flush(struct ftl *f);
  * whole pages of the medium, at most FTL_WRITE_TRY_PAGES of them, without
  * FTL_FUA, its range locks and the engine lock are free at once, and the
  * host stream's open block takes all of it with nothing due first (no
- * checkpoint, GC, new block, move off a retired block, scrub, nor host
- * run of another writer still being programmed).  Else -EAGAIN with
+ * checkpoint, GC, pacing behind the GC thread, new block, move off a
+ * retired block, scrub, nor host run of another writer still being
+ * programmed).  Else -EAGAIN with
  * nothing written: call ftl_write (which may wait for all of those).
  * Once served it is what ftl_write would have done: on the map for every
  * reader and covered by the next ftl_flush.  Counted in stats as

@@ -24,17 +24,19 @@ static bool seq_room_low(const struct ftl *f)
  * garbage collection (and the static-WL check after its erase round)
  * while the host stream would have to open a block from GC's
  * reserve (the low watermark: with a background GC thread, ftl_bggc.c,
- * only when it cannot help; above it the thread is woken instead, and
- * below its throttle watermark the writer lets it run first:
- * ftl_bggc_throttle).  A due checkpoint is the thread's, when there is
- * one.
+ * only when it cannot help; above it the thread is woken instead, a
+ * writer of @pages host pages below its high watermark is paced, once per
+ * call, in proportion to how far the thread is behind: ftl_bggc_pace,
+ * and one at the reserve waits for it: ftl_bggc_throttle).  A due
+ * checkpoint is the thread's, when there is one.
  * -EROFS once the spares are used up (ftl_bb_grown); -ENOSPC when GC
  * found no room (a backing that is full: the device stays writable); an
  * error the GC thread hit since the last host write is returned once.
  */
-int ftl_balance(struct ftl *f)
+int ftl_balance(struct ftl *f, uint32_t pages)
 {
 	unsigned waits = 0;
+	bool paced = false;
 	int r, t;
 
 	FTL_ASSERT_HELD(&f->lock);
@@ -62,10 +64,17 @@ int ftl_balance(struct ftl *f)
 			return r;
 		if (f->bb.worn_out)
 			return -EROFS;
+		/* a short delay in proportion to the GC debt, not one
+		 * writer's whole wait at the reserve (PACING, ftl_bggc.c) */
+		if (!paced) {
+			paced = true;
+			if (ftl_bggc_pace(f, pages))
+				continue;       /* the lock was let go: again */
+		}
 		if (!ftl_host_needs_block(f))
 			return 0;
-		/* watermarks: throttled below bggc.lo, waits for the GC
-		 * thread at the reserve; inline GC only without its help */
+		/* at the reserve: waits for the GC thread; inline GC only
+		 * without its help */
 		t = ftl_bggc_throttle(f, &waits);
 		if (t == 0)
 			return 0;

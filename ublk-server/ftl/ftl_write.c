@@ -92,7 +92,7 @@ static int host_prog(struct ftl *f, uint32_t lpn, const void *data,
 		int s = ftl_place_host(f, kind == FTL_OOB_DATA ? lpn :
 					  FTL_NONE);
 
-		r = ftl_balance(f);
+		r = ftl_balance(f, 1);
 		if (!r)
 			r = ftl_prog_page(f, s, lpn, data, kind, NULL);
 		if (r != -ENOSPC || i >= 3 || !ftl_stream_needs_block(f, s))
@@ -156,7 +156,7 @@ static int write_run(struct ftl *f, uint64_t lpn, uint64_t n,
 						   f->g.ps);
 		ftl_lock(&f->lock);
 		s = ftl_place_host(f, (uint32_t)lpn);
-		r = ftl_balance(f);
+		r = ftl_balance(f, c);
 		if (!r)
 			r = ftl_run_reserve(f, s, (uint32_t)lpn, unlocked ? c : 0,
 					    tls_crc, tls_oob, sizeof(tls_oob),
@@ -284,8 +284,9 @@ static bool range_trylock(struct ftl *f, uint64_t p0, uint64_t p1)
 
 /* Can @n host pages go into stream @s now without waiting (f->lock
  * held)?  ftl_balance then only pokes the GC thread (no checkpoint,
- * retire move, scrub, throttle nor GC: each needs one of these false) and
- * ftl_prog_run neither drains runs in flight nor opens a block. */
+ * retire move, scrub, pacing, throttle nor GC: each needs one of these
+ * false) and ftl_prog_run neither drains runs in flight nor opens a
+ * block. */
 static bool write_cheap(struct ftl *f, int s, uint32_t n)
 {
 	const struct ftl_stream *st = &f->log.st[s];
@@ -295,7 +296,7 @@ static bool write_cheap(struct ftl *f, int s, uint32_t n)
 	       ftl_seq_room(f, n + FTL_PROG_RETRIES + 2) &&
 	       !f->maint.retire_scan &&
 	       !__atomic_load_n(&f->scrub.n, __ATOMIC_RELAXED) &&
-	       !ftl_host_needs_block(f) &&
+	       !ftl_host_needs_block(f) && !ftl_bggc_pacing(f, n) &&
 	       st->blk != FTL_NONE && f->g.ppb - st->wp >= n;
 }
 
@@ -329,7 +330,7 @@ int ftl_write_try(struct ftl *f, const void *buf, uint64_t off, size_t len,
 	if (!write_cheap(f, s, n)) {
 		r = -EAGAIN;
 	} else {
-		r = ftl_balance(f);
+		r = ftl_balance(f, n);  /* no wait: write_cheap */
 		if (!r)
 			r = ftl_prog_run(f, s, (uint32_t)p0, buf, n, tls_crc,
 					 &done);
