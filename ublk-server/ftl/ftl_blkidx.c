@@ -15,7 +15,10 @@
  *    pages of a host run still in flight (f->idx.run_pages: reserved, not
  *    published) is left out until the run is published: its valid count
  *    does not count those pages yet, and a victim chosen by it would be
- *    data written a moment ago (ftl_run_busy).
+ *    data written a moment ago (ftl_run_busy).  With placement streams
+ *    both first look past the blocks being emptied now (ftl_dying.c; a
+ *    bucket's first block dying: the rest of the bucket is scanned), then,
+ *    if that found nothing, take them too.
  * The indexes are rebuilt from the block states at every mount
  * (ftl_rebuild_lists) and kept up to date by ftl_set_state(),
  * ftl_valid_inc/dec() and the free-set calls.  A bucket grows by realloc;
