@@ -11,8 +11,9 @@
  *      one host frontier and with two (cost-benefit), fewer GC copies with
  *      two (deterministic per seed; the figure is not fixed here);
  *   2b. four sequential writers and a random one (bench-engine's place
- *      row 3 on 32 MiB), greedy and cost-benefit: two frontiers at most
- *      3 % above one (failed before the measured mean and ftl_dying: the
+ *      row 3 on 32 MiB, 64-page blocks), greedy and cost-benefit: two
+ *      frontiers at least 5 % below one (about 20 % measured; failed
+ *      before the measured mean and ftl_dying, 2 to 10 % above one: the
  *      random writes read cold and shared blocks with the streams, GC
  *      copied half-overwritten stream blocks);
  *   3. power cuts with every frontier open (hot and cold host blocks, both
@@ -366,9 +367,9 @@ int main(void)
 	T_CHECK(two * 10 < one * 9, "two frontiers copy at least 10 %% less "
 		"than one on 90/10 (%llu vs %llu)", (unsigned long long)two,
 		(unsigned long long)one);
-	/* 4 sequential writers and a random one: with two frontiers no
-	 * worse than one (the random pages read hot against the measured
-	 * mean; GC passes over blocks being emptied) */
+	/* 4 sequential writers and a random one: two frontiers below one
+	 * (the random pages read hot against the measured mean; GC passes
+	 * over blocks being emptied) */
 	for (int k = 0; k < 2; k++) {
 		enum ftl_gc_policy gc = k ? FTL_GC_COST_BENEFIT : FTL_GC_GREEDY;
 		double w1 = seq_mix_wa(true, gc, seed), w2 = seq_mix_wa(false, gc, seed);
@@ -376,8 +377,8 @@ int main(void)
 		fprintf(stderr, "4 sequential + 1 random, %s: WA %.3f one "
 			"frontier, %.3f two\n", k ? "cost-benefit" : "greedy",
 			w1, w2);
-		T_CHECK(w2 <= w1 * 1.03, "sequential mix: two frontiers "
-			"within 3 %% of one (%s: %.3f vs %.3f)",
+		T_CHECK(w2 <= w1 * 0.95, "sequential mix: two frontiers "
+			"at least 5 %% below one (%s: %.3f vs %.3f)",
 			k ? "cost-benefit" : "greedy", w2, w1);
 	}
 	powercuts(seed, t_long() ? 6000 : 800);
