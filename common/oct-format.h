@@ -82,9 +82,13 @@ _Static_assert(sizeof(struct oct_sb) == OCT_SB_SIZE, "superblock size");
  * the T10-DIF CRC16 guard of each of its 512-byte sectors (struct
  * ftl_oob_pi, ftl-format.h); served over ublk with UBLK_F_INTEGRITY */
 #define OCT_SB_F_PI         0x20u
+/* OCT_SB_F_CKPT_OPEN: checkpoints (version 6, delta version 3) name every
+ * open block of the engine, not only the host and GC streams' (the
+ * others are no longer closed before each checkpoint) */
+#define OCT_SB_F_CKPT_OPEN  0x40u
 #define OCT_SB_F_KNOWN      (OCT_SB_F_OOB_INLINE | OCT_SB_F_CKPT_DELTA | \
 			     OCT_SB_F_OOB_STAMP | OCT_SB_F_FLUSH_SUM | \
-			     OCT_SB_F_PI)
+			     OCT_SB_F_PI | OCT_SB_F_CKPT_OPEN)
 
 /* The checks every reader of a copy makes first (oct-sb.c): 0, -EBADMSG
  * (magic or crc) or -EPROTONOSUPPORT (another version); the fields are

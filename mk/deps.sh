@@ -5,7 +5,7 @@
 set -euo pipefail
 
 build_pkgs=(gcc make pkg-config libblkid-dev libfdisk-dev libsmartcols-dev
-            liburing-dev libfuse3-dev libdevmapper-dev libmount-dev
+            liburing-dev libfuse3-dev libdevmapper-dev
             libnbd-dev nbdkit-plugin-dev librbd-dev)
 # check runs compare-physics.bats, so it needs the compare set too (gnuplot-nox).
 # mandoc lints the man pages, systemd's systemd-analyze verifies the unit,

@@ -151,12 +151,12 @@ static void ckpt_fields(void)
 #define F(x) { #x, offsetof(struct ftl_ckpt_hdr, x), sizeof(((struct ftl_ckpt_hdr *)0)->x) }
 		F(magic), F(version), F(hdr_size), F(gen), F(seq), F(flags),
 		F(payload_pages), F(nlpn), F(nblocks), F(payload_crc), F(uuid),
-		F(open), F(write_time), F(cnt), F(crc),
+		F(open), F(write_time), F(cnt), F(xopen), F(crc),
 #undef F
 	};
 	static const char *semantic[] = { "magic", "version", "hdr_size", "gen",
 		"seq", "payload_pages", "nlpn", "nblocks", "payload_crc", "uuid",
-		"open", "flags" };
+		"open", "flags", "xopen" };
 	uint8_t *b = malloc(isz);
 	size_t p2, o2, p1, o1;
 

@@ -23,6 +23,15 @@
  *      medium); every sector reads its newest flushed value or a newer
  *      one, the recovered engine takes writes.  A cut counts as "several
  *      open" when STREAM_COLD and another host or GC block were open.
+ *      On new images (OCT_SB_F_CKPT_OPEN: every open block in the
+ *      checkpoint, nothing closed), then a shorter run on an image made
+ *      before (version-5 checkpoints: the closes kept);
+ *   4. a frontier open across a checkpoint: on a new image STREAM_COLD's
+ *      block stays open through a checkpoint (no partly written block
+ *      closed), the checkpoint on the medium is version 6, pages written
+ *      into that block after it come back after a power cut; on an image
+ *      made before, the block is closed (the checkpoint is version 5) and
+ *      the data comes back too; both reopen cleanly after a clean close.
  * A fresh seed per run (printed), OCTANT_SEED replays it.
  */
 #include <pthread.h>
@@ -37,6 +46,8 @@
 
 #include "sector-history.h"
 
+static bool old_fmt;    /* mem_open: an image without OCT_SB_F_CKPT_OPEN */
+
 static struct ftl *mem_open(uint64_t size, uint32_t ppb, uint32_t op,
 			    bool powercut, bool one, enum ftl_gc_policy gc,
 			    struct nand_backing **bp)
@@ -49,7 +60,8 @@ static struct ftl *mem_open(uint64_t size, uint32_t ppb, uint32_t op,
 	struct ftl *f = NULL;
 
 	if (nand_backing_mem(ftl_test_image_size(&c), powercut, &b) ||
-	    ftl_create_backing(b, &c)) {
+	    (old_fmt ? ftl_test_create_backing_noopen(b, &c) :
+	     ftl_create_backing(b, &c))) {
 		T_CHECK(0, "create");
 		exit(t_result());
 	}
@@ -296,8 +308,10 @@ static void powercuts(uint64_t seed0, int cuts)
 		h[s].n = 0;
 		push(s, 0);
 	}
+	several = cuts_done = 0;
 	f = mem_open(SIZE, 8, 600, true, false, FTL_GC_GREEDY, &b);
 	T_CHECK(ftl_place_on(f), "two host frontiers on the power-cut device");
+	T_CHECK(f->g.ckpt_open == !old_fmt, "image format");
 	while (n < cuts && t_long_more(n, 800) && !t_failures) {
 		uint64_t k;
 		uint32_t len, off;
@@ -338,8 +352,9 @@ static void powercuts(uint64_t seed0, int cuts)
 	}
 	nand_mem_set_trigger(b, 0, NULL, NULL);
 	ftl_stats_get(f, &st);
-	fprintf(stderr, "%d cuts (%d checked), %d with several frontiers "
-		"open; gc_relocations %llu, ckpt_writes %llu\n", n, cuts_done,
+	fprintf(stderr, "%s: %d cuts (%d checked), %d with several frontiers "
+		"open; gc_relocations %llu, ckpt_writes %llu\n",
+		old_fmt ? "version-5 image" : "new image", n, cuts_done,
 		several, (unsigned long long)st.gc_relocations,
 		(unsigned long long)st.ckpt_writes);
 	T_CHECK(st.gc_relocations > 0 && st.ckpt_writes > 4,
@@ -353,6 +368,121 @@ static void powercuts(uint64_t seed0, int cuts)
 	free(rbuf);
 	free(w);
 	t_long_covered("cut points", n, cuts);
+}
+
+/* ---- 4. a frontier open across a checkpoint -------------------------------- */
+
+/* The version of the base checkpoint of the current slot, on the medium. */
+static uint32_t base_version(struct ftl *f)
+{
+	static uint8_t pg[FTL_MAX_PAGE];
+	struct ftl_ckpt_hdr h;
+
+	if (nand_read(f->nand, ftl_ckpt_slot_page(f, f->ck.gen, 0), 0, pg,
+		      f->g.ps))
+		return 0;
+	memcpy(&h, pg, sizeof(h));
+	return h.version;
+}
+
+/* Pages 0 .. n-1 of @g read back as open_across wrote them (page i all
+ * 0x10 + i). */
+static void pages_back(struct ftl *g, uint32_t n, const char *fmt,
+		       const char *when)
+{
+	static uint8_t w[4096], rd[4096];
+
+	for (uint32_t i = 0; i < n; i++) {
+		memset(w, 0x10 + i, sizeof(w));
+		T_CHECK(ftl_read(g, rd, (uint64_t)i * 4096, 4096) == 0 &&
+			!memcmp(rd, w, sizeof(w)), "%s: page %u %s", fmt, i,
+			when);
+	}
+}
+
+static void open_across(bool old, uint64_t seed)
+{
+	const char *fmt = old ? "version-5 image" : "new image";
+	static uint8_t w[4096];
+	uint32_t n0 = 5, blk, wp, moved = 0;
+	struct nand_backing *b, *m;
+	struct ftl *f, *g = NULL;
+	uint8_t *img;
+	uint64_t gen, isz;
+	int r;
+
+	old_fmt = old;
+	f = mem_open(16u << 20, 16, 125, true, false, FTL_GC_GREEDY, &b);
+	old_fmt = false;
+	/* b: mem_open's hold keeps it for the reopen after the clean close */
+	/* groups never written read cold: STREAM_COLD's block takes them */
+	for (uint32_t i = 0; i < n0; i++) {
+		memset(w, 0x10 + i, sizeof(w));
+		T_CHECK(ftl_write(f, w, (uint64_t)i * 4096, 4096, 0) == 0,
+			"write");
+	}
+	ftl_lock(&f->lock);
+	blk = f->log.st[STREAM_COLD].blk;
+	wp = f->log.st[STREAM_COLD].wp;
+	T_CHECK(blk != FTL_NONE && wp == n0, "%s: cold block open, %u pages",
+		fmt, wp);
+	T_CHECK(ftl_ckpt_write(f, false) == 0, "%s: checkpoint", fmt);
+	gen = f->ck.gen;
+	T_EQ_U64(base_version(f), old ? 5 : FTL_CKPT_VERSION,
+		 "checkpoint version on the medium");
+	if (old)
+		T_CHECK(f->log.st[STREAM_COLD].blk != blk,
+			"%s: the cold block left its frontier at the checkpoint",
+			fmt);
+	else
+		T_CHECK(f->log.st[STREAM_COLD].blk == blk &&
+			f->log.st[STREAM_COLD].wp == wp &&
+			f->idx.state[blk] == FTL_BLK_OPEN,
+			"%s: no partly written block closed by the checkpoint "
+			"(cold block %u: now %u, wp %u)", fmt, blk,
+			f->log.st[STREAM_COLD].blk, f->log.st[STREAM_COLD].wp);
+	ftl_unlock(&f->lock);
+	/* pages newer than the checkpoint, flushed */
+	for (uint32_t i = n0; i < 2 * n0; i++) {
+		memset(w, 0x10 + i, sizeof(w));
+		T_CHECK(ftl_write(f, w, (uint64_t)i * 4096, 4096, 0) == 0,
+			"write");
+	}
+	T_CHECK(ftl_flush(f) == 0, "flush");
+	ftl_lock(&f->lock);
+	for (uint32_t i = n0; i < 2 * n0; i++)
+		moved += f->log.map[i] / f->g.ppb != blk;
+	T_EQ_U64(f->ck.gen, gen, "no checkpoint since");
+	ftl_unlock(&f->lock);
+	if (!old)
+		T_EQ_U64(moved, 0, "%s: the later pages in the block open "
+			 "across the checkpoint", fmt);
+	/* power cut now */
+	isz = f->g.image_size;
+	img = malloc(isz);
+	nand_mem_crash_image(b, seed, true, img);
+	T_CHECK(nand_backing_mem(isz, false, &m) == 0, "backing");
+	nand_mem_load(m, img);
+	r = ftl_open_backing(m, NULL, &g);
+	T_CHECK(r == 0, "%s: open after the power cut: %d", fmt, r);
+	if (!r)
+		pages_back(g, 2 * n0, fmt, "after the cut");
+	if (!r)
+		ftl_close(g);
+	else
+		m->ops->destroy(m);
+	free(img);
+	/* a clean close, then a clean open from its checkpoint (a delta
+	 * after the base: its version must go with the base's) */
+	T_CHECK(ftl_close(f) == 0, "close");
+	g = NULL;
+	r = ftl_open_backing(b, NULL, &g);
+	T_CHECK(r == 0 && ftl_mount_kind(g) == FTL_MOUNT_CLEAN,
+		"%s: clean open after a clean close: %d", fmt, r);
+	if (!r)
+		pages_back(g, 2 * n0, fmt, "reopened");
+	if (!r)
+		ftl_close(g);
 }
 
 int main(void)
@@ -381,7 +511,12 @@ int main(void)
 			"at least 5 %% below one (%s: %.3f vs %.3f)",
 			k ? "cost-benefit" : "greedy", w2, w1);
 	}
+	open_across(false, seed);
+	open_across(true, seed);
 	powercuts(seed, t_long() ? 6000 : 800);
+	old_fmt = true;         /* the closes, on images made before */
+	powercuts(seed + 1, t_long() ? 3000 : 800);
+	old_fmt = false;
 	for (uint32_t s = 0; s < NSECT; s++)
 		free(h[s].v);
 	return t_result();

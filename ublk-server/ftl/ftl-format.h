@@ -192,7 +192,10 @@ struct ftl_trim {
  * device size, on sparse devices.
  */
 #define FTL_CKPT_MAGIC "OCTCKPT1"
-#define FTL_CKPT_VERSION 5u       /* 5: the lifetime counters (cnt grows
+#define FTL_CKPT_VERSION 6u       /* 6: every open block (xopen, images
+                                     with OCT_SB_F_CKPT_OPEN only; the
+                                     others go on writing 5); 5: the
+                                     lifetime counters (cnt grows
                                      by FTL_CKPT_LIFE_BYTES; every image
                                      writes it, the superblock's
                                      OCT_SB_F_CKPT_DELTA alone says whether
@@ -201,11 +204,13 @@ struct ftl_trim {
                                      OCT_SB_F_CKPT_DELTA only); 3: blank
                                      payload pages (see below) are not
                                      programmed; 2: the map may hold
-                                     FTL_DAMAGED; 1 to 4 are read too */
+                                     FTL_DAMAGED; 1 to 5 are read too */
 #define FTL_CKPT_VERSION_LIFE 5u  /* first with FTL_LIFE_COUNTERS */
+#define FTL_CKPT_VERSION_OPEN 6u  /* first with xopen */
 #define FTL_CKPT_SLOTS 4u
 #define FTL_CKPT_CLEAN 0x1u       /* written by a clean close */
 #define FTL_NSTREAMS   2u         /* open blocks: host writes, GC/WL copies */
+#define FTL_CKPT_XOPEN 2u         /* more open blocks (version 6) */
 #define FTL_SEQ_MAX    (1ull << 48) /* sequence numbers and generations stay
                                      below (a checkpoint above is damaged) */
 #define FTL_UNMAPPED   0xffffffffu
@@ -234,6 +239,24 @@ struct ftl_ckpt_blk {
 } __attribute__((packed));
 _Static_assert(sizeof(struct ftl_ckpt_blk) == 16, "ckpt blk size");
 
+/* An open block beyond open[] (the host and GC streams' own): checkpoint
+ * version 6 and delta version 3 (images with OCT_SB_F_CKPT_OPEN).  Entry
+ * i is frontier FTL_NSTREAMS + i of the engine (2: cold host data, 3: GC
+ * copies of hot data; docs/engine.md, Placement streams): @front says so,
+ * @stream is the OOB stream its pages carry (0 host, 1 GC), blk FTL_NONE
+ * when none is open.  Before version 6 the engine closed these blocks
+ * before each checkpoint; a header older than xopen is
+ * FTL_CKPT_XOPEN_BYTES shorter (it reads as no block open). */
+struct ftl_ckpt_open {
+	uint32_t blk, wp;             /* block, pages programmed in it */
+	uint8_t  front;               /* FTL_NSTREAMS + its index */
+	uint8_t  stream;              /* its pages' OOB stream */
+	uint8_t  pad[2];              /* 0 */
+} __attribute__((packed));
+#define FTL_CKPT_XOPEN_BYTES (FTL_CKPT_XOPEN * 12u)
+_Static_assert(sizeof(struct ftl_ckpt_open) * FTL_CKPT_XOPEN ==
+	       FTL_CKPT_XOPEN_BYTES, "ckpt open entry");
+
 /* Counters carried from one mount to the next.  The last member of both
  * headers, right before their crc: a header older than the lifetime
  * counters (checkpoint version < 5, delta version 1) is FTL_CKPT_LIFE_BYTES
@@ -255,7 +278,8 @@ struct ftl_ckpt_hdr {
 	char     magic[8];            /* FTL_CKPT_MAGIC */
 	uint32_t version;             /* FTL_CKPT_VERSION */
 	uint32_t hdr_size;            /* sizeof(struct ftl_ckpt_hdr), less
-	                                 FTL_CKPT_LIFE_BYTES before v5 */
+	                                 FTL_CKPT_XOPEN_BYTES in v5, and
+	                                 FTL_CKPT_LIFE_BYTES more before */
 	uint64_t gen;                 /* generation, 1 = written by create */
 	uint64_t seq;                 /* covers every page with seq <= this */
 	uint32_t flags;               /* FTL_CKPT_CLEAN */
@@ -266,9 +290,10 @@ struct ftl_ckpt_hdr {
 	struct { uint32_t blk, wp; } open[FTL_NSTREAMS];
 	uint64_t write_time;          /* unix seconds */
 	struct ftl_ckpt_counters cnt;
+	struct ftl_ckpt_open xopen[FTL_CKPT_XOPEN]; /* from version 6 */
 	uint32_t crc;                 /* crc32c of the header with crc = 0 */
 } __attribute__((packed));
-_Static_assert(sizeof(struct ftl_ckpt_hdr) == 272, "checkpoint header v5");
+_Static_assert(sizeof(struct ftl_ckpt_hdr) == 296, "checkpoint header v6");
 
 /* ---- checkpoint deltas (images with OCT_SB_F_CKPT_DELTA) -----------------
  * A slot is sized for its base (header, payload, marker page) plus twice
@@ -286,9 +311,11 @@ _Static_assert(sizeof(struct ftl_ckpt_hdr) == 272, "checkpoint header v5");
  * at the first page that does not check out.
  */
 #define FTL_CKPT_DELTA_MAGIC   "OCTCKDL1"
-#define FTL_CKPT_DELTA_VERSION 2u /* 2: the lifetime counters (after a
+#define FTL_CKPT_DELTA_VERSION 3u /* 3: xopen (after a version 6 base);
+                                     2: the lifetime counters (after a
                                      version 5 base); 1 after a version 4
-                                     base (read too) */
+                                     base (both read and written after
+                                     such a base) */
 #define FTL_CKPT_DELTA_K       2u     /* delta room = K x payload pages */
 #define FTL_CKPT_STREAM_BASE   2u     /* OOB stream of base pages */
 #define FTL_CKPT_STREAM_DATA   3u     /* ... of a delta's data pages */
@@ -309,7 +336,8 @@ struct ftl_ckpt_delta {
 	char     magic[8];            /* FTL_CKPT_DELTA_MAGIC */
 	uint32_t version;             /* FTL_CKPT_DELTA_VERSION */
 	uint32_t hdr_size;            /* sizeof(struct ftl_ckpt_delta), less
-	                                 FTL_CKPT_LIFE_BYTES in version 1 */
+	                                 FTL_CKPT_XOPEN_BYTES in version 2,
+	                                 FTL_CKPT_LIFE_BYTES more in 1 */
 	uint64_t gen;                 /* the base's generation */
 	uint32_t idx;                 /* 1 = the first record after the base */
 	uint32_t count;               /* data pages right before this one */
@@ -321,9 +349,10 @@ struct ftl_ckpt_delta {
 	struct { uint32_t blk, wp; } open[FTL_NSTREAMS];
 	uint64_t write_time;          /* unix seconds */
 	struct ftl_ckpt_counters cnt;
+	struct ftl_ckpt_open xopen[FTL_CKPT_XOPEN]; /* from version 3 */
 	uint32_t crc;                 /* crc32c of the header with crc = 0 */
 } __attribute__((packed));
-_Static_assert(sizeof(struct ftl_ckpt_delta) == 276, "delta header v2");
+_Static_assert(sizeof(struct ftl_ckpt_delta) == 300, "delta header v3");
 
 /* ---- bad-block table -----------------------------------------------------
  * Two copies in the superblock area (bytes FTL_BBT_OFF0 and FTL_BBT_OFF1 of

@@ -87,15 +87,15 @@
 #define STREAM_HOST      0      /* host writes (hot ones: ftl_place.c) */
 #define STREAM_GC        1      /* GC / WL copies, flush summaries */
 #define STREAM_COLD      2      /* cold and sequential host writes; its
-                                   pages carry OOB stream STREAM_HOST and
-                                   it is never open in a checkpoint
+                                   pages carry OOB stream STREAM_HOST;
+                                   checkpoint xopen[0] (version 6), closed
+                                   before each checkpoint on older images
                                    (ftl_frontiers_close) */
 #define STREAM_GCHOT     3      /* GC copies out of blocks STREAM_HOST
                                    wrote (young survivors of hot data);
-                                   OOB stream STREAM_GC, never open in a
-                                   checkpoint either */
-#define FTL_NFRONT       4u     /* open blocks in memory (FTL_NSTREAMS of
-                                   them recorded in checkpoints) */
+                                   OOB stream STREAM_GC, xopen[1] */
+#define FTL_NFRONT       4u     /* open blocks in memory (FTL_NSTREAMS +
+                                   FTL_CKPT_XOPEN in checkpoints) */
 #define FTL_READ_RETRIES 3u     /* re-reads after an uncorrectable read */
 #define FTL_PROG_RETRIES 8u     /* blocks tried for one page */
 #define FTL_CKPT_DELTA_PAGES 16384u /* with delta checkpoints: one at least
@@ -247,6 +247,8 @@ struct ftl_geom {
 	                                (ftl_fsum.c) */
 	bool pi;                     /* OCT_SB_F_PI: per-sector guards in
 	                                data pages' OOB (ftl_pi.c) */
+	bool ckpt_open;              /* OCT_SB_F_CKPT_OPEN: checkpoints name
+	                                every open block (version 6) */
 };
 
 /* Byte offsets of flash page @ppn's data and OOB in the image. */
@@ -871,6 +873,13 @@ void ftl_ckpt_blk_dirty_all(struct ftl *f);
  * nand only (never GC or checkpoints).  f->lock held, but for
  * ftl_run_program. */
 int ftl_sync(struct ftl *f);
+/* The stream an OOB record names for frontier @s: both host frontiers
+ * write host pages (OOB stream STREAM_HOST; recovery, flush summaries and
+ * fsck know two streams of data, FTL_NSTREAMS). */
+static inline int ftl_oob_stream(int s)
+{
+	return s == STREAM_COLD ? STREAM_HOST : s == STREAM_GCHOT ? STREAM_GC : s;
+}
 /* Is @s one of the host frontiers (STREAM_HOST, STREAM_COLD)? */
 static inline bool ftl_host_stream(int s)
 {
@@ -880,11 +889,12 @@ static inline bool ftl_host_stream(int s)
  * STREAM_GCHOT when most of them are hot (ftl_place_hot; with two host
  * frontiers), else STREAM_GC. */
 int ftl_gc_dest(struct ftl *f, const uint32_t *lpn, uint32_t n);
-/* Close the open blocks checkpoints do not record (STREAM_COLD's and
- * STREAM_GCHOT's: FULL,
- * the rest of it unused), after the runs in flight: before every
- * checkpoint, so roll-forward finds every page written after it by its
- * block's first page (ftl_recover.c, is_candidate). */
+/* Close the open blocks version-5 checkpoints do not record (STREAM_COLD's
+ * and STREAM_GCHOT's: FULL, the rest of it unused), after the runs in
+ * flight: before every checkpoint of an image without OCT_SB_F_CKPT_OPEN
+ * (and while those frontiers are out of use), so roll-forward finds every
+ * page written after it by its block's first page (ftl_recover.c,
+ * is_candidate). */
 void ftl_frontiers_close(struct ftl *f);
 /* Retire block @blk in use: out of its stream, into the bad-block table
  * (ftl_bb_grown); ftl_maint.c moves its valid pages later. */
@@ -1151,6 +1161,10 @@ int ftl_test_create_backing_nostamp(struct nand_backing *b,
 /* Delta checkpoints and erase stamps, no flush summaries (images made
  * before OCT_SB_F_FLUSH_SUM); same image size. */
 int ftl_test_create_backing_nofsum(struct nand_backing *b,
+				   const struct ftl_create_opts *o);
+/* Everything but OCT_SB_F_CKPT_OPEN (images made before it: version-5
+ * checkpoints, two open blocks named); same image size. */
+int ftl_test_create_backing_noopen(struct nand_backing *b,
 				   const struct ftl_create_opts *o);
 /* Open an image on a backing; the engine owns @b afterwards. */
 int ftl_open_backing(struct nand_backing *b, const struct ftl_open_opts *o,

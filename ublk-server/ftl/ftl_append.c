@@ -89,14 +89,6 @@ bool ftl_seq_room(const struct ftl *f, uint64_t n)
 	return f->log.seq + n <= f->ck.seq + f->ck.seq_gap;
 }
 
-/* The stream an OOB record names: both host frontiers write host pages
- * (OOB stream STREAM_HOST; recovery, flush summaries and fsck know two
- * streams of data, FTL_NSTREAMS). */
-static int oob_stream(int s)
-{
-	return s == STREAM_COLD ? STREAM_HOST : s == STREAM_GCHOT ? STREAM_GC : s;
-}
-
 int ftl_gc_dest(struct ftl *f, const uint32_t *lpn, uint32_t n)
 {
 	uint32_t hot = 0;
@@ -180,7 +172,7 @@ static int holds_past(struct ftl *f, uint32_t b, uint32_t from, bool *any)
 int ftl_streams_check(struct ftl *f)
 {
 	FTL_ASSERT_HELD(&f->lock);
-	for (unsigned s = 0; s < FTL_NSTREAMS; s++) {
+	for (unsigned s = 0; s < FTL_NFRONT; s++) {
 		struct ftl_stream *st = &f->log.st[s];
 		bool any;
 		int r;
@@ -299,11 +291,11 @@ static int prog_page(struct ftl *f, int stream, uint32_t lpn,
 		memset(oob, 0, f->g.oob);
 		if (crc)
 			ftl_oob_fill_crc((struct ftl_oob *)oob, kind,
-					 (uint16_t)oob_stream(stream), lpn, seq,
+					 (uint16_t)ftl_oob_stream(stream), lpn, seq,
 					 nand_block_ec(f->nand, blk), *crc);
 		else
 			ftl_oob_fill((struct ftl_oob *)oob, kind,
-				     (uint16_t)oob_stream(stream), lpn, seq,
+				     (uint16_t)ftl_oob_stream(stream), lpn, seq,
 				     nand_block_ec(f->nand, blk), data, f->g.ps);
 		ftl_oob_set_flushed(&f->g, oob, ppn, f->log.flushed_seq);
 		if (kind == FTL_OOB_DATA)
@@ -409,7 +401,7 @@ static int prog_run(struct ftl *f, int stream, uint32_t lpn,
 			seq = ++f->log.seq;
 			memset(oob, 0, g->oob);
 			ftl_oob_fill_crc((struct ftl_oob *)oob, FTL_OOB_DATA,
-				(uint16_t)oob_stream(stream),
+				(uint16_t)ftl_oob_stream(stream),
 				lpns ? lpns[k] : lpn + k,
 				seq, nand_block_ec(f->nand, blk),
 				crcs ? crcs[k] : oct_crc32c(0, src +

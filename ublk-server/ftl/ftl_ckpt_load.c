@@ -20,21 +20,29 @@ static uint8_t *pagebuf(struct ftl *f)
 	return f->ck.buf + ftl_ckpt_tab_bytes(&f->g);
 }
 
+/* The bytes a header of checkpoint version @v lacks at its end, before
+ * its crc: xopen before version 6, the lifetime counters too before 5. */
+static uint32_t hdr_missing(uint32_t v)
+{
+	return (v < FTL_CKPT_VERSION_OPEN ? FTL_CKPT_XOPEN_BYTES : 0) +
+	       (v < FTL_CKPT_VERSION_LIFE ? FTL_CKPT_LIFE_BYTES : 0);
+}
+
 /*
- * Copy a checkpoint or delta header (@full bytes, its counters last before
- * its crc) from @pb, where it takes @size bytes (its hdr_size): @full, or
- * with @old (a version before the lifetime counters) FTL_CKPT_LIFE_BYTES
- * fewer, which then read as 0.  false when @size is not that or the crc
- * does not match.
+ * Copy a checkpoint or delta header (@full bytes, its counters and xopen
+ * last before its crc) from @pb, where it takes @size bytes (its
+ * hdr_size): @full less the @missing bytes of an older version
+ * (hdr_missing), which then read as 0.  false when @size is not that or
+ * the crc does not match.
  */
-static bool hdr_load(const uint8_t *pb, uint32_t size, bool old, void *out,
-		     size_t full)
+static bool hdr_load(const uint8_t *pb, uint32_t size, uint32_t missing,
+		     void *out, size_t full)
 {
 	static const uint8_t zero[4];
 	uint8_t *o = out;
 	uint32_t crc;
 
-	if (size != full - (old ? FTL_CKPT_LIFE_BYTES : 0))
+	if (size != full - missing)
 		return false;
 	memset(o, 0, full);
 	memcpy(o, pb, size - 4);
@@ -72,15 +80,21 @@ static int read_hdr(struct ftl *f, uint32_t slot, struct ftl_ckpt_hdr *h,
 	memcpy(&t, pb, offsetof(struct ftl_ckpt_hdr, gen));
 	if (memcmp(t.magic, FTL_CKPT_MAGIC, 8) || !t.version ||
 	    t.version > FTL_CKPT_VERSION ||
-	    !hdr_load(pb, t.hdr_size, t.version < FTL_CKPT_VERSION_LIFE, &t,
-		      sizeof(t)))
+	    !hdr_load(pb, t.hdr_size, hdr_missing(t.version), &t, sizeof(t)))
 		return -EBADMSG;
+	if (t.version < FTL_CKPT_VERSION_OPEN)
+		for (unsigned i = 0; i < FTL_CKPT_XOPEN; i++)
+			t.xopen[i] = (struct ftl_ckpt_open){
+				.blk = FTL_NONE, .front = (uint8_t)(FTL_NSTREAMS + i),
+				.stream = (uint8_t)ftl_oob_stream((int)(FTL_NSTREAMS + i)) };
 	*h = t;
 	if (t.gen != o->seq || t.gen % FTL_CKPT_SLOTS != slot || !t.gen ||
 	    t.gen > FTL_SEQ_MAX || t.seq > FTL_SEQ_MAX ||
 	    memcmp(t.uuid, f->sb.uuid, 16) || (t.flags & ~FTL_CKPT_CLEAN) ||
 	    t.cnt.last_mount > FTL_MOUNT_SCAN ||
-	    (t.version == 4 && !f->g.ckpt_delta))
+	    (t.version == 4 && !f->g.ckpt_delta) ||
+	    /* version 6 exactly on images with OCT_SB_F_CKPT_OPEN */
+	    (t.version >= FTL_CKPT_VERSION_OPEN) != f->g.ckpt_open)
 		return -EBADMSG;
 	if (t.nlpn == f->g.nlpn && t.nblocks == f->g.nblocks &&
 	    t.payload_pages == f->g.payload_pages)
@@ -88,6 +102,17 @@ static int read_hdr(struct ftl *f, uint32_t slot, struct ftl_ckpt_hdr *h,
 	/* whole, of a smaller image: from before a grow (ftl_grow.c) */
 	return t.nlpn < f->g.nlpn && t.nblocks < f->g.nblocks &&
 	       t.payload_pages <= f->g.payload_pages ? -ESTALE : -EBADMSG;
+}
+
+/* The open blocks @h names, by frontier (FTL_NONE: none). */
+static void hdr_fronts(const struct ftl_ckpt_hdr *h,
+		       struct ftl_stream st[FTL_NFRONT])
+{
+	for (unsigned s = 0; s < FTL_NSTREAMS; s++)
+		st[s] = (struct ftl_stream){ h->open[s].blk, h->open[s].wp };
+	for (unsigned i = 0; i < FTL_CKPT_XOPEN; i++)
+		st[FTL_NSTREAMS + i] = (struct ftl_stream){ h->xopen[i].blk,
+							     h->xopen[i].wp };
 }
 
 /*
@@ -100,10 +125,12 @@ static int check_map(struct ftl *f, const struct ftl_ckpt_hdr *h,
 {
 	const struct ftl_geom *g = &f->g;
 	uint8_t *seen = calloc(total / 8 + 1, 1);
+	struct ftl_stream st[FTL_NFRONT];
 	int r = 0;
 
 	if (!seen)
 		return -ENOMEM;
+	hdr_fronts(h, st);
 	for (uint32_t l = 0; l < g->nlpn && !r; l++) {
 		uint32_t p = f->log.map[l], b, wp = g->ppb;
 
@@ -118,9 +145,9 @@ static int check_map(struct ftl *f, const struct ftl_ckpt_hdr *h,
 			break;
 		}
 		seen[p / 8] |= (uint8_t)(1u << (p % 8));
-		for (unsigned s = 0; s < FTL_NSTREAMS; s++)
-			if (h->open[s].blk == b)
-				wp = h->open[s].wp;
+		for (unsigned s = 0; s < FTL_NFRONT; s++)
+			if (st[s].blk == b)
+				wp = st[s].wp;
 		if (p % g->ppb >= wp)
 			r = -EBADMSG;
 	}
@@ -180,6 +207,7 @@ static int check_state(struct ftl *f, const struct ftl_ckpt_hdr *h)
 	const struct ftl_geom *g = &f->g;
 	struct ftl_ckpt_blk *tab = (struct ftl_ckpt_blk *)f->ck.buf;
 	uint64_t total = (uint64_t)g->nblocks * g->ppb;
+	struct ftl_stream st[FTL_NFRONT];
 
 	for (uint32_t b = 0; b < g->nblocks; b++) {
 		bool ck = b < g->ckpt_blocks;
@@ -189,14 +217,24 @@ static int check_state(struct ftl *f, const struct ftl_ckpt_hdr *h)
 		    (ck != (tab[b].state == FTL_BLK_CKPT)) || tab[b].mtime > h->seq)
 			return -EBADMSG;
 	}
-	for (unsigned s = 0; s < FTL_NSTREAMS; s++) {
-		uint32_t b = h->open[s].blk;
+	hdr_fronts(h, st);
+	for (unsigned i = 0; i < FTL_CKPT_XOPEN; i++) {
+		const struct ftl_ckpt_open *x = &h->xopen[i];
+
+		if (x->front != FTL_NSTREAMS + i || x->pad[0] || x->pad[1] ||
+		    x->stream != ftl_oob_stream((int)(FTL_NSTREAMS + i)))
+			return -EBADMSG;
+	}
+	for (unsigned s = 0; s < FTL_NFRONT; s++) {
+		uint32_t b = st[s].blk;
 		if (b == FTL_NONE)
 			continue;
 		if (b >= g->nblocks || tab[b].state != FTL_BLK_OPEN ||
-		    h->open[s].wp > g->ppb ||
-		    (s && h->open[0].blk == b))
+		    st[s].wp > g->ppb)
 			return -EBADMSG;
+		for (unsigned k = 0; k < s; k++)
+			if (st[k].blk == b)     /* one block, one frontier */
+				return -EBADMSG;
 	}
 	return check_map(f, h, tab, total);
 }
@@ -259,12 +297,14 @@ static bool delta_ok(struct ftl *f, const uint8_t *pb,
 		     struct ftl_ckpt_delta *out)
 {
 	struct ftl_ckpt_delta d;
-	bool old = base->version < FTL_CKPT_VERSION_LIFE;
+	/* the version of a base's records: 1 after 4, 2 after 5, 3 after 6 */
+	uint32_t v = base->version < FTL_CKPT_VERSION_LIFE ? 1u :
+		     base->version < FTL_CKPT_VERSION_OPEN ? 2u : 3u;
 
 	memcpy(&d, pb, offsetof(struct ftl_ckpt_delta, gen));
-	if (memcmp(d.magic, FTL_CKPT_DELTA_MAGIC, 8) ||
-	    d.version != (old ? 1u : FTL_CKPT_DELTA_VERSION) ||
-	    !hdr_load(pb, d.hdr_size, old, &d, sizeof(d)))
+	if (memcmp(d.magic, FTL_CKPT_DELTA_MAGIC, 8) || d.version != v ||
+	    !hdr_load(pb, d.hdr_size, hdr_missing(base->version), &d,
+		      sizeof(d)))
 		return false;
 	*out = d;
 	return d.gen == base->gen && d.idx == idx && d.count == n &&
@@ -384,6 +424,8 @@ static int load_chain(struct ftl *f, struct ftl_ckpt_hdr *h,
 			h->seq = d.seq;
 			h->flags = d.flags;
 			memcpy(h->open, d.open, sizeof(h->open));
+			if (h->version >= FTL_CKPT_VERSION_OPEN)
+				memcpy(h->xopen, d.xopen, sizeof(h->xopen));
 			h->write_time = d.write_time;
 			h->cnt = d.cnt;
 		}
@@ -417,16 +459,14 @@ static void apply(struct ftl *f, const struct ftl_ckpt_hdr *h, uint32_t used)
 		}
 		nand_set_block(f->nand, b, wp, tab[b].ec);
 	}
-	for (unsigned s = 0; s < FTL_NSTREAMS; s++) {
-		f->log.st[s].blk = h->open[s].blk;
-		f->log.st[s].wp = h->open[s].wp;
+	hdr_fronts(h, f->log.st);
+	for (unsigned s = 0; s < FTL_NFRONT; s++)
 		if (f->log.st[s].blk != FTL_NONE)
 			nand_set_block(f->nand, f->log.st[s].blk, f->log.st[s].wp,
 				       tab[f->log.st[s].blk].ec);
-	}
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
 		bool open = false;
-		for (unsigned s = 0; s < FTL_NSTREAMS; s++)
+		for (unsigned s = 0; s < FTL_NFRONT; s++)
 			open |= f->log.st[s].blk == b;
 		if (f->idx.state[b] == FTL_BLK_OPEN && !open)
 			f->idx.state[b] = FTL_BLK_FULL;

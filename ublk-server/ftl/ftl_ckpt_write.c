@@ -182,6 +182,34 @@ static int emit_add(struct emit *e, uint32_t kind, uint32_t i, const void *ent)
 	return 0;
 }
 
+/* The open blocks beyond the host and GC streams' (checkpoint version 6,
+ * delta version 3: images with OCT_SB_F_CKPT_OPEN). */
+static void xopen_fill(const struct ftl *f, struct ftl_ckpt_open *x)
+{
+	memset(x, 0, FTL_CKPT_XOPEN_BYTES);
+	for (unsigned i = 0; i < FTL_CKPT_XOPEN; i++) {
+		const struct ftl_stream *st = &f->log.st[FTL_NSTREAMS + i];
+
+		x[i].blk = st->blk;
+		x[i].wp = st->blk == FTL_NONE ? 0 : st->wp;
+		x[i].front = (uint8_t)(FTL_NSTREAMS + i);
+		x[i].stream = (uint8_t)ftl_oob_stream((int)(FTL_NSTREAMS + i));
+	}
+}
+
+/* Seal header @p (@full bytes, its crc last) as @size bytes: without
+ * OCT_SB_F_CKPT_OPEN the header of the version before xopen, whose crc
+ * sits where xopen starts (the bytes after it zero). */
+static void hdr_seal(void *p, uint32_t size, size_t full)
+{
+	uint8_t *b = p;
+	uint32_t crc;
+
+	memset(b + size - 4, 0, full - size + 4);
+	crc = oct_crc32c(0, b, size);
+	memcpy(b + size - 4, &crc, 4);
+}
+
 /* Block @b's checkpoint-table entry as it is now. */
 static void tab_fill(struct ftl *f, uint32_t b, struct ftl_ckpt_blk *t)
 {
@@ -328,8 +356,10 @@ static int write_delta(struct ftl *f, bool clean, uint32_t nblk)
 	d = (struct ftl_ckpt_delta *)e->pb;
 	memset(e->pb, 0, g->ps);
 	memcpy(d->magic, FTL_CKPT_DELTA_MAGIC, 8);
-	d->version = FTL_CKPT_DELTA_VERSION;
-	d->hdr_size = sizeof(*d);
+	/* version 2 after a version-5 base (images without the flag) */
+	d->version = g->ckpt_open ? FTL_CKPT_DELTA_VERSION : 2u;
+	d->hdr_size = (uint32_t)sizeof(*d) -
+		      (g->ckpt_open ? 0 : FTL_CKPT_XOPEN_BYTES);
 	d->gen = f->ck.gen;
 	d->idx = f->ck.didx + 1;
 	d->count = e->n;
@@ -348,8 +378,8 @@ static int write_delta(struct ftl *f, bool clean, uint32_t nblk)
 	/* this header page, programmed below (the delta's pages before it
 	 * are counted already) */
 	d->cnt.page_programs += 1;
-	d->crc = 0;
-	d->crc = oct_crc32c(0, d, sizeof(*d));
+	xopen_fill(f, d->xopen);
+	hdr_seal(d, d->hdr_size, sizeof(*d));
 	r = prog_ckpt_page(f, f->ck.gen, e->pos, FTL_OOB_CKPT,
 			   FTL_CKPT_STREAM_DHDR, e->pb);
 	if (!r)
@@ -390,7 +420,11 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 		return -EROFS;
 	if (f->log.seq > FTL_SEQ_MAX || gen > FTL_SEQ_MAX)
 		return -EOVERFLOW;      /* never write one open would refuse */
-	ftl_frontiers_close(f);         /* it records two open blocks */
+	/* a version-5 checkpoint records two open blocks: the others
+	 * closed; so are frontiers out of use (streams off, or spare
+	 * blocks gone), which would otherwise stay open for good */
+	if (!g->ckpt_open || !ftl_place_on(f))
+		ftl_frontiers_close(f);
 	r = ftl_sync(f);
 	if (r)
 		return r;
@@ -426,8 +460,9 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 	memset(pb, 0, g->ps);
 	h = (struct ftl_ckpt_hdr *)pb;
 	memcpy(h->magic, FTL_CKPT_MAGIC, 8);
-	h->version = FTL_CKPT_VERSION;
-	h->hdr_size = sizeof(*h);
+	h->version = g->ckpt_open ? FTL_CKPT_VERSION : FTL_CKPT_VERSION_LIFE;
+	h->hdr_size = (uint32_t)sizeof(*h) -
+		      (g->ckpt_open ? 0 : FTL_CKPT_XOPEN_BYTES);
 	h->gen = gen;
 	h->seq = f->log.seq;
 	h->flags = clean ? FTL_CKPT_CLEAN : 0;
@@ -446,8 +481,8 @@ int ftl_ckpt_write(struct ftl *f, bool clean)
 	/* the pages programmed below: counted, else every open from this
 	 * checkpoint would lose them */
 	h->cnt.page_programs += nprog;
-	h->crc = 0;
-	h->crc = oct_crc32c(0, h, sizeof(*h));
+	xopen_fill(f, h->xopen);
+	hdr_seal(h, h->hdr_size, sizeof(*h));
 	r = prog_ckpt_page(f, gen, 0, FTL_OOB_CKPT, FTL_CKPT_STREAM_BASE, pb);
 	for (uint32_t i = 0; !r && i < g->payload_pages; i++) {
 		payload_page(f, i, pb);

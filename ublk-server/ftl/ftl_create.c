@@ -67,7 +67,7 @@ uint64_t ftl_create_max_size(const struct ftl_create_opts *o)
  */
 static int create_backing(struct nand_backing *b,
 			  const struct ftl_create_opts *o, bool delta,
-			  bool stamp, bool fsum)
+			  bool stamp, bool fsum, bool copen)
 {
 	uint8_t area[OCT_SB_AREA];
 	struct nand_geom ng;
@@ -83,6 +83,7 @@ static int create_backing(struct nand_backing *b,
 		return r;
 	g.oob_stamp = g.oob_stamp && stamp;
 	g.flush_sum = g.flush_sum && fsum;
+	g.ckpt_open = copen;
 	g.pi = o->integrity;
 	if (g.pi && !ftl_pi_fits(&g))
 		return -EINVAL;
@@ -125,7 +126,7 @@ out:
 
 int ftl_create_backing(struct nand_backing *b, const struct ftl_create_opts *o)
 {
-	return create_backing(b, o, true, true, true);
+	return create_backing(b, o, true, true, true, true);
 }
 
 /* The same in the older format: checkpoint slots without delta records
@@ -134,7 +135,7 @@ int ftl_create_backing(struct nand_backing *b, const struct ftl_create_opts *o)
 int ftl_test_create_backing_full(struct nand_backing *b,
 				 const struct ftl_create_opts *o)
 {
-	return create_backing(b, o, false, false, false);
+	return create_backing(b, o, false, false, false, false);
 }
 
 /* Format 1.1 with delta checkpoints, without erase stamps (no
@@ -142,7 +143,7 @@ int ftl_test_create_backing_full(struct nand_backing *b,
 int ftl_test_create_backing_nostamp(struct nand_backing *b,
 				    const struct ftl_create_opts *o)
 {
-	return create_backing(b, o, true, false, false);
+	return create_backing(b, o, true, false, false, false);
 }
 
 /* Layout 1.2 without flush summaries (no OCT_SB_F_FLUSH_SUM: images made
@@ -150,7 +151,15 @@ int ftl_test_create_backing_nostamp(struct nand_backing *b,
 int ftl_test_create_backing_nofsum(struct nand_backing *b,
 				   const struct ftl_create_opts *o)
 {
-	return create_backing(b, o, true, true, false);
+	return create_backing(b, o, true, true, false, false);
+}
+
+/* Revision 3 with checkpoint version 5: no OCT_SB_F_CKPT_OPEN (images made
+ * before it, whose checkpoints name two open blocks); same image size. */
+int ftl_test_create_backing_noopen(struct nand_backing *b,
+				   const struct ftl_create_opts *o)
+{
+	return create_backing(b, o, true, true, true, false);
 }
 
 uint64_t ftl_test_image_size_full(const struct ftl_create_opts *o)

@@ -68,6 +68,7 @@ int ftl_geom_compute(struct ftl_geom *g, uint64_t size, enum ftl_align_mode a,
 	r = ftl_geom_ckpt(g, true);
 	g->oob_stamp = !r && ftl_geom_stamp_ok(g);
 	g->flush_sum = oob >= FTL_OOB_FLUSH_MIN;
+	g->ckpt_open = true;
 	return r;
 }
 
@@ -143,6 +144,7 @@ int ftl_geom_grow(const struct ftl_geom *g0, uint64_t size,
 	ftl_geom_layout(g1, true);
 	g1->oob_stamp = g0->oob_stamp;
 	g1->flush_sum = g0->flush_sum;
+	g1->ckpt_open = g0->ckpt_open;
 	g1->pe_cycles = g0->pe_cycles;
 	return g1->ckpt_blocks == g0->ckpt_blocks &&
 	       g1->slot_blocks == g0->slot_blocks &&
@@ -252,7 +254,8 @@ int ftl_sb_build(struct oct_sb *sb, const struct ftl_geom *g)
 		    (g->ckpt_delta ? OCT_SB_F_CKPT_DELTA : 0) |
 		    (g->oob_stamp ? OCT_SB_F_OOB_STAMP : 0) |
 		    (g->flush_sum ? OCT_SB_F_FLUSH_SUM : 0) |
-		    (g->pi ? OCT_SB_F_PI : 0);
+		    (g->pi ? OCT_SB_F_PI : 0) |
+		    (g->ckpt_open ? OCT_SB_F_CKPT_OPEN : 0);
 	sb->pe_cycles = g->pe_cycles;
 	sb->ckpt_sectors = g->room > g->size ? g->room / FTL_SECTOR : 0;
 	sb->crc = 0;
@@ -303,6 +306,7 @@ int ftl_sb_decode(const struct oct_sb *in, struct ftl_geom *g)
 	if (g->flush_sum && g->oob < FTL_OOB_FLUSH_MIN)
 		return -EBADMSG;
 	g->pi = sb.flags & OCT_SB_F_PI;
+	g->ckpt_open = sb.flags & OCT_SB_F_CKPT_OPEN;
 	if (g->pi && !ftl_pi_fits(g))
 		return -EBADMSG;
 	if (g->nblocks != sb.nblocks || g->flash_off != sb.flash_offset ||

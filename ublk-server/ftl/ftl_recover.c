@@ -759,8 +759,11 @@ int ftl_roll_forward(struct ftl *f, bool full)
 	 * in a block left without a valid page (all its pages superseded):
 	 * as a full block GC reclaims it at once,
 	 * left open it would hold its pages out of reach while the free
-	 * blocks run out.
+	 * blocks run out.  The other frontiers (checkpoint xopen: scanned
+	 * like every open block) start on fresh blocks.
 	 */
+	for (unsigned s = FTL_NSTREAMS; s < FTL_NFRONT; s++)
+		f->log.st[s].blk = FTL_NONE;
 	for (unsigned s = 0; s < FTL_NSTREAMS; s++) {
 		uint32_t b = best[s];
 
