@@ -12,10 +12,11 @@
  *      two (deterministic per seed; the figure is not fixed here);
  *   2b. four sequential writers and a random one (bench-engine's place
  *      row 3 on 32 MiB, 64-page blocks), greedy and cost-benefit: two
- *      frontiers at least 5 % below one (about 20 % measured; failed
- *      before the measured mean and ftl_dying, 2 to 10 % above one: the
- *      random writes read cold and shared blocks with the streams, GC
- *      copied half-overwritten stream blocks);
+ *      frontiers at least 15 % below one (27 to 38 % measured; failed
+ *      before the measured mean and ftl_dying, seeds 1..4: greedy 4 to 5
+ *      % below one, cost-benefit 1 % below to 9 % above: the random
+ *      writes read cold and shared blocks with the streams, GC copied
+ *      half-overwritten stream blocks);
  *   3. power cuts with every frontier open (hot and cold host blocks, both
  *      GC blocks): a skewed workload (writes of 512 B..64 KiB, FUA,
  *      flushes, discards) on the crash model, cut between operations and
@@ -507,8 +508,8 @@ int main(void)
 		fprintf(stderr, "4 sequential + 1 random, %s: WA %.3f one "
 			"frontier, %.3f two\n", k ? "cost-benefit" : "greedy",
 			w1, w2);
-		T_CHECK(w2 <= w1 * 0.95, "sequential mix: two frontiers "
-			"at least 5 %% below one (%s: %.3f vs %.3f)",
+		T_CHECK(w2 <= w1 * 0.85, "sequential mix: two frontiers "
+			"at least 15 %% below one (%s: %.3f vs %.3f)",
 			k ? "cost-benefit" : "greedy", w2, w1);
 	}
 	open_across(false, seed);
