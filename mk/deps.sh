@@ -20,7 +20,7 @@ check_pkgs=(bats fuse3 util-linux e2fsprogs btrfs-progs fio parted gdisk fdisk
 # + what building ublk_drv.ko out of tree needs (gcc, make; kbuild's tools link libelf1).
 vm_pkgs=(qemu-system-x86 busybox-static cpio xz-utils dmsetup kmod gcc make libelf1 libssl3
          e2fsprogs btrfs-progs fio parted fdisk gdisk util-linux procps jq mtd-utils
-         nbdkit nbd-client f2fs-tools)
+         nbdkit nbd-client f2fs-tools socat)   # socat: guest/rbd-ublk.sh
 # deb: make deb (mk/deb.sh: dpkg-buildpackage of debian/, then lintian) and what the source
 # package's Build-Depends name (build_pkgs)
 deb_pkgs=(dpkg-dev debhelper lintian)

@@ -10,7 +10,10 @@
 # "Lanes" below), OCTANT_VM_TIMEOUT (one guest, default 1800 s: a hang guard, the guests share
 # the cores), OCTANT_VM_TEST_TIMEOUT (per guest script, default 450 s), OCTANT_VM_MEM (MB, default
 # 2048), OCTANT_VM_DISK_SIZE (the sparse virtio disk behind the guest's ext4 /scratch, default
-# 8G), OCTANT_VM_TESTS (name patterns when none are given), BUILD (default build).
+# 8G), OCTANT_VM_TESTS (name patterns when none are given), BUILD (default build),
+# OCTANT_VM_RBD (1: guest/rbd-ublk.sh gets its one-node Ceph cluster, started here on the
+# host's 127.0.0.1 and stopped by pid at the end, and the 7.3 guest a NIC and librbd
+# (vm-run.sh --rbd); the default; 0: it SKIPs, see docs/vm.md "ublk on an RBD medium").
 # Before the boots it makes the host FUSE reference for guest/compare-ublk.sh (seed drawn per
 # run, OCTANT_SEED replays) in $BUILD/vm-out, shared with the guests at /octant/out.
 # SKIPs loudly per kernel ("ok N 6.12: vm tier # skip kernel 6.12: cannot fetch ...") without
@@ -26,7 +29,12 @@ tap() { # ok|not-ok DESC
 	n=$((n + 1))
 	if [ "$1" = ok ]; then echo "ok $n $2"; else nfail=$((nfail + 1)); echo "not ok $n $2"; fi
 }
-err=$(mktemp); trap 'rm -f "$err" "$err".*' EXIT
+err=$(mktemp) kdir=''
+. "$VM_DIR/ceph-guest.bash"
+tap_cleanup() { rm -rf ${kdir:+"$kdir"} "$err" "$err".*; vm_ceph_down; }
+trap tap_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # The host half of guest/compare-ublk.sh: make compare's reduced deterministic matrix over
 # FUSE + loop here, once for every kernel; the guests read it from the shared --out folder
@@ -34,6 +42,7 @@ err=$(mktemp); trap 'rm -f "$err" "$err".*' EXIT
 build=${BUILD:-build}
 case "$build" in /*) ;; *) build=$VM_TOP/$build ;; esac
 vmout=$build/vm-out
+! mountpoint -q "$vmout/ceph/osd" || umount "$vmout/ceph/osd"
 rm -rf "$vmout"; mkdir -p "$vmout"
 . "$VM_DIR/guest/compare-args.bash"
 cmp_wanted=0
@@ -57,6 +66,25 @@ else
 	echo "# vm: no host FUSE reference for compare-ublk (needs root, /dev/fuse, $build/ublk-flash): the guests make their own"
 fi
 
+# guest/rbd-ublk.sh's cluster (OCTANT_VM_RBD=1): the guest of kernel $rbd_kernel reaches it
+# (vm-run.sh --rbd, guest/rbd-ublk.sh's vm-kernels line); without it that script SKIPs.
+rbd_kernel=7.3 rbd_wanted=0 rbd_up=0
+[ "${OCTANT_VM_RBD:-1}" = 1 ] && [[ " $OCTANT_VM_KERNELS " == *" $rbd_kernel "* ]] && rbd_wanted=1
+[ $# -eq 0 ] || [[ " $* " == *" rbd"* ]] || rbd_wanted=0
+if [ $rbd_wanted -eq 1 ]; then
+	t0=$(vm_now)
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "# vm: no Ceph cluster for rbd-ublk (needs root): it SKIPs"
+	# not in $(...): the cluster's folder must be known here, for tap_cleanup
+	elif vm_ceph_up "$vmout/ceph" >"$err.ceph" 2>&1; then
+		rbd_up=1
+		echo "# vm: Ceph cluster for rbd-ublk up in $(vm_since "$t0")s (ports $(tr '\n' ' ' <"$vmout/ceph/guest.env"))"
+	else
+		echo "# vm: no Ceph cluster for rbd-ublk: $(tr '\n' ';' <"$err.ceph") (it SKIPs)"
+		vm_ceph_down
+	fi
+fi
+
 # run_kernel K ARGS...: prepare and boot the guest of kernel K and print its TAP, every case
 # numbered "-" (renumber numbers the stream).
 run_kernel() {
@@ -64,6 +92,8 @@ run_kernel() {
 	if ! command -v qemu-system-x86_64 >/dev/null; then
 		ktap ok "$k: vm tier # skip qemu-system-x86_64 not installed (mk/deps.sh vm)"; return
 	fi
+	local rbd_opt=()
+	[ $rbd_up -eq 1 ] && [ "$k" = "$rbd_kernel" ] && rbd_opt=(--rbd)
 	local t0 rc=0 abi t_prep t1 t_up kn kfail kskip kver timeout line d boot tests t_end what
 	t0=$(vm_now)
 	abi=$("$VM_DIR/prepare.sh" "$k" 2>"$kerr") || rc=$?
@@ -82,7 +112,7 @@ run_kernel() {
 	# or one after the harness started, fails as before.
 	for attempt in 1 2; do
 		t1=$(vm_now) t_up='' kn=0 kfail=0 kskip=0 kver=''
-		"$VM_DIR/vm-run.sh" --kernel "$k" --timeout "$timeout" --mem "${OCTANT_VM_MEM:-2048}" --out "$vmout" \
+		"$VM_DIR/vm-run.sh" --kernel "$k" ${rbd_opt[@]+"${rbd_opt[@]}"} --timeout "$timeout" --mem "${OCTANT_VM_MEM:-2048}" --out "$vmout" \
 			--scratch "${OCTANT_VM_DISK_SIZE:-8G}" "$VM_DIR/guest-all.sh" "$@" 2>&1 |
 		while IFS= read -r line; do
 			case "$line" in
@@ -145,7 +175,7 @@ lanes=${OCTANT_VM_LANES:-2}
 if [ "$lanes" -le 1 ]; then
 	for k in "${kernels[@]}"; do run_kernel "$k" "$@" | renumber; done
 else
-	kdir=$(mktemp -d); trap 'rm -rf "$kdir" "$err" "$err".*' EXIT
+	kdir=$(mktemp -d)
 	pids=()
 	for ((l = 0; l < lanes; l++)); do
 		( for ((i = l; i < ${#kernels[@]}; i += lanes)); do

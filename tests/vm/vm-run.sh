@@ -2,7 +2,7 @@
 # Boot the octant qemu guest (TCG) and run one script in it as root.
 # usage: tests/vm/vm-run.sh [--kernel K] [--timeout SECS] [--mem MB] [--smp N]
 #                           [--disk SIZE | --scratch SIZE] [--out DIR] [--build DIR]
-#                           [--kernel-log] SCRIPT [ARGS...]
+#                           [--kernel-log] [--rbd] SCRIPT [ARGS...]
 #   --kernel K      guest kernel: 6.1 (default, or $OCTANT_VM_KERNEL; out-of-tree ublk_drv),
 #                   6.12 (bookworm-security's 6.12.107, in-tree ublk_drv), or an ABI name
 #   --timeout SECS  kill qemu after SECS (default 600) and exit 124
@@ -15,13 +15,16 @@
 #                   /octant/out in the guest ($OCTANT_VM_OUT): results, fio JSON, logs
 #   --build DIR     project build folder shipped as /octant/build (default $BUILD or build)
 #   --kernel-log    show kernel messages on the console too (default: quiet)
+#   --rbd           a NIC (slirp: the host's 127.0.0.1 is 10.0.2.2) and, in a third initramfs
+#                   part (mkinitrd-rbd.sh), librbd's closure, Ceph's plugins, socat and
+#                   virtio_net, for guest/rbd-ublk.sh (the cluster: ceph-guest.bash)
 # The script's output streams to stdout; the exit status is the script's, 124 on timeout,
 # 125 when the guest died without reporting one (panic, qemu error), 77 when the guest
 # cannot be prepared (no qemu, kernel packages not fetchable).  See docs/vm.md.
 set -euo pipefail
 . "$(dirname "$0")/vm-lib.sh"
 
-timeout=600 mem=2048 smp=2 disk='' scratch=0 klog=0 out='' kernel=${OCTANT_VM_KERNEL:-6.1}
+timeout=600 mem=2048 smp=2 disk='' scratch=0 klog=0 out='' rbd=0 kernel=${OCTANT_VM_KERNEL:-6.1}
 build=${BUILD:-build}
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -34,6 +37,7 @@ while [ $# -gt 0 ]; do
 	--build)   build=$2; shift 2 ;;
 	--out)     out=$2; shift 2 ;;
 	--kernel-log) klog=1; shift ;;
+	--rbd)     rbd=1; shift ;;
 	--) shift; break ;;
 	-*) echo "vm-run.sh: unknown option $1" >&2; exit 2 ;;
 	*) break ;;
@@ -65,7 +69,13 @@ if [ -n "$out" ]; then
 fi
 OCTANT_VM_OUT_TAG=${out:+octant-out} OCTANT_VM_SCRATCH_FS=$([ $scratch -eq 1 ] && echo ext4) \
 	"$VM_DIR/mkinitrd.sh" run "$abi" "$work/run.cpio" "$build" "$script" "$@"
-cat "$VM_STATIC_CPIO" "$work/run.cpio" >"$work/initrd.cpio"
+parts=("$VM_STATIC_CPIO" "$work/run.cpio")
+if [ $rbd -eq 1 ]; then
+	"$VM_DIR/mkinitrd-rbd.sh" "$abi" "$work/rbd.cpio"
+	parts+=("$work/rbd.cpio")
+	drive+=(-netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile=)
+fi
+cat "${parts[@]}" >"$work/initrd.cpio"
 
 append="console=ttyS0 panic=-1 rdinit=/init mitigations=off nokaslr tsc=reliable no_timer_check"
 [ $klog -eq 1 ] && append+=" loglevel=7" || append+=" quiet loglevel=1"

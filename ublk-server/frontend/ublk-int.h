@@ -181,13 +181,15 @@ struct ublk_queue {
 	                                  online resize waits for 0 in each
 	                                  (per queue: no line shared between
 	                                  queues per request) */
-	/* Writes, flush, discard and write-zeroes run in the queue's
-	 * workers, never in the ring thread, so a slow backing write does
-	 * not stop the ring taking requests and committing the answers of
-	 * others; reads (lock-free on the engine) the ring thread serves
+	/* Writes that could wait (ftl_write_try said -EAGAIN), flush,
+	 * discard and write-zeroes run in the queue's workers, never in the
+	 * ring thread, so a slow backing write does not stop the ring taking
+	 * requests and committing the answers of others; reads (lock-free on
+	 * the engine) and writes that cannot wait the ring thread serves
 	 * itself (ublk-queue.c). */
 	unsigned busy;                 /* tags with the workers (ring thread) */
-	unsigned *reads;               /* this batch's read tags (ring thread) */
+	unsigned *inl;                 /* this batch's reads and writes to
+	                                  try inline (ring thread) */
 	int efd;                       /* eventfd: "answers are ready" */
 	uint64_t efd_val;              /* its read buffer */
 	bool efd_armed;                /* a read of it is queued on the ring */
@@ -272,6 +274,14 @@ int ublk_q_fetch_tags(struct ublk_queue *q, struct io_uring *ring,
 /* Run request @tag on the engine with @buf as its data: bytes done or
  * -errno. */
 int ublk_q_handle(struct ublk_queue *q, unsigned tag, void *buf);
+/* Is request @tag a write ublk_q_try_write may serve (a plain WRITE: no
+ * FUA, zones or PI)? */
+bool ublk_q_write_plain(const struct ublk_queue *q, unsigned tag);
+/* Serve WRITE @tag only if the engine can without waiting
+ * (ftl_write_try): bytes done or -errno as ublk_q_handle; -EAGAIN when it
+ * could wait (or the engine is held by an online resize): hand it to a
+ * worker (ublk_q_handle). */
+int ublk_q_try_write(struct ublk_queue *q, unsigned tag, void *buf);
 /* User copy (UBLK_F_USER_COPY): move @len bytes between @buf and request
  * @tag on /dev/ublkcN (@in: request -> @buf); @flag is or-ed into the
  * position (UBLKSRV_IO_INTEGRITY_FLAG: its integrity buffer).  0 or

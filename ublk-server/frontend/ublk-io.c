@@ -126,6 +126,37 @@ int ublk_q_handle(struct ublk_queue *q, unsigned tag, void *buf)
 	return r;
 }
 
+bool ublk_q_write_plain(const struct ublk_queue *q, unsigned tag)
+{
+	const struct ublksrv_io_desc *iod = &q->iods[tag];
+
+	return ublksrv_get_op(iod) == UBLK_IO_OP_WRITE &&
+	       !(iod->op_flags & UBLK_IO_F_FUA) && !q->dev->zn && !q->dev->pi;
+}
+
+int ublk_q_try_write(struct ublk_queue *q, unsigned tag, void *buf)
+{
+	struct ublk_dev *d = q->dev;
+	const struct ublksrv_io_desc *iod = &q->iods[tag];
+	uint64_t len = (uint64_t)iod->nr_sectors * FTL_SECTOR;
+	struct ftl *f;
+	int r = -EAGAIN;
+
+	if (!ublk_q_write_plain(q, tag) || len > d->buf_size)
+		return -EAGAIN;
+	/* never waits for an online resize: counted inside, then held? out
+	 * again, to the workers (ublk_q_handle waits there) */
+	__atomic_add_fetch(&q->inside, 1, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&d->held, __ATOMIC_SEQ_CST)) {
+		f = __atomic_load_n(&d->ftl, __ATOMIC_SEQ_CST);
+		if (f)
+			r = ftl_write_try(f, buf, iod->start_sector * FTL_SECTOR,
+					  (size_t)len, 0);
+	}
+	__atomic_sub_fetch(&q->inside, 1, __ATOMIC_SEQ_CST);
+	return r < 0 ? r : (int)len;
+}
+
 /* A FAILED queue stays FAILED (daemons end one after the other). */
 void ublk_q_set_state(struct ublk_queue *q, enum ublk_q_state st, int err)
 {

@@ -6,9 +6,13 @@
  * fetch means the driver put request @tag in the mmap'ed descriptor array.
  * A READ the ring thread serves itself (ftl_read is lock-free and costs one
  * backing pread per run of pages: a hand-off would cost more than it
- * saves); every other request (write, flush, discard, write-zeroes, which
- * may wait for the engine's lock, GC or an fsync) it hands to the workers,
- * which run it on the engine and post the answer.  Either way the ring
+ * saves), and a plain WRITE (no FUA) when the engine can serve it without
+ * waiting (ftl_write_try: a few whole pages, the locks free at once, room
+ * in the open block, no GC, checkpoint or sync due: one backing pwrite,
+ * like a read's pread); every other request (a write ftl_write_try turned
+ * back with -EAGAIN, flush, discard, write-zeroes, which may wait for the
+ * engine's lock, GC or an fsync) it hands to the workers, which run it on
+ * the engine and post the answer.  Either way the ring
  * thread answers with COMMIT_AND_FETCH_REQ carrying the result.  Only the
  * ring thread touches the ring (the driver binds the queue to the task that
  * fetched); the workers wake it through an eventfd whose read is queued on
@@ -17,12 +21,18 @@
  * committing the answers of others (as ublksrv's loop target submits its
  * backing I/O through the ring).
  *
- * Ordering: the workers take the non-read requests in order of arrival, so
- * a FLUSH runs after every write this queue answered before the FLUSH was
- * issued (the block layer only sends a FLUSH for writes it saw completed;
- * those of other queues were answered, hence on the engine, before it).  A
- * write still running in the other worker was not answered: the FLUSH owes
- * it nothing, as the block layer orders no requests in flight together.
+ * Ordering: every request is answered (committed) only after the engine
+ * call that serves it returned, in the ring thread or a worker.  The block
+ * layer sends a FLUSH only for writes it saw completed, i.e. answered:
+ * each was on the engine (on its map, in its log) before its answer was
+ * queued, hence before the FLUSH was even issued, so ftl_flush, run later
+ * by a worker, covers it whoever served it (ftl.h: ftl_flush covers every
+ * write that completed before it; ftl_write_try's serve is ftl_write's).
+ * This holds for writes of other queues alike.  A write still running in
+ * a worker, or turned back by ftl_write_try and queued after the FLUSH,
+ * was not answered: the FLUSH owes it nothing, as the block layer orders
+ * no requests in flight together.  The same for a FUA write: never served
+ * inline, ftl_write syncs before its answer.
  * Serving reads inline cannot reorder anything the block layer relies on: a
  * read changes nothing on the engine, so no FLUSH, FUA or later write
  * depends on it, and the block layer never keeps a read and an overlapping
@@ -140,8 +150,8 @@ static void q_workers_stop(struct ublk_queue *q)
 	free(q->todo);
 	free(q->done);
 	free(q->done_spare);
-	free(q->reads);
-	q->reads = NULL;
+	free(q->inl);
+	q->inl = NULL;
 	q->todo = NULL;
 	q->done = q->done_spare = NULL;
 }
@@ -157,8 +167,8 @@ static int q_workers_start(struct ublk_queue *q)
 	q->todo = calloc(q->depth, sizeof(*q->todo));
 	q->done = calloc(q->depth, sizeof(*q->done));
 	q->done_spare = calloc(q->depth, sizeof(*q->done_spare));
-	q->reads = calloc(q->depth, sizeof(*q->reads));
-	if (!q->todo || !q->done || !q->done_spare || !q->reads)
+	q->inl = calloc(q->depth, sizeof(*q->inl));
+	if (!q->todo || !q->done || !q->done_spare || !q->inl)
 		return -ENOMEM;
 	ret = pthread_mutex_init(&q->wlock, NULL);
 	if (ret)
@@ -195,6 +205,22 @@ static int q_arm_event(struct ublk_queue *q)
 	return 0;
 }
 
+/* Queue @tag for the workers (q->wlock held); q_wake once a batch is. */
+static void q_hand(struct ublk_queue *q, unsigned tag)
+{
+	q->busy++;
+	q->todo[(q->todo_head + q->todo_n) % q->depth] = tag;
+	q->todo_n++;
+}
+
+static void q_wake(struct ublk_queue *q, unsigned nnew)
+{
+	if (nnew > 1)
+		pthread_cond_broadcast(&q->wcond);
+	else if (nnew)
+		pthread_cond_signal(&q->wcond);
+}
+
 /* Commit every answer the workers posted. */
 static int q_harvest(struct ublk_queue *q)
 {
@@ -222,7 +248,7 @@ static int q_harvest(struct ublk_queue *q)
 static void q_loop(struct ublk_queue *q)
 {
 	struct io_uring_cqe *cqe;
-	unsigned head, n, nnew, nread, i;
+	unsigned head, n, nnew, ninl, i;
 	int ret, err = 0;
 
 	/* Draining (QUIESCE_DEV: a live upgrade) ends once the workers hold
@@ -243,7 +269,7 @@ static void q_loop(struct ublk_queue *q)
 			err = ret;
 			break;
 		}
-		n = nnew = nread = 0;
+		n = nnew = ninl = 0;
 		pthread_mutex_lock(&q->wlock);
 		io_uring_for_each_cqe(&q->ring, head, cqe) {
 			unsigned tag = (unsigned)cqe->user_data;
@@ -261,13 +287,12 @@ static void q_loop(struct ublk_queue *q)
 			if (res == UBLK_IO_RES_OK && tag < q->depth) {
 				q->ios++;
 				if (ublksrv_get_op(&q->iods[tag]) ==
-				    UBLK_IO_OP_READ) {
-					q->reads[nread++] = tag;
+				    UBLK_IO_OP_READ ||
+				    ublk_q_write_plain(q, tag)) {
+					q->inl[ninl++] = tag;
 					continue;
 				}
-				q->busy++;
-				q->todo[(q->todo_head + q->todo_n) % q->depth] = tag;
-				q->todo_n++;
+				q_hand(q, tag);
 				nnew++;
 			} else if (res == UBLK_IO_RES_ABORT) {
 				q->draining |= __atomic_load_n(&q->dev->quiescing,
@@ -278,21 +303,38 @@ static void q_loop(struct ublk_queue *q)
 				err = res < 0 ? res : -EIO;
 			}
 		}
-		if (nnew > 1)
-			pthread_cond_broadcast(&q->wcond);
-		else if (nnew)
-			pthread_cond_signal(&q->wcond);
+		q_wake(q, nnew);
 		pthread_mutex_unlock(&q->wlock);
 		io_uring_cq_advance(&q->ring, n);
-		/* Reads inline, while the workers run what was handed over;
-		 * their answers go out with this batch's commits. */
-		for (i = 0; i < nread; i++) {
-			unsigned tag = q->reads[i];
+		/* Reads and the writes that cannot wait inline, while the
+		 * workers run what was handed over; their answers go out
+		 * with this batch's commits.  A write that could wait goes to
+		 * the workers after all. */
+		nnew = 0;
+		for (i = 0; i < ninl; i++) {
+			unsigned tag = q->inl[i];
+			void *buf = ublk_q_buf(q, tag);
+			int res;
 
-			ret = q_prep(q, UBLK_IO_COMMIT_AND_FETCH_REQ, tag,
-				     ublk_q_handle(q, tag, ublk_q_buf(q, tag)));
+			if (ublksrv_get_op(&q->iods[tag]) == UBLK_IO_OP_READ) {
+				res = ublk_q_handle(q, tag, buf);
+			} else {
+				res = ublk_q_try_write(q, tag, buf);
+				if (res == -EAGAIN) {
+					q->inl[nnew++] = tag;
+					continue;
+				}
+			}
+			ret = q_prep(q, UBLK_IO_COMMIT_AND_FETCH_REQ, tag, res);
 			if (ret && !err)
 				err = ret;
+		}
+		if (nnew) {
+			pthread_mutex_lock(&q->wlock);
+			for (i = 0; i < nnew; i++)
+				q_hand(q, q->inl[i]);
+			q_wake(q, nnew);
+			pthread_mutex_unlock(&q->wlock);
 		}
 		ret = q_harvest(q);
 		if (ret && !err)

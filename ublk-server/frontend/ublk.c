@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "frontend.h"
+#include "nand.h"
 #include "oct-proc.h"
 #include "sysfs.h"
 #include "ublk-int.h"
@@ -74,22 +75,34 @@ static int ublk_probe(char *why, size_t len)
 	return 0;
 }
 
-/* The image's tag (dev_info.ublksrv_flags): its st_dev and st_ino hashed. */
+/* FNV-1a of @len bytes at @p, folded into a tag. */
+static uint64_t ublk_tag_hash(const void *p, size_t len)
+{
+	uint64_t h = 1469598103934665603ULL;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= ((const unsigned char *)p)[i];
+		h *= 1099511628211ULL;
+	}
+	return UBLK_TAG(h);
+}
+
+/* The image's tag (dev_info.ublksrv_flags): a file's st_dev and st_ino
+ * hashed; a remote medium's URI (nbd://, rbd://), which has no inode,
+ * hashed as written (serve --recover gives the same URI).  0: none. */
 static uint64_t ublk_image_tag(const char *image)
 {
 	struct stat st;
-	uint64_t h = 1469598103934665603ULL, v[2];
-	size_t i;
+	uint64_t v[2];
 
+	if (nand_backing_is_uri(image))
+		return ublk_tag_hash(image, strlen(image));
 	if (stat(image, &st) < 0)
 		return 0;
 	v[0] = st.st_dev;
 	v[1] = st.st_ino;
-	for (i = 0; i < sizeof(v); i++) {
-		h ^= ((const unsigned char *)v)[i];
-		h *= 1099511628211ULL;
-	}
-	return UBLK_TAG(h);
+	return ublk_tag_hash(v, sizeof(v));
 }
 
 static void ublk_sleep_ms(unsigned ms)

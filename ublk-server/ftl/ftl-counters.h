@@ -35,8 +35,10 @@
  * victims emptied and erase rounds done by the background GC thread,
  * errors that thread hit (each one also failed the next host write), and
  * flush summary pages programmed (what the proof of host flushes costs,
- * ftl_fsum.c), and waits of writers throttled by the GC thread's
- * watermarks (ftl_bggc_throttle).
+ * ftl_fsum.c), waits of writers throttled by the GC thread's
+ * watermarks (ftl_bggc_throttle), and host writes ftl_write_try served
+ * without waiting / turned back with -EAGAIN (the ublk ring thread's
+ * inline writes, ublk-queue.c).
  */
 #ifndef OCTANT_FTL_COUNTERS_H
 #define OCTANT_FTL_COUNTERS_H
@@ -80,6 +82,8 @@
 	X(gc_bg_erase_rounds,   ENG)   \
 	X(gc_bg_errors,         ENG)   \
 	X(fsum_pages,           ENG)   \
-	X(gc_throttled,         ENG)
+	X(gc_throttled,         ENG)   \
+	X(write_try_served,     ENG)   \
+	X(write_try_again,      ENG)
 
 #endif

@@ -146,6 +146,15 @@ static inline void ftl_lock(struct ftl_mutex *m)
 	FTL_LC(__atomic_store_n(&m->owner, ftl_self(), __ATOMIC_RELAXED);)
 }
 
+/* Take @m only if it is free: true when taken (ftl_write_try). */
+static inline bool ftl_trylock(struct ftl_mutex *m)
+{
+	if (pthread_mutex_trylock(&m->mx))
+		return false;
+	FTL_LC(__atomic_store_n(&m->owner, ftl_self(), __ATOMIC_RELAXED);)
+	return true;
+}
+
 static inline void ftl_unlock(struct ftl_mutex *m)
 {
 	FTL_LC(__atomic_store_n(&m->owner, 0, __ATOMIC_RELAXED);)

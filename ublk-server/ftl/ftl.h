@@ -196,6 +196,25 @@ int ftl_read(struct ftl *f, void *buf, uint64_t off, size_t len);
 int ftl_write(struct ftl *f, const void *buf, uint64_t off, size_t len,
 	      unsigned flags);
 int ftl_flush(struct ftl *f);
+/*
+ * ftl_write, only when it cannot wait: for a caller that must not block
+ * (the ublk ring thread, which answers the ring; frontend/ublk-queue.c).
+ * Served (0, or ftl_write's -EINVAL / -EROFS / -EIO) when the write is
+ * whole pages of the medium, at most FTL_WRITE_TRY_PAGES of them, without
+ * FTL_FUA, its range locks and the engine lock are free at once, and the
+ * host stream's open block takes all of it with nothing due first (no
+ * checkpoint, GC, new block, move off a retired block, scrub, nor host
+ * run of another writer still being programmed).  Else -EAGAIN with
+ * nothing written: call ftl_write (which may wait for all of those).
+ * Once served it is what ftl_write would have done: on the map for every
+ * reader and covered by the next ftl_flush.  Counted in stats as
+ * write_try_served / write_try_again.  (A program failure that leaves the
+ * stream without a block also gives -EAGAIN, some pages perhaps already
+ * written: ftl_write writes them all again, the same data.)
+ */
+#define FTL_WRITE_TRY_PAGES 7u
+int ftl_write_try(struct ftl *f, const void *buf, uint64_t off, size_t len,
+		  unsigned flags);
 int ftl_discard(struct ftl *f, uint64_t off, uint64_t len);
 int ftl_write_zeroes(struct ftl *f, uint64_t off, uint64_t len);
 

@@ -139,6 +139,10 @@ static void stats_print_table(const struct ftl_stats *st, FILE *out,
 	stats_row(out, "host flushes", "%llu (%llu FUA writes)",
 		  (unsigned long long)st->host_flushes,
 		  (unsigned long long)st->host_fua);
+	stats_row(out, "writes without waiting", "%llu served, %llu turned back "
+		  "(ftl_write_try, this mount)",
+		  (unsigned long long)st->write_try_served,
+		  (unsigned long long)st->write_try_again);
 	stats_row(out, "flash programmed", "%s (%llu pages)",
 		  oct_fmt_size(st->page_programs * st->page_size, a, sizeof(a)),
 		  (unsigned long long)st->page_programs);

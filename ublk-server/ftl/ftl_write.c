@@ -261,6 +261,98 @@ int ftl_write(struct ftl *f, const void *buf, uint64_t off, size_t len,
 	return r;
 }
 
+/* ftl_write_try's writes are those ftl_write programs under f->lock
+ * anyway (write_run): no ticket wait, no unlocked run. */
+_Static_assert(FTL_WRITE_TRY_PAGES < RUN_UNLOCKED_MIN,
+	       "ftl_write_try: runs under the lock only");
+
+/* Lock the stripes of logical pages [p0, p1] (at most FTL_WRITE_TRY_PAGES:
+ * one or two stripes) if each is free at once: true; else none is held. */
+static bool range_trylock(struct ftl *f, uint64_t p0, uint64_t p1)
+{
+	unsigned a = ftl_stripe_of(p0), b = ftl_stripe_of(p1);
+
+	FTL_ASSERT_NOT_HELD(&f->lock);
+	if (!ftl_trylock(&f->stripe[a]))
+		return false;
+	if (b != a && !ftl_trylock(&f->stripe[b])) {
+		ftl_unlock(&f->stripe[a]);
+		return false;
+	}
+	return true;
+}
+
+/* Can @n host pages go into stream @s now without waiting (f->lock
+ * held)?  ftl_balance then only pokes the GC thread (no checkpoint,
+ * retire move, scrub, throttle nor GC: each needs one of these false) and
+ * ftl_prog_run neither drains runs in flight nor opens a block. */
+static bool write_cheap(struct ftl *f, int s, uint32_t n)
+{
+	const struct ftl_stream *st = &f->log.st[s];
+
+	FTL_ASSERT_HELD(&f->lock);
+	return !f->pipe.inflight && !f->ck.due &&
+	       ftl_seq_room(f, n + FTL_PROG_RETRIES + 2) &&
+	       !f->maint.retire_scan &&
+	       !__atomic_load_n(&f->scrub.n, __ATOMIC_RELAXED) &&
+	       !ftl_host_needs_block(f) &&
+	       st->blk != FTL_NONE && f->g.ppb - st->wp >= n;
+}
+
+int ftl_write_try(struct ftl *f, const void *buf, uint64_t off, size_t len,
+		  unsigned flags)
+{
+	uint64_t mo, p0, ps = f->g.ps;
+	uint32_t n, done = 0;
+	int r, s;
+
+	r = check_io(f, off, len);
+	if (r)
+		return r;
+	mo = off + f->g.shift;
+	n = (uint32_t)(len / ps);
+	if (!len || (flags & FTL_FUA) || mo % ps || len % ps ||
+	    n > FTL_WRITE_TRY_PAGES)
+		goto again;
+	p0 = mo / ps;
+	if (!range_trylock(f, p0, p0 + n - 1))
+		goto again;
+	/* the CRCs before the lock, as write_run */
+	for (uint32_t k = 0; k < n; k++)
+		tls_crc[k] = oct_crc32c(0, (const uint8_t *)buf +
+					(size_t)k * ps, ps);
+	if (!ftl_trylock(&f->lock)) {
+		range_lock(f, p0, p0 + n - 1, false);
+		goto again;
+	}
+	s = ftl_place_host(f, (uint32_t)p0);
+	if (!write_cheap(f, s, n)) {
+		r = -EAGAIN;
+	} else {
+		r = ftl_balance(f);
+		if (!r)
+			r = ftl_prog_run(f, s, (uint32_t)p0, buf, n, tls_crc,
+					 &done);
+		if (r == -ENOSPC && ftl_stream_needs_block(f, s))
+			r = -EAGAIN;    /* a failed program: ftl_write's GC */
+	}
+	ftl_unlock(&f->lock);
+	range_lock(f, p0, p0 + n - 1, false);
+	if (r == -EAGAIN)
+		goto again;
+	if (!r) {
+		CADD(f, m.host_write_sectors, len / FTL_SECTOR);
+		CADD(f, m.host_write_commands, 1);
+		CADD(f, m.write_try_served, 1);
+	}
+	if (r == -EIO)
+		CADD(f, m.media_errors, 1);
+	return r;
+again:
+	CADD(f, m.write_try_again, 1);
+	return -EAGAIN;
+}
+
 /* Make every completed write durable. */
 int ftl_flush(struct ftl *f)
 {

@@ -9,8 +9,11 @@
 #   Ring thread + workers (6.1, 6.12, and OCTANT_UBLK_DAEMONS=queue on 7.3; ublk-queue.c):
 #     reads are served by the queue's ring thread (ublk-qN): ftl_read is lock-free and a
 #     hand-off costs more than it saves, so the queue's engine workers (ublk-wN) issue no
-#     backing read for them; writes go to the workers, so the ring thread issues no backing
-#     write and a slow write never stops the ring.
+#     backing read for them; a write the ring thread serves itself when the engine can without
+#     waiting (ftl_write_try: dd's 4 KiB writes one at a time into an open block, all but the
+#     one that opens a block), else a worker does, so a slow write never stops the ring: the
+#     ring thread makes most of the backing writes, and the stats count them
+#     (write_try_served >= N/2; 0 with daemons, which serve every write themselves).
 # The image is on tmpfs, which the server maps (nand_backing_fd): reads copy from the mapping
 # and make no syscall at all, so the thread of each read is proven with the mapping off
 # (OCTANT_BACKING_MAP=0), and with it on (2 queues) that no thread made a backing read syscall
@@ -122,8 +125,9 @@ for run in $runs; do
 		rw=$(( $(d w0 w1 ublk-q0) + $(d w0 w1 ublk-q1) )) ww=$(( $(d w0 w1 ublk-w0) + $(d w0 w1 ublk-w1) ))
 		rr=$(( $(d r0 r1 ublk-q0) + $(d r0 r1 ublk-q1) )) wr=$(( $(d r0 r1 ublk-w0) + $(d r0 r1 ublk-w1) ))
 		echo "# $label: $N writes: ring threads syscw +$rw, workers +$ww; $N reads: ring threads syscr +$rr, workers +$wr"
-		t_eq "$label: writes: no backing write in the ring thread" "$rw" 0
-		t_check "$label: writes: the worker wrote the backing" [ $ww -ge $N ]
+		t_check "$label: writes: the ring thread served most of them itself (syscw >= $((N / 2)))" \
+			[ "$rw" -ge $((N / 2)) ]
+		t_check "$label: writes: ring thread and workers wrote the backing" [ $((rw + ww)) -ge $N ]
 		t_eq "$label: reads: no backing read in the worker" "$wr" 0
 		if [ "$map" = 1 ]; then
 			t_eq "$label: reads: no backing read syscall (copied from the mapping)" "$rr" 0
@@ -132,6 +136,14 @@ for run in $runs; do
 		fi
 	fi
 	t_eq "$label: data read back" "$sum" "$(sha256sum <"$data")"
+	served=$("$UBLK_FLASH" stats "$dev" --json | sed -n 's/.*"write_try_served":\([0-9]*\).*/\1/p')
+	echo "# $label: write_try_served ${served:-missing}"
+	if [ $daemons = 1 ]; then
+		t_eq "$label: stats: no write tried inline (the daemons serve every one)" "${served:-missing}" 0
+	else
+		t_check "$label: stats: writes served inline by the ring thread (write_try_served ${served:-missing} >= $((N / 2)))" \
+			[ "${served:-0}" -ge $((N / 2)) ]
+	fi
 
 	if out=$("$UBLK_FLASH" stop "$img" 2>&1); then t_ok "$label: stop"; else t_fail "$label: stop" "$out"; fi
 	ublk_wait_gone "$dev" || t_fail "$label: $dev gone after stop" "still there"
