@@ -10,7 +10,9 @@
  *    the FREE data blocks keyed by erase count, every FULL data block is in
  *    the bucket of its valid count and nothing else is, heaps are heaps);
  *  - the GC victim is the block the scan of every block picks
- *    (ftl_victim_scan, the choice before the indexes), in both policies;
+ *    (ftl_victim_scan, the choice before the indexes), in both policies,
+ *    and with placement streams (both pass over blocks being emptied
+ *    now, ftl_dying.c: on 16-page blocks, often);
  *  - the free block a host / GC stream takes is the free block with the
  *    fewest / most erases (lower block number on ties);
  *  - no operation fails but with EROFS once the faults used the spares up
@@ -36,11 +38,14 @@ static uint64_t rnd(void)
 	return t_xorshift(&rs);
 }
 
+static bool streams;             /* ftl_open_opts.streams for open_mem */
+
 static struct ftl *open_mem(struct nand_backing *b, enum ftl_gc_policy gc,
 			    bool faulty)
 {
 	static struct nand_fault_spec s;
-	struct ftl_open_opts o = { .gc = gc, .wl_threshold = 8 };
+	struct ftl_open_opts o = { .gc = gc, .wl_threshold = 8,
+		.streams = streams };
 	struct ftl *f = NULL;
 	char err[200];
 	int r;
@@ -111,7 +116,7 @@ static bool check(struct ftl *f, const char *what, uint64_t op)
 /* The long mode's budget (test.h), shared out evenly between the runs:
  * the next run has the @slot-th of @NSLOTS parts; every run does at least
  * the short mode's @FLOOR operations.  @ops_done/@ops_want sum them up. */
-#define NSLOTS  6
+#define NSLOTS  8
 #define FLOOR   30000
 static int slot;
 static uint64_t ops_done, ops_want;
@@ -120,7 +125,9 @@ static void run(enum ftl_gc_policy gc, bool faulty, uint64_t nops)
 {
 	struct ftl_create_opts c = { .size = 8u << 20, .align = FTL_ALIGN_1M,
 		.pages_per_block = 16, .op_permille = 125 };
-	const char *what = gc == FTL_GC_COST_BENEFIT ?
+	const char *what = streams ? (gc == FTL_GC_COST_BENEFIT ?
+		"cost-benefit, streams" : "greedy, streams") :
+		gc == FTL_GC_COST_BENEFIT ?
 		(faulty ? "cost-benefit, faults" : "cost-benefit") :
 		(faulty ? "greedy, faults" : "greedy");
 	static uint8_t buf[64 << 10];
@@ -199,6 +206,10 @@ static void all(uint64_t nops)
 	run(FTL_GC_COST_BENEFIT, false, nops);
 	run(FTL_GC_GREEDY, true, nops);
 	run(FTL_GC_COST_BENEFIT, true, nops);
+	streams = true;
+	run(FTL_GC_GREEDY, false, nops);
+	run(FTL_GC_COST_BENEFIT, false, nops);
+	streams = false;
 }
 
 int main(void)

@@ -17,6 +17,7 @@
  *   ftl_append.c       programs pages, moves the map, runs in flight
  *   ftl_place.c        host write temperature: which host frontier
  *   ftl_badblock.c ftl_blkidx.c ftl_readpage.c ftl_counters.c
+ *   ftl_dying.c
  *   ftl_fsum_list.c ftl_ckpt_load.c ftl_recover.c ftl_geom.c
  *
  * LOCKING.  Taken in this order (never one while a lock below it is held
@@ -368,12 +369,27 @@ struct ftl_log {
 #define FTL_PLACE_GROUP  8u     /* logical pages per temperature counter */
 #define FTL_PLACE_EPOCH  8u     /* updates per group per epoch (counters
                                    halve at each epoch's end) */
+/* Blocks being emptied now (ftl_dying.c).  f->lock.  Per block, the
+ * newest window of invalidations: up to a block's worth of programs long. */
+struct ftl_dying {
+	uint64_t *from;              /* per block: f->log.seq at the window's
+	                                first invalidation */
+	uint32_t *n;                 /* per block: invalidations in it */
+	bool on;                     /* ftl_open_opts.streams: GC passes
+	                                dying blocks over */
+};
+
 struct ftl_place {
 	uint8_t *cnt;                /* per group: updates, decayed (255 max) */
 	uint8_t *ep;                 /* per group: epoch (low 8 bits) of cnt */
 	uint32_t ngroups;
 	uint32_t epoch;              /* epochs ended */
-	uint64_t upd;                /* updates in this epoch */
+	uint64_t upd;                /* host pages written in this epoch */
+	uint64_t ups;                /* group updates (counter raises) in this
+	                                epoch */
+	uint64_t ups_prev;           /* ... in the previous one (at init: what
+	                                4 KiB writes give, ngroups *
+	                                FTL_PLACE_EPOCH) */
 	bool off;                    /* !ftl_open_opts.streams */
 };
 
@@ -673,6 +689,7 @@ struct ftl {
 	/* the parts (OWNERSHIP) */
 	struct ftl_log log;          /* ftl_append.c */
 	struct ftl_place place;      /* ftl_place.c */
+	struct ftl_dying dying;      /* ftl_dying.c */
 	struct ftl_pipe pipe;        /* ftl_append.c */
 	struct ftl_idx idx;          /* ftl_blkidx.c */
 	struct ftl_bbt bb;           /* ftl_badblock.c */
@@ -942,6 +959,16 @@ int ftl_run_finish(struct ftl *f, struct ftl_inflight *x);
 void ftl_inflight_drain(struct ftl *f);
 void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn);
 void ftl_map_unset(struct ftl *f, uint32_t lpn);
+
+/* ftl_dying.c: blocks being emptied now (f->lock held but for init/fini) */
+int ftl_dying_init(struct ftl *f);
+void ftl_dying_fini(struct ftl *f);
+/* A page of block @b was superseded or unmapped. */
+void ftl_dying_note(struct ftl *f, uint32_t b);
+/* With placement streams: did @b lose at least 1/8 of a block's pages
+ * within the last block's worth of programs?  GC passes it over then
+ * (ftl_victim) while it has another candidate. */
+bool ftl_dying(const struct ftl *f, uint32_t b);
 
 /* ftl_place.c: host write temperature (f->lock held but for init/fini) */
 int ftl_place_init(struct ftl *f, bool off);

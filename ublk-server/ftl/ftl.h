@@ -87,11 +87,11 @@ struct ftl_open_opts {
 	                               spare blocks for it; false (default):
 	                               one host and one GC open block
 	                               (docs/engine.md, Placement streams:
-	                               not the default yet: with cost-benefit
-	                               GC it costs WA on sequential writers
-	                               mixed with a random one; on images
+	                               not the default yet: on images
 	                               without OCT_SB_F_CKPT_OPEN two open
-	                               blocks are closed at each checkpoint) */
+	                               blocks are closed at each checkpoint;
+	                               GC then passes over blocks being
+	                               emptied now, ftl_dying.c) */
 	bool bg_gc;                 /* read-write opens: collect garbage in a
 	                               background thread between two free-block
 	                               watermarks, writers only below the low

@@ -15,7 +15,10 @@
  *    pages of a host run still in flight (f->idx.run_pages: reserved, not
  *    published) is left out until the run is published: its valid count
  *    does not count those pages yet, and a victim chosen by it would be
- *    data written a moment ago (ftl_run_busy).
+ *    data written a moment ago (ftl_run_busy).  With placement streams
+ *    both first look past the blocks being emptied now (ftl_dying.c; a
+ *    bucket's first block dying: the rest of the bucket is scanned), then,
+ *    if that found nothing, take them too.
  * The indexes are rebuilt from the block states at every mount
  * (ftl_rebuild_lists) and kept up to date by ftl_set_state(),
  * ftl_valid_inc/dec() and the free-set calls.  A bucket grows by realloc;
@@ -288,6 +291,7 @@ void ftl_valid_dec(struct ftl *f, uint32_t b)
 {
 	FTL_ASSERT_HELD(&f->lock);
 	f->idx.valid[b]--;
+	ftl_dying_note(f, b);
 	refile(f, b);
 }
 
@@ -318,18 +322,18 @@ void ftl_idx_rebuild(struct ftl *f)
 
 /* The victim the scan of every block picks (the reference; used when a
  * bucket could not grow). */
-uint32_t ftl_victim_scan(const struct ftl *f, uint32_t max_valid)
+static uint32_t scan_pass(const struct ftl *f, uint32_t max_valid, bool skip)
 {
 	const struct ftl_geom *g = &f->g;
 	uint32_t best = FTL_NONE, bv = UINT32_MAX;
 	double bscore = -1;
 
-	FTL_ASSERT_HELD(&f->lock);
 	for (uint32_t b = g->ckpt_blocks; b < g->nblocks; b++) {
 		uint32_t v = f->idx.valid[b];
 
 		if (f->idx.state[b] != FTL_BLK_FULL || v >= g->ppb || v > max_valid ||
-		    b == f->gc.cur || f->idx.run_pages[b])
+		    b == f->gc.cur || f->idx.run_pages[b] ||
+		    (skip && v && ftl_dying(f, b)))
 			continue;
 		if (f->o.gc == FTL_GC_COST_BENEFIT) {
 			double u = (double)v / g->ppb;
@@ -349,25 +353,48 @@ uint32_t ftl_victim_scan(const struct ftl *f, uint32_t max_valid)
 	return best;
 }
 
+uint32_t ftl_victim_scan(const struct ftl *f, uint32_t max_valid)
+{
+	uint32_t b = FTL_NONE;
+
+	FTL_ASSERT_HELD(&f->lock);
+	if (f->dying.on)
+		b = scan_pass(f, max_valid, true);
+	return b != FTL_NONE ? b : scan_pass(f, max_valid, false);
+}
+
+/* The first block of bucket @h in its order that is neither the GC
+ * thread's victim nor being emptied now (ftl_dying); FTL_NONE if none.
+ * O(blocks in the bucket): only when its first block is dying. */
+static uint32_t bucket_alive(const struct ftl *f, const struct ftl_heap *h)
+{
+	uint32_t best = FTL_NONE;
+
+	for (uint32_t i = 0; i < h->n; i++) {
+		uint32_t b = h->a[i];
+
+		if (b != f->gc.cur && !ftl_dying(f, b) &&
+		    (best == FTL_NONE || h_less(h, b, best)))
+			best = b;
+	}
+	return best;
+}
+
 /*
  * The GC victim: a FULL block with fewer valid pages than a block holds
  * and at most @max_valid (what GC has room to copy); greedy: the fewest
- * valid pages; cost-benefit: the highest (1-u)·age/(1+u); never the GC
+ * valid pages; cost-benefit: the highest (1-u)·age/(1+u); with placement
+ * streams not a block being emptied now (ftl_dying) while there is
+ * another; never the GC
  * thread's victim (f->gc.cur), never a block with a host run in flight
  * (not indexed).  FTL_NONE if there is none.  O(ppb + log n).
  */
-uint32_t ftl_victim(struct ftl *f, uint32_t max_valid)
+static uint32_t victim_pass(struct ftl *f, uint32_t max_valid, bool skip)
 {
 	const struct ftl_geom *g = &f->g;
 	uint32_t best = FTL_NONE;
 	double bscore = -1;
 
-	FTL_ASSERT_HELD(&f->lock);
-	if (f->idx.lost) {
-		ftl_idx_rebuild(f);
-		if (f->idx.lost)
-			return ftl_victim_scan(f, max_valid);
-	}
 	for (uint32_t v = 0; v < g->ppb && v <= max_valid; v++) {
 		uint32_t b;
 		double u, age, score;
@@ -386,6 +413,11 @@ uint32_t ftl_victim(struct ftl *f, uint32_t max_valid)
 			if (h->n > 2 && h_less(h, h->a[2], b))
 				b = h->a[2];
 		}
+		if (skip && v && ftl_dying(f, b)) {
+			b = bucket_alive(f, &f->idx.vh[v]);
+			if (b == FTL_NONE)
+				continue;
+		}
 		if (f->o.gc != FTL_GC_COST_BENEFIT)
 			return b;
 		u = (double)v / g->ppb;
@@ -397,6 +429,21 @@ uint32_t ftl_victim(struct ftl *f, uint32_t max_valid)
 		}
 	}
 	return best;
+}
+
+uint32_t ftl_victim(struct ftl *f, uint32_t max_valid)
+{
+	uint32_t b = FTL_NONE;
+
+	FTL_ASSERT_HELD(&f->lock);
+	if (f->idx.lost) {
+		ftl_idx_rebuild(f);
+		if (f->idx.lost)
+			return ftl_victim_scan(f, max_valid);
+	}
+	if (f->dying.on)
+		b = victim_pass(f, max_valid, true);
+	return b != FTL_NONE ? b : victim_pass(f, max_valid, false);
 }
 
 /* ---- checks (tests) ------------------------------------------------------ */

@@ -49,7 +49,7 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 		f->gc.ev[i].res = calloc(g->ppb, sizeof(int));
 	}
 	f->gc.cur = FTL_NONE;
-	if (ftl_place_init(f, false) || !f->log.hotblk || !f->log.map || !f->idx.valid || !f->idx.run_pages || !f->idx.state || !f->log.mtime || !f->log.trim_seq ||
+	if (ftl_place_init(f, false) || ftl_dying_init(f) || !f->log.hotblk || !f->log.map || !f->idx.valid || !f->idx.run_pages || !f->idx.state || !f->log.mtime || !f->log.trim_seq ||
 	    !f->log.fdirty || ftl_idx_init(f) || !f->gc.pend || !f->gc.pend_gen || !f->buf.page || !f->buf.zero ||
 	    !f->buf.oob || !f->buf.oob2 || !f->ck.buf || !f->bb.tab ||
 	    !f->maint.bb_done || !f->gc.ev[0].oob || !f->gc.ev[0].res || !f->gc.ev[1].oob ||
@@ -128,6 +128,7 @@ void ftl_free(struct ftl *f)
 	free(f->log.fdirty);
 	free(f->log.hotblk);
 	ftl_place_fini(f);
+	ftl_dying_fini(f);
 	ftl_idx_fini(f);
 	free(f->gc.pend);
 	free(f->gc.pend_gen);
@@ -208,6 +209,7 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 
 	f->o = *o;
 	f->place.off = !o->streams;
+	f->dying.on = o->streams;
 	if (!f->o.wl_threshold)
 		f->o.wl_threshold = 128;
 	f->readonly = o->readonly;
