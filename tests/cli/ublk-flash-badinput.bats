@@ -278,6 +278,11 @@ serve_ok() {
 		"$UBLK_FLASH" serve x.img --wl-threshold 0
 }
 
+@test "serve --streams maybe: validated, exit 2" {
+	bad 2 "serve: --streams: 'maybe' is not on or off" \
+		"$UBLK_FLASH" serve x.img --streams maybe
+}
+
 @test "serve --gc-thread maybe: validated, exit 2" {
 	bad 2 "serve: --gc-thread: 'maybe' is not on or off" \
 		"$UBLK_FLASH" serve x.img --gc-thread maybe

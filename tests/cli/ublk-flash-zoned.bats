@@ -117,7 +117,7 @@ sum() { sha256sum <"$1" | cut -d' ' -f1; }
 @test "serve a zoned image with an FTL option or --dm: one line, exit 2, image untouched" {
 	"$UBLK_FLASH" create z.img --size 64M --zoned
 	s=$(sum z.img)
-	for o in --scan "--gc cost-benefit" "--wl-threshold 5" "--gc-thread off"; do
+	for o in --scan "--gc cost-benefit" "--wl-threshold 5" "--gc-thread off" "--streams on"; do
 		# shellcheck disable=SC2086 # the option and its value
 		bad 2 "is a zoned image: ${o%% *} is an FTL option, and a zoned image has no FTL" \
 			"$UBLK_FLASH" serve z.img $o

@@ -47,6 +47,20 @@ wait_line() {
 	return 1
 }
 
+@test "--streams on: the live engine places hot and cold data apart (stats says so); off and the default: not" {
+	fuse_create b 256M 1m          # a 64M device has too few spare blocks
+	for o in "" "--streams off" "--streams on"; do
+		# shellcheck disable=SC2086 # the option and its value
+		DEV=$("$UBLK_FLASH" serve "$SCRATCH/b.img" --frontend fuse $o)
+		run "$UBLK_FLASH" stats "$DEV" --json
+		[ "$status" -eq 0 ]
+		want=false; [ "$o" = "--streams on" ] && want=true
+		[[ "$output" == *"\"streams\":$want"* ]] || { echo "$o: $output"; false; }
+		"$UBLK_FLASH" stop "$DEV"
+	done
+	nothing_started
+}
+
 @test "--pidfile: written once the device is live (the server's pid), removed at stop" {
 	DEV=$("$UBLK_FLASH" serve "$IMG" --frontend fuse --pidfile "$SCRATCH/s.pid")
 	[ -b "$DEV" ]

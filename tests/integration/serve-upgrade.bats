@@ -104,10 +104,10 @@ print(out.replace(b"\0", b"|").decode(), end="")
 @test "options: the server's own, for its successor, paths absolute" {
 	cd "$SCRATCH"
 	DEV=$("$UBLK_FLASH" serve a.img --frontend fuse --pidfile s.pid --log ./s.log \
-		--gc cost-benefit --gc-thread off --wl-threshold 500)
+		--gc cost-benefit --gc-thread off --streams on --wl-threshold 500)
 	run ctl options
 	echo "$output"
-	[ "$output" = "--frontend|fuse|--pidfile|$SCRATCH/s.pid|--log|$SCRATCH/s.log|--gc|cost-benefit|--gc-thread|off|--wl-threshold|500|" ]
+	[ "$output" = "--frontend|fuse|--pidfile|$SCRATCH/s.pid|--log|$SCRATCH/s.log|--gc|cost-benefit|--gc-thread|off|--streams|on|--wl-threshold|500|" ]
 	"$UBLK_FLASH" stop "$DEV"
 	DEV=$("$UBLK_FLASH" serve a.img --frontend fuse --read-only)
 	run ctl options

@@ -34,6 +34,9 @@ static void serve_usage(FILE *out)
 		"  --gc-thread on|off    collect garbage in a background thread, writers\n"
 		"                        only when it falls behind (default on); off:\n"
 		"                        only inline, in the writing thread\n"
+		"  --streams on|off      placement streams: hot and cold host data in\n"
+		"                        separate open blocks, by measured update\n"
+		"                        temperature (default off; docs/engine.md)\n"
 		"  --wl-threshold N      static wear-levelling threshold, 1..1000000\n"
 		"                        (max - min erase count; default 128)\n"
 		"  --faults SPEC         a failing medium: program=P,erase=P,bitflip=RATE,\n"
@@ -78,7 +81,7 @@ static int cli_serve_exit(int err)
 int cmd_serve(int argc, char **argv)
 {
 	enum { O_FRONTEND = 256, O_RECOVER, O_DEVID, O_QUEUES, O_DEPTH, O_DM,
-	       O_SCAN, O_GC, O_GCTHREAD, O_WL, O_FAULTS, O_PIDFILE, O_LOG,
+	       O_SCAN, O_GC, O_GCTHREAD, O_STREAMS, O_WL, O_FAULTS, O_PIDFILE, O_LOG,
 	       O_UPGRADE };
 	static const struct option lo[] = {
 		{ "frontend", required_argument, NULL, O_FRONTEND },
@@ -95,6 +98,7 @@ int cmd_serve(int argc, char **argv)
 		{ "scan", no_argument, NULL, O_SCAN },
 		{ "gc", required_argument, NULL, O_GC },
 		{ "gc-thread", required_argument, NULL, O_GCTHREAD },
+		{ "streams", required_argument, NULL, O_STREAMS },
 		{ "wl-threshold", required_argument, NULL, O_WL },
 		{ "faults", required_argument, NULL, O_FAULTS },
 		{ "help", no_argument, NULL, 'h' },
@@ -177,6 +181,14 @@ int cmd_serve(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			oo.bg_gc = !strcmp(optarg, "on");
+			break;
+		case O_STREAMS:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				fprintf(stderr, "ublk-flash: serve: --streams: "
+					"'%s' is not on or off\n", optarg);
+				return EXIT_USAGE;
+			}
+			oo.streams = !strcmp(optarg, "on");
 			break;
 		case O_WL:
 			if (cli_unsigned("serve", "--wl-threshold", optarg, 1,

@@ -137,6 +137,9 @@ struct ftl_stats {
 	                               reports it; 0 otherwise */
 	enum ftl_align_mode align;  /* JSON: "odd" / "1m" */
 	bool     pi;                /* OCT_SB_F_PI; JSON integrity: "t10dif" / "none" */
+	bool     streams;           /* placement streams in use on this mount
+	                               (ftl_open_opts.streams and the spare
+	                               blocks for them); JSON streams */
 	uint32_t page_size;         /* flash page, bytes */
 	/* bad blocks (from the bad-block table) */
 	uint64_t bad_blocks_factory, bad_blocks_grown;

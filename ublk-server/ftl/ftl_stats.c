@@ -76,6 +76,7 @@ void ftl_stats_get(struct ftl *f, struct ftl_stats *st)
 	st->mapped_pages = f->log.mapped;
 	st->free_blocks = f->idx.nfree;
 	ftl_bb_stats(f, st);
+	st->streams = ftl_place_on(f);
 	nand_counters_get(f->nand, &n);
 	ftl_unlock(&f->lock);
 #define FTL_X_COPY(name, src) st->name = c.name;
@@ -133,6 +134,8 @@ static void stats_print_table(const struct ftl_stats *st, FILE *out,
 	stats_row(out, "align", "%s", align);
 	stats_row(out, "page size", "%s", oct_fmt_size(st->page_size, a, sizeof(a)));
 	stats_row(out, "integrity", "%s", st->pi ? "t10dif (T10-DIF type 1 per 512-byte sector)" : "none");
+	stats_row(out, "placement streams", "%s", st->streams ?
+		  "on (hot and cold host data apart)" : "off");
 	stats_row(out, "host read", "%s", stats_sectors(st->host_read_sectors, a, sizeof(a)));
 	stats_row(out, "host written", "%s", stats_sectors(st->host_write_sectors, a, sizeof(a)));
 	stats_row(out, "host discarded", "%s", stats_sectors(st->host_discard_sectors, a, sizeof(a)));
@@ -258,6 +261,7 @@ void ftl_stats_print(const struct ftl_stats *st, FILE *out, bool json)
 	oct_json_str(&j, "last_mount", mount_name(st->last_mount));
 	oct_json_str(&j, "align", align);
 	oct_json_str(&j, "integrity", st->pi ? "t10dif" : "none");
+	oct_json_bool(&j, "streams", st->streams);
 	oct_json_bool(&j, "read_only", st->read_only);
 	oct_json_end(&j);
 }

@@ -656,7 +656,8 @@ static int serve_zoned_frontend(const struct fe_serve_opts *o,
 	const char *ftl_opt = oo->faults ? "--faults" : oo->scan ? "--scan" :
 			      oo->gc != FTL_GC_GREEDY ? "--gc" :
 			      oo->wl_threshold ? "--wl-threshold" :
-			      !oo->bg_gc ? "--gc-thread" : NULL;
+			      !oo->bg_gc ? "--gc-thread" :
+			      oo->streams ? "--streams" : NULL;
 
 	if (zn_image_probe(o->image) != 1)
 		return 0;

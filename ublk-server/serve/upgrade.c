@@ -109,6 +109,10 @@ int serve_options_record(const struct fe_serve_opts *o,
 			   "cost-benefit" : "greedy");
 	ok &= upgrade_word(buf, len, used, "--gc-thread");
 	ok &= upgrade_word(buf, len, used, oo->bg_gc ? "on" : "off");
+	if (oo->streams) {
+		ok &= upgrade_word(buf, len, used, "--streams");
+		ok &= upgrade_word(buf, len, used, "on");
+	}
 	if (oo->wl_threshold) {
 		snprintf(num, sizeof(num), "%u", (unsigned)oo->wl_threshold);
 		ok &= upgrade_word(buf, len, used, "--wl-threshold");
