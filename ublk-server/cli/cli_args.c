@@ -36,6 +36,17 @@ int cli_unsigned(const char *cmd, const char *opt, const char *s,
 	return 0;
 }
 
+int cli_on_off(const char *cmd, const char *opt, const char *s, bool *v)
+{
+	if (strcmp(s, "on") && strcmp(s, "off")) {
+		fprintf(stderr, "ublk-flash: %s: %s: '%s' is not on or off\n",
+			cmd, opt, s);
+		return -1;
+	}
+	*v = !strcmp(s, "on");
+	return 0;
+}
+
 int cli_size(const char *cmd, const char *opt, const char *s, uint64_t *bytes)
 {
 	if (align_parse_size(s, 512, bytes) == 0)

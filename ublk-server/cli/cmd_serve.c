@@ -175,20 +175,12 @@ int cmd_serve(int argc, char **argv)
 			}
 			break;
 		case O_GCTHREAD:
-			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
-				fprintf(stderr, "ublk-flash: serve: --gc-thread: "
-					"'%s' is not on or off\n", optarg);
+			if (cli_on_off("serve", "--gc-thread", optarg, &oo.bg_gc))
 				return EXIT_USAGE;
-			}
-			oo.bg_gc = !strcmp(optarg, "on");
 			break;
 		case O_STREAMS:
-			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
-				fprintf(stderr, "ublk-flash: serve: --streams: "
-					"'%s' is not on or off\n", optarg);
+			if (cli_on_off("serve", "--streams", optarg, &oo.streams))
 				return EXIT_USAGE;
-			}
-			oo.streams = !strcmp(optarg, "on");
 			break;
 		case O_WL:
 			if (cli_unsigned("serve", "--wl-threshold", optarg, 1,

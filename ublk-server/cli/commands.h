@@ -66,6 +66,9 @@ int cli_uint(const char *cmd, const char *opt, const char *s, uint64_t min,
 /* The same into an unsigned. */
 int cli_unsigned(const char *cmd, const char *opt, const char *s,
 		 unsigned min, unsigned max, unsigned *v);
+/* "on" or "off" into *v; else "ublk-flash: CMD: OPT: 'S' is not on or
+ * off" and -1. */
+int cli_on_off(const char *cmd, const char *opt, const char *s, bool *v);
 /* A size with an optional unit (align_parse_size, "s" = 512-byte sectors)
  * into *bytes; else "... 'S' is not a size (e.g. ...)" and -1. */
 int cli_size(const char *cmd, const char *opt, const char *s, uint64_t *bytes);
