@@ -498,9 +498,13 @@ int main(void)
 	T_CHECK(two * 10 < one * 9, "two frontiers copy at least 10 %% less "
 		"than one on 90/10 (%llu vs %llu)", (unsigned long long)two,
 		(unsigned long long)one);
-	/* 4 sequential writers and a random one: two frontiers below one
-	 * (the random pages read hot against the measured mean; GC passes
-	 * over blocks being emptied) */
+	/* 4 sequential writers and a random one: two frontiers at WA 1.30
+	 * at most with either policy (the random pages read hot against the
+	 * measured mean; GC passes over blocks being emptied).  Seeds 11,
+	 * 22 ... 99 and 1256047604 gave 1.156-1.204; before that change two
+	 * frontiers gave 1.55-1.62 greedy, 1.83-2.00 cost-benefit.  Not a
+	 * ratio to one frontier: one frontier's greedy WA here swings with
+	 * the seed (1.25-1.65; at 1.37 a 15 % margin failed on 1.164). */
 	for (int k = 0; k < 2; k++) {
 		enum ftl_gc_policy gc = k ? FTL_GC_COST_BENEFIT : FTL_GC_GREEDY;
 		double w1 = seq_mix_wa(true, gc, seed), w2 = seq_mix_wa(false, gc, seed);
@@ -508,8 +512,8 @@ int main(void)
 		fprintf(stderr, "4 sequential + 1 random, %s: WA %.3f one "
 			"frontier, %.3f two\n", k ? "cost-benefit" : "greedy",
 			w1, w2);
-		T_CHECK(w2 <= w1 * 0.85, "sequential mix: two frontiers "
-			"at least 15 %% below one (%s: %.3f vs %.3f)",
+		T_CHECK(w2 <= 1.30, "sequential mix: two frontiers at WA "
+			"1.30 at most (%s: %.3f; one frontier %.3f)",
 			k ? "cost-benefit" : "greedy", w2, w1);
 	}
 	open_across(false, seed);
