@@ -134,3 +134,27 @@ worker() {
 		[ "$status" -eq 0 ]
 	done
 }
+
+@test "stop IMG of a dead server while another process holds its entry's lock (a serve sweeping it): waits, then cleans, exit 0" {
+	# The stress run above found it (seed 13339): w0's `stop IMG` of its
+	# killed server met the lock of another worker's serve sweeping that
+	# entry, took it for a live server that would not answer and gave up
+	# with exit 3, "nothing signalled".
+	local img=$SCRATCH/s.img dir pid hold
+	fuse_create s 32M 1m
+	"$UBLK_FLASH" serve "$img" --frontend fuse >/dev/null
+	pid=$(fuse_pid "$img")
+	kill -9 "$pid"
+	while fuse_running "$pid"; do sleep 0.05; done
+	dir=$(entry_dir "$img")
+	flock "$dir/lock" sleep 1.5 &
+	hold=$!
+	sleep 0.3
+	run "$UBLK_FLASH" stop "$img"
+	echo "$output"
+	wait "$hold"
+	[ "$status" -eq 0 ]
+	[ -z "$(fuse_pid "$img")" ]
+	run "$UBLK_FLASH" fsck "$img"
+	[ "$status" -eq 0 ]
+}

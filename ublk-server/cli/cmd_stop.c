@@ -16,6 +16,10 @@
 #include "serve.h"
 
 #define STOP_TIMEOUT_MAX 86400u   /* a day; SECS * 1000 fits unsigned */
+/* A dead server's entry locked by someone else (a serve or a stop
+ * sweeping it): looks again every STOP_SWEEP_MS, STOP_SWEEP_TRIES times. */
+#define STOP_SWEEP_MS    100
+#define STOP_SWEEP_TRIES 50
 
 /* Is block device @dev open by someone else (mounted, held)? */
 static bool stop_dev_busy(const char *dev)
@@ -187,6 +191,8 @@ int cmd_stop(int argc, char **argv)
 	const char *arg = argv[optind];
 	char path[PATH_MAX];
 	bool blk;
+	unsigned sweeps = 0;
+again:
 	err = cli_find(arg, &e, &blk, path, sizeof(path));
 	if (err == -ENODEV)
 		return cli_no_dm("stop", arg, &e);
@@ -282,6 +288,16 @@ int cmd_stop(int argc, char **argv)
 	}
 	if (err == -EPIPE)
 		return stop_unreported(&e, signalled);
+	if (err == -ESRCH && !serve_pid_running(e.pid) &&
+	    sweeps++ < STOP_SWEEP_TRIES) {
+		/* The server is dead and its entry's lock held by another
+		 * process: a serve or stop cleaning it up (the entry then
+		 * goes: "not served"), or the server's successor taking it. */
+		struct timespec ts = { 0, STOP_SWEEP_MS * 1000000L };
+
+		nanosleep(&ts, NULL);
+		goto again;
+	}
 	if (err == -ESRCH) {
 		fprintf(stderr, "ublk-flash: stop: the server of %s does not answer "
 			"on its control socket, and pid %d that its entry names "

@@ -591,8 +591,7 @@ static int serve_stop_request(const struct serve_entry *e, bool force,
 	return err;
 }
 
-/* Is process @pid still running (a zombie is not)? */
-static bool serve_pid_running(pid_t pid)
+bool serve_pid_running(pid_t pid)
 {
 	char p[64], buf[256];
 	ssize_t n;

@@ -204,6 +204,9 @@ void serve_ctl_handover(struct serve_ctl *c, int err);
 /* Was a stop asked on the control socket? */
 bool serve_ctl_stopping(struct serve_ctl *c);
 
+/* Is process @pid still running (a zombie is not)? */
+bool serve_pid_running(pid_t pid);
+
 /* Ask the live server of @e to stop (socket, else SIGTERM: *signalled;
  * @force: cut the device off even if it is still in use) and wait up to
  * @timeout_ms for it to exit.  0 it said it stopped cleanly; -EIO it
