@@ -71,11 +71,21 @@ uint64_t ublk_ctrl_add_flags(const struct ublk_ctrl *c)
 {
 	const char *zc = getenv("OCTANT_UBLK_ZC");
 	const char *dm = getenv("OCTANT_UBLK_DAEMONS");
+	const char *uc = getenv("OCTANT_UBLK_ZC_UCOPY");
 	uint64_t f = ctrl_wanted & c->features;
 
 	/* the A/B switches of the I/O path (docs/ublk.md): zero copy off */
 	if ((zc && !strcmp(zc, "0")) || (dm && !strcmp(dm, "queue")))
 		f &= ~UBLK_FEAT(AUTO_BUF_REG);
+#ifdef UBLK_QID_OFF     /* ublk_q_ucopy is built */
+	/* zero copy's short requests move by user copy (ublk-daemon.c),
+	 * unless OCTANT_UBLK_ZC_UCOPY=0 (the A/B switch) */
+	if ((f & UBLK_FEAT(AUTO_BUF_REG)) &&
+	    (c->features & UBLK_FEAT(USER_COPY)) && !(uc && !strcmp(uc, "0")))
+		f |= UBLK_FEAT(USER_COPY);
+#else
+	(void)uc;
+#endif
 	return f;
 }
 

@@ -39,7 +39,9 @@
 	/* ioctl-encoded FETCH/COMMIT (control commands follow GET_FEATURES) */ \
 	X(CMD_IOCTL_ENCODE,       6, 605, 1) \
 	/* pread/pwrite on /dev/ublkcN instead of per-tag buffers: asked for \
-	 * with ZONED, for zoned images only (ublk-zoned.c) */ \
+	 * with ZONED, for zoned images only (ublk-zoned.c), with INTEGRITY, \
+	 * and beside AUTO_BUF_REG for zero copy's short requests \
+	 * (ublk_ctrl_add_flags, ublk-daemon.c) */ \
 	X(USER_COPY,              7, 605, 0) \
 	/* zoned device: zoned images only (ublk_zoned_flags, ublk-zoned.c) */ \
 	X(ZONED,                  8, 606, 0) \

@@ -82,7 +82,9 @@ int ublk_ctrl_open(struct ublk_ctrl *c);
 /* The flags ADD_DEV asks for: every feature ublk-features.h wants that the
  * driver offers (c->features); never one it does not.  Without zero copy
  * (AUTO_BUF_REG) when the environment turns it off for an A/B:
- * OCTANT_UBLK_ZC=0 or OCTANT_UBLK_DAEMONS=queue (docs/ublk.md). */
+ * OCTANT_UBLK_ZC=0 or OCTANT_UBLK_DAEMONS=queue (docs/ublk.md).  With zero
+ * copy, also USER_COPY where offered (short requests move by user copy:
+ * ublk-daemon.c), unless OCTANT_UBLK_ZC_UCOPY=0. */
 uint64_t ublk_ctrl_add_flags(const struct ublk_ctrl *c);
 /* The table's name of feature bit @bit ("QUIESCE"), or NULL. */
 const char *ublk_feature_name(unsigned bit);
@@ -212,6 +214,9 @@ struct ublk_queue {
 	unsigned ndaemons;             /* 0: the ring thread and its workers */
 	struct ublk_daemon *daemons;
 	bool zc;                       /* zero copy (UBLK_F_AUTO_BUF_REG) */
+	bool zc_ucopy;                 /* zc, and UBLK_F_USER_COPY: requests
+	                                  up to UBLK_ZC_UCOPY_MAX bytes move
+	                                  by pread/pwrite (ublk-daemon.c) */
 	int zc_fd;                     /* the memfd of bufs, with zc; else -1 */
 	bool dgo, dquit;               /* under wlock: daemons fetch / end */
 };

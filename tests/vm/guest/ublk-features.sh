@@ -9,10 +9,13 @@
 #         SAFE_STOP_DEV: the server does not ask for those and the device lacks them.
 #   7.3   GET_FEATURES offers all of them, and the device carries UPDATE_SIZE, QUIESCE and
 #         SAFE_STOP_DEV (for online resize, live upgrade and a safe stop), PER_IO_DAEMON (the
-#         queues' daemons) and AUTO_BUF_REG (zero copy: ublk-daemon.c, section 5 below).
+#         queues' daemons) and AUTO_BUF_REG (zero copy: ublk-daemon.c, section 5 below) with
+#         USER_COPY (zero copy's short requests move by user copy; asked for only with
+#         AUTO_BUF_REG, and not with OCTANT_UBLK_ZC_UCOPY=0).
 # On every kernel: the server asks only for offered flags; the driver grants everything it
-# asked; none of the other flags that change the I/O protocol (explicit zero copy, user copy,
-# zoned, batch I/O, integrity, get-data) is on the live device, whose I/O works.
+# asked; none of the other flags that change the I/O protocol (explicit zero copy, user copy
+# without AUTO_BUF_REG, zoned, batch I/O, integrity, get-data) is on the live device, whose I/O
+# works.
 # The expectations are written out here, bit by bit, not taken from the server's table.
 . /octant/tests/vm/guest-lib.sh
 . /octant/tests/vm/guest/ublk-lib.bash
@@ -52,9 +55,9 @@ case "$kver" in 6.1.*) series=6.1 ;; 6.12.*) series=6.12 ;; 7.3.*) series=7.3 ;;
 # what the server is meant to ask for wherever it is offered (docs/ublk.md)
 WANTED=$(mask USER_RECOVERY USER_RECOVERY_REISSUE CMD_IOCTL_ENCODE UPDATE_SIZE AUTO_BUF_REG QUIESCE \
               PER_IO_DAEMON SAFE_STOP_DEV)
-# flags that would change the I/O protocol the server speaks (besides zero copy): never on its
-# device (yet)
-PROTOCOL=(ZERO_COPY NEED_GET_DATA UNPRIVILEGED_DEV USER_COPY ZONED USER_RECOVERY_FAIL_IO
+# flags that would change the I/O protocol the server speaks (besides zero copy and its user
+# copy): never on its device (yet)
+PROTOCOL=(ZERO_COPY NEED_GET_DATA UNPRIVILEGED_DEV ZONED USER_RECOVERY_FAIL_IO
           BATCH_IO INTEGRITY SHMEM_ZC IO_DESC_SIZE NO_AUTO_PART_SCAN)
 NEW612=(UPDATE_SIZE AUTO_BUF_REG QUIESCE PER_IO_DAEMON BUF_REG_OFF_DAEMON BATCH_IO INTEGRITY
         SAFE_STOP_DEV)
@@ -65,6 +68,8 @@ feat=$(sed -n 's/^features //p' <<<"$out")
 asks=$(sed -n 's/^asks //p' <<<"$out")
 uapi=$(sed -n 's/^uapi //p' <<<"$out")
 if [ -z "$feat" ] || [ -z "$asks" ]; then t_fail "ublk-probe features prints features and asks" "$out"; t_done; fi
+# ... and USER_COPY with AUTO_BUF_REG, where both are offered (zero copy's short requests)
+(( (F_AUTO_BUF_REG | F_USER_COPY) & ~feat )) || WANTED=$((WANTED | F_USER_COPY))
 echo "# $kver: GET_FEATURES $gf, offered $(hex "$feat") ($(names "$feat"))"
 echo "# $kver: the server asks $(hex "$asks") ($(names "$asks")); built with the uapi header of $uapi"
 
@@ -95,11 +100,11 @@ t_eq "$kver: $dev carries every flag the server asked for" "$(names $((asks & ~f
 lacks "$kver: $dev" "$flags" "${PROTOCOL[@]}"
 case $series in
 6.1)  has "$kver: $dev" "$flags" USER_RECOVERY USER_RECOVERY_REISSUE
-      lacks "$kver: $dev" "$flags" CMD_IOCTL_ENCODE "${NEW612[@]}" ;;
+      lacks "$kver: $dev" "$flags" CMD_IOCTL_ENCODE USER_COPY "${NEW612[@]}" ;;
 6.12) has "$kver: $dev" "$flags" USER_RECOVERY USER_RECOVERY_REISSUE CMD_IOCTL_ENCODE
-      lacks "$kver: $dev" "$flags" "${NEW612[@]}" ;;
+      lacks "$kver: $dev" "$flags" USER_COPY "${NEW612[@]}" ;;
 7.3)  has "$kver: $dev" "$flags" USER_RECOVERY USER_RECOVERY_REISSUE CMD_IOCTL_ENCODE \
-          UPDATE_SIZE AUTO_BUF_REG QUIESCE PER_IO_DAEMON SAFE_STOP_DEV ;;
+          UPDATE_SIZE AUTO_BUF_REG USER_COPY QUIESCE PER_IO_DAEMON SAFE_STOP_DEV ;;
 esac
 
 # 4. and it serves with them
@@ -114,7 +119,8 @@ ublk_check_io "$dev"
 # its mapping, which moves neither), so after fio I/O both moved.  The data: fio
 # --verify=crc32c random writes of 512 B..128 KiB (every kernel: copy mode on 6.1 and 6.12),
 # then `ublk-flash fsck` of the image.  On 7.3, OCTANT_UBLK_ZC=0 (the A/B switch): the device
-# lacks AUTO_BUF_REG, keeps PER_IO_DAEMON, and the server has no memfd.
+# lacks AUTO_BUF_REG (and USER_COPY), keeps PER_IO_DAEMON, and the server has no memfd; and
+# OCTANT_UBLK_ZC_UCOPY=0: zero copy without user copy (every copy by io_uring).
 img=/tmp/ublk-features.img
 zc=$(( (flags >> 11) & 1 ))
 # memfds PID: the server's zero-copy memfds, one fd number per line
@@ -155,10 +161,20 @@ if [ "$series" = 7.3 ]; then
 	if dev=$(OCTANT_UBLK_ZC=0 ublk_serve "$img"); then
 		pid=$(ublk_server_pid "$img")
 		flags=$("$BUILD/ublk-probe" info "${dev#/dev/ublkb}" | sed -n 's/^flags //p')
-		lacks "$l: $dev" "$flags" AUTO_BUF_REG
+		lacks "$l: $dev" "$flags" AUTO_BUF_REG USER_COPY
 		has "$l: $dev" "$flags" PER_IO_DAEMON
 		mapfile -t fds < <(memfds "$pid")
 		t_eq "$l: zero-copy memfds of server $pid" "${#fds[@]}" 0
+		ublk_check_io "$dev"
+		stop_fsck "$l"
+	else
+		t_fail "$l: serve" "$dev"
+	fi
+	l="$kver: OCTANT_UBLK_ZC_UCOPY=0"
+	if dev=$(OCTANT_UBLK_ZC_UCOPY=0 ublk_serve "$img"); then
+		flags=$("$BUILD/ublk-probe" info "${dev#/dev/ublkb}" | sed -n 's/^flags //p')
+		has "$l: $dev" "$flags" AUTO_BUF_REG
+		lacks "$l: $dev" "$flags" USER_COPY
 		ublk_check_io "$dev"
 		stop_fsck "$l"
 	else

@@ -18,6 +18,13 @@
 # and make no syscall at all, so the thread of each read is proven with the mapping off
 # (OCTANT_BACKING_MAP=0), and with it on (2 queues) that no thread made a backing read syscall
 # for them.
+#   Zero copy with short requests by user copy (7.3: the device carries AUTO_BUF_REG and
+#     USER_COPY; ublk-daemon.c): a 4 KiB write's data is read from /dev/ublkcN by the daemon
+#     (pread: syscr) and a 4 KiB read's written to it (pwrite: syscw) instead of an io_uring
+#     copy punted to an io-wq worker; with the mapping on no backing read makes a syscall, so
+#     the daemons' syscr over the N writes counts those preads (>= N; 0 with io_uring copies),
+#     and their syscw over the N reads the pwrites (>= N).  Then fio --verify=crc32c 4 KiB
+#     random writes through the device.
 . /octant/tests/vm/guest-lib.sh
 . /octant/tests/vm/guest/ublk-lib.bash
 
@@ -70,6 +77,11 @@ for run in $runs; do
 		"$per_io" "$has_daemons"
 	# what this server runs: daemons where granted, unless turned off
 	daemons=$has_daemons; [ "$layout" = queue ] && daemons=0
+	# zero copy where the daemons run (7.3), its short requests by user copy: AUTO_BUF_REG
+	# and USER_COPY on the live device
+	zc=$daemons
+	t_eq "$label: the device has zero copy with user copy (AUTO_BUF_REG, USER_COPY) on this kernel" \
+		"$(( (flags >> 11) & (flags >> 7) & 1 ))" "$zc"
 	if [ $daemons = 1 ]; then
 		serving=() others=()
 		for q in $(seq 0 $((queues - 1))); do serving+=("ublk-q${q}d0" "ublk-q${q}d1"); others+=("ublk-q$q" "ublk-w$q"); done
@@ -84,14 +96,16 @@ for run in $runs; do
 			"$(th_count "$pid" "${workers[@]}")" "$((2 * queues))"
 	fi
 
-	declare -A w0 w1 r0 r1
+	declare -A w0 w1 r0 r1 c0 c1
 	snap() { local -n a=$1; local n; for n in ublk-q0d0 ublk-q0d1 ublk-q1d0 ublk-q1d1 ublk-q0 ublk-q1 ublk-w0 ublk-w1; do a[$n]=$(th_io "$pid" "$2" "$n"); done; }
 	snap w0 syscw
+	snap c0 syscr
 	dd if="$data" of="$dev" bs=4k count=$N oflag=direct status=none
 	snap w1 syscw
 	snap r0 syscr
 	sum=$(dd if="$dev" bs=4k count=$N iflag=direct status=none | sha256sum)
 	snap r1 syscr
+	snap c1 syscw
 	d() { local -n a=$1 b=$2; echo $(( b[$3] - a[$3] )); }
 	if [ $daemons = 1 ]; then
 		line="$label: $N writes / $N reads, backing syscw / syscr by daemon:"
@@ -115,6 +129,17 @@ for run in $runs; do
 		}
 		t_check "$label: writes: the daemons wrote the backing" [ $tw -ge $N ]
 		t_check "$label: writes: each daemon of the busiest queue wrote for its own tags" both w0 w1
+		if [ "$map" = 1 ] && [ "$zc" = 1 ]; then
+			ur=0 uw=0
+			for n in "${serving[@]}"; do
+				ur=$((ur + $(d c0 r0 "$n"))) uw=$((uw + $(d w1 c1 "$n")))
+			done
+			echo "# $label: user copy: syscr over the $N writes +$ur, syscw over the $N reads +$uw"
+			t_check "$label: writes: each 4 KiB write's data read from /dev/ublkcN by user copy (syscr +$ur >= $N)" \
+				[ "$ur" -ge $N ]
+			t_check "$label: reads: each 4 KiB read's data written to /dev/ublkcN by user copy (syscw +$uw >= $N)" \
+				[ "$uw" -ge $N ]
+		fi
 		if [ "$map" = 1 ]; then
 			t_eq "$label: reads: no backing read syscall (copied from the mapping)" "$tr" 0
 		else
@@ -136,6 +161,15 @@ for run in $runs; do
 		fi
 	fi
 	t_eq "$label: data read back" "$sum" "$(sha256sum <"$data")"
+	if [ "$zc" = 1 ] && [ "$map" = 1 ]; then
+		d="$label: fio --verify=crc32c, 4 KiB random writes through $dev"
+		if out=$(fio --name=ucopy --filename="$dev" --ioengine=io_uring --direct=1 --iodepth=16 \
+			--rw=randwrite --bs=4k --size=8M --verify=crc32c --do_verify=1 --randrepeat=0 2>&1); then
+			t_ok "$d"
+		else
+			t_fail "$d" "$(tail -n 5 <<<"$out")"
+		fi
+	fi
 	served=$("$UBLK_FLASH" stats "$dev" --json | sed -n 's/.*"write_try_served":\([0-9]*\).*/\1/p')
 	echo "# $label: write_try_served ${served:-missing}"
 	if [ $daemons = 1 ]; then
