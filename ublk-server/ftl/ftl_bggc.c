@@ -317,14 +317,6 @@ static bool syncs_cheap(const struct ftl *f)
 
 static __thread int64_t pace_owed;      /* ns this writer owes (< 0: credit) */
 
-static int64_t mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 /* The delay for @pages host pages now (f->lock held), ns. */
 static long pace_ns(const struct ftl *f, uint32_t pages)
 {
@@ -352,9 +344,8 @@ bool ftl_bggc_pacing(const struct ftl *f, uint32_t pages)
 
 int ftl_bggc_pace(struct ftl *f, uint32_t pages)
 {
+	double t0;
 	long ns;
-
-	int64_t t0;
 
 	FTL_ASSERT_HELD(&f->lock);
 	ns = pace_ns(f, pages);
@@ -370,10 +361,10 @@ int ftl_bggc_pace(struct ftl *f, uint32_t pages)
 	if (!f->bggc.busy)
 		pthread_cond_signal(&f->bggc.cv);
 	ftl_unlock(&f->lock);
-	t0 = mono_ns();
+	t0 = ftl_now_ms();
 	nanosleep(&(struct timespec){ pace_owed / 1000000000,
 				      pace_owed % 1000000000 }, NULL);
-	pace_owed -= mono_ns() - t0;
+	pace_owed -= (int64_t)((ftl_now_ms() - t0) * 1e6);
 	if (pace_owed < -PACE_CREDIT_NS)
 		pace_owed = -PACE_CREDIT_NS;
 	ftl_lock(&f->lock);

@@ -43,8 +43,8 @@ void ftl_dying_note(struct ftl *f, uint32_t b)
 	struct ftl_dying *d = &f->dying;
 
 	FTL_ASSERT_HELD(&f->lock);
-	if (!d->from)
-		return;
+	if (!d->on || !d->from)
+		return;         /* nothing asks (streams off): no work */
 	if (f->log.seq - d->from[b] > f->g.ppb) {
 		d->from[b] = f->log.seq;        /* a new window */
 		d->n[b] = 0;
