@@ -959,6 +959,10 @@ int ftl_run_finish(struct ftl *f, struct ftl_inflight *x);
 void ftl_inflight_drain(struct ftl *f);
 void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn);
 void ftl_map_unset(struct ftl *f, uint32_t lpn);
+/* A copy of logical page @lpn was programmed and mapped: count it in
+ * *@counter (one of f->ctr.m's gc_, wl_, bad_relocations) and tell the
+ * open's copy_fn. */
+void ftl_copy_count(struct ftl *f, uint64_t *counter, uint32_t lpn);
 
 /* ftl_dying.c: blocks being emptied now (f->lock held but for init/fini) */
 int ftl_dying_init(struct ftl *f);
