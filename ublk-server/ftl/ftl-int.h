@@ -370,7 +370,8 @@ struct ftl_log {
 #define FTL_PLACE_EPOCH  8u     /* updates per group per epoch (counters
                                    halve at each epoch's end) */
 /* Blocks being emptied now (ftl_dying.c).  f->lock.  Per block, the
- * newest window of invalidations: up to a block's worth of programs long. */
+ * newest window of invalidations: up to a block's worth of programs long
+ * (two once it counts a quarter of a block). */
 struct ftl_dying {
 	uint64_t *from;              /* per block: f->log.seq at the window's
 	                                first invalidation */
@@ -970,8 +971,8 @@ void ftl_dying_fini(struct ftl *f);
 /* A page of block @b was superseded or unmapped. */
 void ftl_dying_note(struct ftl *f, uint32_t b);
 /* With placement streams: did @b lose at least 1/8 of a block's pages
- * within the last block's worth of programs?  GC passes it over then
- * (ftl_victim) while it has another candidate. */
+ * within the last block's worth of programs (a quarter within two)?  GC
+ * passes it over then (ftl_victim) while it has another candidate. */
 bool ftl_dying(const struct ftl *f, uint32_t b);
 
 /* ftl_place.c: host write temperature (f->lock held but for init/fini) */
