@@ -184,6 +184,8 @@ static void throughput(const char *dir)
 /* ---- 2. write amplification ------------------------------------------- */
 
 static bool one_frontier;       /* mem_ftl: without ftl_open_opts.streams */
+static void (*copy_fn)(void *, uint64_t, enum ftl_copy_why); /* mem_ftl:
+                                   ftl_open_opts.copy_fn, ctx NULL */
 
 static struct ftl *mem_ftl(uint64_t size, uint32_t op, uint32_t ppb,
 			   enum ftl_gc_policy gc)
@@ -191,7 +193,7 @@ static struct ftl *mem_ftl(uint64_t size, uint32_t op, uint32_t ppb,
 	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M,
 		.pages_per_block = ppb, .op_permille = op };
 	struct ftl_open_opts o = { .gc = gc, .wl_threshold = 1000000,
-		.streams = !one_frontier };
+		.streams = !one_frontier, .copy_fn = copy_fn };
 	struct nand_backing *b;
 	struct ftl *f;
 	int r;
@@ -265,33 +267,62 @@ static int cmp_dbl(const void *a, const void *b);
 
 /* ---- 2b. placement: one host frontier against two ---------------------- */
 
+/* WA of one placement run: the whole device's, and on the sequential mix
+ * the sequential writers' own and the random writer's own (their host
+ * pages and the GC copies of pages in the LBA ranges they write, by
+ * copy_fn; the pages at the end of each fifth that the writers' wrap
+ * leaves as the fill wrote them, 51 of 13,107, count in the whole
+ * device's alone). */
+struct place_wa {
+	double all, seq, rnd;
+};
+
+static uint64_t pl_q;           /* logical pages per fifth */
+static uint64_t pl_copies[3];   /* GC copies of the writers' pages [0],
+                                   of the random one's [1], of the
+                                   fill's left alone [2] */
+
+static void pl_copy(void *ctx, uint64_t lpn, enum ftl_copy_why why)
+{
+	(void)ctx;
+	if (why == FTL_COPY_GC)
+		pl_copies[lpn >= 4 * pl_q ? 1 :
+			  lpn % pl_q >= pl_q - pl_q % 64 ? 2 : 0]++;
+}
+
 /* WA (host + GC copies) / host pages of @n 4 KiB writes after a
  * sequential fill and 4x the device in warm-up: @hot % of the writes to
  * the first @space % of the device (0: uniform), or (@seq) four writers
  * overwriting their fifth of the device in 256 KiB writes, interleaved
  * with a fifth writing 4 KiB pages at random in the last fifth (as many
  * pages as each of them). */
-static double place_run(uint64_t size, uint32_t op, uint32_t ppb,
-			enum ftl_gc_policy gc, bool one, unsigned hot,
-			unsigned space, bool seq)
+static struct place_wa place_run(uint64_t size, uint32_t op, uint32_t ppb,
+				 enum ftl_gc_policy gc, bool one, unsigned hot,
+				 unsigned space, bool seq)
 {
 	struct ftl *f;
 	uint64_t pages = size / 4096, hp = pages * space / 100, n = 3 * pages;
-	uint64_t q = pages / 5, cur[4] = { 0 };
+	uint64_t q = pages / 5, cur[4] = { 0 }, hw[2] = { 0 }, c0[3] = { 0 };
 	static uint8_t page[4096], mb[1 << 20];
 	struct ftl_stats a, b;
+	struct place_wa w = { 0 };
 	double h;
 
 	one_frontier = one;
+	copy_fn = pl_copy;
+	pl_q = q;
 	f = mem_ftl(size, op, ppb, gc);
 	one_frontier = false;
+	copy_fn = NULL;
 	for (uint64_t o = 0; o < size; o += sizeof(mb))
 		ftl_write(f, mb, o, sizeof(mb), 0);
 	for (int phase = 0; phase < 2; phase++) {
 		uint64_t want = phase ? n : 4 * pages;
 
-		if (phase)
+		if (phase) {
 			ftl_stats_get(f, &a);
+			memcpy(c0, pl_copies, sizeof(c0));
+		}
 		for (uint64_t i = 0; i < want;) {
 			uint64_t p = rnd();
 
@@ -307,6 +338,8 @@ static double place_run(uint64_t size, uint32_t op, uint32_t ppb,
 					}
 				}
 				i += 4 * 64 + 64;
+				hw[0] += phase * 4 * 64;
+				hw[1] += phase * 64;
 				continue;
 			}
 			p = !space ? p % pages : (p % 100 < hot) ?
@@ -318,20 +351,31 @@ static double place_run(uint64_t size, uint32_t op, uint32_t ppb,
 	ftl_stats_get(f, &b);
 	ftl_close(f);
 	h = (double)(b.host_write_sectors - a.host_write_sectors) / 8;
-	return (h + (double)(b.gc_relocations - a.gc_relocations)) / h;
+	w.all = (h + (double)(b.gc_relocations - a.gc_relocations)) / h;
+	if (seq && hw[0] && hw[1]) {
+		w.seq = (double)(hw[0] + pl_copies[0] - c0[0]) / (double)hw[0];
+		w.rnd = (double)(hw[1] + pl_copies[1] - c0[1]) / (double)hw[1];
+	}
+	return w;
 }
 
-/* Median of 3 rounds (each its own random draws). */
-static double place_med(uint64_t size, uint32_t op, uint32_t ppb,
-			enum ftl_gc_policy gc, bool one, unsigned hot,
-			unsigned space, bool seq)
+/* Median of 3 rounds (each its own random draws), of each reading. */
+static struct place_wa place_med(uint64_t size, uint32_t op, uint32_t ppb,
+				 enum ftl_gc_policy gc, bool one, unsigned hot,
+				 unsigned space, bool seq)
 {
-	double v[3];
+	double v[3][3];
+	struct place_wa r;
 
-	for (int i = 0; i < 3; i++)
-		v[i] = place_run(size, op, ppb, gc, one, hot, space, seq);
-	qsort(v, 3, sizeof(double), cmp_dbl);
-	return v[1];
+	for (int i = 0; i < 3; i++) {
+		r = place_run(size, op, ppb, gc, one, hot, space, seq);
+		v[0][i] = r.all;
+		v[1][i] = r.seq;
+		v[2][i] = r.rnd;
+	}
+	for (int k = 0; k < 3; k++)
+		qsort(v[k], 3, sizeof(double), cmp_dbl);
+	return (struct place_wa){ v[0][1], v[1][1], v[2][1] };
 }
 
 static void placement(void)
@@ -353,7 +397,7 @@ static void placement(void)
 	       "2 greedy", "2 c-b", "model", "2g/1g");
 	for (unsigned i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		const char *only = getenv("BENCH_PLACE_ROW");
-		double w[4];
+		struct place_wa w[4];
 
 		if (only && (unsigned)atoi(only) != i)
 			continue;       /* one row (0..3) alone */
@@ -362,13 +406,23 @@ static void placement(void)
 					 k & 1 ? FTL_GC_COST_BENEFIT :
 					 FTL_GC_GREEDY, k < 2, rows[i].hot,
 					 rows[i].space, rows[i].seq);
-		printf("%-28s %9.2f %9.2f %9.2f %9.2f ", rows[i].what, w[0],
-		       w[1], w[2], w[3]);
+		printf("%-28s %9.2f %9.2f %9.2f %9.2f ", rows[i].what,
+		       w[0].all, w[1].all, w[2].all, w[3].all);
 		if (rows[i].model)
 			printf("%9.2f", rows[i].model);
 		else
 			printf("%9s", "-");
-		printf(" %8.2f\n", w[2] / w[0]);
+		printf(" %8.2f\n", w[2].all / w[0].all);
+		if (!rows[i].seq)
+			continue;
+		/* the writers' own WA: their host pages and the GC copies of
+		 * pages in their LBA ranges */
+		printf("%-28s %9.2f %9.2f %9.2f %9.2f %9s %8.2f\n",
+		       "  sequential writers' own", w[0].seq, w[1].seq,
+		       w[2].seq, w[3].seq, "-", w[2].seq / w[0].seq);
+		printf("%-28s %9.2f %9.2f %9.2f %9.2f %9s %8.2f\n",
+		       "  random writer's own", w[0].rnd, w[1].rnd, w[2].rnd,
+		       w[3].rnd, "-", w[2].rnd / w[0].rnd);
 	}
 }
 

@@ -16,7 +16,11 @@
  *      before the measured mean and ftl_dying, seeds 1..4: greedy 4 to 5
  *      % below one, cost-benefit 1 % below to 9 % above: the random
  *      writes read cold and shared blocks with the streams, GC copied
- *      half-overwritten stream blocks);
+ *      half-overwritten stream blocks); the sequential writers' own WA
+ *      and the random one's, by ftl_open_opts.copy_fn, which must see
+ *      exactly the copies the counters count: with two frontiers none
+ *      of the writers' pages is copied (WA 1.005 at most; 1.012-1.025
+ *      before blocks being emptied kept their window, ftl_dying.c);
  *   3. power cuts with every frontier open (hot and cold host blocks, both
  *      GC blocks): a skewed workload (writes of 512 B..64 KiB, FUA,
  *      flushes, discards) on the crash model, cut between operations and
@@ -48,6 +52,8 @@
 #include "sector-history.h"
 
 static bool old_fmt;    /* mem_open: an image without OCT_SB_F_CKPT_OPEN */
+static void (*copy_fn)(void *, uint64_t, enum ftl_copy_why); /* mem_open:
+                           ftl_open_opts.copy_fn (ctx NULL) */
 
 static struct ftl *mem_open(uint64_t size, uint32_t ppb, uint32_t op,
 			    bool powercut, bool one, enum ftl_gc_policy gc,
@@ -56,7 +62,7 @@ static struct ftl *mem_open(uint64_t size, uint32_t ppb, uint32_t op,
 	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M,
 		.pages_per_block = ppb, .op_permille = op };
 	struct ftl_open_opts o = { .streams = !one, .gc = gc,
-		.wl_threshold = 1000000 };
+		.wl_threshold = 1000000, .copy_fn = copy_fn };
 	struct nand_backing *b;
 	struct ftl *f = NULL;
 
@@ -184,24 +190,62 @@ static uint64_t wa_copies(bool one, uint64_t seed)
 
 /* ---- 2b. sequential writers and a random one ------------------------------- */
 
-/* WA of four writers overwriting their fifth of a 32 MiB device in 64
- * KiB writes, interleaved with 4 KiB writes at random over the last fifth
- * (as many pages as each writer), after a fill and 4x the device in
- * warm-up (bench-engine's "place" row 3, scaled down: 64-page blocks). */
-static double seq_mix_wa(bool one, enum ftl_gc_policy gc, uint64_t seed)
+/* WA of the sequential mix: the whole device's, the sequential writers'
+ * own and the random writer's own (their host pages and the GC copies of
+ * logical pages in the ranges they write, told by ftl_open_opts.copy_fn;
+ * the few pages at the end of each fifth that the writers' wrap leaves
+ * as the fill wrote them count in the whole device's alone). */
+struct mix_wa {
+	double all, seq, rnd;
+};
+
+static uint64_t mix_q;          /* logical pages per fifth */
+static uint64_t mix_copies[3];  /* GC copies: the writers' pages, the
+                                   random one's, the fill's left alone */
+static uint64_t mix_other;      /* copies not by GC (none expected) */
+
+static void mix_copy(void *ctx, uint64_t lpn, enum ftl_copy_why why)
 {
-	struct ftl *f = mem_open(32u << 20, 64, 143, false, one, gc, NULL);
-	uint64_t pages = f->g.nlpn, q = pages / 5, cur[4] = { 0 };
+	(void)ctx;
+	if (why == FTL_COPY_GC)
+		mix_copies[lpn >= 4 * mix_q ? 1 :
+			   lpn % mix_q >= mix_q - mix_q % 16 ? 2 : 0]++;
+	else
+		mix_other++;
+}
+
+/* Four writers overwriting their fifth of a 32 MiB device in 64 KiB
+ * writes, interleaved with 4 KiB writes at random over the last fifth
+ * (as many pages as each writer), after a fill and 4x the device in
+ * warm-up (bench-engine's "place" row 3, scaled down: 64-page blocks).
+ * Checks that copy_fn saw exactly the copies gc_relocations counts. */
+static struct mix_wa seq_mix_wa(bool one, enum ftl_gc_policy gc,
+				uint64_t seed)
+{
+	struct ftl *f;
+	uint64_t pages, q, cur[4] = { 0 }, hw[2] = { 0 }, c0[3] = { 0 };
 	static uint8_t page[4096], mb[1 << 20];
 	struct ftl_stats a, b;
+	struct mix_wa w;
+	double h;
 
+	copy_fn = mix_copy;
+	f = mem_open(32u << 20, 64, 143, false, one, gc, NULL);
+	copy_fn = NULL;
+	pages = f->g.nlpn;
+	q = pages / 5;
+	mix_q = q;
+	memset(mix_copies, 0, sizeof(mix_copies));
+	mix_other = 0;
 	rs = seed | 1;
 	T_CHECK(one || ftl_place_on(f), "two host frontiers on 32 MiB");
 	for (uint64_t o = 0; o < pages * 4096; o += sizeof(mb))
 		ftl_write(f, mb, o, sizeof(mb), 0);
 	for (int phase = 0; phase < 2; phase++) {
-		if (phase)
+		if (phase) {
 			ftl_stats_get(f, &a);
+			memcpy(c0, mix_copies, sizeof(c0));
+		}
 		for (uint64_t i = 0; i < (phase ? 3 : 4) * pages; i += 5 * 16)
 			for (int w = 0; w < 4; w++) {
 				ftl_write(f, mb, (w * q + cur[w]) * 4096,
@@ -211,13 +255,23 @@ static double seq_mix_wa(bool one, enum ftl_gc_policy gc, uint64_t seed)
 					ftl_write(f, page, (4 * q + rnd() %
 						  (pages - 4 * q)) * 4096,
 						  4096, 0);
+				hw[0] += phase * 16;
+				hw[1] += phase * 4;
 			}
 	}
 	ftl_stats_get(f, &b);
 	ftl_close(f);
-	return (double)(b.host_write_sectors - a.host_write_sectors +
-			8 * (b.gc_relocations - a.gc_relocations)) /
-	       (double)(b.host_write_sectors - a.host_write_sectors);
+	T_EQ_U64(mix_copies[0] + mix_copies[1] + mix_copies[2],
+		 b.gc_relocations,
+		 "copy_fn saw every GC copy");
+	T_EQ_U64(mix_other, b.wl_relocations + b.bad_relocations,
+		 "copy_fn: the other copies");
+	h = (double)(b.host_write_sectors - a.host_write_sectors) / 8;
+	T_EQ_U64((uint64_t)h, hw[0] + hw[1], "host pages");
+	w.all = (h + (double)(b.gc_relocations - a.gc_relocations)) / h;
+	w.seq = (double)(hw[0] + mix_copies[0] - c0[0]) / (double)hw[0];
+	w.rnd = (double)(hw[1] + mix_copies[1] - c0[1]) / (double)hw[1];
+	return w;
 }
 
 /* ---- 3. power cuts -------------------------------------------------------- */
@@ -501,20 +555,32 @@ int main(void)
 	/* 4 sequential writers and a random one: two frontiers at WA 1.30
 	 * at most with either policy (the random pages read hot against the
 	 * measured mean; GC passes over blocks being emptied).  Seeds 11,
-	 * 22 ... 99 and 1256047604 gave 1.156-1.204; before that change two
+	 * 22 ... 99 and 1256047604 gave 1.156-1.204 (1.150-1.164 since the
+	 * longer window of blocks being emptied); before that change two
 	 * frontiers gave 1.55-1.62 greedy, 1.83-2.00 cost-benefit.  Not a
 	 * ratio to one frontier: one frontier's greedy WA here swings with
 	 * the seed (1.25-1.65; at 1.37 a 15 % margin failed on 1.164). */
 	for (int k = 0; k < 2; k++) {
 		enum ftl_gc_policy gc = k ? FTL_GC_COST_BENEFIT : FTL_GC_GREEDY;
-		double w1 = seq_mix_wa(true, gc, seed), w2 = seq_mix_wa(false, gc, seed);
+		const char *pol = k ? "cost-benefit" : "greedy";
+		struct mix_wa w1 = seq_mix_wa(true, gc, seed),
+			      w2 = seq_mix_wa(false, gc, seed);
 
 		fprintf(stderr, "4 sequential + 1 random, %s: WA %.3f one "
-			"frontier, %.3f two\n", k ? "cost-benefit" : "greedy",
-			w1, w2);
-		T_CHECK(w2 <= 1.30, "sequential mix: two frontiers at WA "
-			"1.30 at most (%s: %.3f; one frontier %.3f)",
-			k ? "cost-benefit" : "greedy", w2, w1);
+			"frontier, %.3f two; the sequential writers' own %.3f "
+			"and %.3f, the random one's %.3f and %.3f\n", pol,
+			w1.all, w2.all, w1.seq, w2.seq, w1.rnd, w2.rnd);
+		T_CHECK(w2.all <= 1.30, "sequential mix: two frontiers at WA "
+			"1.30 at most (%s: %.3f; one frontier %.3f)", pol,
+			w2.all, w1.all);
+		/* issue 31's target for the writers is 1.05; with streams
+		 * none of their pages is copied since blocks being emptied
+		 * keep their window while they lose a quarter of a block
+		 * (ftl_dying.c): 1.000 on seeds 11..99, 1.012-1.025 before
+		 * (greedy took a block whose window ran out half way) */
+		T_CHECK(w2.seq <= 1.005, "sequential mix, two frontiers: the "
+			"sequential writers' own WA 1.005 at most (%s: %.4f; "
+			"one frontier %.3f)", pol, w2.seq, w1.seq);
 	}
 	open_across(false, seed);
 	open_across(true, seed);

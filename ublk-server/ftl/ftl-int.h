@@ -370,7 +370,8 @@ struct ftl_log {
 #define FTL_PLACE_EPOCH  8u     /* updates per group per epoch (counters
                                    halve at each epoch's end) */
 /* Blocks being emptied now (ftl_dying.c).  f->lock.  Per block, the
- * newest window of invalidations: up to a block's worth of programs long. */
+ * newest window of invalidations: up to a block's worth of programs long
+ * (two once it counts a quarter of a block). */
 struct ftl_dying {
 	uint64_t *from;              /* per block: f->log.seq at the window's
 	                                first invalidation */
@@ -959,6 +960,10 @@ int ftl_run_finish(struct ftl *f, struct ftl_inflight *x);
 void ftl_inflight_drain(struct ftl *f);
 void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn);
 void ftl_map_unset(struct ftl *f, uint32_t lpn);
+/* A copy of logical page @lpn was programmed and mapped: count it in
+ * *@counter (one of f->ctr.m's gc_, wl_, bad_relocations) and tell the
+ * open's copy_fn. */
+void ftl_copy_count(struct ftl *f, uint64_t *counter, uint32_t lpn);
 
 /* ftl_dying.c: blocks being emptied now (f->lock held but for init/fini) */
 int ftl_dying_init(struct ftl *f);
@@ -966,8 +971,8 @@ void ftl_dying_fini(struct ftl *f);
 /* A page of block @b was superseded or unmapped. */
 void ftl_dying_note(struct ftl *f, uint32_t b);
 /* With placement streams: did @b lose at least 1/8 of a block's pages
- * within the last block's worth of programs?  GC passes it over then
- * (ftl_victim) while it has another candidate. */
+ * within the last block's worth of programs (a quarter within two)?  GC
+ * passes it over then (ftl_victim) while it has another candidate. */
 bool ftl_dying(const struct ftl *f, uint32_t b);
 
 /* ftl_place.c: host write temperature (f->lock held but for init/fini) */

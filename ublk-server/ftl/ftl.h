@@ -27,6 +27,9 @@
 enum ftl_align_mode { FTL_ALIGN_ODD = 1, FTL_ALIGN_1M = 2 };
 enum ftl_gc_policy  { FTL_GC_GREEDY = 0, FTL_GC_COST_BENEFIT = 1 };
 enum ftl_mount_kind { FTL_MOUNT_CLEAN = 0, FTL_MOUNT_ROLL_FORWARD, FTL_MOUNT_SCAN };
+/* Why a valid page was copied (ftl_open_opts.copy_fn): the counter that
+ * counts it, gc_relocations, wl_relocations, bad_relocations. */
+enum ftl_copy_why { FTL_COPY_GC = 0, FTL_COPY_WL, FTL_COPY_BAD };
 
 #define FTL_FUA 0x1u   /* ftl_write flag: durable on return */
 #define FTL_ERASE_HIST 16u   /* ftl_stats: erase-count histogram buckets */
@@ -106,6 +109,16 @@ struct ftl_open_opts {
 	                               the caller keeps it open until
 	                               ftl_close.  0: the engine locks its own
 	                               descriptor.  Not the same file: -EINVAL */
+	/* A test and bench hook (NULL: none): called once for every valid
+	 * page copied and counted in stats (gc_relocations, wl_relocations,
+	 * bad_relocations: @why), with its logical page (byte offset / the
+	 * page size) and @copy_ctx, right after the map points at the copy;
+	 * the sum over calls is those counters' increase.  It runs in the
+	 * thread that copies (a writer's inline GC, the GC thread, close)
+	 * with the engine's lock held, so calls never overlap: it must not
+	 * call into the engine, nor block (count and return). */
+	void (*copy_fn)(void *copy_ctx, uint64_t lpn, enum ftl_copy_why why);
+	void *copy_ctx;
 };
 
 /* Counters; all monotonic since create unless noted. */

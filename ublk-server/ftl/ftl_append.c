@@ -421,8 +421,7 @@ static int prog_run(struct ftl *f, int stream, uint32_t lpn,
 						   before, under f->lock) */
 			ftl_map_set(f, l, (uint32_t)(ppn + i));
 			if (counter)
-				__atomic_fetch_add(counter, 1,
-						   __ATOMIC_RELAXED);
+				ftl_copy_count(f, counter, l);
 			if (ftl_host_stream(stream))
 				ftl_fsum_note(f, FTL_OOB_DATA, l, ppn + i,
 					      seq + 1 + i, ((struct ftl_oob *)
@@ -472,6 +471,19 @@ int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
 	r = ftl_prog_page(f, stream, lpn, data, FTL_OOB_DATA, NULL);
 	*done = !r;
 	return r;
+}
+
+void ftl_copy_count(struct ftl *f, uint64_t *counter, uint32_t lpn)
+{
+	const struct ftl_mctr *m = &f->ctr.m;
+
+	FTL_ASSERT_HELD(&f->lock);
+	__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+	if (f->o.copy_fn)
+		f->o.copy_fn(f->o.copy_ctx, lpn,
+			     counter == &m->wl_relocations ? FTL_COPY_WL :
+			     counter == &m->bad_relocations ? FTL_COPY_BAD :
+			     FTL_COPY_GC);
 }
 
 int ftl_prog_copies(struct ftl *f, int stream, const uint32_t *lpn,

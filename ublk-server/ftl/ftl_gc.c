@@ -156,7 +156,7 @@ static int evac_prog(struct ftl *f, struct ftl_evac *e, uint32_t n,
 					e->run + (size_t)*done * g->ps,
 					e->crc[*done]);
 			if (!r)
-				__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+				ftl_copy_count(f, counter, e->lpn[*done]);
 			d = !r;
 		}
 		*done += d;
@@ -267,7 +267,7 @@ static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
 						o->data_crc);
 			if (r)
 				return r;
-			__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+			ftl_copy_count(f, counter, o->lpn);
 			e->pg++;
 			budget--;
 			continue;
