@@ -12,6 +12,14 @@
  * The two seeded runs go again with the background GC thread on the
  * workload engine (ftl_open_opts.bg_gc): cuts between operations hold the
  * engine's lock, cuts inside operations stay on the test's thread.
+ * Without the thread a seed replays exactly: the engines' GC batch is
+ * fixed (ftl_open_opts.gc_batch 1, what a quiet host learns from a
+ * memory backing's sync).  Learnt, it followed the sync times of a
+ * loaded host, and so did where the cuts inside operations fell and the
+ * workload after them: the regression run of seed 1 (300 cuts) then
+ * drew no program or erase failure in about 1 run of 40, on main and
+ * branch alike (runs of seed 3590089889 and 2516591189: "failures
+ * injected" failed with 0 of each).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -35,7 +43,7 @@ static struct nand_fault_spec spec;
 static void cut(struct nand_backing *b, uint64_t isz, uint64_t seed)
 {
 	struct nand_fault_spec s2 = spec;
-	struct ftl_open_opts oo = { .faults = &s2 };
+	struct ftl_open_opts oo = { .faults = &s2, .gc_batch = 1 };
 	struct nand_backing *m;
 	struct ftl *g = NULL;
 	int r;
@@ -118,7 +126,9 @@ static void run(double bad_rate, int cuts, uint64_t seed0)
 	struct ftl_create_opts c = { .size = SIZE, .pages_per_block = 8,
 		.op_permille = 500, .align = FTL_ALIGN_ODD,
 		.bad_block_rate = bad_rate, .bad_block_seed = seed0 };
-	struct ftl_open_opts oo = { .faults = &spec, .bg_gc = bg };
+	/* a fixed GC batch: the same workload for the same seed (above) */
+	struct ftl_open_opts oo = { .faults = &spec, .bg_gc = bg,
+				    .gc_batch = bg ? 0 : 1 };
 	uint8_t *w = malloc(65536);
 	struct nand_backing *b;
 	struct ftl_stats st;
@@ -195,7 +205,9 @@ static void run(double bad_rate, int cuts, uint64_t seed0)
 		"operations); ", bad_rate, bg ? "in the background" : "inline",
 		done, inside);
 	ftl_stats_print(&st, stderr, true);
-	T_CHECK(st.program_fails + st.erase_fails > 0, "failures injected");
+	if (done > start)               /* not cut short by a failure */
+		T_CHECK(st.program_fails + st.erase_fails > 0,
+			"failures injected");
 	T_EQ_U64(st.nand_violations, 0, "violations");
 	ftl_abandon(f);
 out:
