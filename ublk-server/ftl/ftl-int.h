@@ -376,8 +376,6 @@ struct ftl_dying {
 	uint64_t *from;              /* per block: f->log.seq at the window's
 	                                first invalidation */
 	uint32_t *n;                 /* per block: invalidations in it */
-	bool on;                     /* ftl_open_opts.streams: GC passes
-	                                dying blocks over */
 };
 
 struct ftl_place {

@@ -92,9 +92,10 @@ struct ftl_open_opts {
 	                               (docs/engine.md, Placement streams:
 	                               not the default yet: on images
 	                               without OCT_SB_F_CKPT_OPEN two open
-	                               blocks are closed at each checkpoint;
-	                               GC then passes over blocks being
-	                               emptied now, ftl_dying.c) */
+	                               blocks are closed at each checkpoint.
+	                               GC passes over blocks being emptied
+	                               now with or without streams,
+	                               ftl_dying.c) */
 	bool bg_gc;                 /* read-write opens: collect garbage in a
 	                               background thread between two free-block
 	                               watermarks, writers only below the low

@@ -355,11 +355,10 @@ static uint32_t scan_pass(const struct ftl *f, uint32_t max_valid, bool skip)
 
 uint32_t ftl_victim_scan(const struct ftl *f, uint32_t max_valid)
 {
-	uint32_t b = FTL_NONE;
+	uint32_t b;
 
 	FTL_ASSERT_HELD(&f->lock);
-	if (f->dying.on)
-		b = scan_pass(f, max_valid, true);
+	b = scan_pass(f, max_valid, true);
 	return b != FTL_NONE ? b : scan_pass(f, max_valid, false);
 }
 
@@ -433,7 +432,7 @@ static uint32_t victim_pass(struct ftl *f, uint32_t max_valid, bool skip)
 
 uint32_t ftl_victim(struct ftl *f, uint32_t max_valid)
 {
-	uint32_t b = FTL_NONE;
+	uint32_t b;
 
 	FTL_ASSERT_HELD(&f->lock);
 	if (f->idx.lost) {
@@ -441,8 +440,7 @@ uint32_t ftl_victim(struct ftl *f, uint32_t max_valid)
 		if (f->idx.lost)
 			return ftl_victim_scan(f, max_valid);
 	}
-	if (f->dying.on)
-		b = victim_pass(f, max_valid, true);
+	b = victim_pass(f, max_valid, true);
 	return b != FTL_NONE ? b : victim_pass(f, max_valid, false);
 }
 

@@ -209,7 +209,6 @@ int ftl_mount(struct ftl *f, const struct ftl_open_opts *o)
 
 	f->o = *o;
 	f->place.off = !o->streams;
-	f->dying.on = o->streams;
 	if (!f->o.wl_threshold)
 		f->o.wl_threshold = 128;
 	f->readonly = o->readonly;

@@ -4,7 +4,7 @@
  * FTL_DYING_FRAC of a block's pages within the last block's worth of
  * programs (f->log.seq) is being overwritten by a sequential stream, and
  * will likely lose the rest in a moment.  GC passes it over while it
- * has another candidate (ftl_victim, with placement streams): greedy and
+ * has another candidate (ftl_victim, one host frontier or streams): greedy and
  * cost-benefit otherwise take a block half way through, copy pages that
  * die right after into a GC block that then dies young (4 sequential
  * writers and a random one, docs/engine.md "Placement streams").  4 KiB
@@ -62,8 +62,8 @@ void ftl_dying_note(struct ftl *f, uint32_t b)
 	struct ftl_dying *d = &f->dying;
 
 	FTL_ASSERT_HELD(&f->lock);
-	if (!d->on || !d->from)
-		return;         /* nothing asks (streams off): no work */
+	if (!d->from)
+		return;
 	if (f->log.seq - d->from[b] > window(f, b)) {
 		d->from[b] = f->log.seq;        /* a new window */
 		d->n[b] = 0;
@@ -75,6 +75,6 @@ bool ftl_dying(const struct ftl *f, uint32_t b)
 {
 	const struct ftl_dying *d = &f->dying;
 
-	return d->on && d->from && f->log.seq - d->from[b] <= window(f, b) &&
+	return d->from && f->log.seq - d->from[b] <= window(f, b) &&
 	       d->n[b] >= f->g.ppb / FTL_DYING_FRAC;
 }
