@@ -59,10 +59,15 @@
 
 #include "ublk-int.h"
 
-/* Daemons per queue by default: two, for the reasons the ring thread has
- * two workers (ublk-int.h), reads included here; measured against one and
- * three under docs/ublk.md (Speed). */
-#define UBLK_Q_DAEMONS 2u
+/* Daemons per queue by default: one.  Two let two requests of one queue
+ * run on the engine at once, but a queue's daemons then take turns on the
+ * engine's lock for every short write: in a 7.3 guest, per fresh 4 KiB
+ * write, 110-180 us of the daemons' CPU waiting on f->lock (futex sleeps
+ * and wake-ups) with two, 5-10 us with one; fresh 4K randwrite 1.11-1.72x
+ * of two, 4K randread 0.91-1.36x, 1M read 0.58-1.19x (its page CRCs no
+ * longer on two CPUs at once), four boots (docs/ublk.md, "One daemon per
+ * queue").  OCTANT_UBLK_DAEMONS=N sets N. */
+#define UBLK_Q_DAEMONS 1u
 #define UBLK_Q_DAEMONS_MAX 16u
 
 /* user_data: the tag, and this bit for a copy (READ_FIXED / WRITE_FIXED) */
