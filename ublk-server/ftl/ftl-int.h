@@ -968,9 +968,9 @@ int ftl_dying_init(struct ftl *f);
 void ftl_dying_fini(struct ftl *f);
 /* A page of block @b was superseded or unmapped. */
 void ftl_dying_note(struct ftl *f, uint32_t b);
-/* With placement streams: did @b lose at least 1/8 of a block's pages
- * within the last block's worth of programs (a quarter within two)?  GC
- * passes it over then (ftl_victim) while it has another candidate. */
+/* Did @b lose at least 1/8 of a block's pages within the last block's
+ * worth of programs (a quarter within two)?  GC passes it over then
+ * (ftl_victim) while it has another candidate. */
 bool ftl_dying(const struct ftl *f, uint32_t b);
 
 /* ftl_place.c: host write temperature (f->lock held but for init/fini) */

@@ -4,10 +4,11 @@
  * FTL_DYING_FRAC of a block's pages within the last block's worth of
  * programs (f->log.seq) is being overwritten by a sequential stream, and
  * will likely lose the rest in a moment.  GC passes it over while it
- * has another candidate (ftl_victim, one host frontier or streams): greedy and
- * cost-benefit otherwise take a block half way through, copy pages that
- * die right after into a GC block that then dies young (4 sequential
- * writers and a random one, docs/engine.md "Placement streams").  4 KiB
+ * has another candidate (ftl_victim; with one host frontier or streams):
+ * greedy and cost-benefit otherwise take a block half way through, copy
+ * pages that die right after into a GC block that then dies young (4
+ * sequential writers and a random one, docs/engine.md "Placement
+ * streams").  4 KiB
  * writes at random lose a block a few pages per block's worth of
  * programs (90/10 hot, 100 valid pages of 6.5k hot ones: 3.5).
  *
