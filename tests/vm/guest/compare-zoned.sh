@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# vm-kernels: 7.3
+# vm-kernels: 7.3 6.12
 # vm-timeout: 600
 # Guest test (issue 30, item 2): `make compare --zoned` (tests/compare/run --zoned, the
 # log inside the disk or inside the filesystem) keeps its promises on a reduced cell set:

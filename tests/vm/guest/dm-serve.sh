@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# vm-kernels: 6.12
+# vm-kernels: 7.3 6.12 6.1
 # Issue 7 (d): `ublk-flash serve IMG --dm NAME` gives /dev/mapper/NAME with the true topology
 # (alignment_offset 3584 in odd mode, 0 in 1m mode, physical 4096) while every logical sector
 # keeps the engine's own odd-mode place on the flash (what is written at LBA x of the dm
