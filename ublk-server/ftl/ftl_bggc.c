@@ -89,7 +89,20 @@ void ftl_bggc_marks(struct ftl *f)
 		f->bggc.hi = f->gc.reserve + 1;
 }
 
-/* Syncs learnt cheap (gc.batch 1) and a victim with no valid page: a
+/* Syncs learnt nearly free (SYNC_FREE_MS: tmpfs, memory): a writer's own
+ * GC costs less than waking the thread and waiting for its steps.  Not
+ * gc.batch 1 alone (syncs under 0.5 ms): an ext4 file on a fast disk
+ * syncs in 0.3-0.5 ms, and its writers then collected and synced
+ * themselves (bench-engine latency 2026-12-06: ~250 writer GC runs a
+ * round, p99 1.2 ms). */
+#define SYNC_FREE_MS 0.05
+
+static bool syncs_cheap(const struct ftl *f)
+{
+	return f->gc.batch <= 1 && !f->o.gc_batch && f->gc.sync_ms < SYNC_FREE_MS;
+}
+
+/* Syncs learnt nearly free (syncs_cheap) and a victim with no valid page: a
  * writer that reaches the reserve empties it inline (no copy, one cheap
  * sync: ftl_bggc_throttle, ftl_gc_free_space) for less than the thread
  * costs, so the thread leaves it to the writers while they write
@@ -100,8 +113,7 @@ void ftl_bggc_marks(struct ftl *f)
  * ctxsw). */
 static bool bggc_inline_cheaper(const struct ftl *f, bool quiet)
 {
-	return !quiet && f->gc.batch <= 1 && !f->o.gc_batch && !f->idx.lost &&
-	       f->idx.vh[0].n;
+	return !quiet && syncs_cheap(f) && !f->idx.lost && f->idx.vh[0].n;
 }
 
 /* Nothing to do: an error not reported yet, or enough free blocks (or
@@ -182,6 +194,7 @@ static void *bggc_main(void *arg)
 			continue;
 		}
 		f->bggc.busy = true;
+		f->bggc.step_ms = ftl_now_ms();
 		r = f->ck.due ? bggc_ckpt(f) : ftl_gc_bg_step(f, f->bggc.hi);
 		if (r == FTL_GC_WL_DUE)         /* after an erase round */
 			r = ftl_wl_static(f);
@@ -195,6 +208,7 @@ static void *bggc_main(void *arg)
 			CADD(f, m.gc_bg_errors, 1);
 			ftl_gc_bg_drop(f);
 		}
+		f->bggc.step_ms = ftl_now_ms();
 		pthread_cond_broadcast(&f->bggc.room); /* throttled writers */
 		/* let writers waiting on the lock in: a writer woken by the
 		 * unlock needs a moment to run, and a mutex is not fair (no
@@ -277,12 +291,6 @@ int ftl_bggc_poke(struct ftl *f)
 	return 0;
 }
 
-/* Syncs learnt cheap (gc.batch 1: tmpfs, memory): a writer's own GC
- * costs less than waking the thread and waiting for its steps. */
-static bool syncs_cheap(const struct ftl *f)
-{
-	return f->gc.batch <= 1 && !f->o.gc_batch;
-}
 
 /*
  * PACING (f2fs's balance_fs, RocksDB's delayed writes).  On a disk file
@@ -301,21 +309,21 @@ static bool syncs_cheap(const struct ftl *f)
  * while the thread keeps up, more the further it falls behind, so the
  * writers settle where their pace meets the thread's and a sync is
  * spread over many short delays instead of one writer's whole wait.
- * Only with expensive syncs (what the reserve wait is for) and a thread
+ * Only with syncs that are not nearly free (syncs_cheap) and a thread
  * that can help (bggc_helps); the GC debt itself is the only input: a
- * thread that is not behind costs nothing.  A writer owes its delays
- * (pace_owed, per thread) and sleeps once they reach PACE_SLEEP_NS, the
- * time it actually slept paid back (an oversleep is credit, up to
- * PACE_CREDIT_NS): on a loaded host each sleep costs a wake-up behind
- * the other runnable threads, and one per write cost 7-23 % of the
- * throughput (bench-engine latency, load 6-7).
+ * thread that is not behind costs nothing.  Each paced write sleeps
+ * until its own slot: the writers' slots (bggc.pace_slot, one sequence
+ * for the engine, on CLOCK_MONOTONIC) follow one another by the delays,
+ * and a writer sleeps to its slot with clock_nanosleep(TIMER_ABSTIME),
+ * so a wake-up that comes late is taken from the next sleep instead of
+ * added to the writers' pace (a slot already past is credit, at most
+ * PACE_CREDIT_NS, whose writes do not sleep).  Until 2026-12-06 a writer
+ * owed its delays and slept once they reached 1 ms: most writes took
+ * 10 us and every ~5th a few ms (p99 3 ms; bench-engine latency).
  */
 #define PACE_MAX_NS    2000000L
 #define PACE_TURN_NS   20000000L
-#define PACE_SLEEP_NS  1000000L
-#define PACE_CREDIT_NS 10000000L
-
-static __thread int64_t pace_owed;      /* ns this writer owes (< 0: credit) */
+#define PACE_CREDIT_NS 2000000L
 
 /* The delay for @pages host pages now (f->lock held), ns. */
 static long pace_ns(const struct ftl *f, uint32_t pages)
@@ -342,53 +350,81 @@ bool ftl_bggc_pacing(const struct ftl *f, uint32_t pages)
 	return pace_ns(f, pages) != 0;
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 int ftl_bggc_pace(struct ftl *f, uint32_t pages)
 {
-	double t0;
+	struct timespec ts;
+	int64_t now;
 	long ns;
 
 	FTL_ASSERT_HELD(&f->lock);
 	ns = pace_ns(f, pages);
-	if (!ns) {
-		if (pace_owed > 0)
-			pace_owed = 0;  /* the thread caught up: forgiven */
+	if (!ns)
 		return 0;
-	}
 	CADD(f, m.gc_paced, 1);
-	pace_owed += ns;
-	if (pace_owed < PACE_SLEEP_NS)
-		return 0;
+	now = mono_ns();
+	if (f->bggc.pace_slot < now - PACE_CREDIT_NS)
+		f->bggc.pace_slot = now - PACE_CREDIT_NS;
+	f->bggc.pace_slot += ns;
+	if (f->bggc.pace_slot <= now)
+		return 0;               /* credit: an earlier sleep ran late */
+	ts.tv_sec = f->bggc.pace_slot / 1000000000;
+	ts.tv_nsec = f->bggc.pace_slot % 1000000000;
 	if (!f->bggc.busy)
 		pthread_cond_signal(&f->bggc.cv);
 	ftl_unlock(&f->lock);
-	t0 = ftl_now_ms();
-	nanosleep(&(struct timespec){ pace_owed / 1000000000,
-				      pace_owed % 1000000000 }, NULL);
-	pace_owed -= (int64_t)((ftl_now_ms() - t0) * 1e6);
-	if (pace_owed < -PACE_CREDIT_NS)
-		pace_owed = -PACE_CREDIT_NS;
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
 	ftl_lock(&f->lock);
 	return 1;
 }
 
 /*
  * Throttle (f->lock held, a writer about to open a host block), when the
- * thread's syncs were learnt expensive (gc.batch > 1: a disk file): at
+ * thread's syncs were not learnt nearly free (syncs_cheap: a disk file): at
  * the reserve the writer waits for the thread to make room, as long as
  * the thread can (bggc_helps); above it the pacing has done its part.  A
- * writer never collects while the thread is making room: the erase syncs
- * stay on the thread's side (GC-SIDE SYNC, ftl_gc.c), unless the thread
- * ends no step within WAIT_NS (outside its sync; WAIT_MAX of them in it).
+ * writer never collects, syncs, erases or checkpoints while the thread
+ * makes room: those stay on the thread's side (GC-SIDE SYNC, ftl_gc.c),
+ * however long its sync takes (a writer's own sync would wait behind it),
+ * unless the thread is stuck outside its sync: it began and ended no step
+ * for STUCK_MS (a test's hook holding it; a host that did not run it for
+ * that long).  Until 2026-12-06 a writer collected itself after WAIT_NS
+ * (50 ms) without a step: ~50 fdatasyncs a round of bench-engine latency
+ * on the writer's path, each a write of tens of ms.
  * 0: room, go on; 1: at the reserve and no thread to wait for (collect
- * inline); 2: f->lock was let go (*waits counted): decide again.
+ * inline); 2: f->lock was let go: decide again.
  */
 #define WAIT_NS     50000000L
-#define WAIT_MAX    40u
+#define STUCK_MS    1000.0
 
 /* Wait for the thread's next step, @ns at most: ETIMEDOUT, else 0. */
 static int room_wait(struct ftl *f, long ns)
 {
-	return cv_wait_ns(f, &f->bggc.room, ns);
+	int r;
+
+	if (!f->bggc.busy) {            /* asleep, woken now: not stuck */
+		pthread_cond_signal(&f->bggc.cv);
+		f->bggc.step_ms = ftl_now_ms();
+	}
+	f->bggc.waiters++;
+	r = cv_wait_ns(f, &f->bggc.room, ns);
+	f->bggc.waiters--;
+	return r;
+}
+
+/* The thread began or ended no step for STUCK_MS, and is not in its
+ * sync (where a writer's own sync would only wait behind it). */
+static bool bggc_stuck(const struct ftl *f)
+{
+	return !f->gc.syncing && ftl_now_ms() - f->bggc.step_ms >= STUCK_MS;
 }
 
 int ftl_bggc_throttle(struct ftl *f, unsigned *waits)
@@ -401,22 +437,24 @@ int ftl_bggc_throttle(struct ftl *f, unsigned *waits)
 	if (!bggc_helps(f))
 		return 1;
 	CADD(f, m.gc_throttled, 1);
-	if (!f->bggc.busy)
-		pthread_cond_signal(&f->bggc.cv);
-	/* a thread that ended no step in WAIT_NS and is not in its sync (a
-	 * test's hook), or not in WAIT_MAX waits: the writer collects
-	 * itself, as without it */
-	f->bggc.waiters++;
 	r = room_wait(f, WAIT_NS);
-	f->bggc.waiters--;
 	/* a wait can time out after the thread made room: it held f->lock
 	 * past the deadline (a step under load).  Decide again then: a
 	 * writer that collected on a device with room found nothing to
 	 * collect and failed with ENOSPC (make compare --aged, 1 run in 6
 	 * under load: "critical space allocation error" on loop0) */
-	if (r == ETIMEDOUT && f->idx.nfree <= f->gc.reserve &&
-	    (!f->gc.syncing || ++*waits > WAIT_MAX))
+	if (r == ETIMEDOUT && f->idx.nfree <= f->gc.reserve && bggc_stuck(f))
 		return 1;
 	++*waits;
 	return 2;
+}
+
+int ftl_bggc_ckpt_wait(struct ftl *f)
+{
+	FTL_ASSERT_HELD(&f->lock);
+	if (!f->bggc.running || f->bggc.stop || f->bggc.err || f->bb.worn_out ||
+	    bggc_stuck(f))
+		return 1;
+	room_wait(f, WAIT_NS);
+	return 0;
 }
