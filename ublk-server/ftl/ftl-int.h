@@ -297,6 +297,9 @@ struct ftl_inflight {
  * is marked, f->gc.cur, so no other GC picks it).  Buffers lazy. */
 #define FTL_GC_RUN_PAGES 64u    /* copies programmed per run at most */
 #define FTL_GC_STEP_PAGES 32u   /* copies per step of the GC thread */
+#define FTL_SYNC_FREE_MS 0.05   /* a sync learnt shorter is nearly free
+                                   (tmpfs, memory): one victim a sync,
+                                   writers collect inline (ftl_bggc.c) */
 struct ftl_evac {
 	uint32_t v;                  /* the victim, FTL_NONE: none */
 	uint32_t pg;                 /* next page of it to look at */

@@ -89,17 +89,15 @@ void ftl_bggc_marks(struct ftl *f)
 		f->bggc.hi = f->gc.reserve + 1;
 }
 
-/* Syncs learnt nearly free (SYNC_FREE_MS: tmpfs, memory): a writer's own
+/* Syncs learnt nearly free (FTL_SYNC_FREE_MS: tmpfs, memory): a writer's own
  * GC costs less than waking the thread and waiting for its steps.  Not
  * gc.batch 1 alone (syncs under 0.5 ms): an ext4 file on a fast disk
  * syncs in 0.3-0.5 ms, and its writers then collected and synced
  * themselves (bench-engine latency 2026-12-06: ~250 writer GC runs a
  * round, p99 1.2 ms). */
-#define SYNC_FREE_MS 0.05
-
 static bool syncs_cheap(const struct ftl *f)
 {
-	return f->gc.batch <= 1 && !f->o.gc_batch && f->gc.sync_ms < SYNC_FREE_MS;
+	return f->gc.batch <= 1 && !f->o.gc_batch && f->gc.sync_ms < FTL_SYNC_FREE_MS;
 }
 
 /* Syncs learnt nearly free (syncs_cheap) and a victim with no valid page: a
