@@ -319,6 +319,7 @@ int ftl_bggc_poke(struct ftl *f)
  * owed its delays and slept once they reached 1 ms: most writes took
  * 10 us and every ~5th a few ms (p99 3 ms; bench-engine latency).
  */
+#define PACE_MAX_MIN_NS 500000L
 #define PACE_MAX_NS    2000000L
 #define PACE_TURN_NS   20000000L
 #define PACE_CREDIT_NS 2000000L
@@ -328,7 +329,7 @@ static long pace_ns(const struct ftl *f, uint32_t pages)
 {
 	const struct ftl_stream *h = &f->log.st[STREAM_HOST];
 	uint64_t span = (uint64_t)(f->bggc.hi - f->gc.reserve) * f->g.ppb;
-	uint64_t room = 0, ns;
+	uint64_t room = 0, ns, max;
 
 	if (syncs_cheap(f) || f->idx.nfree >= f->bggc.hi || !bggc_helps(f))
 		return 0;
@@ -338,7 +339,10 @@ static long pace_ns(const struct ftl *f, uint32_t pages)
 		room += f->g.ppb - h->wp;
 	if (room >= span)
 		return 0;
-	ns = (uint64_t)PACE_MAX_NS * (span - room) / span * (pages ? pages : 1);
+	max = (uint64_t)(f->gc.sync_ms * 1e6 / 2);
+	max = max < PACE_MAX_MIN_NS ? PACE_MAX_MIN_NS :
+	      max > PACE_MAX_NS ? PACE_MAX_NS : max;
+	ns = max * (span - room) / span * (pages ? pages : 1);
 	return ns < PACE_TURN_NS ? (long)ns : PACE_TURN_NS;
 }
 
