@@ -7,10 +7,12 @@
  * Policy (free blocks, f->idx.nfree, counted in erase blocks):
  *   - low (critical) watermark = gc.reserve, the blocks only GC may take
  *     (FTL_GC_RESERVE, less on tiny devices; ftl_alloc).  A host write
- *     that needs a new block with nfree <= gc.reserve collects inline, as
- *     an engine without the thread always does (ftl_balance; counted as
- *     gc_fg_runs): the writer then waits, but is never refused space the
- *     thread has not made yet.
+ *     that needs a new block with nfree <= gc.reserve waits for the thread
+ *     (ftl_bggc_throttle); it collects inline, as an engine without the
+ *     thread always does (ftl_balance; counted as gc_fg_runs), only where
+ *     syncs are nearly free (syncs_cheap), when the thread cannot help,
+ *     or when it is stuck (STUCK_MS): the writer then waits, but is never
+ *     refused space the thread has not made yet.
  *   - high watermark bggc.hi = gc.reserve + spare / 16, at least 2 and at
  *     most 32 above it, and at most spare - FTL_NSTREAMS - 1 (spare = data
  *     blocks beyond the logical size; free blocks beyond that cannot be
@@ -21,9 +23,10 @@
  *   - pacing below bggc.hi (PACING, ftl_bggc_pace): each host write is
  *     delayed, f->lock released, in proportion to the thread's debt (the
  *     pages the host may still take before the reserve, against the
- *     span from hi down to it), up to PACE_MAX_NS a page at the reserve;
- *     at the reserve a writer waits for the thread as long as the thread
- *     can help (ftl_bggc_throttle), so the erase syncs stay on the
+ *     span from hi down to it), up to PACE_MAX_NS a page at the reserve,
+ *     each write sleeping to its own slot (TIMER_ABSTIME); at the reserve
+ *     a writer waits for the thread as long as the thread can help
+ *     (ftl_bggc_throttle), so the erase syncs and checkpoints stay on the
  *     thread's side.
  *   - a host write that finds nfree < hi signals the thread and goes
  *     on.  The thread, woken, takes f->lock for one step at a time (at
@@ -300,8 +303,13 @@ int ftl_bggc_poke(struct ftl *f)
  * (bench-engine latency; 1.3 % of the writes waited at the reserve, 16 ms
  * each on average, the writes' total time nearly all theirs).  Paced,
  * each host write of @pages below hi waits
- *     PACE_MAX_NS * pages * debt / span   (at most PACE_TURN_NS a call)
- * with f->lock released, span = (hi - reserve) blocks of pages, debt =
+ *     max * pages * debt / span   (at most PACE_TURN_NS a call)
+ * with f->lock released, max = half the sync learnt (gc.sync_ms), at
+ * least PACE_MAX_MIN_NS and at most PACE_MAX_NS (2 ms until 2026-12-06:
+ * on a fast disk, 0.2-0.5 ms a sync, the writers then settled with hi
+ * nearly reached, the thread idled while they wrote a block unpaced,
+ * then paced them up to 2 ms a page: p99 1.2 ms, 10-15 % less
+ * throughput), span = (hi - reserve) blocks of pages, debt =
  * span - the pages the host may still take before the reserve (free
  * blocks above it, the room left in the host frontier's block): nothing
  * while the thread keeps up, more the further it falls behind, so the
