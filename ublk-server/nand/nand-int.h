@@ -91,10 +91,13 @@ struct nand {
  * beyond the ECC) coming from a backing (an NFS EREMOTEIO, a filesystem's
  * EBADMSG for a checksum) become -EIO, or the FTL would retire a good
  * block (and use up the spares) for an error of the store under it.  Past
- * the end of a truncated store (-ENXIO, nand.h) is an I/O error too. */
+ * the end of a truncated store (-ENXIO, nand.h) is an I/O error too, and
+ * so is a write from a page of the mapping lost underneath (-EFAULT: a
+ * GC copy programmed by pointer, nand_read_run_view). */
 static inline int bk_err(int r)
 {
-	return r == -NAND_EFAIL || r == -EBADMSG || r == -ENXIO ? -EIO : r;
+	return r == -NAND_EFAIL || r == -EBADMSG || r == -ENXIO ||
+	       r == -EFAULT ? -EIO : r;
 }
 
 static inline int bk_pread(struct nand *n, void *buf, size_t len, uint64_t off)
