@@ -89,7 +89,7 @@ int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data, uint32_t crc)
 	}
 }
 
-/* Victims up to this size are read whole, in one run. */
+/* Victims up to this size are read whole, in one run (by pointer: any). */
 #define GC_BLOCK_READ_MAX (4u << 20)
 
 /*
@@ -99,8 +99,8 @@ int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data, uint32_t crc)
  * victim's erase, which comes only after its copies are on the medium,
  * and only programmed from), else read into e->blk with one nand run (one
  * backing call on layout 1.1).  e->whole = false when only the OOB was
- * read (a fault model, a large block, no memory): then the pages are read
- * one by one.
+ * read (a fault model, a large block not mapped, no memory): then the
+ * pages are read one by one.
  */
 static int evac_read(struct ftl *f, struct ftl_evac *e, uint32_t v);
 
@@ -112,8 +112,8 @@ static int evac_start(struct ftl *f, struct ftl_evac *e, uint32_t v)
 	return evac_read(f, e, v);
 }
 
-/* The reads of evac_start: e->blk, e->oob, e->res and e->whole only (the
- * GC thread's run with f->lock released, see ftl_gc_bg_step). */
+/* The reads of evac_start: e->at, e->blk, e->oob, e->res and e->whole
+ * only (the GC thread's run with f->lock released, see ftl_gc_bg_step). */
 static int evac_read(struct ftl *f, struct ftl_evac *e, uint32_t v)
 {
 	const struct ftl_geom *g = &f->g;
@@ -121,10 +121,8 @@ static int evac_read(struct ftl *f, struct ftl_evac *e, uint32_t v)
 	int r;
 
 	e->whole = false;
-	if (len > GC_BLOCK_READ_MAX)
-		return nand_read_block_oob(f->nand, v, e->oob);
-	/* by pointer, unless PI guards are computed over the data (ftl_pi_fill
-	 * would read the mapping unguarded) */
+	/* by pointer (any size: no memory), unless PI guards are computed
+	 * over the data (ftl_pi_fill would read the mapping unguarded) */
 	r = g->pi ? -EOPNOTSUPP :
 		nand_read_run_view(f->nand, (uint64_t)v * g->ppb, g->ppb,
 				   e->at, e->oob, e->res);
@@ -132,6 +130,8 @@ static int evac_read(struct ftl *f, struct ftl_evac *e, uint32_t v)
 		e->whole = !r;
 		return r;
 	}
+	if (len > GC_BLOCK_READ_MAX)
+		return nand_read_block_oob(f->nand, v, e->oob);
 	if (!e->blk)
 		e->blk = malloc(len);
 	if (e->blk) {

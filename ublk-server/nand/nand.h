@@ -30,8 +30,10 @@
  * through the mapping (a file truncated underneath) is caught and the
  * copy goes through pread / pwrite, which fail (nand_guard.c).
  *
- * Threads: nand_read() and nand_read_run() may run concurrently with
- * anything except an erase of the same block (the caller excludes that);
+ * Threads: nand_read(), nand_read_run() and nand_read_run_view() may run
+ * concurrently with anything except an erase of the same block (the
+ * caller excludes that; for the pointers of nand_read_run_view, as long
+ * as it uses them);
  * so may nand_program_run() when nand_program_run_unlocked() says so,
  * except with a program, erase or another run of the same block (the
  * caller orders those); every other call must be serialized by the
