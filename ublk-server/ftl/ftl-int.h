@@ -297,6 +297,9 @@ struct ftl_inflight {
  * is marked, f->gc.cur, so no other GC picks it).  Buffers lazy. */
 #define FTL_GC_RUN_PAGES 64u    /* copies programmed per run at most */
 #define FTL_GC_STEP_PAGES 32u   /* copies per step of the GC thread */
+#define FTL_SYNC_FREE_MS 0.05   /* a sync learnt shorter is nearly free
+                                   (tmpfs, memory): one victim a sync,
+                                   writers collect inline (ftl_bggc.c) */
 struct ftl_evac {
 	uint32_t v;                  /* the victim, FTL_NONE: none */
 	uint32_t pg;                 /* next page of it to look at */
@@ -587,6 +590,13 @@ struct ftl_bggc {
 	uint64_t retry_seq;          /* the thread found nothing to gain;
 	                                writers wake it again only once
 	                                log.seq reaches this */
+	int64_t pace_slot;           /* CLOCK_MONOTONIC ns: the writers' next
+	                                slot (f->lock) */
+	double step_ms;              /* ftl_now_ms() when the thread last
+	                                began or ended a step: a writer at
+	                                the reserve collects itself only
+	                                when it is this stale (ftl_bggc.c,
+	                                STUCK_MS) */
 	/* tests: called by the thread after each step, f->lock released */
 	void (*step_hook)(struct ftl *f, void *ctx);
 	void *step_ctx;
@@ -852,6 +862,11 @@ bool ftl_bggc_pacing(const struct ftl *f, uint32_t pages);
  * at the reserve.  0: go on, 1: collect inline (at the reserve, no thread
  * that can help), 2: the lock was let go, decide again. */
 int ftl_bggc_throttle(struct ftl *f, unsigned *waits);
+/* Writers (f->lock held) with a checkpoint due that the thread has not
+ * written in two intervals: 1 when it is the writer's (no thread that can
+ * help, or one stuck: STUCK_MS), else 0 (the writer waited, the lock was
+ * let go: decide again). */
+int ftl_bggc_ckpt_wait(struct ftl *f);
 
 /* ftl_maint.c: moves above GC (f->lock held) */
 int ftl_retire_move(struct ftl *f);

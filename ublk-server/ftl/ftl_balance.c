@@ -45,9 +45,18 @@ int ftl_balance(struct ftl *f, uint32_t pages)
 		return r;
 	for (;;) {
 		/* a checkpoint that came due is the GC thread's, unless
-		 * the writer cannot wait: sequence room, or it fell behind */
-		if (seq_room_low(f) || (f->ck.due && (!f->bggc.running ||
-		    f->bggc.err || f->ck.allocs >= 2 * f->ck.interval))) {
+		 * the writer cannot wait: sequence room, or no thread that
+		 * writes it (one two intervals behind is waited for:
+		 * ftl_bggc_ckpt_wait) */
+		bool ck = seq_room_low(f);
+
+		if (!ck && f->ck.due && f->bggc.running && !f->bggc.err &&
+		    f->ck.allocs >= 2 * f->ck.interval) {
+			if (!ftl_bggc_ckpt_wait(f))
+				continue;       /* the lock was let go: again */
+			ck = true;
+		}
+		if (ck || (f->ck.due && (!f->bggc.running || f->bggc.err))) {
 			r = ftl_ckpt_write(f, false);
 			if (r)
 				return r;

@@ -7,10 +7,12 @@
  * Policy (free blocks, f->idx.nfree, counted in erase blocks):
  *   - low (critical) watermark = gc.reserve, the blocks only GC may take
  *     (FTL_GC_RESERVE, less on tiny devices; ftl_alloc).  A host write
- *     that needs a new block with nfree <= gc.reserve collects inline, as
- *     an engine without the thread always does (ftl_balance; counted as
- *     gc_fg_runs): the writer then waits, but is never refused space the
- *     thread has not made yet.
+ *     that needs a new block with nfree <= gc.reserve waits for the thread
+ *     (ftl_bggc_throttle); it collects inline, as an engine without the
+ *     thread always does (ftl_balance; counted as gc_fg_runs), only where
+ *     syncs are nearly free (syncs_cheap), when the thread cannot help,
+ *     or when it is stuck (STUCK_MS): the writer then waits, but is never
+ *     refused space the thread has not made yet.
  *   - high watermark bggc.hi = gc.reserve + spare / 16, at least 2 and at
  *     most 32 above it, and at most spare - FTL_NSTREAMS - 1 (spare = data
  *     blocks beyond the logical size; free blocks beyond that cannot be
@@ -21,9 +23,10 @@
  *   - pacing below bggc.hi (PACING, ftl_bggc_pace): each host write is
  *     delayed, f->lock released, in proportion to the thread's debt (the
  *     pages the host may still take before the reserve, against the
- *     span from hi down to it), up to PACE_MAX_NS a page at the reserve;
- *     at the reserve a writer waits for the thread as long as the thread
- *     can help (ftl_bggc_throttle), so the erase syncs stay on the
+ *     span from hi down to it), up to PACE_MAX_NS a page at the reserve,
+ *     each write sleeping to its own slot (TIMER_ABSTIME); at the reserve
+ *     a writer waits for the thread as long as the thread can help
+ *     (ftl_bggc_throttle), so the erase syncs and checkpoints stay on the
  *     thread's side.
  *   - a host write that finds nfree < hi signals the thread and goes
  *     on.  The thread, woken, takes f->lock for one step at a time (at
@@ -89,7 +92,18 @@ void ftl_bggc_marks(struct ftl *f)
 		f->bggc.hi = f->gc.reserve + 1;
 }
 
-/* Syncs learnt cheap (gc.batch 1) and a victim with no valid page: a
+/* Syncs learnt nearly free (FTL_SYNC_FREE_MS: tmpfs, memory): a writer's own
+ * GC costs less than waking the thread and waiting for its steps.  Not
+ * gc.batch 1 alone (syncs under 0.5 ms): an ext4 file on a fast disk
+ * syncs in 0.3-0.5 ms, and its writers then collected and synced
+ * themselves (bench-engine latency 2026-12-06: ~250 writer GC runs a
+ * round, p99 1.2 ms). */
+static bool syncs_cheap(const struct ftl *f)
+{
+	return f->gc.batch <= 1 && !f->o.gc_batch && f->gc.sync_ms < FTL_SYNC_FREE_MS;
+}
+
+/* Syncs learnt nearly free (syncs_cheap) and a victim with no valid page: a
  * writer that reaches the reserve empties it inline (no copy, one cheap
  * sync: ftl_bggc_throttle, ftl_gc_free_space) for less than the thread
  * costs, so the thread leaves it to the writers while they write
@@ -100,8 +114,7 @@ void ftl_bggc_marks(struct ftl *f)
  * ctxsw). */
 static bool bggc_inline_cheaper(const struct ftl *f, bool quiet)
 {
-	return !quiet && f->gc.batch <= 1 && !f->o.gc_batch && !f->idx.lost &&
-	       f->idx.vh[0].n;
+	return !quiet && syncs_cheap(f) && !f->idx.lost && f->idx.vh[0].n;
 }
 
 /* Nothing to do: an error not reported yet, or enough free blocks (or
@@ -182,6 +195,7 @@ static void *bggc_main(void *arg)
 			continue;
 		}
 		f->bggc.busy = true;
+		f->bggc.step_ms = ftl_now_ms();
 		r = f->ck.due ? bggc_ckpt(f) : ftl_gc_bg_step(f, f->bggc.hi);
 		if (r == FTL_GC_WL_DUE)         /* after an erase round */
 			r = ftl_wl_static(f);
@@ -195,6 +209,7 @@ static void *bggc_main(void *arg)
 			CADD(f, m.gc_bg_errors, 1);
 			ftl_gc_bg_drop(f);
 		}
+		f->bggc.step_ms = ftl_now_ms();
 		pthread_cond_broadcast(&f->bggc.room); /* throttled writers */
 		/* let writers waiting on the lock in: a writer woken by the
 		 * unlock needs a moment to run, and a mutex is not fair (no
@@ -277,12 +292,6 @@ int ftl_bggc_poke(struct ftl *f)
 	return 0;
 }
 
-/* Syncs learnt cheap (gc.batch 1: tmpfs, memory): a writer's own GC
- * costs less than waking the thread and waiting for its steps. */
-static bool syncs_cheap(const struct ftl *f)
-{
-	return f->gc.batch <= 1 && !f->o.gc_batch;
-}
 
 /*
  * PACING (f2fs's balance_fs, RocksDB's delayed writes).  On a disk file
@@ -294,35 +303,41 @@ static bool syncs_cheap(const struct ftl *f)
  * (bench-engine latency; 1.3 % of the writes waited at the reserve, 16 ms
  * each on average, the writes' total time nearly all theirs).  Paced,
  * each host write of @pages below hi waits
- *     PACE_MAX_NS * pages * debt / span   (at most PACE_TURN_NS a call)
- * with f->lock released, span = (hi - reserve) blocks of pages, debt =
+ *     max * pages * debt / span   (at most PACE_TURN_NS a call)
+ * with f->lock released, max = half the sync learnt (gc.sync_ms), at
+ * least PACE_MAX_MIN_NS and at most PACE_MAX_NS (2 ms until 2026-12-06:
+ * on a fast disk, 0.2-0.5 ms a sync, the writers then settled with hi
+ * nearly reached, the thread idled while they wrote a block unpaced,
+ * then paced them up to 2 ms a page: p99 1.2 ms, 10-15 % less
+ * throughput), span = (hi - reserve) blocks of pages, debt =
  * span - the pages the host may still take before the reserve (free
  * blocks above it, the room left in the host frontier's block): nothing
  * while the thread keeps up, more the further it falls behind, so the
  * writers settle where their pace meets the thread's and a sync is
  * spread over many short delays instead of one writer's whole wait.
- * Only with expensive syncs (what the reserve wait is for) and a thread
+ * Only with syncs that are not nearly free (syncs_cheap) and a thread
  * that can help (bggc_helps); the GC debt itself is the only input: a
- * thread that is not behind costs nothing.  A writer owes its delays
- * (pace_owed, per thread) and sleeps once they reach PACE_SLEEP_NS, the
- * time it actually slept paid back (an oversleep is credit, up to
- * PACE_CREDIT_NS): on a loaded host each sleep costs a wake-up behind
- * the other runnable threads, and one per write cost 7-23 % of the
- * throughput (bench-engine latency, load 6-7).
+ * thread that is not behind costs nothing.  Each paced write sleeps
+ * until its own slot: the writers' slots (bggc.pace_slot, one sequence
+ * for the engine, on CLOCK_MONOTONIC) follow one another by the delays,
+ * and a writer sleeps to its slot with clock_nanosleep(TIMER_ABSTIME),
+ * so a wake-up that comes late is taken from the next sleep instead of
+ * added to the writers' pace (a slot already past is credit, at most
+ * PACE_CREDIT_NS, whose writes do not sleep).  Until 2026-12-06 a writer
+ * owed its delays and slept once they reached 1 ms: most writes took
+ * 10 us and every ~5th a few ms (p99 3 ms; bench-engine latency).
  */
+#define PACE_MAX_MIN_NS 500000L
 #define PACE_MAX_NS    2000000L
 #define PACE_TURN_NS   20000000L
-#define PACE_SLEEP_NS  1000000L
-#define PACE_CREDIT_NS 10000000L
-
-static __thread int64_t pace_owed;      /* ns this writer owes (< 0: credit) */
+#define PACE_CREDIT_NS 2000000L
 
 /* The delay for @pages host pages now (f->lock held), ns. */
 static long pace_ns(const struct ftl *f, uint32_t pages)
 {
 	const struct ftl_stream *h = &f->log.st[STREAM_HOST];
 	uint64_t span = (uint64_t)(f->bggc.hi - f->gc.reserve) * f->g.ppb;
-	uint64_t room = 0, ns;
+	uint64_t room = 0, ns, max;
 
 	if (syncs_cheap(f) || f->idx.nfree >= f->bggc.hi || !bggc_helps(f))
 		return 0;
@@ -332,7 +347,10 @@ static long pace_ns(const struct ftl *f, uint32_t pages)
 		room += f->g.ppb - h->wp;
 	if (room >= span)
 		return 0;
-	ns = (uint64_t)PACE_MAX_NS * (span - room) / span * (pages ? pages : 1);
+	max = (uint64_t)(f->gc.sync_ms * 1e6 / 2);
+	max = max < PACE_MAX_MIN_NS ? PACE_MAX_MIN_NS :
+	      max > PACE_MAX_NS ? PACE_MAX_NS : max;
+	ns = max * (span - room) / span * (pages ? pages : 1);
 	return ns < PACE_TURN_NS ? (long)ns : PACE_TURN_NS;
 }
 
@@ -342,53 +360,81 @@ bool ftl_bggc_pacing(const struct ftl *f, uint32_t pages)
 	return pace_ns(f, pages) != 0;
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 int ftl_bggc_pace(struct ftl *f, uint32_t pages)
 {
-	double t0;
+	struct timespec ts;
+	int64_t now;
 	long ns;
 
 	FTL_ASSERT_HELD(&f->lock);
 	ns = pace_ns(f, pages);
-	if (!ns) {
-		if (pace_owed > 0)
-			pace_owed = 0;  /* the thread caught up: forgiven */
+	if (!ns)
 		return 0;
-	}
 	CADD(f, m.gc_paced, 1);
-	pace_owed += ns;
-	if (pace_owed < PACE_SLEEP_NS)
-		return 0;
+	now = mono_ns();
+	if (f->bggc.pace_slot < now - PACE_CREDIT_NS)
+		f->bggc.pace_slot = now - PACE_CREDIT_NS;
+	f->bggc.pace_slot += ns;
+	if (f->bggc.pace_slot <= now)
+		return 0;               /* credit: an earlier sleep ran late */
+	ts.tv_sec = f->bggc.pace_slot / 1000000000;
+	ts.tv_nsec = f->bggc.pace_slot % 1000000000;
 	if (!f->bggc.busy)
 		pthread_cond_signal(&f->bggc.cv);
 	ftl_unlock(&f->lock);
-	t0 = ftl_now_ms();
-	nanosleep(&(struct timespec){ pace_owed / 1000000000,
-				      pace_owed % 1000000000 }, NULL);
-	pace_owed -= (int64_t)((ftl_now_ms() - t0) * 1e6);
-	if (pace_owed < -PACE_CREDIT_NS)
-		pace_owed = -PACE_CREDIT_NS;
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
 	ftl_lock(&f->lock);
 	return 1;
 }
 
 /*
  * Throttle (f->lock held, a writer about to open a host block), when the
- * thread's syncs were learnt expensive (gc.batch > 1: a disk file): at
+ * thread's syncs were not learnt nearly free (syncs_cheap: a disk file): at
  * the reserve the writer waits for the thread to make room, as long as
  * the thread can (bggc_helps); above it the pacing has done its part.  A
- * writer never collects while the thread is making room: the erase syncs
- * stay on the thread's side (GC-SIDE SYNC, ftl_gc.c), unless the thread
- * ends no step within WAIT_NS (outside its sync; WAIT_MAX of them in it).
+ * writer never collects, syncs, erases or checkpoints while the thread
+ * makes room: those stay on the thread's side (GC-SIDE SYNC, ftl_gc.c),
+ * however long its sync takes (a writer's own sync would wait behind it),
+ * unless the thread is stuck outside its sync: it began and ended no step
+ * for STUCK_MS (a test's hook holding it; a host that did not run it for
+ * that long).  Until 2026-12-06 a writer collected itself after WAIT_NS
+ * (50 ms) without a step: ~50 fdatasyncs a round of bench-engine latency
+ * on the writer's path, each a write of tens of ms.
  * 0: room, go on; 1: at the reserve and no thread to wait for (collect
- * inline); 2: f->lock was let go (*waits counted): decide again.
+ * inline); 2: f->lock was let go: decide again.
  */
 #define WAIT_NS     50000000L
-#define WAIT_MAX    40u
+#define STUCK_MS    1000.0
 
 /* Wait for the thread's next step, @ns at most: ETIMEDOUT, else 0. */
 static int room_wait(struct ftl *f, long ns)
 {
-	return cv_wait_ns(f, &f->bggc.room, ns);
+	int r;
+
+	if (!f->bggc.busy) {            /* asleep, woken now: not stuck */
+		pthread_cond_signal(&f->bggc.cv);
+		f->bggc.step_ms = ftl_now_ms();
+	}
+	f->bggc.waiters++;
+	r = cv_wait_ns(f, &f->bggc.room, ns);
+	f->bggc.waiters--;
+	return r;
+}
+
+/* The thread began or ended no step for STUCK_MS, and is not in its
+ * sync (where a writer's own sync would only wait behind it). */
+static bool bggc_stuck(const struct ftl *f)
+{
+	return !f->gc.syncing && ftl_now_ms() - f->bggc.step_ms >= STUCK_MS;
 }
 
 int ftl_bggc_throttle(struct ftl *f, unsigned *waits)
@@ -401,22 +447,24 @@ int ftl_bggc_throttle(struct ftl *f, unsigned *waits)
 	if (!bggc_helps(f))
 		return 1;
 	CADD(f, m.gc_throttled, 1);
-	if (!f->bggc.busy)
-		pthread_cond_signal(&f->bggc.cv);
-	/* a thread that ended no step in WAIT_NS and is not in its sync (a
-	 * test's hook), or not in WAIT_MAX waits: the writer collects
-	 * itself, as without it */
-	f->bggc.waiters++;
 	r = room_wait(f, WAIT_NS);
-	f->bggc.waiters--;
 	/* a wait can time out after the thread made room: it held f->lock
 	 * past the deadline (a step under load).  Decide again then: a
 	 * writer that collected on a device with room found nothing to
 	 * collect and failed with ENOSPC (make compare --aged, 1 run in 6
 	 * under load: "critical space allocation error" on loop0) */
-	if (r == ETIMEDOUT && f->idx.nfree <= f->gc.reserve &&
-	    (!f->gc.syncing || ++*waits > WAIT_MAX))
+	if (r == ETIMEDOUT && f->idx.nfree <= f->gc.reserve && bggc_stuck(f))
 		return 1;
 	++*waits;
 	return 2;
+}
+
+int ftl_bggc_ckpt_wait(struct ftl *f)
+{
+	FTL_ASSERT_HELD(&f->lock);
+	if (!f->bggc.running || f->bggc.stop || f->bggc.err || f->bb.worn_out ||
+	    bggc_stuck(f))
+		return 1;
+	room_wait(f, WAIT_NS);
+	return 0;
 }

@@ -380,7 +380,10 @@ static bool pend_unslotted(const struct ftl *f, uint32_t b)
  * moving average (1/8 of each sync): on a disk one sync that found little
  * dirty took under 0.5 ms and made syncs "cheap" (batch 1) until the
  * next; a writer then collected inline and synced itself on its own path
- * (bench-engine latency: 568-680 writes over 1 ms, 8-10 ms each). */
+ * (bench-engine latency: 568-680 writes over 1 ms, 8-10 ms each).  One
+ * victim a sync only where a sync is nearly free (FTL_SYNC_FREE_MS; was
+ * 0.5 ms: the GC thread on an ext4 file of a fast disk, 0.2-0.5 ms a sync,
+ * synced after every victim, ~7 pages gained a sync). */
 static void learn_batch(struct ftl *f, const struct timespec *a)
 {
 	struct timespec b;
@@ -392,7 +395,7 @@ static void learn_batch(struct ftl *f, const struct timespec *a)
 	f->gc.sync_ms += (float)(ms - f->gc.sync_ms) / 8;
 	ms = f->gc.sync_ms;
 	f->gc.batch = f->o.gc_batch ? f->o.gc_batch :
-		      ms < 0.5 ? 1 : ms < 5 ? 4 : 16;
+		      ms < FTL_SYNC_FREE_MS ? 1 : ms < 5 ? 4 : 16;
 	if (f->gc.batch > f->gc.batch_max)
 		f->gc.batch = f->gc.batch_max;
 }
@@ -669,8 +672,12 @@ int ftl_gc_bg_step(struct ftl *f, uint32_t target)
 		if (f->idx.nfree >= target)
 			return 1;
 		/* a batch of victims per sync (gc.batch, adapted to what a
-		 * sync costs), or what reaches @target: then erase them */
-		if (f->idx.nfree + f->gc.npend < target && f->gc.npend < f->gc.batch)
+		 * sync costs), or what reaches @target: then erase them.  A
+		 * batch begun is filled: on a full device a victim gains a
+		 * tenth of a block, and the one that reaches @target would
+		 * otherwise have a sync to itself */
+		if (f->gc.npend < f->gc.batch &&
+		    (f->idx.nfree + f->gc.npend < target || f->gc.npend))
 			v = pick_victim(f, gc_room(f));
 		if (v != FTL_NONE &&
 		    gc_room(f) < (uint64_t)f->idx.valid[v] + f->g.ppb && f->gc.npend)
