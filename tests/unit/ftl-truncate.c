@@ -12,7 +12,9 @@
  * mapped read that faults with the file whole is an EIO too.  Each case
  * runs in a child process (a SIGBUS that escapes kills the child, not the
  * test).  Needs a tmpfs: a private one (root), else /dev/shm without the
- * holes case (SKIP after the rest passed), else SKIP.
+ * holes case (SKIP after the rest passed), else SKIP.  A GC copy
+ * programmed from a victim's pages in the mapping (by pointer) whose
+ * victim was lost: EIO, no death.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -169,6 +171,51 @@ static void case_threads(void)
 		T_CHECK(tres[i] == -EIO, "thread %d: %d", i, tres[i]);
 	}
 	ftl_abandon(tf);
+}
+
+/* GC programs its copies from pointers into the victim's pages in the
+ * mapping (nand_read_run_view): a victim lost to the truncation makes the
+ * program's copy fault on its source, the destination whole.  The program
+ * fails with EIO (the guard covers the sources too, nand_run_wview), the
+ * process lives. */
+static void case_copy_source(void)
+{
+	const struct nand_geom g = { .page_size = 4096, .oob_size = 64,
+		.ppb = 16, .nblocks = 8, .oob_inline = true };
+	uint64_t bsz = (uint64_t)g.ppb * (g.page_size + g.oob_size);
+	static uint8_t oob[16 * 64];
+	const void *pages[16];
+	struct nand_backing *b = NULL;
+	struct nand *n = NULL;
+	int res[16], fd, r;
+	uint32_t done;
+
+	unlink(img);
+	fd = open(img, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	memset(buf, 0, sizeof(buf));
+	/* every byte written: the slots proven allocated, so the program
+	 * copies into the mapping */
+	for (uint64_t o = 0; fd >= 0 && o < g.nblocks * bsz; o += bsz)
+		T_CHECK(pwrite(fd, buf, bsz, (off_t)o) == (ssize_t)bsz, "fill");
+	if (fd < 0 || nand_backing_fd(fd, &b) || nand_create(b, &g, &n)) {
+		T_CHECK(0, "nand on the image");
+		return;
+	}
+	for (uint32_t k = 0; k < g.nblocks; k++)
+		T_CHECK(nand_erase(n, k) == 0, "erase %u", k);
+	memset(buf, 'v', sizeof(buf));
+	T_CHECK(nand_program_run(n, 7 * g.ppb, g.ppb, buf, oob, &done) == 0,
+		"the victim");
+	r = nand_read_run_view(n, 7 * g.ppb, g.ppb, pages, oob, res);
+	T_CHECK(r == 0, "the victim by pointer: %d", r);
+	if (!r) {
+		T_CHECK(truncate(img, (off_t)(4 * bsz)) == 0, "truncate");
+		r = nand_program_runv(n, 0, g.ppb, pages, oob, &done);
+		T_CHECK(r == -EIO, "a copy from the lost victim: %d, want "
+			"-EIO", r);
+	}
+	nand_destroy(n);
+	close(fd);
 }
 
 /* A SIGBUS handler of the process, installed before the engine's. */
@@ -362,6 +409,7 @@ int main(void)
 	one(case_write, "write");
 	one(case_write_unmapped, "write, OCTANT_BACKING_MAP=0");
 	one(case_threads, "4 reading threads");
+	one(case_copy_source, "a GC copy from a lost victim");
 	one(case_chain, "a handler before the engine's");
 	if (mounted) {
 		T_CHECK(!in_child(case_holes, "holes", &code) && !code,

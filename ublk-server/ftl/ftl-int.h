@@ -304,11 +304,15 @@ struct ftl_evac {
 	uint32_t v;                  /* the victim, FTL_NONE: none */
 	uint32_t pg;                 /* next page of it to look at */
 	uint32_t unreadable;         /* pages the ECC could not correct */
-	bool whole;                  /* blk holds the victim's data */
-	uint8_t *blk;                /* ppb * ps: the victim's data */
+	bool whole;                  /* at[] holds the victim's data */
+	uint8_t *blk;                /* ppb * ps: the victim's data, read */
+	const void **at;             /* ppb: page i's data, in blk or in the
+	                                backing's mapping (nand_read_run_view:
+	                                good until the victim's erase; only
+	                                to program from) */
 	uint8_t *oob;                /* ppb * oob: its OOB */
 	int *res;                    /* ppb: per page read results */
-	uint8_t *run;                /* FTL_GC_RUN_PAGES * ps: a run's data */
+	const void *run[FTL_GC_RUN_PAGES]; /* a run's pages (from at[]) */
 	uint32_t lpn[FTL_GC_RUN_PAGES], from[FTL_GC_RUN_PAGES];
 	uint32_t crc[FTL_GC_RUN_PAGES]; /* data CRCs from the victim's OOB */
 };
@@ -946,14 +950,16 @@ int ftl_prog_copy(struct ftl *f, int stream, uint32_t lpn, const void *data,
  * f->lock (NULL: computed here, under it). */
 int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
 		 uint32_t n, const uint32_t *crc, uint32_t *done);
-/* Program copies (GC): page i of @data for logical page @lpn[i], which
- * the map points at @from[i], as runs like ftl_prog_run, with @crc[i] as
- * its data CRC (the one its source page's OOB holds, not recomputed); a
- * page's map moves (and *@counter counts it) only while it still points
- * at @from[i].  -ENOMEM: no run buffer (nothing done; page by page). */
+/* Program copies (GC): the page at @pages[i] (in a buffer, or in the
+ * backing's mapping: nand_read_run_view, only programmed from, never
+ * read here) for logical page @lpn[i], which the map points at @from[i],
+ * as runs like ftl_prog_run, with @crc[i] as its data CRC (the one its
+ * source page's OOB holds, not recomputed); a page's map moves (and
+ * *@counter counts it) only while it still points at @from[i].  -ENOMEM:
+ * no run buffer (nothing done; page by page). */
 int ftl_prog_copies(struct ftl *f, int stream, const uint32_t *lpn,
 		    const uint32_t *from, const uint32_t *crc,
-		    const void *data, uint32_t n, uint32_t *done,
+		    const void *const *pages, uint32_t n, uint32_t *done,
 		    uint64_t *counter);
 /* Host runs outside f->lock: reserve (f->lock held; -EAGAIN when the nand
  * cannot program outside it, or @n is 0: use ftl_prog_run), program (no

@@ -346,7 +346,8 @@ int ftl_prog_copy(struct ftl *f, int stream, uint32_t lpn, const void *data,
 
 /*
  * The run core of ftl_prog_run and ftl_prog_copies: page i of @data
- * (@n pages) for logical page @lpns[i] (@lpn + i when @lpns is NULL),
+ * (@n pages; or @pages[i], with @crcs and no PI: never read here) for
+ * logical page @lpns[i] (@lpn + i when @lpns is NULL),
  * into stream @stream's open block as one run, opening one when needed:
  * at most the rest of that block, and fewer when sequence numbers run
  * short (FTL_PROG_RETRIES stay for retries).  Each page gets its own
@@ -360,7 +361,8 @@ int ftl_prog_copy(struct ftl *f, int stream, uint32_t lpn, const void *data,
  */
 static int prog_run(struct ftl *f, int stream, uint32_t lpn,
 		    const uint32_t *lpns, const uint32_t *from,
-		    const uint32_t *crcs, const void *data, uint32_t n,
+		    const uint32_t *crcs, const void *data,
+		    const void *const *pages, uint32_t n,
 		    uint32_t *done, uint64_t *counter)
 {
 	const struct ftl_geom *g = &f->g;
@@ -407,11 +409,15 @@ static int prog_run(struct ftl *f, int stream, uint32_t lpn,
 				crcs ? crcs[k] : oct_crc32c(0, src +
 					(size_t)k * g->ps, g->ps));
 			ftl_oob_set_flushed(g, oob, ppn + i, f->log.flushed_seq);
-			ftl_pi_fill(g, oob, src + (size_t)k * g->ps);
+			ftl_pi_fill(g, oob, pages ? pages[k] :
+				    src + (size_t)k * g->ps);
 		}
 		seq -= c;               /* the seq before the run's first */
-		r = nand_program_run(f->nand, ppn, (uint32_t)c,
-				     src + (size_t)*done * g->ps, f->log.runoob, &pd);
+		r = pages ? nand_program_runv(f->nand, ppn, (uint32_t)c,
+					      pages + *done, f->log.runoob, &pd)
+			  : nand_program_run(f->nand, ppn, (uint32_t)c,
+					     src + (size_t)*done * g->ps,
+					     f->log.runoob, &pd);
 		/* publish what is on the medium, nothing more */
 		for (uint32_t i = 0; i < pd; i++) {
 			uint32_t k = *done + i, l = lpns ? lpns[k] : lpn + k;
@@ -462,8 +468,8 @@ int ftl_prog_run(struct ftl *f, int stream, uint32_t lpn, const void *data,
 	if (ftl_host_stream(stream))
 		ftl_inflight_drain(f);  /* in order after the runs in flight */
 	if (n > 1 || crc) {
-		r = prog_run(f, stream, lpn, NULL, NULL, crc, data, n, done,
-			     NULL);
+		r = prog_run(f, stream, lpn, NULL, NULL, crc, data, NULL, n,
+			     done, NULL);
 		if (r != -ENOMEM || *done)
 			return r;
 	}
@@ -488,11 +494,12 @@ void ftl_copy_count(struct ftl *f, uint64_t *counter, uint32_t lpn)
 
 int ftl_prog_copies(struct ftl *f, int stream, const uint32_t *lpn,
 		    const uint32_t *from, const uint32_t *crc,
-		    const void *data, uint32_t n, uint32_t *done,
+		    const void *const *pages, uint32_t n, uint32_t *done,
 		    uint64_t *counter)
 {
 	FTL_ASSERT_HELD(&f->lock);
-	return prog_run(f, stream, 0, lpn, from, crc, data, n, done, counter);
+	return prog_run(f, stream, 0, lpn, from, crc, NULL, pages, n, done,
+			counter);
 }
 
 /* ---- host runs outside f->lock ------------------------------------------

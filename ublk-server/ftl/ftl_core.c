@@ -47,13 +47,14 @@ int ftl_alloc(const struct ftl_geom *g, struct ftl **out)
 		f->gc.ev[i].v = FTL_NONE;
 		f->gc.ev[i].oob = malloc((size_t)g->ppb * g->oob);
 		f->gc.ev[i].res = calloc(g->ppb, sizeof(int));
+		f->gc.ev[i].at = calloc(g->ppb, sizeof(void *));
 	}
 	f->gc.cur = FTL_NONE;
 	if (ftl_place_init(f, false) || ftl_dying_init(f) || !f->log.hotblk || !f->log.map || !f->idx.valid || !f->idx.run_pages || !f->idx.state || !f->log.mtime || !f->log.trim_seq ||
 	    !f->log.fdirty || ftl_idx_init(f) || !f->gc.pend || !f->gc.pend_gen || !f->buf.page || !f->buf.zero ||
 	    !f->buf.oob || !f->buf.oob2 || !f->ck.buf || !f->bb.tab ||
 	    !f->maint.bb_done || !f->gc.ev[0].oob || !f->gc.ev[0].res || !f->gc.ev[1].oob ||
-	    !f->gc.ev[1].res ||
+	    !f->gc.ev[1].res || !f->gc.ev[0].at || !f->gc.ev[1].at ||
 	    (g->ckpt_delta && (!f->ck.dirty || !f->ck.tab || !f->ck.chg ||
 			     !f->ck.dsum || !f->ck.bdirty))) {
 		ftl_free(f);
@@ -137,7 +138,7 @@ void ftl_free(struct ftl *f)
 		free(f->gc.ev[i].blk);
 		free(f->gc.ev[i].oob);
 		free(f->gc.ev[i].res);
-		free(f->gc.ev[i].run);
+		free(f->gc.ev[i].at);
 	}
 	free(f->log.runoob);
 	free(f->fsl.ent);

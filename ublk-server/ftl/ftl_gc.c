@@ -89,14 +89,18 @@ int ftl_gc_prog(struct ftl *f, uint32_t lpn, const void *data, uint32_t crc)
 	}
 }
 
-/* Victims up to this size are read whole, in one run. */
+/* Victims up to this size are read whole, in one run (by pointer: any). */
 #define GC_BLOCK_READ_MAX (4u << 20)
 
 /*
- * Start evacuating block @v with @e: read all of it, data into e->blk and
- * OOB into e->oob, with one nand run (one backing call on layout 1.1).
- * e->whole = false when only the OOB was read (a fault model, a large
- * block, no memory): then the pages are read one by one.
+ * Start evacuating block @v with @e: all of it at once, OOB into e->oob
+ * and e->at[i] pointing at page i's data: in the backing's mapping where
+ * it has one (nand_read_run_view: no copy, the OOB only; good until the
+ * victim's erase, which comes only after its copies are on the medium,
+ * and only programmed from), else read into e->blk with one nand run (one
+ * backing call on layout 1.1).  e->whole = false when only the OOB was
+ * read (a fault model, a large block not mapped, no memory): then the
+ * pages are read one by one.
  */
 static int evac_read(struct ftl *f, struct ftl_evac *e, uint32_t v);
 
@@ -108,8 +112,8 @@ static int evac_start(struct ftl *f, struct ftl_evac *e, uint32_t v)
 	return evac_read(f, e, v);
 }
 
-/* The reads of evac_start: e->blk, e->oob, e->res and e->whole only (the
- * GC thread's run with f->lock released, see ftl_gc_bg_step). */
+/* The reads of evac_start: e->at, e->blk, e->oob, e->res and e->whole
+ * only (the GC thread's run with f->lock released, see ftl_gc_bg_step). */
 static int evac_read(struct ftl *f, struct ftl_evac *e, uint32_t v)
 {
 	const struct ftl_geom *g = &f->g;
@@ -117,11 +121,24 @@ static int evac_read(struct ftl *f, struct ftl_evac *e, uint32_t v)
 	int r;
 
 	e->whole = false;
-	if (len <= GC_BLOCK_READ_MAX && !e->blk)
+	/* by pointer (any size: no memory), unless PI guards are computed
+	 * over the data (ftl_pi_fill would read the mapping unguarded) */
+	r = g->pi ? -EOPNOTSUPP :
+		nand_read_run_view(f->nand, (uint64_t)v * g->ppb, g->ppb,
+				   e->at, e->oob, e->res);
+	if (r != -EOPNOTSUPP) {
+		e->whole = !r;
+		return r;
+	}
+	if (len > GC_BLOCK_READ_MAX)
+		return nand_read_block_oob(f->nand, v, e->oob);
+	if (!e->blk)
 		e->blk = malloc(len);
-	if (len <= GC_BLOCK_READ_MAX && e->blk) {
+	if (e->blk) {
 		r = nand_read_run(f->nand, (uint64_t)v * g->ppb, g->ppb,
 				  e->blk, e->oob, e->res);
+		for (uint32_t i = 0; i < g->ppb; i++)
+			e->at[i] = e->blk + (size_t)i * g->ps;
 		if (r != -EOPNOTSUPP) {
 			e->whole = !r;
 			return r;
@@ -130,14 +147,14 @@ static int evac_read(struct ftl *f, struct ftl_evac *e, uint32_t v)
 	return nand_read_block_oob(f->nand, v, e->oob);
 }
 
-/* Program the @n copies gathered in @e (e->run, e->lpn, e->from) into the
- * GC stream as runs; when a failed program used up the free blocks, erase
- * what is pending and go on.  *done: copies programmed (fewer when
- * sequence numbers run short: the caller then checkpoints first). */
+/* Program the @n copies gathered in @e (e->run: pointers to their data,
+ * e->lpn, e->from) into the GC stream as runs; when a failed program used
+ * up the free blocks, erase what is pending and go on.  *done: copies
+ * programmed (fewer when sequence numbers run short: the caller then
+ * checkpoints first). */
 static int evac_prog(struct ftl *f, struct ftl_evac *e, uint32_t n,
 		     uint32_t *done, uint64_t *counter)
 {
-	const struct ftl_geom *g = &f->g;
 	int s = ftl_gc_dest(f, e->lpn, n); /* by the copies' temperature */
 	int r;
 
@@ -149,11 +166,10 @@ static int evac_prog(struct ftl *f, struct ftl_evac *e, uint32_t n,
 		if (!r)
 			r = ftl_prog_copies(f, s, e->lpn + *done,
 					    e->from + *done, e->crc + *done,
-					    e->run + (size_t)*done * g->ps,
-					    n - *done, &d, counter);
+					    e->run + *done, n - *done, &d,
+					    counter);
 		if (r == -ENOMEM && !d) {       /* no run buffer: one page */
-			r = ftl_gc_prog(f, e->lpn[*done],
-					e->run + (size_t)*done * g->ps,
+			r = ftl_gc_prog(f, e->lpn[*done], e->run[*done],
 					e->crc[*done]);
 			if (!r)
 				ftl_copy_count(f, counter, e->lpn[*done]);
@@ -174,7 +190,9 @@ static int evac_prog(struct ftl *f, struct ftl_evac *e, uint32_t n,
 /*
  * Copy the valid pages of e->v from page e->pg on to the GC stream, at
  * most @budget of them, gathered into runs of FTL_GC_RUN_PAGES (one
- * backing write each on layout 1.1); pages the whole-block read could not
+ * backing write each on layout 1.1) programmed straight from where
+ * evac_read found them (e->at: one copy per page on a mapped backing, the
+ * program's; two else); pages the whole-block read could not
  * give are read (with retries) and programmed one by one.  A page moves
  * only while the map points at it, checked under f->lock after every
  * host run in flight is published (ftl_inflight_drain): between two calls
@@ -227,11 +245,6 @@ static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
 		if (!ftl_seq_room(f, FTL_PROG_RETRIES + 1))
 			return -EAGAIN;         /* a checkpoint first */
 		max = budget < FTL_GC_RUN_PAGES ? budget : FTL_GC_RUN_PAGES;
-		if (e->whole && !e->run) {
-			e->run = malloc((size_t)FTL_GC_RUN_PAGES * g->ps);
-			if (!e->run)
-				max = 1;
-		}
 		for (; e->pg < g->ppb && n < max; e->pg++) {
 			const struct ftl_oob *o = (const struct ftl_oob *)
 				(e->oob + (size_t)e->pg * g->oob);
@@ -240,10 +253,11 @@ static int evac_run(struct ftl *f, struct ftl_evac *e, uint64_t *counter,
 			if (!ftl_oob_at(g, o, ppn) || o->kind != FTL_OOB_DATA ||
 			    o->lpn >= g->nlpn || ftl_map_get(f, o->lpn) != ppn)
 				continue;
-			if (!e->whole || e->res[e->pg] || !e->run)
+			if (!e->whole || e->res[e->pg])
 				break;          /* one by one, below */
-			memcpy(e->run + (size_t)n * g->ps,
-			       e->blk + (size_t)e->pg * g->ps, g->ps);
+			/* no copy here: programmed from where it was read
+			 * (e->at: the mapping, or e->blk) */
+			e->run[n] = e->at[e->pg];
 			e->crc[n] = o->data_crc;        /* carried: see above */
 			e->lpn[n] = o->lpn;
 			e->from[n++] = (uint32_t)ppn;

@@ -91,15 +91,19 @@ struct nand {
  * beyond the ECC) coming from a backing (an NFS EREMOTEIO, a filesystem's
  * EBADMSG for a checksum) become -EIO, or the FTL would retire a good
  * block (and use up the spares) for an error of the store under it.  Past
- * the end of a truncated store (-ENXIO, nand.h) is an I/O error too. */
+ * the end of a truncated store (-ENXIO, nand.h) is an I/O error too, and
+ * so is a write from a page of the mapping lost underneath (-EFAULT: a
+ * GC copy programmed by pointer, nand_read_run_view). */
 static inline int bk_err(int r)
 {
-	return r == -NAND_EFAIL || r == -EBADMSG || r == -ENXIO ? -EIO : r;
+	return r == -NAND_EFAIL || r == -EBADMSG || r == -ENXIO ||
+	       r == -EFAULT ? -EIO : r;
 }
 
 static inline int bk_pread(struct nand *n, void *buf, size_t len, uint64_t off)
 {
 	CNT_ADD(n, backing_reads);
+	__atomic_fetch_add(&n->c.read_bytes, len, __ATOMIC_RELAXED);
 	return bk_err(n->b->ops->pread(n->b, buf, len, off));
 }
 
@@ -130,6 +134,10 @@ static inline int bk_rw_vec(struct nand *n, bool wr,
 			r = bk_err(o->pwritev(n->b, iov, c, off));
 		} else {
 			CNT_ADD(n, backing_reads);
+			for (int i = 0; i < c; i++)
+				__atomic_fetch_add(&n->c.read_bytes,
+						   iov[i].iov_len,
+						   __ATOMIC_RELAXED);
 			r = bk_err(o->preadv(n->b, iov, c, off));
 		}
 		for (int i = 0; i < c; i++)
@@ -187,8 +195,12 @@ int nand_block_oob_inline(struct nand *n, uint32_t blk, uint8_t *buf);
 /* nand_map.c: the backing's mapping */
 bool nand_run_view(struct nand *n, uint64_t ppn, uint32_t count,
 		   uint8_t *d, uint8_t *o);
+bool nand_run_viewp(struct nand *n, uint64_t ppn, uint32_t count,
+		    const void **pages, uint8_t *o);
 bool nand_run_wview(struct nand *n, uint64_t ppn, uint32_t count,
-		    const uint8_t *d, const uint8_t *o, uint32_t gen);
+		    const uint8_t *d, const void *const *pages,
+		    const uint8_t *o, uint32_t gen);
+int nand_copy_in(struct nand *n, void *dst, const void *src, uint32_t len);
 bool nand_slots_hole(struct nand *n, uint64_t off, uint64_t len);
 
 /* nand_fault.c: the fault model */

@@ -184,6 +184,40 @@ int nand_read_ecc(struct nand *n, uint64_t ppn, uint32_t off, void *buf,
 	return r;
 }
 
+/* The end of a run read: the OOB as the erase stamps make it, pages past
+ * the write pointer 0xff, the fault hook's verdict per page (@d NULL: the
+ * data was not read, nand_read_run_view: every page programmed, no hook). */
+static int run_tail(struct nand *n, uint64_t ppn, uint32_t count, uint8_t *d,
+		    uint8_t *o, int *res)
+{
+	uint32_t ps = n->g.page_size, os = n->g.oob_size;
+	int r;
+
+	for (uint32_t i = 0; n->g.oob_stamp && i < count;) {
+		uint32_t blk = (uint32_t)((ppn + i) / n->g.ppb);
+		uint32_t pg = (uint32_t)((ppn + i) % n->g.ppb);
+		uint32_t c = n->g.ppb - pg < count - i ? n->g.ppb - pg : count - i;
+
+		r = nand_stamp_view_pages(n, blk, pg, c, o + (size_t)i * os);
+		if (r)
+			return r;
+		i += c;
+	}
+	for (uint32_t i = 0; i < count; i++) {
+		uint64_t p = ppn + i;
+		uint32_t blk = (uint32_t)(p / n->g.ppb);
+
+		res[i] = 0;
+		if (!d)
+			continue;
+		if (p % n->g.ppb >= __atomic_load_n(&n->wp[blk], __ATOMIC_ACQUIRE))
+			memset(d + (size_t)i * ps, 0xff, ps);
+		else if (fault(n, NAND_OP_READ, p, d + (size_t)i * ps, ps) < 0)
+			res[i] = -EIO;
+	}
+	return 0;
+}
+
 /* Read a run of whole pages with their OOB (see nand.h). */
 int nand_read_run(struct nand *n, uint64_t ppn, uint32_t count, void *buf,
 		  void *oob, int *res)
@@ -225,27 +259,22 @@ int nand_read_run(struct nand *n, uint64_t ppn, uint32_t count, void *buf,
 	}
 	if (r)
 		return r;
-	for (uint32_t i = 0; n->g.oob_stamp && i < count;) {
-		uint32_t blk = (uint32_t)((ppn + i) / n->g.ppb);
-		uint32_t pg = (uint32_t)((ppn + i) % n->g.ppb);
-		uint32_t c = n->g.ppb - pg < count - i ? n->g.ppb - pg : count - i;
+	return run_tail(n, ppn, count, d, o, res);
+}
 
-		r = nand_stamp_view_pages(n, blk, pg, c, o + (size_t)i * os);
-		if (r)
-			return r;
-		i += c;
-	}
-	for (uint32_t i = 0; i < count; i++) {
-		uint64_t p = ppn + i;
-		uint32_t blk = (uint32_t)(p / n->g.ppb);
+/* Read a run's OOB and point at its data in the mapping (see nand.h). */
+int nand_read_run_view(struct nand *n, uint64_t ppn, uint32_t count,
+		       const void **pages, void *oob, int *res)
+{
+	uint64_t end = ppn + count;
 
-		res[i] = 0;
-		if (p % n->g.ppb >= __atomic_load_n(&n->wp[blk], __ATOMIC_ACQUIRE))
-			memset(d + (size_t)i * ps, 0xff, ps);
-		else if (fault(n, NAND_OP_READ, p, d + (size_t)i * ps, ps) < 0)
-			res[i] = -EIO;
-	}
-	return 0;
+	if (!count || end > (uint64_t)n->g.nblocks * n->g.ppb || end < ppn)
+		return -EINVAL;
+	if (n->fault || (n->fm && (end - 1) / n->g.ppb >= n->fm_first) ||
+	    !nand_run_viewp(n, ppn, count, pages, oob))
+		return -EOPNOTSUPP;     /* a read may differ: read it */
+	__atomic_fetch_add(&n->c.reads, count, __ATOMIC_RELAXED);
+	return run_tail(n, ppn, count, NULL, oob, res);
 }
 
 /* Has a failed program that could not be undone failed the nand? */
@@ -371,8 +400,10 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
 			if (r)
 				return r;
 		}
-		if (!nand_run_wview(n, ppn, 1, data, oob, gen)) {
-			memcpy(n->pbuf, data, n->g.page_size);
+		if (!nand_run_wview(n, ppn, 1, data, NULL, oob, gen)) {
+			r = nand_copy_in(n, n->pbuf, data, n->g.page_size);
+			if (r)
+				return r;       /* nothing written */
 			memcpy(n->pbuf + n->g.page_size, oob, n->g.oob_size);
 			if (n->g.oob_stamp)
 				nand_stamp_put(n, n->pbuf + n->g.page_size,
@@ -422,13 +453,22 @@ bool nand_program_run_unlocked(const struct nand *n)
 	return n->g.oob_inline && n->b->ops->pwritev && !n->fault && !n->fm;
 }
 
-/* Program a run of pages of one block (see nand.h). */
-int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
-		     const void *data, const void *oob, uint32_t *done)
+/* Page @i of a run: @pages[i], or page @i of @data (contiguous). */
+static const uint8_t *run_page(const uint8_t *data, const void *const *pages,
+			       uint32_t i, uint32_t ps)
+{
+	return pages ? pages[i] : data + (size_t)i * ps;
+}
+
+/* The run of nand_program_run / nand_program_runv: page i's data from
+ * run_page(@data, @pages, i). */
+static int program_run(struct nand *n, uint64_t ppn, uint32_t count,
+		       const uint8_t *d, const void *const *pages,
+		       const void *oob, uint32_t *done)
 {
 	uint32_t blk = (uint32_t)(ppn / n->g.ppb), pg = (uint32_t)(ppn % n->g.ppb);
 	uint32_t ps = n->g.page_size, os = n->g.oob_size;
-	const uint8_t *d = data, *o = oob;
+	const uint8_t *o = oob;
 	struct iovec iov[NAND_IOV_MAX];
 	/* oob_stamp: each page's OOB as its record, then its stamp */
 	uint8_t tails[NAND_IOV_MAX / 3][NAND_STAMP_SIZE];
@@ -451,7 +491,7 @@ int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
 		 * each program, the separate layout writes data and OOB
 		 * apart; the first failure ends the run */
 		for (uint32_t i = 0; i < count && !r; i++) {
-			r = nand_program(n, ppn + i, d + (size_t)i * ps,
+			r = nand_program(n, ppn + i, run_page(d, pages, i, ps),
 					 o + (size_t)i * os);
 			if (!r)
 				*done = i + 1;
@@ -470,7 +510,9 @@ int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
 		uint32_t c = count - i < per ? count - i : per;
 		int v = 0;
 
-		if (nand_run_wview(n, ppn + i, c, d + (size_t)i * ps,
+		if (nand_run_wview(n, ppn + i, c,
+				   pages ? NULL : d + (size_t)i * ps,
+				   pages ? pages + i : NULL,
 				   o + (size_t)i * os, gen)) {
 			hole_stale(n);
 			i += c;
@@ -480,7 +522,7 @@ int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
 			continue;
 		}
 		for (uint32_t k = 0; k < c; k++) {
-			iov[v].iov_base = (void *)(d + (size_t)(i + k) * ps);
+			iov[v].iov_base = (void *)run_page(d, pages, i + k, ps);
 			iov[v++].iov_len = ps;
 			iov[v].iov_base = (void *)(o + (size_t)(i + k) * os);
 			iov[v++].iov_len = os;
@@ -503,6 +545,21 @@ int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
 		*done = i;
 	}
 	return r;
+}
+
+/* Program a run of pages of one block (see nand.h). */
+int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
+		     const void *data, const void *oob, uint32_t *done)
+{
+	return program_run(n, ppn, count, data, NULL, oob, done);
+}
+
+/* The same from one pointer per page (see nand.h). */
+int nand_program_runv(struct nand *n, uint64_t ppn, uint32_t count,
+		      const void *const *pages, const void *oob,
+		      uint32_t *done)
+{
+	return program_run(n, ppn, count, NULL, pages, oob, done);
 }
 
 /* Write zeroes over [off, off+len): one vectored write where possible. */
@@ -736,6 +793,7 @@ void nand_counters_get(const struct nand *n, struct nand_counters *c)
 	c->backing_reads = __atomic_load_n(&n->c.backing_reads, __ATOMIC_RELAXED);
 	c->backing_writes = __atomic_load_n(&n->c.backing_writes,
 					    __ATOMIC_RELAXED);
+	c->read_bytes = __atomic_load_n(&n->c.read_bytes, __ATOMIC_RELAXED);
 }
 
 /* Install or remove the fault model (see nand.h). */

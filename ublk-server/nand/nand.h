@@ -30,8 +30,10 @@
  * through the mapping (a file truncated underneath) is caught and the
  * copy goes through pread / pwrite, which fail (nand_guard.c).
  *
- * Threads: nand_read() and nand_read_run() may run concurrently with
- * anything except an erase of the same block (the caller excludes that);
+ * Threads: nand_read(), nand_read_run() and nand_read_run_view() may run
+ * concurrently with anything except an erase of the same block (the
+ * caller excludes that; for the pointers of nand_read_run_view, as long
+ * as it uses them);
  * so may nand_program_run() when nand_program_run_unlocked() says so,
  * except with a program, erase or another run of the same block (the
  * caller orders those); every other call must be serialized by the
@@ -221,6 +223,10 @@ struct nand_counters {
 	uint64_t ecc_uncorrectable;      /* codewords beyond the ECC */
 	/* calls into the backing (each ~ one syscall on a file) */
 	uint64_t backing_reads, backing_writes;
+	/* bytes read from the backing into memory (calls, or copies through
+	 * its mapping); pages handed out by pointer (nand_read_run_view) are
+	 * not read */
+	uint64_t read_bytes;
 };
 
 struct nand;
@@ -254,6 +260,20 @@ int nand_read_ecc(struct nand *n, uint64_t ppn, uint32_t off, void *buf,
  */
 int nand_read_run(struct nand *n, uint64_t ppn, uint32_t count, void *buf,
 		  void *oob, int *res);
+/*
+ * nand_read_run without reading the data: @pages[i] points at page i's
+ * data in the backing's mapping (view), the OOB records are read into @oob
+ * and @res[i] is 0.  Only where a read could not differ from the stored
+ * bytes: a mapped backing, no fault hook or model, every page below its
+ * block's write pointer and proven allocated; else -EOPNOTSUPP (read the
+ * run).  The pointers are good until one of these blocks is erased (the
+ * caller excludes that while it uses them, as for a read) and only to
+ * program from (nand_program_runv, nand_program: their copies from the
+ * mapping are guarded, as a SIGBUS there -- a file truncated underneath --
+ * must become an error, nand_guard.c): never read them directly.
+ */
+int nand_read_run_view(struct nand *n, uint64_t ppn, uint32_t count,
+		       const void **pages, void *oob, int *res);
 /* The bytes stored in a whole page (0xff past the write pointer), without
  * the fault model's read errors or injection: what a page's CRC was
  * computed over (the FTL checks partial reads against it). */
@@ -281,6 +301,12 @@ int nand_program(struct nand *n, uint64_t ppn, const void *data,
  */
 int nand_program_run(struct nand *n, uint64_t ppn, uint32_t count,
 		     const void *data, const void *oob, uint32_t *done);
+/* The same with page i's data at @pages[i] (a victim's pages in the
+ * backing's mapping, nand_read_run_view, or in a buffer): no staging copy
+ * of the run. */
+int nand_program_runv(struct nand *n, uint64_t ppn, uint32_t count,
+		      const void *const *pages, const void *oob,
+		      uint32_t *done);
 /* True when nand_program_run() writes a run with one vectored backing
  * call and may run outside the caller's lock (see Threads above): the
  * inline layout, a backing with pwritev, no fault hook and no fault model

@@ -53,6 +53,7 @@ struct map_copy {
 	uint8_t *dst;            /* programs: the mapping's first slot */
 	uint8_t *d, *o;          /* reads: the caller's buffers */
 	const uint8_t *cd, *co;  /* programs: the caller's data and OOB */
+	const void *const *cp;   /* programs: or one pointer per page */
 	uint64_t ppn;
 	uint32_t count, gen;
 };
@@ -64,12 +65,15 @@ static void view_copy(void *ctx)
 	uint32_t ps = n->g.page_size, os = n->g.oob_size;
 
 	if (!n->g.oob_inline) {
-		memcpy(m->d, m->sd, (size_t)m->count * ps);
+		if (m->d)
+			memcpy(m->d, m->sd, (size_t)m->count * ps);
 		memcpy(m->o, m->so, (size_t)m->count * os);
 		return;
 	}
 	for (uint32_t i = 0; i < m->count; i++) {
-		memcpy(m->d + (size_t)i * ps, m->sd + (size_t)i * n->stride, ps);
+		if (m->d)       /* NULL: the OOB only (nand_run_viewp) */
+			memcpy(m->d + (size_t)i * ps,
+			       m->sd + (size_t)i * n->stride, ps);
 		memcpy(m->o + (size_t)i * os, m->so + (size_t)i * n->stride, os);
 	}
 }
@@ -83,7 +87,7 @@ static void wview_copy(void *ctx)
 	uint8_t *dst = m->dst;
 
 	for (uint32_t i = 0; i < m->count; i++, dst += n->stride) {
-		memcpy(dst, m->cd + (size_t)i * ps, ps);
+		memcpy(dst, m->cp ? m->cp[i] : m->cd + (size_t)i * ps, ps);
 		memcpy(dst + ps, m->co + (size_t)i * os, rec);
 		if (n->g.oob_stamp)
 			nand_stamp_fill(dst + ps + rec, m->ppn + i,
@@ -106,6 +110,56 @@ static bool map_guarded(struct nand *n, const void *lo, const void *end,
 	return !r;
 }
 
+/* The mapping's bytes of the run [ppn, ppn + count): its first page's
+ * data (*sd) and OOB record (*so), when every page of the run is below its
+ * block's write pointer (programmed) and proven allocated (mapped_pages). */
+static bool run_mapped(struct nand *n, uint64_t ppn, uint32_t count,
+		       const uint8_t **sd, const uint8_t **so)
+{
+	const struct nand_backing_ops *ops = n->b->ops;
+	uint32_t ps = n->g.page_size, os = n->g.oob_size, ppb = n->g.ppb;
+	uint64_t last = ppn + count - 1;
+
+	if (!n->mapped)
+		return false;
+	for (uint64_t b = ppn / ppb; b <= last / ppb; b++) {
+		uint64_t end = last < (b + 1) * ppb ? last : (b + 1) * ppb - 1;
+
+		if (end % ppb >= __atomic_load_n(&n->wp[b], __ATOMIC_ACQUIRE) ||
+		    end % ppb >= mapped_pages(n, (uint32_t)b, end % ppb))
+			return false;
+	}
+	*sd = ops->view(n->b, data_at(n, ppn), (uint64_t)count * n->stride);
+	*so = n->g.oob_inline ? *sd + ps
+			      : ops->view(n->b, oob_at(n, ppn),
+					  (uint64_t)count * os);
+	return *sd && *so;
+}
+
+/* Copy the OOB records (and with @d the data) of the run at @sd / @so in
+ * the mapping under the SIGBUS guard. */
+static bool run_view_copy(struct nand *n, uint64_t ppn, uint32_t count,
+			  const uint8_t *sd, const uint8_t *so, uint8_t *d,
+			  uint8_t *o)
+{
+	uint32_t ps = n->g.page_size, os = n->g.oob_size;
+	struct map_copy m = { .n = n, .sd = sd, .so = so, .d = d, .o = o,
+			      .count = count };
+	const uint8_t *end;
+
+	if (n->g.oob_inline)
+		end = sd + (size_t)count * n->stride;
+	else    /* the lower to the higher of the two regions */
+		end = so > sd ? so + (size_t)count * os : sd + (size_t)count * ps;
+	if (!map_guarded(n, so > sd ? sd : so, end, view_copy, &m,
+			 data_at(n, ppn)))
+		return false;
+	CNT_ADD(n, backing_reads);
+	__atomic_fetch_add(&n->c.read_bytes, (uint64_t)count *
+			   (d ? ps + os : os), __ATOMIC_RELAXED);
+	return true;
+}
+
 /*
  * Copy the run [ppn, ppn + count) with its OOB records from the backing's
  * mapping (view) instead of reading it: counted as one backing read, no
@@ -117,37 +171,28 @@ static bool map_guarded(struct nand *n, const void *lo, const void *end,
 bool nand_run_view(struct nand *n, uint64_t ppn, uint32_t count,
 		   uint8_t *d, uint8_t *o)
 {
-	const struct nand_backing_ops *ops = n->b->ops;
-	uint32_t ps = n->g.page_size, os = n->g.oob_size, ppb = n->g.ppb;
-	uint64_t last = ppn + count - 1;
-	const uint8_t *sd, *so, *end;
-	struct map_copy m;
+	const uint8_t *sd, *so;
 
-	if (!n->mapped)
+	if (!run_mapped(n, ppn, count, &sd, &so))
 		return false;
-	for (uint64_t b = ppn / ppb; b <= last / ppb; b++) {
-		uint64_t end = last < (b + 1) * ppb ? last : (b + 1) * ppb - 1;
+	return run_view_copy(n, ppn, count, sd, so, d, o);
+}
 
-		if (end % ppb >= __atomic_load_n(&n->wp[b], __ATOMIC_ACQUIRE) ||
-		    end % ppb >= mapped_pages(n, (uint32_t)b, end % ppb))
-			return false;
-	}
-	sd = ops->view(n->b, data_at(n, ppn), (uint64_t)count * n->stride);
-	so = n->g.oob_inline ? sd + ps
-			     : ops->view(n->b, oob_at(n, ppn),
-					 (uint64_t)count * os);
-	if (!sd || !so)
+/*
+ * The same by pointer (nand_read_run_view, nand.h): @pages[i] points at
+ * page i's data in the mapping, only the OOB records are copied (into
+ * @o).  False as nand_run_view.
+ */
+bool nand_run_viewp(struct nand *n, uint64_t ppn, uint32_t count,
+		    const void **pages, uint8_t *o)
+{
+	const uint8_t *sd, *so;
+
+	if (!run_mapped(n, ppn, count, &sd, &so) ||
+	    !run_view_copy(n, ppn, count, sd, so, NULL, o))
 		return false;
-	m = (struct map_copy){ .n = n, .sd = sd, .so = so, .d = d, .o = o,
-			       .count = count };
-	if (n->g.oob_inline)
-		end = sd + (size_t)count * n->stride;
-	else    /* the lower to the higher of the two regions */
-		end = so > sd ? so + (size_t)count * os : sd + (size_t)count * ps;
-	if (!map_guarded(n, so > sd ? sd : so, end, view_copy, &m,
-			 data_at(n, ppn)))
-		return false;
-	CNT_ADD(n, backing_reads);
+	for (uint32_t i = 0; i < count; i++)
+		pages[i] = sd + (size_t)i * n->stride;
 	return true;
 }
 
@@ -168,10 +213,12 @@ bool nand_run_view(struct nand *n, uint64_t ppn, uint32_t count,
  * copy left too).
  */
 bool nand_run_wview(struct nand *n, uint64_t ppn, uint32_t count,
-		    const uint8_t *d, const uint8_t *o, uint32_t gen)
+		    const uint8_t *d, const void *const *pages,
+		    const uint8_t *o, uint32_t gen)
 {
-	uint32_t ppb = n->g.ppb;
+	uint32_t ppb = n->g.ppb, ps = n->g.page_size;
 	uint32_t blk = (uint32_t)(ppn / ppb), last = (uint32_t)(ppn % ppb) + count - 1;
+	uintptr_t lo, hi;
 	struct map_copy m;
 	uint8_t *dst;
 
@@ -186,13 +233,56 @@ bool nand_run_wview(struct nand *n, uint64_t ppn, uint32_t count,
 	dst = n->b->ops->wview(n->b, data_at(n, ppn), (uint64_t)count * n->stride);
 	if (!dst)
 		return false;
-	m = (struct map_copy){ .n = n, .dst = dst, .cd = d, .co = o,
-			       .ppn = ppn, .count = count, .gen = gen };
-	if (!map_guarded(n, dst, dst + (size_t)count * n->stride, wview_copy,
+	m = (struct map_copy){ .n = n, .dst = dst, .cd = d, .cp = pages,
+			       .co = o, .ppn = ppn, .count = count, .gen = gen };
+	/* the guard covers the sources too: pages of a victim read by
+	 * pointer (nand_run_viewp) are in the mapping */
+	lo = (uintptr_t)dst;
+	hi = lo + (size_t)count * n->stride;
+	for (uint32_t i = 0; i < count; i++) {
+		uintptr_t p = (uintptr_t)(pages ? pages[i] : d + (size_t)i * ps);
+
+		lo = p < lo ? p : lo;
+		hi = p + ps > hi ? p + ps : hi;
+	}
+	if (!map_guarded(n, (const void *)lo, (const void *)hi, wview_copy,
 			 &m, data_at(n, ppn)))
 		return false;
 	__atomic_fetch_add(&n->c.backing_writes, 1, __ATOMIC_RELAXED);
 	return true;
+}
+
+static void plain_copy(void *ctx)
+{
+	const struct map_copy *m = ctx;
+
+	memcpy(m->d, m->cd, m->count);
+}
+
+/* Copy @len bytes from @src, which may be a page of the mapping
+ * (nand_run_viewp), to @dst: under the SIGBUS guard when the backing is
+ * mapped.  -EIO when it faulted (a file truncated underneath). */
+int nand_copy_in(struct nand *n, void *dst, const void *src, uint32_t len)
+{
+	struct map_copy m = { .n = n, .d = dst, .cd = src, .count = len };
+	const uint8_t *base;
+	int r;
+
+	if (!n->mapped) {
+		memcpy(dst, src, len);
+		return 0;
+	}
+	r = nand_guarded(src, len, plain_copy, &m);
+	if (r != -EFAULT) {
+		if (r)          /* no guard to be had: as before the guard */
+			memcpy(dst, src, len);
+		return 0;
+	}
+	base = n->b->ops->view(n->b, 0, 1);
+	if (n->b->ops->mapfault)
+		n->b->ops->mapfault(n->b, base && (const uint8_t *)src >= base ?
+				    (uint64_t)((const uint8_t *)src - base) : 0);
+	return -EIO;
 }
 
 /* Inline layout: is [off, off+len) a hole?  One SEEK_DATA, no SEEK_HOLE
