@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "ftl-int.h"
+#include "shadow.h"
 #include "test.h"
 
 #define SIZE         (8u << 20)
@@ -107,34 +108,16 @@ static const struct nand_backing_ops counting_ops = {
 static const struct ftl_create_opts copts = { .size = SIZE,
 	.align = FTL_ALIGN_1M, .pages_per_block = 8, .op_permille = 250 };
 
+/* @n random 4 KiB overwrites (into the shadow too). */
 static void overwrite(struct ftl *f, unsigned n)
 {
-	uint8_t w[4096];
-
-	for (unsigned i = 0; i < n; i++) {
-		uint64_t p = rnd() % PAGES;
-
-		for (size_t k = 0; k < sizeof(w); k += 8)
-			*(uint64_t *)(w + k) = rnd();
-		if (ftl_write(f, w, p * 4096, sizeof(w), 0)) {
-			T_CHECK(0, "write page %llu", (unsigned long long)p);
-			exit(t_result());
-		}
-		memcpy(shadow + p * 4096, w, sizeof(w));
-	}
+	t_shadow_overwrite(f, &(struct t_shadow){ shadow, rbuf, PAGES, &rs }, n);
 }
 
 static void verify(struct ftl *f, const char *when)
 {
-	int r = ftl_read(f, rbuf, 0, SIZE);
-
-	T_CHECK(r == 0, "%s: read: %d", when, r);
-	for (uint32_t p = 0; !r && p < PAGES; p++)
-		if (memcmp(rbuf + (size_t)p * 4096, shadow + (size_t)p * 4096,
-			   4096)) {
-			T_CHECK(0, "%s: page %u differs", when, p);
-			return;
-		}
+	(void)t_shadow_verify(f, &(struct t_shadow){ shadow, rbuf, PAGES, &rs },
+			when);
 }
 
 struct slow {

@@ -68,6 +68,7 @@
 #include <unistd.h>
 
 #include "ftl-int.h"
+#include "shadow.h"
 #include "test.h"
 
 #define SIZE   (8u << 20)
@@ -101,32 +102,13 @@ static struct ftl *open_on(struct nand_backing *b, bool bg)
 /* @n random 4 KiB overwrites (into the shadow too). */
 static void overwrite(struct ftl *f, unsigned n)
 {
-	uint8_t w[4096];
-
-	for (unsigned i = 0; i < n; i++) {
-		uint64_t p = rnd() % PAGES;
-		for (size_t k = 0; k < sizeof(w); k += 8)
-			*(uint64_t *)(w + k) = rnd();
-		if (ftl_write(f, w, p * 4096, sizeof(w), 0)) {
-			T_CHECK(0, "write page %llu", (unsigned long long)p);
-			exit(t_result());
-		}
-		memcpy(shadow + p * 4096, w, sizeof(w));
-	}
+	t_shadow_overwrite(f, &(struct t_shadow){ shadow, rbuf, PAGES, &rs }, n);
 }
 
 static bool verify(struct ftl *f, const char *when)
 {
-	int r = ftl_read(f, rbuf, 0, SIZE);
-
-	T_CHECK(r == 0, "%s: read: %d", when, r);
-	for (uint32_t p = 0; !r && p < PAGES; p++)
-		if (memcmp(rbuf + (size_t)p * 4096, shadow + (size_t)p * 4096,
-			   4096)) {
-			T_CHECK(0, "%s: page %u differs", when, p);
-			return false;
-		}
-	return !r;
+	return t_shadow_verify(f, &(struct t_shadow){ shadow, rbuf, PAGES, &rs },
+			when);
 }
 
 static uint32_t nfree(struct ftl *f)

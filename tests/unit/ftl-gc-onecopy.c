@@ -37,10 +37,7 @@ static uint64_t rnd(void)
 
 static void fill(uint8_t *p, uint32_t lpn, uint32_t id)
 {
-	for (uint32_t i = 0; i < 4096; i += 8) {
-		uint64_t v = ((uint64_t)lpn << 32 | id) ^ (i * 0x9e3779b97f4a7c15ull);
-		memcpy(p + i, &v, 8);
-	}
+	t_fill_tag(p, 4096, (uint64_t)lpn << 32 | id);
 }
 
 static void put(struct ftl *f, uint32_t l, uint32_t id)

@@ -23,14 +23,6 @@
 
 #define MIB (1u << 20)
 
-static void fill(uint8_t *b, size_t len, uint64_t tag)
-{
-	for (size_t i = 0; i < len; i += 8) {
-		uint64_t v = tag ^ (i * 0x9e3779b97f4a7c15ull);
-		memcpy(b + i, &v, 8);
-	}
-}
-
 int main(void)
 {
 	struct ftl_create_opts c = { .size = 64 * MIB, .align = FTL_ALIGN_1M,
@@ -61,7 +53,7 @@ int main(void)
 	nand_counters_get(ftl_test_nand(f), &n0);
 	for (unsigned i = 0; i < nw; i++) {
 		uint64_t pg = t_xorshift(&rs) % (c.size / 4096);
-		fill(buf, 4096, pg);
+		t_fill_tag(buf, 4096, pg);
 		T_CHECK(ftl_write(f, buf, pg * 4096, 4096, 0) == 0, "write %u", i);
 	}
 	nand_counters_get(ftl_test_nand(f), &n1);
@@ -76,7 +68,7 @@ int main(void)
 	 * sequential reads */
 	nand_counters_get(ftl_test_nand(f), &n0);
 	for (unsigned i = 0; i < nr; i++) {
-		fill(buf, MIB, 1000 + i);
+		t_fill_tag(buf, MIB, 1000 + i);
 		T_CHECK(ftl_write(f, buf, (uint64_t)(32 + i) * MIB, MIB, 0) == 0,
 			"seq write %u", i);
 	}
@@ -89,7 +81,7 @@ int main(void)
 	for (unsigned i = 0; i < nr; i++) {
 		T_CHECK(ftl_read(f, buf, (uint64_t)(32 + i) * MIB, MIB) == 0,
 			"seq read %u", i);
-		fill(chk, MIB, 1000 + i);
+		t_fill_tag(chk, MIB, 1000 + i);
 		T_CHECK(!memcmp(buf, chk, MIB), "data of MiB %u", 32 + i);
 	}
 	nand_counters_get(ftl_test_nand(f), &n1);
@@ -100,7 +92,7 @@ int main(void)
 
 	/* unaligned 4 KiB reads (two parts of pages): one run each */
 	nand_counters_get(ftl_test_nand(f), &n0);
-	fill(chk, MIB, 1000);
+	t_fill_tag(chk, MIB, 1000);
 	for (unsigned i = 0; i < 16; i++) {
 		uint64_t at = (uint64_t)i * 8192 + 512 * (1 + i % 7);
 		T_CHECK(ftl_read(f, buf, 32 * MIB + at, 4096) == 0 &&
@@ -147,7 +139,7 @@ int main(void)
 		T_CHECK(ftl_read(f, buf, 33 * MIB, 100 * 4096) == 0 &&
 			ftl_read(f, buf, 33 * MIB + 101 * 4096, MIB - 101 * 4096) == 0,
 			"the pages around it read");
-		fill(chk, MIB, 1001);
+		t_fill_tag(chk, MIB, 1001);
 		T_CHECK(!memcmp(buf, chk + 101 * 4096, MIB - 101 * 4096),
 			"data after the damaged page");
 	}
@@ -160,14 +152,14 @@ int main(void)
 		double rpp, opw, wpp;
 
 		for (uint64_t off = 0; off < c.size; off += MIB) {
-			fill(buf, MIB, off);
+			t_fill_tag(buf, MIB, off);
 			T_CHECK(ftl_write(f, buf, off, MIB, 0) == 0, "fill");
 		}
 		ftl_stats_get(f, &s0);
 		nand_counters_get(ftl_test_nand(f), &n0);
 		for (uint64_t i = 0; i < hw; i++) {
 			uint64_t pg = t_xorshift(&rs) % (c.size / 4096);
-			fill(buf, 4096, pg);
+			t_fill_tag(buf, 4096, pg);
 			T_CHECK(ftl_write(f, buf, pg * 4096, 4096, 0) == 0, "w");
 		}
 		ftl_stats_get(f, &s1);
@@ -207,7 +199,7 @@ int main(void)
 			ftl_stats_get(f, &s0);
 			nand_counters_get(ftl_test_nand(f), &n0);
 			for (uint64_t off = 0; off < c.size; off += MIB) {
-				fill(buf, MIB, off + 7 + (uint64_t)pass);
+				t_fill_tag(buf, MIB, off + 7 + (uint64_t)pass);
 				T_CHECK(ftl_write(f, buf, off, MIB, 0) == 0,
 					"overwrite");
 			}
@@ -223,7 +215,7 @@ int main(void)
 		T_CHECK(rpm <= 0.25, "%.3f backing reads per 1 MiB sequential "
 			"overwrite (max 0.25: a block GC erased is not read "
 			"back when opened)", rpm);
-		fill(chk, MIB, 5 * MIB + 8);
+		t_fill_tag(chk, MIB, 5 * MIB + 8);
 		T_CHECK(ftl_read(f, buf, 5 * MIB, MIB) == 0 &&
 			!memcmp(buf, chk, MIB), "overwritten data reads back");
 	}
@@ -236,7 +228,7 @@ int main(void)
 
 		for (unsigned i = 0; i < 3000; i++) {
 			uint64_t pg = t_xorshift(&rs) % (c.size / 4096);
-			fill(buf, 4096, pg * 7919 + i);
+			t_fill_tag(buf, 4096, pg * 7919 + i);
 			T_CHECK(ftl_write(f, buf, pg * 4096, 4096, 0) == 0, "w");
 			last[pg] = i + 1;
 		}
@@ -246,7 +238,7 @@ int main(void)
 		for (k = 0; f && k < c.size / 4096; k++) {
 			if (!last[k])
 				continue;
-			fill(chk, 4096, k * 7919 + last[k] - 1);
+			t_fill_tag(chk, 4096, k * 7919 + last[k] - 1);
 			if (ftl_read(f, buf, k * 4096, 4096) || memcmp(buf, chk, 4096)) {
 				T_CHECK(0, "page %llu lost or old after a kill",
 					(unsigned long long)k);

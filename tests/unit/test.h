@@ -4,6 +4,7 @@
 #define OCTANT_TEST_H
 #include <inttypes.h>
 #include <stdint.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -81,6 +82,18 @@ static inline uint64_t t_xorshift(uint64_t *state)
 	x ^= x >> 7;
 	x ^= x << 17;
 	return *state = x;
+}
+
+/* Fill @len bytes (a multiple of 8) with a pattern of @tag: each 8-byte
+ * word is @tag ^ (its offset * the golden ratio), so a page of another
+ * tag or another place never matches. */
+static inline void t_fill_tag(void *b, size_t len, uint64_t tag)
+{
+	for (size_t i = 0; i < len; i += 8) {
+		uint64_t v = tag ^ (i * 0x9e3779b97f4a7c15ull);
+
+		memcpy((uint8_t *)b + i, &v, 8);
+	}
 }
 
 /* Unpack the gzip'd file @rel (a path in the source tree: OCTANT_TOP, else
