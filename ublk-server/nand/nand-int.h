@@ -123,9 +123,12 @@ static inline int bk_rw_vec(struct nand *n, bool wr,
 
 	while (cnt > 0 && !r) {
 		int c = cnt < NAND_IOV_MAX ? cnt : NAND_IOV_MAX;
+		uint64_t len = 0;
 
 		if (wr ? !o->pwritev : !o->preadv)
 			c = 1;
+		for (int i = 0; i < c; i++)
+			len += iov[i].iov_len;
 		if (c == 1)
 			r = wr ? bk_pwrite(n, iov->iov_base, iov->iov_len, off)
 			       : bk_pread(n, iov->iov_base, iov->iov_len, off);
@@ -134,14 +137,11 @@ static inline int bk_rw_vec(struct nand *n, bool wr,
 			r = bk_err(o->pwritev(n->b, iov, c, off));
 		} else {
 			CNT_ADD(n, backing_reads);
-			for (int i = 0; i < c; i++)
-				__atomic_fetch_add(&n->c.read_bytes,
-						   iov[i].iov_len,
-						   __ATOMIC_RELAXED);
+			__atomic_fetch_add(&n->c.read_bytes, len,
+					   __ATOMIC_RELAXED);
 			r = bk_err(o->preadv(n->b, iov, c, off));
 		}
-		for (int i = 0; i < c; i++)
-			off += iov[i].iov_len;
+		off += len;
 		iov += c;
 		cnt -= c;
 	}
