@@ -1014,6 +1014,39 @@ static struct thr_res ctl_run(uint64_t n, int nt)
 	return res;
 }
 
+/* The partitioned yardstick: @nt engines of @size each, full, one writer
+ * per engine (what an engine split by logical range, each part with its
+ * own lock and GC, could reach on this host now). */
+struct part_arg {
+	struct thr_arg w;
+	uint64_t size;
+};
+
+static void *part_writer(void *p)
+{
+	return thr_writer(&((struct part_arg *)p)->w);
+}
+
+static struct thr_res part_run(uint64_t size, uint64_t n, int nt)
+{
+	struct part_arg a[2];
+	struct thr_res res;
+	double wall;
+
+	for (int i = 0; i < nt; i++)
+		a[i] = (struct part_arg){ .size = size,
+			.w = { .f = full_mem_ftl(size), .pages = size / 4096,
+			       .n = n / (uint64_t)nt, .seed = rnd() | 1 } };
+	wall = thr_spawn(part_writer, a, sizeof(a[0]), nt, &res.cpus);
+	for (int i = 0; i < nt; i++) {
+		if (a[i].w.err)
+			die("ftl_write", a[i].w.err);
+		ftl_close(a[i].w.f);
+	}
+	res.mbs = (double)n * 4096 / wall / 1e6;
+	return res;
+}
+
 static int cmp_res(const void *a, const void *b)
 {
 	return cmp_dbl(&((const struct thr_res *)a)->mbs,
@@ -1024,8 +1057,8 @@ static void threads(void)
 {
 	uint64_t size = quick ? 64ull << 20 : 256ull << 20, n = size / 4096;
 	/* [0] one thread, [1] two; per round, ratio two / one */
-	struct thr_res eng[2][3], ctl[2][3];
-	double er[3], cr[3], nr[3];
+	struct thr_res eng[2][3], ctl[2][3], prt[2][3];
+	double er[3], cr[3], nr[3], pr[3];
 	struct ftl *f;
 
 	for (int i = 0; i < 3; i++) {           /* interleaved rounds */
@@ -1036,7 +1069,9 @@ static void threads(void)
 			/* 32x the pages: a 4 KiB copy costs ~1/20 of a
 			 * write, so the control lasts about as long */
 			ctl[nt - 1][i] = ctl_run(32 * n, nt);
+			prt[nt - 1][i] = part_run(size / 2, n, nt);
 		}
+		pr[i] = prt[1][i].mbs / prt[0][i].mbs;
 		er[i] = eng[1][i].mbs / eng[0][i].mbs;
 		cr[i] = ctl[1][i].mbs / ctl[0][i].mbs;
 		nr[i] = er[i] / cr[i];
@@ -1044,7 +1079,9 @@ static void threads(void)
 	for (int k = 0; k < 2; k++) {
 		qsort(eng[k], 3, sizeof(eng[k][0]), cmp_res);
 		qsort(ctl[k], 3, sizeof(ctl[k][0]), cmp_res);
+		qsort(prt[k], 3, sizeof(prt[k][0]), cmp_res);
 	}
+	qsort(pr, 3, sizeof(double), cmp_dbl);
 	qsort(er, 3, sizeof(double), cmp_dbl);
 	qsort(cr, 3, sizeof(double), cmp_dbl);
 	qsort(nr, 3, sizeof(double), cmp_dbl);
@@ -1063,6 +1100,10 @@ static void threads(void)
 	       ctl[0][1].mbs, ctl[0][1].cpus, ctl[1][1].mbs, ctl[1][1].cpus,
 	       cr[1]);
 	printf("engine 2/1 over control 2/1 (per round, median): %.2f\n", nr[1]);
+	printf("split:   1 engine of %llu MiB, 1 writer %.1f MB/s (%.2f CPUs); "
+	       "2 such engines, a writer each, %.1f MB/s (%.2f CPUs): %.2fx\n",
+	       (unsigned long long)(size >> 21), prt[0][1].mbs, prt[0][1].cpus,
+	       prt[1][1].mbs, prt[1][1].cpus, pr[1]);
 }
 
 /* ---- 7. latency --------------------------------------------------------- */
