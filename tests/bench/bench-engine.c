@@ -1089,7 +1089,7 @@ static void threads(void)
 	uint64_t size = quick ? 64ull << 20 : 256ull << 20, n = size / 4096;
 	/* [0] one thread, [1] two; per round, ratio two / one */
 	struct thr_res eng[2][3], ctl[2][3], prt[2][3], own[3];
-	double er[3], cr[3], nr[3], pr[3], or[3];
+	double er[3], cr[3], nr[3], pr[3], or[3], sr[3];
 	struct ftl *f;
 
 	for (int i = 0; i < 3; i++) {           /* interleaved rounds */
@@ -1105,6 +1105,7 @@ static void threads(void)
 		own[i] = set_run(size, n, 2, true);
 		pr[i] = prt[1][i].mbs / prt[0][i].mbs;
 		or[i] = own[i].mbs / prt[0][i].mbs;
+		sr[i] = pr[i] / (ctl[1][i].mbs / ctl[0][i].mbs);
 		er[i] = eng[1][i].mbs / eng[0][i].mbs;
 		cr[i] = ctl[1][i].mbs / ctl[0][i].mbs;
 		nr[i] = er[i] / cr[i];
@@ -1117,6 +1118,7 @@ static void threads(void)
 	qsort(own, 3, sizeof(own[0]), cmp_res);
 	qsort(pr, 3, sizeof(double), cmp_dbl);
 	qsort(or, 3, sizeof(double), cmp_dbl);
+	qsort(sr, 3, sizeof(double), cmp_dbl);
 	qsort(er, 3, sizeof(double), cmp_dbl);
 	qsort(cr, 3, sizeof(double), cmp_dbl);
 	qsort(nr, 3, sizeof(double), cmp_dbl);
@@ -1141,6 +1143,7 @@ static void threads(void)
 	       pr[1]);
 	printf("  the same, 2 writers each on the stripes of one part: %.1f MB/s "
 	       "(%.2f CPUs): %.2fx\n", own[1].mbs, own[1].cpus, or[1]);
+	printf("set 2/1 over control 2/1 (per round, median): %.2f\n", sr[1]);
 }
 
 /* ---- 7. latency --------------------------------------------------------- */

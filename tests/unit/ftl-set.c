@@ -7,7 +7,10 @@
  * shadow of the disk through the set, and straight from the part engines
  * where the routing formula puts each stripe (a set routing consistently
  * but wrongly fails), before and after close and reopen.  Requests out of
- * range fail with -EINVAL.  Seeded (printed; OCTANT_SEED replays).
+ * range fail with -EINVAL.  A plain engine image opens as a set of one
+ * part.  Damaged headers (either copy, both, another version, fields out
+ * of range) and damaged parts fail the open with their error; options a
+ * set cannot carry are refused before anything is written.  Seeded (printed; OCTANT_SEED replays).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -273,6 +276,45 @@ static void corrupt(void)
 	free(good);
 }
 
+/* Options a set refuses, before it writes anything. */
+static void refused(void)
+{
+	struct ftl_create_opts c = { .size = SIZE, .align = FTL_ALIGN_ODD };
+	struct nand_backing *b;
+	uint8_t *img;
+	uint64_t n;
+
+	T_CHECK(nand_backing_mem(16u << 20, false, &b) == 0, "mem");
+	c.integrity = true;
+	T_CHECK(ftl_set_create_backing(b, &c, 2, 0) == -EOPNOTSUPP, "PI");
+	T_EQ_U64(ftl_set_image_size(&c, 2, 0), 0, "PI size");
+	c.integrity = false;
+	c.max_size = 2 * SIZE;
+	T_CHECK(ftl_set_create_backing(b, &c, 2, 0) == -EOPNOTSUPP, "grow room");
+	c.max_size = 0;
+	T_CHECK(ftl_set_create_backing(b, &c, 1, 0) == -EINVAL, "1 part");
+	T_CHECK(ftl_set_create_backing(b, &c, 17, 0) == -EINVAL, "17 parts");
+	T_CHECK(ftl_set_create_backing(b, &c, 2, 3 * 4096) == -EINVAL,
+		"stripe not a power of two");
+	T_CHECK(ftl_set_create_backing(b, &c, 2, 2048) == -EINVAL,
+		"stripe under a page");
+	c.page_size = 16384;
+	T_CHECK(ftl_set_create_backing(b, &c, 2, 8192) == -EINVAL,
+		"stripe under a 16K page");
+	c.page_size = 0;
+	c.size = SIZE + 100;
+	T_CHECK(ftl_set_create_backing(b, &c, 2, 0) == -EINVAL,
+		"size not in sectors");
+	img = nand_mem_bytes(b, &n);
+	for (uint64_t i = 0; i < n; i++)
+		if (img[i]) {
+			T_CHECK(0, "a refused create wrote byte %llu",
+				(unsigned long long)i);
+			break;
+		}
+	b->ops->destroy(b);
+}
+
 int main(void)
 {
 	rs = t_seed() | 1;
@@ -286,5 +328,6 @@ int main(void)
 	plain(FTL_ALIGN_ODD);
 	plain(FTL_ALIGN_1M);
 	corrupt();
+	refused();
 	return t_result();
 }
