@@ -37,7 +37,12 @@
  *      with its own lock and GC thread) of the same size, full the same
  *      way, from 1 and 2 writers each over the whole set, and from 2
  *      writers each on the stripes of one part (no writer meets the other
- *      on a part's lock: what the partitioning alone gives).
+ *      on a part's lock: what the partitioning alone gives); and a set of
+ *      4 parts from 1 and 2 writers (two random writers meet on one of N
+ *      serial parts a fraction of the time: in a closed model of two
+ *      writers choosing a part at random, exponential service, no GC,
+ *      4/3 parts busy on average with N = 2, 8/5 with N = 4, 16/9 with
+ *      N = 8: the 1.6x of two writers needs N >= 4 or a writer per part).
  *   8. latency: full device, 4K random writes to an image on a file in DIR
  *      (an on-disk ext4 folder, not tmpfs: /var/tmp), GC thread on; p50,
  *      p99, p99.9 and max of each ftl_write, median of 3 rounds (issue 31:
@@ -1028,10 +1033,10 @@ static struct thr_res ctl_run(uint64_t n, int nt)
 	return res;
 }
 
-/* The partitioned engine: a set of 2 parts (ftl-set.h, stripe 1 MiB) of
- * @size bytes in memory, each part at 7 % OP with its GC thread, full,
+/* The partitioned engine: a set of @np parts (ftl-set.h, stripe 1 MiB)
+ * of @size bytes in memory, each part at 7 % OP with its GC thread, full,
  * random 4K written over it twice (as full_mem_ftl does for the engine). */
-static struct ftl_set *full_mem_set(uint64_t size)
+static struct ftl_set *full_mem_set(uint64_t size, unsigned np)
 {
 	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M };
 	struct ftl_open_opts o = { .bg_gc = true };
@@ -1042,8 +1047,8 @@ static struct ftl_set *full_mem_set(uint64_t size)
 	struct ftl_set *s;
 	int r;
 
-	r = nand_backing_mem(ftl_set_image_size(&c, 2, 0), false, &b);
-	if (r || (r = ftl_set_create_backing(b, &c, 2, 0)) ||
+	r = nand_backing_mem(ftl_set_image_size(&c, np, 0), false, &b);
+	if (r || (r = ftl_set_create_backing(b, &c, np, 0)) ||
 	    (r = ftl_set_open_backing(b, &o, &s)))
 		die("memory set", r);
 	for (uint64_t off = 0; off < size; off += sizeof(mb))
@@ -1055,12 +1060,13 @@ static struct ftl_set *full_mem_set(uint64_t size)
 	return s;
 }
 
-/* @n random 4K writes over a fresh set of @size bytes from @nt writers,
- * each over the whole set (both parts), or with @own each in the stripes
- * of a part of its own. */
-static struct thr_res set_run(uint64_t size, uint64_t n, int nt, bool own)
+/* @n random 4K writes over a fresh set of @np parts and @size bytes from
+ * @nt writers, each over the whole set, or with @own (2 parts) each in the
+ * stripes of a part of its own. */
+static struct thr_res set_run(uint64_t size, unsigned np, uint64_t n, int nt,
+			      bool own)
 {
-	struct ftl_set *set = full_mem_set(size);
+	struct ftl_set *set = full_mem_set(size, np);
 	struct thr_arg a[2];
 	struct thr_res res;
 	double wall;
@@ -1088,8 +1094,8 @@ static void threads(void)
 {
 	uint64_t size = quick ? 64ull << 20 : 256ull << 20, n = size / 4096;
 	/* [0] one thread, [1] two; per round, ratio two / one */
-	struct thr_res eng[2][3], ctl[2][3], prt[2][3], own[3];
-	double er[3], cr[3], nr[3], pr[3], or[3], sr[3];
+	struct thr_res eng[2][3], ctl[2][3], prt[2][3], own[3], p4[2][3];
+	double er[3], cr[3], nr[3], pr[3], or[3], sr[3], r4[3];
 	struct ftl *f;
 
 	for (int i = 0; i < 3; i++) {           /* interleaved rounds */
@@ -1100,9 +1106,11 @@ static void threads(void)
 			/* 32x the pages: a 4 KiB copy costs ~1/20 of a
 			 * write, so the control lasts about as long */
 			ctl[nt - 1][i] = ctl_run(32 * n, nt);
-			prt[nt - 1][i] = set_run(size, n, nt, false);
+			prt[nt - 1][i] = set_run(size, 2, n, nt, false);
+			p4[nt - 1][i] = set_run(size, 4, n, nt, false);
 		}
-		own[i] = set_run(size, n, 2, true);
+		own[i] = set_run(size, 2, n, 2, true);
+		r4[i] = p4[1][i].mbs / p4[0][i].mbs;
 		pr[i] = prt[1][i].mbs / prt[0][i].mbs;
 		or[i] = own[i].mbs / prt[0][i].mbs;
 		sr[i] = pr[i] / (ctl[1][i].mbs / ctl[0][i].mbs);
@@ -1114,11 +1122,13 @@ static void threads(void)
 		qsort(eng[k], 3, sizeof(eng[k][0]), cmp_res);
 		qsort(ctl[k], 3, sizeof(ctl[k][0]), cmp_res);
 		qsort(prt[k], 3, sizeof(prt[k][0]), cmp_res);
+		qsort(p4[k], 3, sizeof(p4[k][0]), cmp_res);
 	}
 	qsort(own, 3, sizeof(own[0]), cmp_res);
 	qsort(pr, 3, sizeof(double), cmp_dbl);
 	qsort(or, 3, sizeof(double), cmp_dbl);
 	qsort(sr, 3, sizeof(double), cmp_dbl);
+	qsort(r4, 3, sizeof(double), cmp_dbl);
 	qsort(er, 3, sizeof(double), cmp_dbl);
 	qsort(cr, 3, sizeof(double), cmp_dbl);
 	qsort(nr, 3, sizeof(double), cmp_dbl);
@@ -1144,6 +1154,9 @@ static void threads(void)
 	printf("  the same, 2 writers each on the stripes of one part: %.1f MB/s "
 	       "(%.2f CPUs): %.2fx\n", own[1].mbs, own[1].cpus, or[1]);
 	printf("set 2/1 over control 2/1 (per round, median): %.2f\n", sr[1]);
+	printf("set of 4 parts: 1 writer %.1f MB/s (%.2f CPUs), 2 writers "
+	       "%.1f MB/s (%.2f CPUs): %.2fx\n", p4[0][1].mbs, p4[0][1].cpus,
+	       p4[1][1].mbs, p4[1][1].cpus, r4[1]);
 }
 
 /* ---- 7. latency --------------------------------------------------------- */
