@@ -38,11 +38,11 @@
  *      way, from 1 and 2 writers each over the whole set, and from 2
  *      writers each on the stripes of one part (no writer meets the other
  *      on a part's lock: what the partitioning alone gives); and a set of
- *      4 parts from 1 and 2 writers (two random writers meet on one of N
- *      serial parts a fraction of the time: in a closed model of two
- *      writers choosing a part at random, exponential service, no GC,
- *      4/3 parts busy on average with N = 2, 8/5 with N = 4, 16/9 with
- *      N = 8: the 1.6x of two writers needs N >= 4 or a writer per part).
+ *      4 parts from 1 and 2 writers.  Likely why two random writers gain
+ *      little even on 4 parts (they used ~1.0 CPU with GC inline, 1.6
+ *      with a part each): a part's lock is held through a GC victim's
+ *      copies (ftl_open_opts.copy_fn runs under it), many writes long,
+ *      and the other writer reaches that part within a few writes.
  *   8. latency: full device, 4K random writes to an image on a file in DIR
  *      (an on-disk ext4 folder, not tmpfs: /var/tmp), GC thread on; p50,
  *      p99, p99.9 and max of each ftl_write, median of 3 rounds (issue 31:
