@@ -158,6 +158,20 @@ int nand_backing_uri(const char *uri, bool readonly,
  * NULL when the errno says it all. */
 const char *nand_backing_uri_error(const char *uri);
 
+/*
+ * A window: bytes [@off, @off + @len) of @parent as a backing of @len
+ * bytes (several engines in one image: ftl/ftl_set.c).  Every op is
+ * @parent's with @off added; pread / pwrite / punch / preadv / pwritev
+ * past @len fail with -EIO (nothing transferred), view / wview there are
+ * NULL, resident is cut at @len; seek answers are window offsets (data past
+ * the end: -1 with ENXIO, a hole past it: @len); sync syncs all of
+ * @parent.  The optional ops are there only when @parent has them.  The
+ * caller keeps owning @parent, which must outlive the window: destroy
+ * frees the window only.  -EINVAL @off + @len overflows.
+ */
+int nand_backing_window(struct nand_backing *parent, uint64_t off,
+			uint64_t len, struct nand_backing **out);
+
 /* The memory backing's current bytes (for tests; NULL and size 0 for
  * another backing). */
 uint8_t *nand_mem_bytes(struct nand_backing *b, uint64_t *size);
