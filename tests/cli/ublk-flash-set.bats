@@ -124,3 +124,19 @@ info_field() {
 		"$UBLK_FLASH" resize s.img --size 128M
 	[ "$(sha256sum < s.img)" = "$s" ]
 }
+
+@test "fsck --repair of a set: a part's damaged superblock copy repaired (exit 1), then clean (exit 0)" {
+	"$UBLK_FLASH" create s.img --size 64M --align 1m --parts 2
+	off1=$("$UBLK_FLASH" info s.img | sed -n 's/^part 1: bytes \([0-9]*\)\.\..*/\1/p')
+	dd if=/dev/zero of=s.img bs=4096 seek=$((off1 / 4096)) count=1 conv=notrunc status=none
+	run "$UBLK_FLASH" fsck s.img
+	echo "$output"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"part 1:"*"superblock copy 0 is damaged"* ]]
+	run "$UBLK_FLASH" fsck --repair s.img
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"part 1:"*"after repair:"*"clean"* ]]
+	run "$UBLK_FLASH" fsck s.img
+	[ "$status" -eq 0 ]
+}
