@@ -141,3 +141,15 @@ set_rw_case() { # MODE STRIPE
 		m=[p['mapped_pages'] for p in d['parts']]; print(m); \
 		assert m[0] == m[1] == 1024, m"
 }
+
+@test "set: resize of a served 2-part set: refused, one line, exit 6; it keeps serving" {
+	local img=$SCRATCH/s.img
+	set_create s 128M 1m 2
+	patterns
+	fuse_serve "$img"
+	pattern_write "$DEV" "$SCRATCH/b" 0
+	bad 6 "a set of 2 parts cannot grow" "$UBLK_FLASH" resize "$img" --size 256M
+	[ "$(blockdev --getsize64 "$DEV")" = $((128 * 1048576)) ]
+	pattern_check "$DEV" "$SCRATCH/b" 0
+	"$UBLK_FLASH" stop "$img"
+}
