@@ -115,7 +115,7 @@ bench_sequence_full12() {
 
 # ---- the table ----
 bench_median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'; }
-bench_med() { bench_median ${BENCH_RES[$1]:-}; }
+bench_med() { if [ -n "${BENCH_RES[$1]:-}" ]; then bench_median ${BENCH_RES[$1]}; else echo -; fi; }
 bench_div() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "-" && b != "-" && b > 0) printf "%.2fx", a / b; else print "-" }'; }
 # bench_key PEER ROW: where PEER's figure on ROW is stored; callers may redefine it
 bench_key() { echo "$1.$2"; }

@@ -75,6 +75,22 @@ PY
 	[ "$status" -eq 0 ]
 }
 
+@test "nbdkit octant: a set of 2 parts (64K stripes): every write, zero and trim reads back, after a restart too" {
+	"$UBLK_FLASH" create "$SCRATCH/f.img" --size 48M --align odd --parts 2 \
+		--stripe 64K >/dev/null
+	nbd_up "$SCRATCH/f.img"
+	exercise_round "$URI" 600 "$SCRATCH/shadow"
+	nbd_down
+	run "$UBLK_FLASH" fsck "$SCRATCH/f.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"part 1:"* ]]
+	nbd_up "$SCRATCH/f.img"
+	run "$EXERCISE" "$URI" verify "$SCRATCH/shadow"
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
 @test "nbdkit octant: kill -9 of nbdkit loses no flushed data (3 rounds)" {
 	mkimg 1m
 	for round in 1 2 3; do

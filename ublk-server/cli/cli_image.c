@@ -12,7 +12,7 @@
 
 #include "commands.h"
 #include "zoned.h"
-#include "ftl.h"
+#include "ftl-set.h"
 #include "nand.h"
 #include "oct-format.h"
 #include "serve.h"
@@ -52,6 +52,17 @@ static int image_kind(const char *path, char *what, size_t len,
 			continue;
 		memcpy(&sb, area + where[i], sizeof(sb));
 		*version = sb.version;
+		return K_OCTANT;
+	}
+	for (int i = 0; i < 2; i++) {   /* a set's header (ftl-set-format.h) */
+		static const size_t at[2] = { FTL_SET_COPY0, FTL_SET_COPY1 };
+		struct ftl_set_hdr h;
+
+		if (at[i] + sizeof(h) > (size_t)n ||
+		    memcmp(area + at[i], FTL_SET_MAGIC, 8))
+			continue;
+		memcpy(&h, area + at[i], sizeof(h));
+		*version = h.version;
 		return K_OCTANT;
 	}
 	if (S_ISREG(st.st_mode) && st.st_size == 0) {
@@ -253,4 +264,16 @@ int cli_image_lock(const char *cmd, const char *path, const char *advice,
 		return EXIT_BUSY;
 	}
 	return r ? cli_image_fail(cmd, path, r) : 0;
+}
+
+int cli_image_set_refuse(const char *cmd, const char *path, const char *what)
+{
+	static _Thread_local struct ftl_set_info si;   /* off the stack */
+
+	if (ftl_set_info_read(path, &si) || si.nparts <= 1)
+		return 0;
+	fprintf(stderr, "ublk-flash: %s: %s is a set of %u parts: %s (not "
+		"built for sets yet); nothing changed\n", cmd, path, si.nparts,
+		what);
+	return EXIT_UNSUPPORTED;
 }

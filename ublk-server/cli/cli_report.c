@@ -13,7 +13,7 @@
 #include "zoned.h"
 
 int cli_report(int argc, char **argv, const char *cmd, const char *help,
-	       void (*offline)(struct ftl *f, FILE *out, bool json))
+	       void (*offline)(struct ftl_set *f, FILE *out, bool json))
 {
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, 'j' },
@@ -22,7 +22,7 @@ int cli_report(int argc, char **argv, const char *cmd, const char *help,
 	};
 	struct serve_entry e;
 	struct ftl_open_opts oo = { .readonly = true };
-	struct ftl *f;
+	struct ftl_set *f;
 	struct stat sb;
 	bool json = false;
 	char what[PATH_MAX + 16], path[PATH_MAX], req[32];
@@ -72,7 +72,7 @@ int cli_report(int argc, char **argv, const char *cmd, const char *help,
 		if (zn_image_probe(arg) == 1)
 			goto zoned;
 		if (S_ISBLK(sb.st_mode) &&
-		    ftl_info_read(arg, &(struct ftl_info){ 0 }) < 0) {
+		    ftl_set_info_read(arg, &(struct ftl_set_info){ 0 }) < 0) {
 			fprintf(stderr, "ublk-flash: %s: %s is not served by "
 				"ublk-flash\n", cmd, arg);
 			return EXIT_IO;
@@ -83,10 +83,10 @@ zoned:
 		err = zn_image_report(arg, stdout, json, !strcmp(cmd, "health"));
 		return err ? cli_image_fail(cmd, arg, err) : 0;
 	}
-	err = ftl_open(arg, &oo, &f);
+	err = ftl_set_open(arg, &oo, &f);
 	if (err)
 		return cli_image_fail(cmd, arg, err);
 	offline(f, stdout, json);
-	ftl_close(f);
+	ftl_set_close(f);
 	return 0;
 }

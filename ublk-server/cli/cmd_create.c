@@ -13,7 +13,7 @@
 
 #include "align.h"
 #include "commands.h"
-#include "ftl.h"
+#include "ftl-set.h"
 #include "ftl-format.h"
 #include "nand.h"
 #include "oct-parse.h"
@@ -52,6 +52,15 @@ static void usage(FILE *out)
 		"                         served over ublk with INTEGRITY, kernels\n"
 		"                         7.0+) or none (the default); the default\n"
 		"                         --oob-size grows to hold it\n"
+		"  --parts N              a set of N engines in one image, 1..16 (1:\n"
+		"                         a plain image, the default): the logical\n"
+		"                         space striped over them, each with its own\n"
+		"                         lock and GC thread, so N writers run in\n"
+		"                         parallel; not with --zoned, --integrity\n"
+		"                         nor --max-size (a set cannot grow yet)\n"
+		"  --stripe SIZE          with --parts 2 or more: bytes of each\n"
+		"                         stripe, a power of 2, a multiple of the\n"
+		"                         page size, at most 1G (1M)\n"
 		"  --zone-size SIZE       with --zoned: a power of 2, a whole number\n"
 		"                         of erase blocks (16M); SIZE is rounded up\n"
 		"                         to whole zones\n"
@@ -169,6 +178,33 @@ static int check_size(const struct ftl_create_opts *o, const char *size_arg)
 	return -1;
 }
 
+/* --parts / --stripe against the other options: 0, or -1 said. */
+static int check_set(const struct ftl_create_opts *o, uint64_t nparts,
+		     uint64_t stripe, bool zoned, const char *stripe_arg)
+{
+	uint64_t ps = o->page_size ? o->page_size : 4096;
+	const char *why = NULL;
+
+	if (nparts > 1)
+		why = zoned ? "--parts: a zoned image cannot be a set" :
+		      o->integrity ? "--parts: a set cannot carry --integrity "
+		      "yet" :
+		      o->max_size ? "--parts: a set cannot grow yet (no "
+		      "--max-size)" : NULL;
+	else if (stripe_arg)
+		why = "--stripe needs --parts 2 or more";
+	if (!why && stripe_arg && (!stripe || (stripe & (stripe - 1)) ||
+				   stripe % ps || stripe > FTL_SET_STRIPE_MAX)) {
+		fprintf(stderr, "ublk-flash: create: --stripe: %s is not a power "
+			"of 2, a multiple of the %llu-byte page, at most 1G\n",
+			stripe_arg, (unsigned long long)ps);
+		return -1;
+	}
+	if (why)
+		fprintf(stderr, "ublk-flash: create: %s\n", why);
+	return why ? -1 : 0;
+}
+
 /* create --zoned: a zoned image (zn-format.h), under the same image lock
  * as an FTL image. */
 static int create_zoned(const char *path, const struct zn_create_opts *zo)
@@ -224,6 +260,8 @@ int cmd_create(int argc, char **argv)
 		{ "zoned", no_argument, NULL, 'Z' },
 		{ "zone-size", required_argument, NULL, 'z' },
 		{ "integrity", required_argument, NULL, 'I' },
+		{ "parts", required_argument, NULL, 'P' },
+		{ "stripe", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -231,7 +269,8 @@ int cmd_create(int argc, char **argv)
 	const char *size_arg = NULL, *arg[3] = { NULL, NULL, NULL };
 	uint64_t v;
 	bool seed_set = false, zoned = false, op_set = false;
-	uint64_t zone_size = 0;
+	uint64_t zone_size = 0, nparts = 1, stripe = 0;
+	const char *stripe_arg = NULL;
 	char *end;
 	int c, r;
 
@@ -288,6 +327,16 @@ int cmd_create(int argc, char **argv)
 			break;
 		case 'Z':
 			zoned = true;
+			break;
+		case 'P':
+			if (cli_uint("create", "--parts", optarg, 1,
+				     FTL_SET_MAX_PARTS, &nparts))
+				return EXIT_USAGE;
+			break;
+		case 'T':
+			if (cli_size("create", "--stripe", optarg, &stripe))
+				return EXIT_USAGE;
+			stripe_arg = optarg;
 			break;
 		case 'I':
 			if (strcmp(optarg, "t10dif") && strcmp(optarg, "none")) {
@@ -348,6 +397,8 @@ int cmd_create(int argc, char **argv)
 			argv[optind]);
 		return EXIT_USAGE;
 	}
+	if (check_set(&o, nparts, stripe, zoned, stripe_arg))
+		return EXIT_USAGE;
 	if (zoned || zone_size) {
 		struct zn_create_opts zo = {
 			.size = o.size, .zone_size = zone_size,
@@ -414,7 +465,7 @@ int cmd_create(int argc, char **argv)
 		if (r)
 			return r;
 	}
-	r = ftl_create(argv[optind], &o);
+	r = ftl_set_create(argv[optind], &o, (unsigned)nparts, stripe);
 	if (r && made)
 		unlink(argv[optind]);   /* ours, and not an image */
 	if (lock_fd >= 0)

@@ -9,7 +9,7 @@
 
 #include "commands.h"
 #include "nand.h"
-#include "ftl.h"
+#include "ftl-set.h"
 #include "serve.h"
 #include "zoned.h"
 
@@ -80,7 +80,7 @@ int cmd_fsck(int argc, char **argv)
 		if (lock_fd >= 0)
 			close(lock_fd);
 	}
-	r = ftl_fsck(argv[optind], repair, stdout, json);
+	r = ftl_set_fsck(argv[optind], repair, stdout, json);
 	if (r >= 0)
 		return r == 4 ? EXIT_CORRUPT : r;
 	if (r == -EBUSY && repair) {

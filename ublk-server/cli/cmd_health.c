@@ -4,13 +4,13 @@
 #include <stdio.h>
 
 #include "commands.h"
-#include "ftl.h"
+#include "ftl-set.h"
 
-static void health(struct ftl *f, FILE *out, bool json)
+static void health(struct ftl_set *f, FILE *out, bool json)
 {
 	struct ftl_health h;
 
-	ftl_health_get(f, &h);
+	ftl_set_health_get(f, &h);
 	ftl_health_print(&h, out, json);
 }
 

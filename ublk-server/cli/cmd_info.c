@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "ftl.h"
+#include "ftl-set.h"
 #include "serve.h"
 #include "zoned.h"
 
@@ -19,7 +19,7 @@ int cmd_info(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct ftl_info info;
+	struct ftl_set_info info;
 	struct serve_entry e;
 	char path[PATH_MAX];
 	bool json = false;
@@ -66,9 +66,9 @@ int cmd_info(int argc, char **argv)
 		r = zn_info(img, stdout, json);
 		return r ? cli_image_fail("info", img, r) : 0;
 	}
-	r = ftl_info_read(img, &info);
+	r = ftl_set_info_read(img, &info);
 	if (r)
 		return cli_image_fail("info", img, r);
-	ftl_info_print(&info, img, stdout, json);
+	ftl_set_info_print(&info, img, stdout, json);
 	return 0;
 }

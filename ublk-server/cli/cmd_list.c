@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "commands.h"
-#include "ftl.h"
+#include "ftl-set.h"
 #include "oct-fmt.h"
 #include "oct-json.h"
 #include "serve.h"
@@ -75,13 +75,17 @@ static const char *list_state(const struct serve_entry *e)
 
 static void list_row_fill(struct list_row *r, const struct serve_entry *e)
 {
+	static _Thread_local struct ftl_set_info si_buf; /* off the stack */
+	struct ftl_set_info *si = &si_buf;
 	char p[PATH_MAX];
 	struct stat st;
 
 	memset(r, 0, sizeof(*r));
 	r->e = e;
 	r->state = list_state(e);
-	r->has_info = ftl_info_read(e->image, &r->info) == 0;
+	r->has_info = ftl_set_info_read(e->image, si) == 0;
+	if (r->has_info)
+		r->info = si->set;
 	r->zoned = !r->has_info && zn_image_disk(e->image, &r->zsize) == 1;
 	snprintf(p, sizeof(p), "%s/pid", e->dir);
 	if (stat(p, &st) == 0)

@@ -176,6 +176,9 @@ int cmd_resize(int argc, char **argv)
 	}
 	if (cli_image_foreign("resize", img))
 		return EXIT_CORRUPT;
+	r = cli_image_set_refuse("resize", img, "it cannot grow");
+	if (r)
+		return r;
 	/* held by another process: say which (the engine's lock says busy) */
 	r = cli_image_lock("resize", img, "stop it first", &fd);
 	if (r)

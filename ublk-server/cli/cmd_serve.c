@@ -225,12 +225,13 @@ int cmd_serve(int argc, char **argv)
 	}
 	o.image = argv[optind];
 	if (oo.faults) {
-		struct ftl_info info;
+		struct ftl_set_info info;
 
-		if (!ftl_info_read(o.image, &info) && info.page_size % fs.cw) {
+		if (!ftl_set_info_read(o.image, &info) &&
+		    info.set.page_size % fs.cw) {
 			fprintf(stderr, "ublk-flash: serve: --faults: cw=%u does "
 				"not divide the %u-byte flash page\n", fs.cw,
-				info.page_size);
+				info.set.page_size);
 			return EXIT_USAGE;
 		}
 		if (!fs.seed_set &&
@@ -240,6 +241,9 @@ int cmd_serve(int argc, char **argv)
 		nand_fault_format(&fs, err, sizeof(err));
 		fprintf(stderr, "ublk-flash: serve: faults %s\n", err);
 	}
+	if (o.upgrade &&
+	    (code = cli_image_set_refuse("serve", o.image, "no live upgrade")))
+		return code;
 	if (!serve_main(&o, &oo, &f))
 		code = 0;
 	else if (f.daemon)     /* its parent said why */

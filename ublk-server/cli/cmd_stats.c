@@ -3,13 +3,13 @@
 #include <stdio.h>
 
 #include "commands.h"
-#include "ftl.h"
+#include "ftl-set.h"
 
-static void stats(struct ftl *f, FILE *out, bool json)
+static void stats(struct ftl_set *f, FILE *out, bool json)
 {
 	struct ftl_stats st;
 
-	ftl_stats_get(f, &st);
+	ftl_set_stats_get(f, &st);
 	ftl_stats_print(&st, out, json);
 }
 

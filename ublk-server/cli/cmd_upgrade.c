@@ -156,6 +156,9 @@ int cmd_upgrade(int argc, char **argv)
 			(int)e.pid, e.image);
 		return EXIT_IO;
 	}
+	err = cli_image_set_refuse("upgrade", e.image, "no live upgrade");
+	if (err)
+		return err;
 	err = fe_ublk_upgradable(e.dev, e.image, (int)e.pid, why, sizeof(why));
 	if (err) {
 		fprintf(stderr, "ublk-flash: upgrade: %s: %s; nothing changed\n",

@@ -49,12 +49,12 @@ int cli_exit_of(int err);
 
 /* ---- cli_report.c: stats and health ---- */
 
-struct ftl;
+struct ftl_set;
 /* `CMD IMG|DEV [--json]` (@help on --help): a served image's server
  * answers "CMD json|text" (serve/control.c); else @offline prints the
  * report of the image opened read-only.  Returns the exit code. */
 int cli_report(int argc, char **argv, const char *cmd, const char *help,
-	       void (*offline)(struct ftl *f, FILE *out, bool json));
+	       void (*offline)(struct ftl_set *f, FILE *out, bool json));
 
 /* ---- cli_args.c: option values, one message shape for every command ---- */
 
@@ -128,5 +128,10 @@ int cli_image_lock(const char *cmd, const char *path, const char *advice,
 		   int *fd);
 /* "it holds ext4", "it holds an octant image", ... for @path into @what. */
 void cli_image_holds(const char *path, char *what, size_t len);
+/* Refuse (one line on stderr, EXIT_UNSUPPORTED) @what ("cannot grow",
+ * ...) of the image at @path when it is a set of more than one part
+ * (ftl-set.h); 0 otherwise (a plain image, or one that cannot be read:
+ * the command's own open says why). */
+int cli_image_set_refuse(const char *cmd, const char *path, const char *what);
 
 #endif

@@ -19,20 +19,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ftl.h"
+#include "ftl-set.h"
 
 /* Write @size bytes of @data (NULL: zeroes) at byte @o, which need not be
  * sector-aligned: the covering sectors are read, patched and written back
  * under @rmw_lock, through @buf (@buflen bytes) or the heap when @buf is
  * NULL or too small.  @flags as for ftl_write. */
-int fe_byteio_rmw(struct ftl *f, pthread_mutex_t *rmw_lock, void *buf,
+int fe_byteio_rmw(struct ftl_set *f, pthread_mutex_t *rmw_lock, void *buf,
 		  size_t buflen, const void *data, uint64_t o, size_t size,
 		  unsigned flags);
 
 /* Zero [o, o+len) (unmap it when @punch): whole sectors go to the engine
  * as one DISCARD / WRITE ZEROES, partial edge sectors by fe_byteio_rmw
  * (with @flags).  @buf, @buflen as for fe_byteio_rmw. */
-int fe_byteio_zero(struct ftl *f, pthread_mutex_t *rmw_lock, void *buf,
+int fe_byteio_zero(struct ftl_set *f, pthread_mutex_t *rmw_lock, void *buf,
 		   size_t buflen, uint64_t o, uint64_t len, bool punch,
 		   unsigned flags);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Frontends expose an opened engine (struct ftl) as a kernel block device.
+ * Frontends expose an opened set of engines (struct ftl_set, ftl-set.h; a plain image is a set of one part) as a kernel block device.
  * Each is a const ops table with designated initializers; the serve layer
  * (ublk-server/serve/) owns everything common: option parsing, opening the
  * engine, daemonizing, the pidfile and run registry, the control socket
@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ftl.h"
+#include "ftl-set.h"
 
 struct fe_serve_opts {
 	const char *image;       /* image path */
@@ -38,7 +38,7 @@ struct serve_ro;
 struct fe_ops;
 
 struct fe_server {
-	struct ftl *ftl;         /* the engine, or NULL for ... */
+	struct ftl_set *set;     /* the engines (a set), or NULL for ... */
 	struct zn *zn;           /* ... a zoned image (ublk only; zoned.h) */
 	const struct fe_serve_opts *opts;
 	char devpath[128];       /* filled by start(): /dev/loopN, /dev/ublkbN */
@@ -107,7 +107,7 @@ struct fe_ops {
 	 * or none): can_resize() (optional) refuses before anything changes
 	 * (-EOPNOTSUPP and a reason in @why); hold()
 	 * returns once no request is inside the engine, new ones wait;
-	 * release() lets them in on s->ftl again (NULL: a failed reopen,
+	 * release() lets them in on s->set again (NULL: a failed reopen,
 	 * every request EIO); resized() then tells the kernel the engine's
 	 * size (-errno and a reason in @why on failure). */
 	int (*can_resize)(struct fe_server *s, char *why, size_t len);

@@ -44,13 +44,13 @@ int fe_fuse_io_flusher_error(void)
 	return atomic_load(&fe_flusher_errno);
 }
 
-int fe_fuse_io_init(struct fe_fuse_io *io, struct ftl *ftl, unsigned nbuf)
+int fe_fuse_io_init(struct fe_fuse_io *io, struct ftl_set *ftl, unsigned nbuf)
 {
 	int err;
 
 	memset(io, 0, sizeof(*io));
-	io->ftl = ftl;
-	io->size = ftl_size(ftl);
+	io->set = ftl;
+	io->size = ftl_set_size(ftl);
 	pthread_mutex_init(&io->rmw_lock, NULL);
 	pthread_mutex_init(&io->pool_lock, NULL);
 	io->mutexes_made = true;
@@ -122,10 +122,10 @@ void fe_fuse_io_hold(struct fe_fuse_io *io)
 		nanosleep(&ts, NULL);
 }
 
-void fe_fuse_io_release(struct fe_fuse_io *io, struct ftl *ftl,
+void fe_fuse_io_release(struct fe_fuse_io *io, struct ftl_set *ftl,
 			uint64_t size)
 {
-	atomic_store(&io->ftl, ftl);
+	atomic_store(&io->set, ftl);
 	if (!ftl)
 		atomic_store(&io->fenced, true);
 	else
@@ -300,7 +300,7 @@ static void fe_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		buf = heap;
 	}
 	if (fe_enter(io)) {
-		err = ftl_read(io->ftl, buf, a0, (size_t)(a1 - a0));
+		err = ftl_set_read(io->set, buf, a0, (size_t)(a1 - a0));
 		fe_leave(io);
 	} else {
 		err = -EIO;
@@ -316,7 +316,7 @@ static void fe_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static int fe_write_unaligned(struct fe_fuse_io *io, const char *data,
 			      uint64_t o, size_t size, unsigned flags)
 {
-	return fe_byteio_rmw(io->ftl, &io->rmw_lock, fe_buf(io), FE_FUSE_BUF,
+	return fe_byteio_rmw(io->set, &io->rmw_lock, fe_buf(io), FE_FUSE_BUF,
 			     data, o, size, flags);
 }
 
@@ -348,7 +348,7 @@ static void fe_write(fuse_req_t req, fuse_ino_t ino, const char *data,
 	if ((o | size) & (FTL_SECTOR - 1))
 		err = fe_write_unaligned(io, data, o, size, flags);
 	else
-		err = ftl_write(io->ftl, data, o, size, flags);
+		err = ftl_set_write(io->set, data, o, size, flags);
 	fe_leave(io);
 	if (err)
 		fuse_reply_err(req, -err);
@@ -366,7 +366,7 @@ static void fe_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EIO);
 		return;
 	}
-	int err = ftl_flush(io->ftl);
+	int err = ftl_set_flush(io->set);
 	fe_leave(io);
 	fuse_reply_err(req, -err);
 }
@@ -382,7 +382,7 @@ static void fe_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 static int fe_zero_range(struct fe_fuse_io *io, uint64_t o, uint64_t len,
 			 bool punch)
 {
-	return fe_byteio_zero(io->ftl, &io->rmw_lock, fe_buf(io), FE_FUSE_BUF,
+	return fe_byteio_zero(io->set, &io->rmw_lock, fe_buf(io), FE_FUSE_BUF,
 			      o, len, punch, 0);
 }
 

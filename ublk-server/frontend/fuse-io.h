@@ -13,14 +13,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ftl.h"
+#include "ftl-set.h"
 
 #define FE_FUSE_MAX_IO (1u << 20)          /* max_read / max_write */
 #define FE_FUSE_BUF    (FE_FUSE_MAX_IO + 2 * FTL_SECTOR)
 #define FE_FUSE_INO_DISK 2                 /* the disk file's inode */
 
 struct fe_fuse_io {
-	struct ftl *_Atomic ftl;       /* NULL: fenced (a failed reopen) */
+	struct ftl_set *_Atomic set;       /* NULL: fenced (a failed reopen) */
 	_Atomic uint64_t size;         /* disk file size, bytes (grows: an
 	                                  online resize) */
 	pthread_mutex_t rmw_lock;      /* serialises unaligned read-modify-writes */
@@ -46,7 +46,7 @@ extern const struct fuse_lowlevel_ops fe_fuse_io_ops;
 
 /* Prepare @io for @ftl with @nbuf preallocated buffers (touched, so the
  * serve layer's mlockall keeps them resident). */
-int fe_fuse_io_init(struct fe_fuse_io *io, struct ftl *ftl, unsigned nbuf);
+int fe_fuse_io_init(struct fe_fuse_io *io, struct ftl_set *ftl, unsigned nbuf);
 
 /* Free what fe_fuse_io_init allocated (after the session ended). */
 void fe_fuse_io_fini(struct fe_fuse_io *io);
@@ -61,7 +61,7 @@ void fe_fuse_io_hold(struct fe_fuse_io *io);
 
 /* Let held requests in again, on engine @ftl (NULL: fence, every request
  * EIO) of @size bytes. */
-void fe_fuse_io_release(struct fe_fuse_io *io, struct ftl *ftl,
+void fe_fuse_io_release(struct fe_fuse_io *io, struct ftl_set *ftl,
 			uint64_t size);
 
 /* Mark the calling thread an IO flusher (PR_SET_IO_FLUSHER), once. */

@@ -244,7 +244,7 @@ static int fe_fuse_start(struct fe_server *s)
 	ff->conn = -1;
 	ff->loop.fd = -1;
 	s->priv = ff;
-	err = fe_fuse_io_init(&ff->io, s->ftl, FE_FUSE_THREADS);
+	err = fe_fuse_io_init(&ff->io, s->set, FE_FUSE_THREADS);
 	if (err)
 		goto err;
 	ff->io.read_only = s->opts->read_only;
@@ -376,7 +376,7 @@ static void fe_fuse_release(struct fe_server *s)
 {
 	struct fe_fuse *ff = s->priv;
 
-	fe_fuse_io_release(&ff->io, s->ftl, s->ftl ? ftl_size(s->ftl) : 0);
+	fe_fuse_io_release(&ff->io, s->set, s->set ? ftl_set_size(s->set) : 0);
 }
 
 /* The disk file's attributes are cached for a day: dropped first, else

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/ioctl.h>
 
-#include "ftl.h"
+#include "ftl-set.h"
 
 /* ---- what Linux 6.1's uapi header lacks (values from newer kernels) ---- */
 #ifndef UBLK_F_CMD_IOCTL_ENCODE
@@ -224,7 +224,7 @@ struct ublk_queue {
 struct ublk_dev {
 	struct ublk_ctrl ctrl;
 	struct ublksrv_ctrl_dev_info info;
-	struct ftl *ftl;               /* the engine, or NULL ... (atomic: an
+	struct ftl_set *set;               /* the set, or NULL ... (atomic: an
 	                                  online resize swaps it, held) */
 	struct zn *zn;                 /* ... a zoned image (ublk-zoned.c):
 	                                  UBLK_F_ZONED with USER_COPY */

@@ -34,7 +34,7 @@ int ublk_pi_rw(struct ublk_queue *q, unsigned tag, void *buf)
 {
 	static _Thread_local uint8_t pi[UPI_MAX];
 	const struct ublksrv_io_desc *iod = &q->iods[tag];
-	struct ftl *f = q->dev->ftl;
+	struct ftl_set *f = q->dev->set;
 	/* the UBLK_IO_F_* bits are bits of op_flags itself (not of
 	 * ublksrv_get_flags(), which shifts them away) */
 	unsigned op = ublksrv_get_op(iod), flags = iod->op_flags;
@@ -47,8 +47,8 @@ int ublk_pi_rw(struct ublk_queue *q, unsigned tag, void *buf)
 	if (len > q->dev->buf_size || plen > sizeof(pi))
 		return -EINVAL;
 	if (op == UBLK_IO_OP_READ) {
-		r = has ? ftl_read_pi(f, buf, pi, off, (size_t)len) :
-			  ftl_read(f, buf, off, (size_t)len);
+		r = has ? ftl_set_read_pi(f, buf, pi, off, (size_t)len) :
+			  ftl_set_read(f, buf, off, (size_t)len);
 		if (!r)
 			r = ublk_q_ucopy(q, tag, buf, (size_t)len, false, 0);
 		if (!r && has)
@@ -63,8 +63,8 @@ int ublk_pi_rw(struct ublk_queue *q, unsigned tag, void *buf)
 	if (!r) {
 		unsigned fua = (flags & UBLK_IO_F_FUA) ? FTL_FUA : 0;
 
-		r = has ? ftl_write_pi(f, buf, pi, off, (size_t)len, fua) :
-			  ftl_write(f, buf, off, (size_t)len, fua);
+		r = has ? ftl_set_write_pi(f, buf, pi, off, (size_t)len, fua) :
+			  ftl_set_write(f, buf, off, (size_t)len, fua);
 	}
 	return r < 0 ? r : (int)len;
 }

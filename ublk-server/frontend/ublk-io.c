@@ -62,7 +62,7 @@ int ublk_q_prep(struct ublk_queue *q, struct io_uring *ring, unsigned nr,
 }
 
 /* Request @iod on engine @f. */
-static int ublk_q_engine(struct ublk_queue *q, struct ftl *f,
+static int ublk_q_engine(struct ublk_queue *q, struct ftl_set *f,
 			 const struct ublksrv_io_desc *iod, void *buf)
 {
 	/* UBLK_IO_F_* are bits of op_flags itself: ublksrv_get_flags()
@@ -78,17 +78,17 @@ static int ublk_q_engine(struct ublk_queue *q, struct ftl *f,
 		if (len > q->dev->buf_size)
 			return -EINVAL;
 		if (op == UBLK_IO_OP_READ)
-			r = ftl_read(f, buf, off, (size_t)len);
+			r = ftl_set_read(f, buf, off, (size_t)len);
 		else
-			r = ftl_write(f, buf, off, (size_t)len,
+			r = ftl_set_write(f, buf, off, (size_t)len,
 				      (flags & UBLK_IO_F_FUA) ? FTL_FUA : 0);
 		return r < 0 ? r : (int)len;
 	case UBLK_IO_OP_FLUSH:
-		return ftl_flush(f);
+		return ftl_set_flush(f);
 	case UBLK_IO_OP_DISCARD:
-		return ftl_discard(f, off, len);
+		return ftl_set_discard(f, off, len);
 	case UBLK_IO_OP_WRITE_ZEROES:
-		return ftl_write_zeroes(f, off, len);
+		return ftl_set_write_zeroes(f, off, len);
 	default:
 		return -EOPNOTSUPP;
 	}
@@ -98,7 +98,7 @@ int ublk_q_handle(struct ublk_queue *q, unsigned tag, void *buf)
 {
 	struct ublk_dev *d = q->dev;
 	struct timespec ts = { 0, 1000000L };
-	struct ftl *f;
+	struct ftl_set *f;
 	unsigned op;
 	int r;
 
@@ -114,7 +114,7 @@ int ublk_q_handle(struct ublk_queue *q, unsigned tag, void *buf)
 		__atomic_sub_fetch(&q->inside, 1, __ATOMIC_SEQ_CST);
 		nanosleep(&ts, NULL);
 	}
-	f = __atomic_load_n(&d->ftl, __ATOMIC_SEQ_CST);
+	f = __atomic_load_n(&d->set, __ATOMIC_SEQ_CST);
 	op = ublksrv_get_op(&q->iods[tag]);
 	if (!f)
 		r = -EIO;
@@ -139,7 +139,7 @@ int ublk_q_try_write(struct ublk_queue *q, unsigned tag, void *buf)
 	struct ublk_dev *d = q->dev;
 	const struct ublksrv_io_desc *iod = &q->iods[tag];
 	uint64_t len = (uint64_t)iod->nr_sectors * FTL_SECTOR;
-	struct ftl *f;
+	struct ftl_set *f;
 	int r = -EAGAIN;
 
 	if (!ublk_q_write_plain(q, tag) || len > d->buf_size)
@@ -148,9 +148,9 @@ int ublk_q_try_write(struct ublk_queue *q, unsigned tag, void *buf)
 	 * again, to the workers (ublk_q_handle waits there) */
 	__atomic_add_fetch(&q->inside, 1, __ATOMIC_SEQ_CST);
 	if (!__atomic_load_n(&d->held, __ATOMIC_SEQ_CST)) {
-		f = __atomic_load_n(&d->ftl, __ATOMIC_SEQ_CST);
+		f = __atomic_load_n(&d->set, __ATOMIC_SEQ_CST);
 		if (f)
-			r = ftl_write_try(f, buf, iod->start_sector * FTL_SECTOR,
+			r = ftl_set_write_try(f, buf, iod->start_sector * FTL_SECTOR,
 					  (size_t)len, 0);
 	}
 	__atomic_sub_fetch(&q->inside, 1, __ATOMIC_SEQ_CST);

@@ -147,7 +147,7 @@ static void ublk_params_fill(struct ublk_dev *d, struct ublk_params *p)
 		ublk_zoned_params(d, p);
 		return;
 	}
-	ftl_topology(d->ftl, &t);
+	ftl_set_topology(d->set, &t);
 	phys = t.physical ? t.physical : 4096;
 	io_min = t.io_min ? t.io_min : phys;
 	io_opt = t.io_opt ? t.io_opt : (t.erase_block ? t.erase_block : phys);
@@ -161,7 +161,7 @@ static void ublk_params_fill(struct ublk_dev *d, struct ublk_params *p)
 	p->basic.io_min_shift = (uint8_t)ublk_log2(io_min);
 	p->basic.io_opt_shift = (uint8_t)ublk_log2(io_opt);
 	p->basic.max_sectors = d->buf_size >> 9;
-	p->basic.dev_sectors = ftl_size(d->ftl) / FTL_SECTOR;
+	p->basic.dev_sectors = ftl_set_size(d->set) / FTL_SECTOR;
 	/* No alignment offset either way: ublk cannot report one, and a discard
 	 * alignment that disagreed with it would mislead stacked devices
 	 * (--dm carries the odd-mode shift). */
@@ -583,7 +583,7 @@ static int ublk_recover(struct ublk_dev *d, const struct fe_serve_opts *o,
 		if (ret)
 			return ret;
 	}
-	want = d->zn ? zn_sectors(d->zn) : ftl_size(d->ftl) / FTL_SECTOR;
+	want = d->zn ? zn_sectors(d->zn) : ftl_set_size(d->set) / FTL_SECTOR;
 	ret = ublk_ctrl_get_params(&d->ctrl, d->info.dev_id, &p);
 	/* smaller, with UPDATE_SIZE: an online resize whose server died
 	 * between the engine's grow and UPDATE_SIZE (serve/grow.c): the
@@ -649,9 +649,9 @@ static int ublk_dev_new(struct fe_server *s)
 
 	if (!d)
 		return -ENOMEM;
-	d->ftl = s->ftl;
+	d->set = s->set;
 	d->zn = s->zn;
-	d->pi = s->ftl && ftl_has_pi(s->ftl);
+	d->pi = s->set && ftl_set_has_pi(s->set);
 	d->read_only = s->opts->read_only;
 	d->cdev_fd = -1;
 	d->event_fd = -1;
@@ -709,7 +709,7 @@ static int ublk_start(struct fe_server *s)
 		if (ret)
 			return ret;
 	}
-	d->ftl = s->ftl;   /* takeover ran before the engine opened */
+	d->set = s->set;   /* takeover ran before the engine opened */
 	tag = ublk_image_tag(s->opts->image);
 	ret = s->opts->recover || s->opts->upgrade ?
 		ublk_recover(d, s->opts, tag) : ublk_add(d, s->opts, tag);
@@ -999,7 +999,7 @@ static void ublk_release(struct fe_server *s)
 {
 	struct ublk_dev *d = s->priv;
 
-	__atomic_store_n(&d->ftl, s->ftl, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&d->set, s->set, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&d->held, false, __ATOMIC_SEQ_CST);
 }
 
@@ -1014,7 +1014,7 @@ static int ublk_resized(struct fe_server *s, char *why, size_t len)
 	err = ublk_ctrl_open(&c);
 	if (!err) {
 		err = ublk_ctrl_update_size(&c, d->info.dev_id,
-					    ftl_size(s->ftl) / FTL_SECTOR);
+					    ftl_set_size(s->set) / FTL_SECTOR);
 		ublk_ctrl_close(&c);
 	}
 	if (err)

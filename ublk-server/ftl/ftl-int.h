@@ -807,6 +807,35 @@ static inline uint32_t ftl_map_get(const struct ftl *f, uint32_t lpn)
 /* Size of a regular file or block device; -EISDIR for a directory,
  * -ENOTBLK for any other file type. */
 int ftl_fd_size(int fd, uint64_t *size, bool *blkdev);
+/* The backing ftl_open makes of @path (ftl_set_open too): an NBD / RBD
+ * URI's connection (*@fdp -1, *@blkdev true), else the file or block
+ * device opened O_RDWR (O_RDONLY with @o->readonly), flocked LOCK_EX
+ * through @o->lock_fd (checked to be the same file) or the new descriptor
+ * unless read-only, sized (*@size, *@blkdev), its descriptor in *@fdp
+ * (the caller's, not the backing's: close it after destroying *@b).
+ * -EBUSY locked elsewhere, -EINVAL a lock_fd of another file, ftl_fd_size's
+ * errors, else the open's / the backing's -errno; nothing held then. */
+int ftl_path_backing(const char *path, const struct ftl_open_opts *o,
+		     struct nand_backing **b, uint64_t *size, bool *blkdev,
+		     int *fdp);
+/* ftl_create's medium handling for an image of @image_size bytes at
+ * @path (ftl_set_create too): an NBD / RBD URI (an RBD image made when
+ * missing; -ENOSPC smaller; -EEXIST anything but zeroes in its first
+ * bytes unless @force), else the file or block device opened O_CREAT
+ * (-EEXIST an octant image, a set, or a libblkid signature unless @force;
+ * a block device: -ENOSPC smaller; a file: truncated to 0 then
+ * @image_size), then @make(its backing, @reused: a block device or remote
+ * medium that may hold old data, @ctx).  @make's result, else -errno. */
+int ftl_create_medium(const char *path, bool force, uint64_t image_size,
+		      int (*make)(struct nand_backing *b, bool reused,
+				  void *ctx),
+		      void *ctx);
+/* Build an engine over backing @b sized @bsize (@blkdev: may be larger
+ * than the image), as ftl_open does after ftl_path_backing: @b is the
+ * engine's on success (its fd stays -1: the caller sets it), the
+ * caller's on failure.  ftl_open's errors. */
+int ftl_open_on(struct nand_backing *b, uint64_t bsize, bool blkdev,
+		const struct ftl_open_opts *o, struct ftl **out);
 /* Size an open image and load its superblock area: returns 0 or -errno of
  * the I/O; ftl_sb_load's verdict goes to *load (bad-copy mask to *bad). */
 int ftl_sb_read_fd(int fd, uint64_t *size, bool *blkdev, struct oct_sb *sb,

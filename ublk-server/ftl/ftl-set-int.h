@@ -24,7 +24,15 @@ struct ftl_set {
 	                                logical byte + shift */
 	uint64_t size;               /* exported bytes */
 	enum ftl_align_mode align;
+	int fd;                      /* a set opened by path: the image's
+	                                descriptor holding its lock (flock),
+	                                else -1 (a plain image's is its
+	                                engine's) */
+	bool readonly;               /* opened read-only */
 };
+
+/* Fill @s as a plain image, one part: part[0] is open already. */
+int ftl_set_plain_fill(struct ftl_set *s);
 
 /* Stripes of the set's flash byte space part @i owns (at least one): its
  * engine's logical size is that times the stripe. */

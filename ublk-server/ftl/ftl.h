@@ -39,6 +39,7 @@ enum ftl_copy_why { FTL_COPY_GC = 0, FTL_COPY_WL, FTL_COPY_BAD };
 #define FTL_PE_MAX 10000000u /* ... at most */
 
 struct ftl;
+struct nand_backing;
 
 /* Geometry and mode chosen at create time. Zero fields take defaults. */
 struct ftl_create_opts {
@@ -382,6 +383,10 @@ struct ftl_info {
 	bool pi;                   /* OCT_SB_F_PI: T10-DIF type 1 guards */
 };
 int ftl_info_read(const char *path, struct ftl_info *info);
+/* ftl_info_read of the image on backing @b of exactly @size bytes (a
+ * set's part through its window); the same errors. */
+int ftl_info_read_backing(struct nand_backing *b, uint64_t size,
+			  struct ftl_info *info);
 /* @image (NULL: left out) is the path shown as "image". */
 void ftl_info_print(const struct ftl_info *info, const char *image, FILE *out,
 		    bool json);
@@ -391,5 +396,10 @@ void ftl_info_print(const struct ftl_info *info, const char *image, FILE *out,
  * one JSON object).  Returns 0 clean, 1 problems found and repaired,
  * 4 problems left, or -errno if the check could not run. */
 int ftl_fsck(const char *path, bool repair, FILE *out, bool json);
+/* ftl_fsck of the engine image in bytes [@off, @off + @len) of backing @b
+ * (a set's part; not taken): its size is @len exactly, and nothing is
+ * locked (the caller holds the image's lock when @repair). */
+int ftl_fsck_backing(struct nand_backing *b, uint64_t off, uint64_t len,
+		     bool repair, FILE *out, bool json);
 
 #endif /* OCTANT_FTL_H */

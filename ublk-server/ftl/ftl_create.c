@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ftl-int.h"
+#include "ftl-set-format.h"
 
 /* Geometry for create options, defaults filled in. */
 int ftl_create_opts_geom(const struct ftl_create_opts *o, struct ftl_geom *g)
@@ -186,6 +187,12 @@ static int has_signature(int fd, const char *path)
 	if ((size_t)n >= OCT_SB_COPY_OFFSET + 8 &&
 	    !memcmp(area + OCT_SB_COPY_OFFSET, OCT_SB_MAGIC, 8))
 		return 1;
+	/* a set of engines' header (ftl-set-format.h) */
+	if ((size_t)n >= 8 && !memcmp(area + FTL_SET_COPY0, FTL_SET_MAGIC, 8))
+		return 1;
+	if ((size_t)n >= FTL_SET_COPY1 + 8 &&
+	    !memcmp(area + FTL_SET_COPY1, FTL_SET_MAGIC, 8))
+		return 1;
 	pr = blkid_new_probe_from_filename(path);
 	if (!pr)
 		return 0;               /* too small to probe */
@@ -210,13 +217,14 @@ static int zero_meta(struct nand_backing *b, const struct ftl_geom *g)
 	return r ? r : b->ops->punch(b, g->oob_off, g->image_size - g->oob_off);
 }
 
-/* Create on the remote medium @uri (an NBD export, an RBD image): like a
- * block device (at least the image size); anything but zeroes in its
- * first bytes counts as a signature, since libblkid cannot probe a remote
- * medium.  An RBD image that does not exist is made, the image's size
- * (all zeroes: nothing to check or zero). */
-static int create_on_uri(const char *uri, const struct ftl_create_opts *o,
-			 const struct ftl_geom *g)
+/* Open the remote medium @uri (an NBD export, an RBD image) for a create
+ * of @image_size bytes (ftl_create_medium): like a block device (at least
+ * the image size); anything but zeroes in its first bytes counts as a
+ * signature, since libblkid cannot probe a remote medium.  An RBD image
+ * that does not exist is made, the image's size (all zeroes: *@reused
+ * false, nothing to check or zero). */
+static int uri_medium(const char *uri, bool force, uint64_t image_size,
+		      struct nand_backing **bp, bool *reused)
 {
 	uint8_t area[OCT_SB_AREA];
 	struct nand_backing *b;
@@ -225,7 +233,7 @@ static int create_on_uri(const char *uri, const struct ftl_create_opts *o,
 	int r;
 
 	if (nand_backing_is_rbd(uri)) {
-		r = nand_backing_rbd_create(uri, g->image_size);
+		r = nand_backing_rbd_create(uri, image_size);
 		if (r < 0)
 			return r;
 		fresh = r == 1;
@@ -233,43 +241,38 @@ static int create_on_uri(const char *uri, const struct ftl_create_opts *o,
 	r = nand_backing_uri(uri, false, &b, &size);
 	if (r)
 		return r;
-	if (size < g->image_size) {
-		r = -ENOSPC;
-		goto out;
-	}
-	r = b->ops->pread(b, area, sizeof(area), 0);
-	if (r)
-		goto out;
-	for (size_t i = 0; i < sizeof(area) && !o->force && !fresh; i++)
-		if (area[i]) {
+	r = size < image_size ? -ENOSPC :
+	    b->ops->pread(b, area, sizeof(area), 0);
+	for (size_t i = 0; !r && i < sizeof(area) && !force && !fresh; i++)
+		if (area[i])
 			r = -EEXIST;
-			goto out;
-		}
-	r = fresh ? 0 : zero_meta(b, g);
-	if (!r)
-		r = ftl_create_backing(b, o);
-out:
-	b->ops->destroy(b);
-	return r;
+	if (r) {
+		b->ops->destroy(b);
+		return r;
+	}
+	*bp = b;
+	*reused = !fresh;
+	return 0;
 }
 
-/* Create a fresh image at @path (see ftl.h). */
-int ftl_create(const char *path, const struct ftl_create_opts *o)
+int ftl_create_medium(const char *path, bool force, uint64_t image_size,
+		      int (*make)(struct nand_backing *b, bool reused,
+				  void *ctx),
+		      void *ctx)
 {
 	struct nand_backing *b = NULL;
-	struct ftl_geom g;
 	uint64_t size;
 	bool blkdev;
 	int fd, r;
 
-	r = ftl_create_opts_geom(o, &g);
-	if (!r)                 /* too many factory bad blocks: touch nothing */
-		r = ftl_bb_factory_check(&g, o->bad_block_rate,
-					 o->bad_block_seed);
-	if (r)
+	if (nand_backing_is_uri(path)) {
+		r = uri_medium(path, force, image_size, &b, &blkdev);
+		if (r)
+			return r;
+		r = make(b, blkdev, ctx);
+		b->ops->destroy(b);
 		return r;
-	if (nand_backing_is_uri(path))
-		return create_on_uri(path, o, &g);
+	}
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
@@ -280,32 +283,56 @@ int ftl_create(const char *path, const struct ftl_create_opts *o)
 		r = has_signature(fd, path);
 		if (r < 0)
 			goto out;
-		if (r && !o->force) {
+		if (r && !force) {
 			r = -EEXIST;
 			goto out;
 		}
 	}
 	if (blkdev) {
-		if (size < g.image_size) {
+		if (size < image_size) {
 			r = -ENOSPC;
 			goto out;
 		}
-	} else if (ftruncate(fd, 0) || ftruncate(fd, (off_t)g.image_size)) {
+	} else if (ftruncate(fd, 0) || ftruncate(fd, (off_t)image_size)) {
 		r = -errno;
 		goto out;
 	}
 	r = nand_backing_fd(fd, &b);
-	if (r)
-		goto out;
-	if (blkdev) {
-		r = zero_meta(b, &g);
-		if (r)
-			goto out;
-	}
-	r = ftl_create_backing(b, o);
+	if (!r)
+		r = make(b, blkdev, ctx);
 out:
 	if (b)
 		b->ops->destroy(b);
 	close(fd);
 	return r;
+}
+
+struct engine_make {
+	const struct ftl_create_opts *o;
+	const struct ftl_geom *g;
+};
+
+/* ftl_create's make: zero the metadata of a reused medium, format. */
+static int engine_make(struct nand_backing *b, bool reused, void *ctx)
+{
+	const struct engine_make *m = ctx;
+	int r = reused ? zero_meta(b, m->g) : 0;
+
+	return r ? r : ftl_create_backing(b, m->o);
+}
+
+/* Create a fresh image at @path (see ftl.h). */
+int ftl_create(const char *path, const struct ftl_create_opts *o)
+{
+	struct ftl_geom g;
+	struct engine_make m = { .o = o, .g = &g };
+	int r;
+
+	r = ftl_create_opts_geom(o, &g);
+	if (!r)                 /* too many factory bad blocks: touch nothing */
+		r = ftl_bb_factory_check(&g, o->bad_block_rate,
+					 o->bad_block_seed);
+	if (r)
+		return r;
+	return ftl_create_medium(path, o->force, g.image_size, engine_make, &m);
 }

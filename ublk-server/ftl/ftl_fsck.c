@@ -222,18 +222,32 @@ static int check_retired(struct ftl *f, struct fsck *k)
 }
 
 /*
- * The medium at @path: a file or block device (*fd open, read-write with
+ * The medium @m: bytes of a parent backing (a window: *fd -1, its size
+ * exact), or at @m->path: a file or block device (*fd open, read-write with
  * @rw, and flocked then; the backing over it) or a remote medium (a URI:
  * *fd -1, sized like a device; read-write, an RBD image's exclusive lock
  * is held by the backing).  -EBUSY: locked by another.
  */
-static int medium_open(const char *path, bool rw, int *fd,
+struct medium {
+	const char *path;            /* the image's path, or NULL: ... */
+	struct nand_backing *parent; /* ... bytes [off, off + len) of this
+	                                (a set's part; its holder locks) */
+	uint64_t off, len;
+};
+
+static int medium_open(const struct medium *m, bool rw, int *fd,
 		       struct nand_backing **b, uint64_t *size, bool *blkdev)
 {
+	const char *path = m->path;
 	int r;
 
 	*fd = -1;
 	*b = NULL;
+	if (m->parent) {
+		*blkdev = false;
+		*size = m->len;
+		return nand_backing_window(m->parent, m->off, m->len, b);
+	}
 	if (nand_backing_is_uri(path)) {
 		*blkdev = true;
 		return nand_backing_uri(path, !rw, b, size);
@@ -255,6 +269,24 @@ static int medium_open(const char *path, bool rw, int *fd,
 	return r;
 }
 
+/* The engine on medium @m, opened with @o (lock_fd for a path). */
+static int medium_engine(const struct medium *m, const struct ftl_open_opts *o,
+			 struct ftl **f)
+{
+	struct nand_backing *w;
+	int r;
+
+	if (!m->parent)
+		return ftl_open(m->path, o, f);
+	r = nand_backing_window(m->parent, m->off, m->len, &w);
+	if (r)
+		return r;
+	r = ftl_open_backing_sized(w, m->len, o, f);
+	if (r)
+		w->ops->destroy(w);
+	return r;
+}
+
 /* The superblock area through @b: *load is the superblock's verdict. */
 static int medium_sb(struct nand_backing *b, uint64_t size, struct oct_sb *sb,
 		     struct ftl_geom *g, int *bad, int *load)
@@ -271,7 +303,7 @@ static int medium_sb(struct nand_backing *b, uint64_t size, struct oct_sb *sb,
 }
 
 /* Load like a read-only mount; 0, or <0 when it cannot be checked. */
-static int check(const char *path, struct fsck *k)
+static int check(const struct medium *m, struct fsck *k)
 {
 	struct ftl_open_opts oo = { .readonly = true };
 	struct nand_backing *b = NULL;
@@ -284,7 +316,7 @@ static int check(const char *path, struct fsck *k)
 	bool blkdev, marker = false;
 	int fd, r, load, bad = 0;
 
-	r = medium_open(path, false, &fd, &b, &size, &blkdev);
+	r = medium_open(m, false, &fd, &b, &size, &blkdev);
 	if (r)
 		return r;
 	r = medium_sb(b, size, &sb, &g, &k->sb_bad, &load);
@@ -452,7 +484,7 @@ static int fix_sb(struct nand_backing *b, uint64_t size)
 
 /* Fix what check() found: superblock copy, dirty state, bad map entries,
  * missing checkpoints (scan).  Leaves a cleanly closed image. */
-static int repair(const char *path, struct fsck *k)
+static int repair(const struct medium *m, struct fsck *k)
 {
 	struct ftl_open_opts o = { .scan = k->no_ckpt, .accept_loss = true };
 	struct nand_backing *b;
@@ -468,7 +500,7 @@ static int repair(const char *path, struct fsck *k)
 	 * the backing holds an RBD image's lock over the raw fixes, and the
 	 * open takes it again (a server that came in between makes the open
 	 * fail, -EBUSY, after fixes that are good for it too). */
-	r = medium_open(path, true, &fd, &b, &size, &blkdev);
+	r = medium_open(m, true, &fd, &b, &size, &blkdev);
 	if (r)
 		return r;
 	if (k->sb_bad && k->sb_bad != 3)
@@ -484,7 +516,7 @@ static int repair(const char *path, struct fsck *k)
 			close(fd);
 		return r;
 	}
-	r = ftl_open(path, &o, &f);
+	r = medium_engine(m, &o, &f);
 	if (r) {
 		if (fd > 0)
 			close(fd);
@@ -541,14 +573,14 @@ static void report(struct fsck *k, FILE *out, bool repaired)
 		(unsigned long long)k->mapped);
 }
 
-/* Check an image (see ftl.h): 0 clean, 1 repaired, 4 problems left. */
-int ftl_fsck(const char *path, bool fix, FILE *out, bool json)
+/* Check medium @m (ftl_fsck): 0 clean, 1 repaired, 4 problems left. */
+static int fsck_medium(const struct medium *m, bool fix, FILE *out, bool json)
 {
 	struct fsck k = { 0 };
 	int r;
 
 	fsck_reset(&k, json);
-	r = check(path, &k);
+	r = check(m, &k);
 	if (r || !k.problems || !fix) {
 		if (!r)
 			report(&k, out, false);
@@ -560,14 +592,14 @@ int ftl_fsck(const char *path, bool fix, FILE *out, bool json)
 	}
 	if (!json)
 		report(&k, out, false);
-	r = repair(path, &k);
+	r = repair(m, &k);
 	if (!r && !json && k.bbt_ro)
 		fprintf(out, "repaired: read-only flag of the bad-block table "
 			"cleared (%u bad blocks, the spare area absorbs %u): "
 			"the device takes writes again\n", k.nbbt, k.bb_limit);
 	fsck_reset(&k, json);
 	if (!r)
-		r = check(path, &k);
+		r = check(m, &k);
 	if (!r) {
 		if (!json)
 			fprintf(out, "after repair:\n");
@@ -578,4 +610,21 @@ int ftl_fsck(const char *path, bool fix, FILE *out, bool json)
 	fclose(k.log);
 	free(k.buf);
 	return r;
+}
+
+/* Check an image (see ftl.h): 0 clean, 1 repaired, 4 problems left. */
+int ftl_fsck(const char *path, bool fix, FILE *out, bool json)
+{
+	struct medium m = { .path = path };
+
+	return fsck_medium(&m, fix, out, json);
+}
+
+/* ftl_fsck of the image in bytes [off, off + len) of @b (ftl.h). */
+int ftl_fsck_backing(struct nand_backing *b, uint64_t off, uint64_t len,
+		     bool fix, FILE *out, bool json)
+{
+	struct medium m = { .parent = b, .off = off, .len = len };
+
+	return fsck_medium(&m, fix, out, json);
 }

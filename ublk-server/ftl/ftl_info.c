@@ -9,6 +9,32 @@
 #include "oct-fmt.h"
 #include "oct-json.h"
 
+/* Fill @info from loaded superblock @sb / geometry @g of an image on a
+ * medium of @size bytes (@blkdev: may be larger): 0, or -EINVAL when the
+ * size does not match (@info filled). */
+static int info_fill(struct ftl_info *info, const struct oct_sb *sb,
+		     const struct ftl_geom *g, uint64_t size, bool blkdev)
+{
+	info->align = g->align;
+	info->page_size = g->ps;
+	info->pages_per_block = g->ppb;
+	info->oob_size = g->oob;
+	info->nblocks = g->nblocks;
+	info->op_permille = g->op;
+	info->logical_size = g->size;
+	info->flash_size = (uint64_t)g->nblocks * g->ppb * g->ps;
+	info->image_size = g->image_size;
+	memcpy(info->uuid, sb->uuid, 16);
+	info->oob_inline = g->oob_inline;
+	info->erase_stamps = g->oob_stamp;
+	info->ckpt_delta = g->ckpt_delta;
+	info->pe_cycles = g->pe_cycles;
+	info->flush_sum = g->flush_sum;
+	info->pi = g->pi;
+	ftl_topo_fill(g, &info->topo);
+	return ftl_geom_size_ok(g, size, blkdev) ? 0 : -EINVAL;
+}
+
 /*
  * Fill @info from the superblock of @path.  -EBADMSG corrupt (or too short
  * to hold a superblock), -EPROTONOSUPPORT another version; -EINVAL when
@@ -36,30 +62,29 @@ int ftl_info_read(const char *path, struct ftl_info *info)
 	}
 	if (!r)
 		r = load;
-	if (r)
-		goto out;
-	info->align = g.align;
-	info->page_size = g.ps;
-	info->pages_per_block = g.ppb;
-	info->oob_size = g.oob;
-	info->nblocks = g.nblocks;
-	info->op_permille = g.op;
-	info->logical_size = g.size;
-	info->flash_size = (uint64_t)g.nblocks * g.ppb * g.ps;
-	info->image_size = g.image_size;
-	memcpy(info->uuid, sb.uuid, 16);
-	info->oob_inline = g.oob_inline;
-	info->erase_stamps = g.oob_stamp;
-	info->ckpt_delta = g.ckpt_delta;
-	info->pe_cycles = g.pe_cycles;
-	info->flush_sum = g.flush_sum;
-	info->pi = g.pi;
-	ftl_topo_fill(&g, &info->topo);
-	if (!ftl_geom_size_ok(&g, size, blkdev))
-		r = -EINVAL;
-out:
+	if (!r)
+		r = info_fill(info, &sb, &g, size, blkdev);
 	if (fd >= 0)
 		close(fd);
+	return r;
+}
+
+int ftl_info_read_backing(struct nand_backing *b, uint64_t size,
+			  struct ftl_info *info)
+{
+	uint8_t area[OCT_SB_AREA];
+	struct oct_sb sb;
+	struct ftl_geom g;
+	size_t n = size < sizeof(area) ? (size_t)size : sizeof(area);
+	int r, bad;
+
+	memset(info, 0, sizeof(*info));
+	memset(area, 0, sizeof(area));
+	r = b->ops->pread(b, area, n, 0);
+	if (!r)
+		r = ftl_sb_load(area, n, &sb, &g, &bad);
+	if (!r)
+		r = info_fill(info, &sb, &g, size, false);
 	return r;
 }
 

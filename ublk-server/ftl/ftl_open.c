@@ -68,8 +68,8 @@ int ftl_sb_read_uri(const char *uri, uint64_t *size, struct oct_sb *sb,
 	return r;
 }
 
-/* Build an engine over backing @b (which it owns on success), sized @bsize. */
-static int open_on(struct nand_backing *b, uint64_t bsize, bool blkdev,
+/* Build an engine over backing @b (ftl-int.h). */
+int ftl_open_on(struct nand_backing *b, uint64_t bsize, bool blkdev,
 		   const struct ftl_open_opts *o, struct ftl **out)
 {
 	uint8_t area[OCT_SB_AREA];
@@ -138,30 +138,22 @@ static int ftl_same_file(int a, int b)
 	return x.st_dev == y.st_dev && x.st_ino == y.st_ino ? 0 : -EINVAL;
 }
 
-/* Open the image at @path (see ftl.h). */
-int ftl_open(const char *path, const struct ftl_open_opts *o,
-	     struct ftl **out)
+/* The backing of the image at @path as ftl_open takes it (ftl-int.h). */
+int ftl_path_backing(const char *path, const struct ftl_open_opts *o,
+		     struct nand_backing **b, uint64_t *size, bool *blkdev,
+		     int *fdp)
 {
-	struct ftl_open_opts dflt = { 0 };
-	struct nand_backing *b = NULL;
-	uint64_t size;
-	bool blkdev;
 	int fd, r;
 
-	if (!o)
-		o = &dflt;
+	*b = NULL;
+	*fdp = -1;
 	if (nand_backing_is_uri(path)) {
 		/* a remote medium, sized like a device (at least the image):
 		 * never flocked; an RBD image's exclusive lock is its image
 		 * lock (-EBUSY), an NBD export's server decides who else may
 		 * write it (docs/network.md) */
-		r = nand_backing_uri(path, o->readonly, &b, &size);
-		if (r)
-			return r;
-		r = open_on(b, size, true, o, out);
-		if (r)
-			b->ops->destroy(b);
-		return r;
+		*blkdev = true;
+		return nand_backing_uri(path, o->readonly, b, size);
 	}
 	fd = open(path, (o->readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
 	if (fd < 0)
@@ -174,22 +166,43 @@ int ftl_open(const char *path, const struct ftl_open_opts *o,
 		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
 		goto err;
 	}
-	r = ftl_fd_size(fd, &size, &blkdev);
+	r = ftl_fd_size(fd, size, blkdev);
 	if (r)
 		goto err;
-	r = nand_backing_fd(fd, &b);
+	r = nand_backing_fd(fd, b);
 	if (r)
 		goto err;
-	r = open_on(b, size, blkdev, o, out);
-	if (r)
-		goto err;
-	(*out)->fd = fd;
+	*fdp = fd;
 	return 0;
 err:
-	if (b)
-		b->ops->destroy(b);
 	close(fd);
 	return r;
+}
+
+/* Open the image at @path (see ftl.h). */
+int ftl_open(const char *path, const struct ftl_open_opts *o,
+	     struct ftl **out)
+{
+	struct ftl_open_opts dflt = { 0 };
+	struct nand_backing *b;
+	uint64_t size;
+	bool blkdev;
+	int fd, r;
+
+	if (!o)
+		o = &dflt;
+	r = ftl_path_backing(path, o, &b, &size, &blkdev, &fd);
+	if (r)
+		return r;
+	r = ftl_open_on(b, size, blkdev, o, out);
+	if (r) {
+		b->ops->destroy(b);
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	(*out)->fd = fd;
+	return 0;
 }
 
 /* Open an image on any backing (tests; the engine owns @b on success):
@@ -202,7 +215,7 @@ int ftl_open_backing(struct nand_backing *b, const struct ftl_open_opts *o,
 	uint64_t size = 0;
 
 	if (!nand_mem_bytes(b, &size))
-		return open_on(b, UINT64_MAX, true, o ? o : &dflt, out);
+		return ftl_open_on(b, UINT64_MAX, true, o ? o : &dflt, out);
 	return ftl_open_backing_sized(b, size, o, out);
 }
 
@@ -212,7 +225,7 @@ int ftl_open_backing_sized(struct nand_backing *b, uint64_t size,
 {
 	struct ftl_open_opts dflt = { 0 };
 
-	return open_on(b, size, false, o ? o : &dflt, out);
+	return ftl_open_on(b, size, false, o ? o : &dflt, out);
 }
 
 /* Stop background GC, write a clean checkpoint (unless read-only) and

@@ -141,16 +141,10 @@ static int parts_close(struct ftl_set *s)
 	return r;
 }
 
-/* A plain engine image: one part over all of @b. */
-static int open_plain(struct ftl_set *s, uint64_t size,
-		      const struct ftl_open_opts *o)
+int ftl_set_plain_fill(struct ftl_set *s)
 {
 	struct ftl_stats *st;
-	int r;
 
-	r = part_open(s, 0, 0, size, o);
-	if (r)
-		return r;
 	st = malloc(sizeof(*st));
 	if (!st)
 		return -ENOMEM;
@@ -163,6 +157,15 @@ static int open_plain(struct ftl_set *s, uint64_t size,
 	s->shift = 0;
 	s->size = ftl_size(s->part[0]);
 	return 0;
+}
+
+/* A plain engine image: one part over all of @b. */
+static int open_plain(struct ftl_set *s, uint64_t size,
+		      const struct ftl_open_opts *o)
+{
+	int r = part_open(s, 0, 0, size, o);
+
+	return r ? r : ftl_set_plain_fill(s);
 }
 
 /* A set image of header @h. */
@@ -207,6 +210,8 @@ int ftl_set_open_backing_sized(struct nand_backing *b, uint64_t size,
 	if (!s)
 		return -ENOMEM;
 	s->b = b;
+	s->fd = -1;
+	s->readonly = o->readonly;
 	r = ftl_set_hdr_load(b, size, &h);
 	if (r == 0)
 		r = open_plain(s, size, o);
@@ -238,7 +243,10 @@ int ftl_set_close(struct ftl_set *s)
 	if (!s)
 		return 0;
 	r = parts_close(s);
-	s->b->ops->destroy(s->b);
+	if (s->b)
+		s->b->ops->destroy(s->b);
+	if (s->fd >= 0)
+		close(s->fd);
 	free(s);
 	return r;
 }
@@ -308,8 +316,11 @@ int ftl_set_read(struct ftl_set *s, void *buf, uint64_t off, size_t len)
 	return r;
 }
 
-int ftl_set_write(struct ftl_set *s, const void *buf, uint64_t off,
-		  size_t len, unsigned flags)
+/* Write through @fn (ftl_write or ftl_write_try) piece by piece. */
+static int write_via(struct ftl_set *s, const void *buf, uint64_t off,
+		     size_t len, unsigned flags,
+		     int (*fn)(struct ftl *, const void *, uint64_t, size_t,
+			       unsigned))
 {
 	const uint8_t *p = buf;
 	uint64_t y, at, n;
@@ -319,9 +330,21 @@ int ftl_set_write(struct ftl_set *s, const void *buf, uint64_t off,
 		unsigned i = route(s, y, &at);
 
 		n = piece(s, y, len);
-		r = ftl_write(s->part[i], p, at, n, flags);
+		r = fn(s->part[i], p, at, n, flags);
 	}
 	return r;
+}
+
+int ftl_set_write(struct ftl_set *s, const void *buf, uint64_t off,
+		  size_t len, unsigned flags)
+{
+	return write_via(s, buf, off, len, flags, ftl_write);
+}
+
+int ftl_set_write_try(struct ftl_set *s, const void *buf, uint64_t off,
+		      size_t len, unsigned flags)
+{
+	return write_via(s, buf, off, len, flags, ftl_write_try);
 }
 
 int ftl_set_flush(struct ftl_set *s)

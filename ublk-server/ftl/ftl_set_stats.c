@@ -105,6 +105,12 @@ void ftl_set_stats_get(struct ftl_set *s, struct ftl_stats *st)
 	double sum = 0, sq = 0, nb = 0;
 	uint32_t len = 0;
 
+	if (s->nparts == 1) {           /* a plain image: its engine's */
+		free(p);
+		free(cells);
+		ftl_stats_get(s->part[0], st);
+		return;
+	}
 	memset(st, 0, sizeof(*st));
 	if (!p || !cells) {
 		free(p);
@@ -144,4 +150,63 @@ void ftl_set_stats_get(struct ftl_set *s, struct ftl_stats *st)
 	st->pi = false;
 	free(p);
 	free(cells);
+}
+
+/* data units (ftl_health): 1000 sectors, rounded up */
+static uint64_t data_units(uint64_t sectors)
+{
+	return (sectors + 999) / 1000;
+}
+
+/* Add part health @p into @h (summed or worst, ftl-set.h). */
+static void add_health(struct ftl_health *h, const struct ftl_health *p,
+		       unsigned nparts)
+{
+#define SET_MAX(f) do { if (p->f > h->f) h->f = p->f; } while (0)
+	h->critical_warning |= p->critical_warning;
+	if (p->available_spare < h->available_spare)
+		h->available_spare = p->available_spare;
+	h->available_spare_threshold = p->available_spare_threshold;
+	SET_MAX(percentage_used);
+	h->host_read_commands += p->host_read_commands;
+	h->host_write_commands += p->host_write_commands;
+	SET_MAX(power_cycles);
+	SET_MAX(power_on_seconds);
+	SET_MAX(unsafe_shutdowns);
+	h->media_errors += p->media_errors;
+	h->host_read_sectors += p->host_read_sectors;
+	h->host_write_sectors += p->host_write_sectors;
+	h->page_size = p->page_size;
+	h->page_reads += p->page_reads;
+	h->page_programs += p->page_programs;
+	h->block_erases += p->block_erases;
+	h->erase_mean += p->erase_mean / nparts;
+	SET_MAX(erase_max);
+	h->pe_cycles = p->pe_cycles;
+	h->bad_blocks_factory += p->bad_blocks_factory;
+	h->bad_blocks_grown += p->bad_blocks_grown;
+	h->bad_block_limit += p->bad_block_limit;
+	h->spare_blocks += p->spare_blocks;
+	h->damaged_pages += p->damaged_pages;
+	h->read_only |= p->read_only;
+#undef SET_MAX
+}
+
+void ftl_set_health_get(struct ftl_set *s, struct ftl_health *h)
+{
+	struct ftl_health p;
+
+	if (s->nparts == 1) {           /* a plain image: its engine's */
+		ftl_health_get(s->part[0], h);
+		return;
+	}
+	memset(h, 0, sizeof(*h));
+	h->available_spare = UINT32_MAX;
+	for (unsigned i = 0; i < s->nparts; i++) {
+		ftl_health_get(s->part[i], &p);
+		add_health(h, &p, s->nparts);
+	}
+	h->data_units_read = data_units(h->host_read_sectors);
+	h->data_units_written = data_units(h->host_write_sectors);
+	h->power_on_hours = h->power_on_seconds / 3600;
 }

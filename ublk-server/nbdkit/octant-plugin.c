@@ -41,7 +41,7 @@
 #include <nbdkit-plugin.h>
 
 #include "byteio.h"
-#include "ftl.h"
+#include "ftl-set.h"
 #include "nand.h"
 #include "nand-fault.h"
 
@@ -59,7 +59,7 @@ static bool oc_faults_set, oc_scan, oc_readonly, oc_unshift;
 static int oc_lock_fd = -1;
 
 /* Set in after_fork, cleared in cleanup; I/O callbacks run in between. */
-static struct ftl *oc_ftl;
+static struct ftl_set *oc_set;
 static pthread_mutex_t oc_rmw_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int oc_fail(int err)
@@ -149,14 +149,15 @@ static int oc_create_new(void)
  * octant image, and have the mode align= names. */
 static int oc_config_complete(void)
 {
-	struct ftl_info info;
+	static struct ftl_set_info si;  /* large: off the stack */
+	struct ftl_info *info = &si.set;
 	int r, made = 1;
 
 	if (!oc_image) {
 		nbdkit_error("no image: nbdkit octant IMG (or file=IMG)");
 		return -1;
 	}
-	r = ftl_info_read(oc_image, &info);
+	r = ftl_set_info_read(oc_image, &si);
 	if (r == -ENOENT && oc_create_size > 0)
 		made = oc_create_new();
 	if (r == -ENOENT && oc_create_size > 0 && !made) {
@@ -169,7 +170,7 @@ static int oc_config_complete(void)
 			nbdkit_error("%s: create: %s", oc_image, strerror(-r));
 			return -1;
 		}
-		r = ftl_info_read(oc_image, &info);
+		r = ftl_set_info_read(oc_image, &si);
 	} else if (r == -ENOENT && oc_create_size > 0) {
 		/* another nbdkit (or create) made it a moment ago */
 		if (made == -EEXIST || made == -EBUSY)
@@ -184,16 +185,16 @@ static int oc_config_complete(void)
 			     "not a valid octant flash image" : strerror(-r));
 		return -1;
 	}
-	if (oc_align && info.align != oc_align) {
+	if (oc_align && info->align != oc_align) {
 		nbdkit_error("%s: the image is in %s mode, not %s (modes are "
 			     "fixed at create)", oc_image,
-			     info.align == FTL_ALIGN_ODD ? "odd" : "1m",
+			     info->align == FTL_ALIGN_ODD ? "odd" : "1m",
 			     oc_align == FTL_ALIGN_ODD ? "odd" : "1m");
 		return -1;
 	}
-	if (oc_faults_set && oc_faults.cw && info.page_size % oc_faults.cw) {
+	if (oc_faults_set && oc_faults.cw && info->page_size % oc_faults.cw) {
 		nbdkit_error("faults: cw=%u does not divide the %u-byte flash "
-			     "page", oc_faults.cw, info.page_size);
+			     "page", oc_faults.cw, info->page_size);
 		return -1;
 	}
 	if (oc_faults_set && !oc_faults.seed_set) {
@@ -254,7 +255,7 @@ static int oc_after_fork(void)
 	struct ftl_open_opts o = { .scan = oc_scan, .readonly = oc_readonly,
 		.unshifted = oc_unshift, .lock_fd = oc_lock_fd,
 		.faults = oc_faults_set ? &oc_faults : NULL };
-	int r = ftl_open(oc_image, &o, &oc_ftl);
+	int r = ftl_set_open(oc_image, &o, &oc_set);
 
 	if (r) {
 		nbdkit_error("%s: open: %s", oc_image, r == -EBUSY ?
@@ -269,14 +270,14 @@ static void oc_cleanup(void)
 {
 	int r;
 
-	if (!oc_ftl) {
+	if (!oc_set) {
 		if (oc_lock_fd >= 0)
 			close(oc_lock_fd);
 		oc_lock_fd = -1;
 		return;
 	}
-	r = ftl_close(oc_ftl);
-	oc_ftl = NULL;
+	r = ftl_set_close(oc_set);
+	oc_set = NULL;
 	if (r)
 		nbdkit_error("%s: close: %s", oc_image, strerror(-r));
 	if (oc_lock_fd >= 0)    /* after the engine: the image is closed */
@@ -293,7 +294,7 @@ static void *oc_open(int readonly)
 static int64_t oc_get_size(void *h)
 {
 	(void)h;
-	return (int64_t)ftl_size(oc_ftl);
+	return (int64_t)ftl_set_size(oc_set);
 }
 
 static int oc_block_size(void *h, uint32_t *minimum, uint32_t *preferred,
@@ -302,7 +303,7 @@ static int oc_block_size(void *h, uint32_t *minimum, uint32_t *preferred,
 	struct align_topology t;
 
 	(void)h;
-	ftl_topology(oc_ftl, &t);
+	ftl_set_topology(oc_set, &t);
 	*minimum = FTL_SECTOR;
 	*preferred = t.physical;
 	*maximum = 0xffffffff;
@@ -341,11 +342,11 @@ static int oc_pread(void *h, void *buf, uint32_t count, uint64_t offset,
 	(void)h;
 	(void)flags;
 	if (SECT_ALIGNED(offset, count))
-		return (r = ftl_read(oc_ftl, buf, offset, count)) ? oc_fail(r) : 0;
+		return (r = ftl_set_read(oc_set, buf, offset, count)) ? oc_fail(r) : 0;
 	bounce = malloc((size_t)(a1 - a0));
 	if (!bounce)
 		return oc_fail(-ENOMEM);
-	r = ftl_read(oc_ftl, bounce, a0, (size_t)(a1 - a0));
+	r = ftl_set_read(oc_set, bounce, a0, (size_t)(a1 - a0));
 	if (!r)
 		memcpy(buf, (char *)bounce + (offset - a0), count);
 	free(bounce);
@@ -360,9 +361,9 @@ static int oc_pwrite(void *h, const void *buf, uint32_t count,
 
 	(void)h;
 	if (SECT_ALIGNED(offset, count))
-		r = ftl_write(oc_ftl, buf, offset, count, fl);
+		r = ftl_set_write(oc_set, buf, offset, count, fl);
 	else
-		r = fe_byteio_rmw(oc_ftl, &oc_rmw_lock, NULL, 0, buf, offset,
+		r = fe_byteio_rmw(oc_set, &oc_rmw_lock, NULL, 0, buf, offset,
 				  count, fl);
 	return r ? oc_fail(r) : 0;
 }
@@ -373,7 +374,7 @@ static int oc_flush(void *h, uint32_t flags)
 
 	(void)h;
 	(void)flags;
-	r = ftl_flush(oc_ftl);
+	r = ftl_set_flush(oc_set);
 	return r ? oc_fail(r) : 0;
 }
 
@@ -387,9 +388,9 @@ static int oc_trim(void *h, uint32_t count, uint64_t offset, uint32_t flags)
 
 	(void)h;
 	if (a1 > a0)
-		r = ftl_discard(oc_ftl, a0, a1 - a0);
+		r = ftl_set_discard(oc_set, a0, a1 - a0);
 	if (!r && (flags & NBDKIT_FLAG_FUA))
-		r = ftl_flush(oc_ftl);
+		r = ftl_set_flush(oc_set);
 	return r ? oc_fail(r) : 0;
 }
 
@@ -401,10 +402,10 @@ static int oc_zero(void *h, uint32_t count, uint64_t offset, uint32_t flags)
 	int r;
 
 	(void)h;
-	r = fe_byteio_zero(oc_ftl, &oc_rmw_lock, NULL, 0, offset, count,
+	r = fe_byteio_zero(oc_set, &oc_rmw_lock, NULL, 0, offset, count,
 			   flags & NBDKIT_FLAG_MAY_TRIM, fl);
 	if (!r && fl)
-		r = ftl_flush(oc_ftl);
+		r = ftl_set_flush(oc_set);
 	return r ? oc_fail(r) : 0;
 }
 

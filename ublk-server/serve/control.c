@@ -182,17 +182,17 @@ static bool serve_ctl_answer(struct serve_ctl *c, int fd)
 			serve_ctl_write_all(fd, "error: out of memory\n", 21);
 			return false;
 		}
-		if (!c->s->ftl) {       /* a zoned image: zones and wear */
+		if (!c->s->set) {       /* a zoned image: zones and wear */
 			static _Thread_local struct zn_stats zs;
 
 			zn_stats_get(c->s->zn, &zs);
 			(cmd[0] == 'h' ? zn_health_print : zn_stats_print)(&zs, m,
 									   json);
 		} else if (cmd[0] == 'h') {
-			ftl_health_get(c->s->ftl, &h);
+			ftl_set_health_get(c->s->set, &h);
 			ftl_health_print(&h, m, json);
 		} else {
-			ftl_stats_get(c->s->ftl, &st);
+			ftl_set_stats_get(c->s->set, &st);
 			ftl_stats_print(&st, m, json);
 		}
 		fclose(m);

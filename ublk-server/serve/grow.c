@@ -17,8 +17,13 @@
 /* What cannot grow here, before anything changes: -errno and @why. */
 static int grow_refuse(struct fe_server *s, char *why, size_t len)
 {
-	if (!s->ftl) {
+	if (!s->set) {
 		snprintf(why, len, "a zoned image cannot grow");
+		return -EOPNOTSUPP;
+	}
+	if (ftl_set_parts(s->set) > 1) {
+		snprintf(why, len, "a set of %u parts cannot grow (not built)",
+			 ftl_set_parts(s->set));
 		return -EOPNOTSUPP;
 	}
 	if (!s->ops || !s->ops->hold) {
@@ -55,7 +60,7 @@ int serve_grow(struct fe_server *s, uint64_t size, uint64_t *max,
 	if (r)
 		return r;
 	if (s->grow_lock_fd < 0) {
-		r = ftl_lock_dup(s->ftl);
+		r = ftl_set_lock_dup(s->set);
 		if (r < 0) {
 			snprintf(why, len, "the image lock: %s", strerror(-r));
 			return r == -EBADF ? -EOPNOTSUPP : r;
@@ -66,15 +71,15 @@ int serve_grow(struct fe_server *s, uint64_t size, uint64_t *max,
 	oo.lock_fd = s->grow_lock_fd;
 	serve_ro_pause(s->ro);
 	s->ops->hold(s);
-	r = ftl_close(s->ftl);          /* a clean checkpoint */
-	s->ftl = NULL;
+	r = ftl_set_close(s->set);          /* a clean checkpoint */
+	s->set = NULL;
 	if (!r)
 		r = ftl_grow_locked(img, s->grow_lock_fd, size, max);
-	ro = ftl_open(img, &oo, &s->ftl);
+	ro = ftl_set_open(img, &oo, &s->set);
 	if (ro)
-		s->ftl = NULL;
+		s->set = NULL;
 	s->ops->release(s);
-	serve_ro_resume(s->ro, s->ftl);
+	serve_ro_resume(s->ro, s->set);
 	if (ro) {
 		snprintf(why, len, "the engine could not open the image again "
 			 "(%s): every request fails EIO; stop the server and "
@@ -85,7 +90,7 @@ int serve_grow(struct fe_server *s, uint64_t size, uint64_t *max,
 		if (!why[0] && r != -ERANGE && r != -EFBIG && r != -ENOSPC)
 			snprintf(why, len, "%s (served on at %llu bytes)",
 				 strerror(-r),
-				 (unsigned long long)ftl_size(s->ftl));
+				 (unsigned long long)ftl_set_size(s->set));
 		return r;
 	}
 	return s->ops->resized(s, why, len);

@@ -117,7 +117,7 @@ void serve_image_holder(const char *path, char *buf, size_t len)
 int serve_image_closed_clean(const struct serve_entry *e)
 {
 	struct ftl_open_opts o = { .readonly = true };
-	struct ftl *f;
+	struct ftl_set *f;
 	int fd = -1, err;
 
 	if (e->read_only)
@@ -129,10 +129,10 @@ int serve_image_closed_clean(const struct serve_entry *e)
 		if (err)
 			return err;
 	}
-	err = ftl_open(e->image, &o, &f);
+	err = ftl_set_open(e->image, &o, &f);
 	if (!err) {
-		err = ftl_mount_kind(f) == FTL_MOUNT_CLEAN ? 0 : -EUCLEAN;
-		ftl_close(f);
+		err = ftl_set_mount_kind(f) == FTL_MOUNT_CLEAN ? 0 : -EUCLEAN;
+		ftl_set_close(f);
 	}
 	if (fd >= 0)
 		close(fd);

@@ -34,7 +34,7 @@
 struct serve_ro {
 	pthread_mutex_t mu;      /* ftl and the hook: the thread's apply
 	                            against an online resize's swap */
-	struct ftl *ftl;         /* NULL: none (a failed reopen) */
+	struct ftl_set *fs;          /* NULL: none (a failed reopen) */
 	int efd;                 /* eventfd: turned read-only, or quit */
 	bool quit;               /* set before efd is written by stop */
 	bool thread;             /* started */
@@ -86,9 +86,9 @@ static void serve_ro_apply(struct serve_ro *w)
 			 *to ? ", " : "", w->dev[i], r ? ": " : "",
 			 r ? strerror(r) : "");
 	}
-	if (!w->ftl)
+	if (!w->fs)
 		return;
-	ftl_stats_get(w->ftl, &st);
+	ftl_set_stats_get(w->fs, &st);
 	bad = st.bad_blocks_factory + st.bad_blocks_grown;
 	fprintf(stderr, "ublk-flash: %s%s%s%s: the flash's spare blocks are "
 		"used up (%llu bad blocks, the spare area absorbs %llu%s); "
@@ -115,7 +115,7 @@ static void *serve_ro_thread(void *arg)
 	return NULL;
 }
 
-int serve_ro_start(struct serve_ro **out, struct ftl *f)
+int serve_ro_start(struct serve_ro **out, struct ftl_set *f)
 {
 	struct serve_ro *w = calloc(1, sizeof(*w));
 	int err;
@@ -123,7 +123,7 @@ int serve_ro_start(struct serve_ro **out, struct ftl *f)
 	*out = NULL;
 	if (!w)
 		return -ENOMEM;
-	w->ftl = f;
+	w->fs = f;
 	w->efd = eventfd(0, EFD_CLOEXEC);
 	if (w->efd < 0) {
 		err = -errno;
@@ -151,7 +151,7 @@ void serve_ro_arm(struct serve_ro *w, const char *dev, const char *dm)
 	 * which ftl_on_read_only takes too (the thread reads them after) */
 	snprintf(w->dev[0], sizeof(w->dev[0]), "%s", dev ? dev : "");
 	snprintf(w->dev[1], sizeof(w->dev[1]), "%s", dm ? dm : "");
-	if (ftl_on_read_only(w->ftl, serve_ro_wake, w))
+	if (ftl_set_on_read_only(w->fs, serve_ro_wake, w))
 		serve_ro_apply(w);      /* worn out at open: now, before live */
 }
 
@@ -161,8 +161,8 @@ void serve_ro_stop(struct serve_ro *w)
 
 	if (!w)
 		return;
-	if (w->ftl)
-		ftl_on_read_only(w->ftl, NULL, NULL);
+	if (w->fs)
+		ftl_set_on_read_only(w->fs, NULL, NULL);
 	if (w->thread) {
 		__atomic_store_n(&w->quit, true, __ATOMIC_RELEASE);
 		if (write(w->efd, &one, sizeof(one)) < 0) {
@@ -183,18 +183,18 @@ void serve_ro_pause(struct serve_ro *w)
 	if (!w)
 		return;
 	pthread_mutex_lock(&w->mu);
-	if (w->ftl)
-		ftl_on_read_only(w->ftl, NULL, NULL);
+	if (w->fs)
+		ftl_set_on_read_only(w->fs, NULL, NULL);
 }
 
-void serve_ro_resume(struct serve_ro *w, struct ftl *f)
+void serve_ro_resume(struct serve_ro *w, struct ftl_set *f)
 {
 	if (!w)
 		return;
-	w->ftl = f;
+	w->fs = f;
 	/* armed (the device known): the hook on the new engine, and now if
 	 * it is worn out already */
-	if (f && w->dev[0][0] && ftl_on_read_only(f, serve_ro_wake, w))
+	if (f && w->dev[0][0] && ftl_set_on_read_only(f, serve_ro_wake, w))
 		serve_ro_apply(w);
 	pthread_mutex_unlock(&w->mu);
 }

@@ -128,16 +128,16 @@ static int serve_open_fail(const char *image, int err, bool *said_not)
  * own odd mode, and the kernel reports alignment_offset 3584 for it. */
 static int serve_dm_attach(struct fe_server *s, char *dmpath, size_t len)
 {
-	struct ftl_info info;
+	struct ftl_set_info info;
 	unsigned shift;
 	int err;
 
-	err = ftl_info_read(s->opts->image, &info);
+	err = ftl_set_info_read(s->opts->image, &info);
 	if (err)
 		return err;
-	shift = info.align == FTL_ALIGN_ODD ? FTL_SECTOR : 0;
+	shift = info.set.align == FTL_ALIGN_ODD ? FTL_SECTOR : 0;
 	err = plumb_dm_serve_attach(s->opts->dm_name, s->devpath, shift,
-				   info.logical_size, dmpath, len);
+				   info.set.logical_size, dmpath, len);
 	if (err)
 		fprintf(stderr, "ublk-flash: serve: --dm %s: %s\n",
 			s->opts->dm_name, plumb_dm_errmsg());
@@ -292,7 +292,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 	if (!err && zn_image_probe(o->image) == 1)
 		err = serve_zoned_open(o, &s.zn, &zoned_fd);
 	else if (!err)
-		err = ftl_open(o->image, &open_opts, &s.ftl);
+		err = ftl_set_open(o->image, &open_opts, &s.set);
 	if (err) {
 		code = serve_open_fail(o->image, err, &f->image);
 		/* a remote medium's reason lives in this thread: carried to
@@ -345,8 +345,8 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 			"registry: %s\n", strerror(-err));
 	}
 	/* spares used up (now or later): the kernel device read-only too */
-	if (!err && !o->read_only && s.ftl) {
-		err = serve_ro_start(&ro, s.ftl);
+	if (!err && !o->read_only && s.set) {
+		err = serve_ro_start(&ro, s.set);
 		if (err)
 			fprintf(stderr, "ublk-flash: serve: read-only watch: "
 				"%s\n", strerror(-err));
@@ -426,7 +426,7 @@ static int serve_daemon(struct fe_serve_opts *o, const struct ftl_open_opts *oo,
 
 	if (o->upgrade)
 		serve_upgrade_summary(&up, s.devpath,
-				      ftl_mount_kind(s.ftl) == FTL_MOUNT_CLEAN,
+				      ftl_set_mount_kind(s.set) == FTL_MOUNT_CLEAN,
 				      serve_report_note, sizeof(serve_report_note));
 	if (o->foreground) {
 		printf("%s\n%s%s", dm ? dmpath : s.devpath, serve_report_note,
@@ -479,8 +479,8 @@ out:
 			plumb_dm_errmsg());
 	if (tried)
 		ops->stop(&s);   /* safe after a failed start; hands over */
-	if (s.ftl) {
-		err = ftl_close(s.ftl);
+	if (s.set) {
+		err = ftl_set_close(s.set);
 		if (err && !code) {
 			code = serve_say("serve: clean checkpoint", err);
 			snprintf(why, sizeof(why), "clean checkpoint: %s",

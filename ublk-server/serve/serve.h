@@ -240,13 +240,13 @@ struct serve_ro;
  * (BLKROSET) at once if the engine's spare blocks are used up already,
  * else when they run out; one log line says why.  Arm before the device
  * is reported; serve_ro_stop (NULL-safe) before it is removed. */
-int serve_ro_start(struct serve_ro **out, struct ftl *f);
+int serve_ro_start(struct serve_ro **out, struct ftl_set *f);
 void serve_ro_arm(struct serve_ro *w, const char *dev, const char *dm);
 void serve_ro_stop(struct serve_ro *w);
 /* An online resize (NULL-safe): pause unhooks the engine (whose close
  * follows) and holds the watch; resume watches @f (NULL: none) instead. */
 void serve_ro_pause(struct serve_ro *w);
-void serve_ro_resume(struct serve_ro *w, struct ftl *f);
+void serve_ro_resume(struct serve_ro *w, struct ftl_set *f);
 
 /* ---- an online resize (serve/grow.c) ----
  * Grow the served image to @size bytes while it is served ("resize SIZE"
