@@ -12,8 +12,8 @@ ublk_require_driver() {
 	[ -x "$UBLK_FLASH" ] || { echo "SKIP: no ublk-flash at $UBLK_FLASH"; exit 77; }
 }
 
-# ublk_mkimg IMG SIZE MODE
-ublk_mkimg() { "$UBLK_FLASH" create "$1" --size "$2" --align "$3" --force; }
+# ublk_mkimg IMG SIZE MODE [CREATE-OPTIONS...]
+ublk_mkimg() { "$UBLK_FLASH" create "$1" --size "$2" --align "$3" --force "${@:4}"; }
 
 # ublk_serve IMG [OPTIONS...]: prints the device; its error output instead on failure.
 ublk_serve() {
