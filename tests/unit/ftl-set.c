@@ -10,7 +10,9 @@
  * range fail with -EINVAL.  A plain engine image opens as a set of one
  * part.  Damaged headers (either copy, both, another version, fields out
  * of range) and damaged parts fail the open with their error; options a
- * set cannot carry are refused before anything is written.  Seeded (printed; OCTANT_SEED replays).
+ * set cannot carry are refused before anything is written.  A fault
+ * model gives each part its own draws.  Seeded (printed; OCTANT_SEED
+ * replays).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -315,6 +317,64 @@ static void refused(void)
 	b->ops->destroy(b);
 }
 
+/* Corrected bits of part @p so far. */
+static uint64_t corrected(struct ftl_set *s, unsigned p)
+{
+	struct ftl_stats st;
+
+	ftl_stats_get(ftl_set_part(s, p), &st);
+	return st.ecc_corrected_bits;
+}
+
+/*
+ * A fault model on a set (serve --faults): part i draws from seed + i, so
+ * the parts fail differently.  The same reads, page by page, of the same
+ * part offsets on both parts: the bits corrected in each read, a sequence
+ * per part, must differ (with one seed for all they were equal: seen
+ * failing so).
+ */
+static void faults(uint64_t seed)
+{
+	enum { PAGES = 256, STRIPE = 16384 };
+	struct ftl_open_opts o = { 0 };
+	struct nand_fault_spec spec;
+	uint64_t seq[2][PAGES], sum[2] = { 0, 0 };
+	uint8_t *page = malloc(4096);
+	struct nand_backing *b;
+	struct ftl_set *s;
+	char err[128], txt[64];
+
+	snprintf(txt, sizeof(txt), "bitflip=1e-5,seed=%llu",
+		 (unsigned long long)seed);
+	T_CHECK(nand_fault_parse(txt, &spec, err, sizeof(err)) == 0, "%s", err);
+	o.faults = &spec;
+	s = t_set_make(SIZE, FTL_ALIGN_1M, 2, STRIPE, false, &o, &b);
+	memset(page, 0x5a, 4096);
+	for (uint64_t off = 0; off < SIZE; off += 4096)
+		T_CHECK(ftl_set_write(s, page, off, 4096, 0) == 0, "write");
+	/* page k of part p: stripe 2 * (k / 4) + p, page k % 4 in it */
+	for (unsigned k = 0; k < PAGES; k++)
+		for (unsigned p = 0; p < 2; p++) {
+			uint64_t c0 = corrected(s, p);
+			uint64_t off = (2 * (k / 4) + p) * (uint64_t)STRIPE +
+				       (k % 4) * 4096;
+
+			T_CHECK(ftl_set_read(s, page, off, 4096) == 0, "read");
+			seq[p][k] = corrected(s, p) - c0;
+			sum[p] += seq[p][k];
+		}
+	T_CHECK(sum[0] > 0 && sum[1] > 0, "seed %llu: bits corrected: %llu "
+		"and %llu", (unsigned long long)seed,
+		(unsigned long long)sum[0], (unsigned long long)sum[1]);
+	T_CHECK(memcmp(seq[0], seq[1], sizeof(seq[0])) != 0, "seed %llu: "
+		"both parts drew the same bit errors (%llu bits each): one seed "
+		"for all parts", (unsigned long long)seed,
+		(unsigned long long)sum[0]);
+	ftl_set_close(s);
+	t_set_drop(b);
+	free(page);
+}
+
 int main(void)
 {
 	rs = t_seed() | 1;
@@ -329,5 +389,7 @@ int main(void)
 	plain(FTL_ALIGN_1M);
 	corrupt();
 	refused();
+	faults(1);
+	faults(rs);
 	return t_result();
 }

@@ -56,5 +56,12 @@ int ftl_set_hdr_layout(const struct ftl_create_opts *c, unsigned nparts,
 struct ftl_create_opts ftl_set_part_opts(const struct ftl_create_opts *c,
 					 const struct ftl_set_hdr *h,
 					 unsigned i);
+/* The open options of part @i: @o's, with a fault model (o->faults)
+ * drawing from seed + i (as factory bad blocks do at create: part 0 gets
+ * the set's seed, and each part its own faults); *@spec holds that
+ * model.  The seed printed by serve replays every part. */
+struct ftl_open_opts ftl_set_part_open_opts(const struct ftl_open_opts *o,
+					    unsigned i,
+					    struct nand_fault_spec *spec);
 
 #endif

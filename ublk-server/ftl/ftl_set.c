@@ -114,14 +114,16 @@ int ftl_set_create_backing(struct nand_backing *b,
 static int part_open(struct ftl_set *s, unsigned i, uint64_t off,
 		     uint64_t len, const struct ftl_open_opts *o)
 {
+	struct nand_fault_spec spec;
+	struct ftl_open_opts po = ftl_set_part_open_opts(o, i, &spec);
 	struct nand_backing *w;
 	int r;
 
 	r = nand_backing_window(s->b, off, len, &w);
 	if (r)
 		return r;
-	r = len == UINT64_MAX ? ftl_open_backing(w, o, &s->part[i])
-			      : ftl_open_backing_sized(w, len, o, &s->part[i]);
+	r = len == UINT64_MAX ? ftl_open_backing(w, &po, &s->part[i])
+			      : ftl_open_backing_sized(w, len, &po, &s->part[i]);
 	if (r)
 		w->ops->destroy(w);     /* not taken */
 	return r;

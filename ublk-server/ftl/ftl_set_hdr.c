@@ -40,6 +40,20 @@ struct ftl_create_opts ftl_set_part_opts(const struct ftl_create_opts *c,
 	return p;
 }
 
+struct ftl_open_opts ftl_set_part_open_opts(const struct ftl_open_opts *o,
+					    unsigned i,
+					    struct nand_fault_spec *spec)
+{
+	struct ftl_open_opts p = *o;
+
+	if (o->faults) {
+		*spec = *o->faults;
+		spec->seed += i;
+		p.faults = spec;
+	}
+	return p;
+}
+
 /* Stripe @stripe for page size @ps: 0 or -EINVAL. */
 static int stripe_ok(uint64_t stripe, uint32_t ps)
 {
