@@ -27,7 +27,8 @@
  *      --integrity t10dif): CPU per 4K random write and read, the tuples
  *      checked / handed out (ftl_write_pi, ftl_read_pi), against the same
  *      geometry without PI (ftl_write, ftl_read); interleaved rounds.
- *   7. threads: full device (7 % OP, in memory), 4K random writes through
+ *   7. threads: full device (7 % OP, an image in DIR: /dev/shm as serve
+ *      runs one on tmpfs), 4K random writes through
  *      ftl_write from 1 and from 2 threads, GC thread on (as serve runs);
  *      median of 3 interleaved rounds, the 2/1 ratio (issue 31: >= 1.6x),
  *      the CPUs each run used (getrusage over wall time), and a parallel
@@ -38,11 +39,12 @@
  *      way, from 1 and 2 writers each over the whole set, and from 2
  *      writers each on the stripes of one part (no writer meets the other
  *      on a part's lock: what the partitioning alone gives); and a set of
- *      4 parts from 1 and 2 writers.  Likely why two random writers gain
- *      little even on 4 parts (they used ~1.0 CPU with GC inline, 1.6
- *      with a part each): a part's lock is held through a GC victim's
- *      copies (ftl_open_opts.copy_fn runs under it), many writes long,
- *      and the other writer reaches that part within a few writes.
+ *      4 parts from 1 and 2 writers.  Why two random writers gain little
+ *      on a set (a part each: 1.66-1.85x on /dev/shm): a writer that picks
+ *      a part at random waits whenever the other is on it (at most 1.33x
+ *      on 2 parts, 1.6x on 4, with every hold short), and a part's lock is
+ *      held through a GC victim's copies, many writes long (docs/engine.md,
+ *      "Section 6 on a tmpfs image").
  *   8. latency: full device, 4K random writes to an image on a file in DIR
  *      (an on-disk ext4 folder, not tmpfs: /var/tmp), GC thread on; p50,
  *      p99, p99.9 and max of each ftl_write, median of 3 rounds (issue 31:
@@ -910,22 +912,29 @@ static void *thr_writer(void *p)
 	return NULL;
 }
 
-/* A full in-memory engine at 7 % OP, random 4K written over it twice (GC in
- * its steady state), GC thread on. */
-static struct ftl *full_mem_ftl(uint64_t size)
+/* The image file of section 7 (an engine or a set) in @dir. */
+static char thr_img[512];
+
+/* A full engine at 7 % OP on an image in @dir (on tmpfs as serve runs an
+ * image in /dev/shm: its mapping, no backing lock; a memory backing's one
+ * mutex over every write held a set's parts to 1.3-1.4x where two writers
+ * a part each reach 1.7-1.9x on a tmpfs file), random 4K written over it
+ * twice (GC in its steady state), GC thread on. */
+static struct ftl *full_ftl(const char *dir, uint64_t size)
 {
-	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M };
+	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M,
+				     .force = true };
 	struct ftl_open_opts o = { .bg_gc = true };
 	struct thr_arg a = { .pages = size / 4096, .n = 2 * (size / 4096),
 			     .seed = rnd() | 1 };
 	static uint8_t mb[1 << 20];
-	struct nand_backing *b;
 	struct ftl *f;
 	int r;
 
-	if ((r = nand_backing_mem(ftl_test_image_size(&c), false, &b)) ||
-	    (r = ftl_create_backing(b, &c)) || (r = ftl_open_backing(b, &o, &f)))
-		die("memory engine", r);
+	snprintf(thr_img, sizeof(thr_img), "%s/bench-engine-thr.img", dir);
+	unlink(thr_img);
+	if ((r = ftl_create(thr_img, &c)) || (r = ftl_open(thr_img, &o, &f)))
+		die("engine image", r);
 	for (uint64_t off = 0; off < size; off += sizeof(mb))
 		ftl_write(f, mb, off, sizeof(mb), 0);
 	a.f = f;
@@ -1034,23 +1043,25 @@ static struct thr_res ctl_run(uint64_t n, int nt)
 }
 
 /* The partitioned engine: a set of @np parts (ftl-set.h, stripe 1 MiB)
- * of @size bytes in memory, each part at 7 % OP with its GC thread, full,
- * random 4K written over it twice (as full_mem_ftl does for the engine). */
-static struct ftl_set *full_mem_set(uint64_t size, unsigned np)
+ * of @size bytes on an image in @dir, each part at 7 % OP with its GC
+ * thread, full, random 4K written over it twice (as full_ftl does for the
+ * engine). */
+static struct ftl_set *full_set(const char *dir, uint64_t size, unsigned np)
 {
-	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M };
+	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M,
+				     .force = true };
 	struct ftl_open_opts o = { .bg_gc = true };
 	struct thr_arg a = { .pages = size / 4096, .n = 2 * (size / 4096),
 			     .seed = rnd() | 1 };
 	static uint8_t mb[1 << 20];
-	struct nand_backing *b;
 	struct ftl_set *s;
 	int r;
 
-	r = nand_backing_mem(ftl_set_image_size(&c, np, 0), false, &b);
-	if (r || (r = ftl_set_create_backing(b, &c, np, 0)) ||
-	    (r = ftl_set_open_backing(b, &o, &s)))
-		die("memory set", r);
+	snprintf(thr_img, sizeof(thr_img), "%s/bench-engine-thr.img", dir);
+	unlink(thr_img);
+	if ((r = ftl_set_create(thr_img, &c, np, 0)) ||
+	    (r = ftl_set_open(thr_img, &o, &s)))
+		die("set image", r);
 	for (uint64_t off = 0; off < size; off += sizeof(mb))
 		ftl_set_write(s, mb, off, sizeof(mb), 0);
 	a.set = s;
@@ -1063,10 +1074,10 @@ static struct ftl_set *full_mem_set(uint64_t size, unsigned np)
 /* @n random 4K writes over a fresh set of @np parts and @size bytes from
  * @nt writers, each over the whole set, or with @own (2 parts) each in the
  * stripes of a part of its own. */
-static struct thr_res set_run(uint64_t size, unsigned np, uint64_t n, int nt,
-			      bool own)
+static struct thr_res set_run(const char *dir, uint64_t size, unsigned np,
+			      uint64_t n, int nt, bool own)
 {
-	struct ftl_set *set = full_mem_set(size, np);
+	struct ftl_set *set = full_set(dir, size, np);
 	struct thr_arg a[2];
 	struct thr_res res;
 	double wall;
@@ -1080,6 +1091,7 @@ static struct thr_res set_run(uint64_t size, unsigned np, uint64_t n, int nt,
 		if (a[i].err)
 			die("ftl_set_write", a[i].err);
 	ftl_set_close(set);
+	unlink(thr_img);
 	res.mbs = (double)n * 4096 / wall / 1e6;
 	return res;
 }
@@ -1090,7 +1102,7 @@ static int cmp_res(const void *a, const void *b)
 		       &((const struct thr_res *)b)->mbs);
 }
 
-static void threads(void)
+static void threads(const char *dir)
 {
 	uint64_t size = quick ? 64ull << 20 : 256ull << 20, n = size / 4096;
 	/* [0] one thread, [1] two; per round, ratio two / one */
@@ -1100,16 +1112,17 @@ static void threads(void)
 
 	for (int i = 0; i < 3; i++) {           /* interleaved rounds */
 		for (int nt = 1; nt <= 2; nt++) {
-			f = full_mem_ftl(size);
+			f = full_ftl(dir, size);
 			eng[nt - 1][i] = thr_run(f, size, n, nt);
 			ftl_close(f);
+			unlink(thr_img);
 			/* 32x the pages: a 4 KiB copy costs ~1/20 of a
 			 * write, so the control lasts about as long */
 			ctl[nt - 1][i] = ctl_run(32 * n, nt);
-			prt[nt - 1][i] = set_run(size, 2, n, nt, false);
-			p4[nt - 1][i] = set_run(size, 4, n, nt, false);
+			prt[nt - 1][i] = set_run(dir, size, 2, n, nt, false);
+			p4[nt - 1][i] = set_run(dir, size, 4, n, nt, false);
 		}
-		own[i] = set_run(size, 2, n, 2, true);
+		own[i] = set_run(dir, size, 2, n, 2, true);
 		r4[i] = p4[1][i].mbs / p4[0][i].mbs;
 		pr[i] = prt[1][i].mbs / prt[0][i].mbs;
 		or[i] = own[i].mbs / prt[0][i].mbs;
@@ -1132,11 +1145,11 @@ static void threads(void)
 	qsort(er, 3, sizeof(double), cmp_dbl);
 	qsort(cr, 3, sizeof(double), cmp_dbl);
 	qsort(nr, 3, sizeof(double), cmp_dbl);
-	printf("\n6. writer threads: %llu MiB in memory, 7 %% OP, full, 4K random "
+	printf("\n6. writer threads: %llu MiB image in %s, 7 %% OP, full, 4K random "
 	       "(%llu writes per round), GC thread on;\n   median of 3 "
 	       "interleaved rounds, each with a parallel control (4 KiB memcpys\n"
 	       "   from 1 and 2 threads, no shared state: what the host gives a "
-	       "second thread now)\n", (unsigned long long)(size >> 20),
+	       "second thread now)\n", (unsigned long long)(size >> 20), dir,
 	       (unsigned long long)n);
 	printf("engine:  1 thread %.1f MB/s (%.2f CPUs), 2 threads %.1f MB/s "
 	       "(%.2f CPUs): %.2fx (target >= 1.6x)\n",
@@ -1440,7 +1453,7 @@ int main(int argc, char **argv)
 	if (want(argc, argv, "pi"))
 		pi_cost(dir);
 	if (want(argc, argv, "threads"))
-		threads();
+		threads(dir);
 	if (want(argc, argv, "latency"))
 		latency(dir);
 	if (want(argc, argv, "ctxsw"))
