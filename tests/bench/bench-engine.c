@@ -883,8 +883,7 @@ static void pi_cost(const char *dir)
 /* ---- 6. threads ------------------------------------------------------ */
 
 struct thr_arg {
-	struct ftl *f;
-	struct ftl_set *set;    /* not NULL: write through this set, not f */
+	struct ftl_set *set;    /* written through (a plain image: 1 part) */
 	int only;               /* set: > 0: only the 1 MiB stripes of part
 	                           only - 1 (of 2) */
 	uint64_t pages, n, seed;
@@ -906,43 +905,13 @@ static void *thr_writer(void *p)
 
 		if (a->only)    /* 256 pages a stripe, stripe k in part k % 2 */
 			pg = (pg & ~256ull) | ((uint64_t)(a->only - 1) << 8);
-		a->err = a->set ? ftl_set_write(a->set, page, pg * 4096, 4096, 0)
-				: ftl_write(a->f, page, pg * 4096, 4096, 0);
+		a->err = ftl_set_write(a->set, page, pg * 4096, 4096, 0);
 	}
 	return NULL;
 }
 
 /* The image file of section 7 (an engine or a set) in @dir. */
 static char thr_img[512];
-
-/* A full engine at 7 % OP on an image in @dir (on tmpfs as serve runs an
- * image in /dev/shm: its mapping, no backing lock; a memory backing's one
- * mutex over every write held a set's parts to 1.3-1.4x where two writers
- * a part each reach 1.7-1.9x on a tmpfs file), random 4K written over it
- * twice (GC in its steady state), GC thread on. */
-static struct ftl *full_ftl(const char *dir, uint64_t size)
-{
-	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M,
-				     .force = true };
-	struct ftl_open_opts o = { .bg_gc = true };
-	struct thr_arg a = { .pages = size / 4096, .n = 2 * (size / 4096),
-			     .seed = rnd() | 1 };
-	static uint8_t mb[1 << 20];
-	struct ftl *f;
-	int r;
-
-	snprintf(thr_img, sizeof(thr_img), "%s/bench-engine-thr.img", dir);
-	unlink(thr_img);
-	if ((r = ftl_create(thr_img, &c)) || (r = ftl_open(thr_img, &o, &f)))
-		die("engine image", r);
-	for (uint64_t off = 0; off < size; off += sizeof(mb))
-		ftl_write(f, mb, off, sizeof(mb), 0);
-	a.f = f;
-	thr_writer(&a);
-	if (a.err)
-		die("warm-up", a.err);
-	return f;
-}
 
 /* The CPUs a run used: the process's user + system CPU (the GC thread's
  * included) over the wall time. */
@@ -971,24 +940,6 @@ static double thr_spawn(void *(*fn)(void *), void *a, size_t asz, int nt,
 	*cpus = (tv_s(&rb.ru_utime) - tv_s(&ra.ru_utime) +
 		 tv_s(&rb.ru_stime) - tv_s(&ra.ru_stime)) / wall;
 	return wall;
-}
-
-/* @n random 4K writes split over @nt threads. */
-static struct thr_res thr_run(struct ftl *f, uint64_t size, uint64_t n, int nt)
-{
-	struct thr_arg a[2];
-	struct thr_res res;
-	double wall;
-
-	for (int i = 0; i < nt; i++)
-		a[i] = (struct thr_arg){ .f = f, .pages = size / 4096,
-					 .n = n / (uint64_t)nt, .seed = rnd() | 1 };
-	wall = thr_spawn(thr_writer, a, sizeof(a[0]), nt, &res.cpus);
-	for (int i = 0; i < nt; i++)
-		if (a[i].err)
-			die("ftl_write", a[i].err);
-	res.mbs = (double)n * 4096 / wall / 1e6;
-	return res;
 }
 
 /* The parallel control: what the host gives two threads at this moment.
@@ -1042,10 +993,14 @@ static struct thr_res ctl_run(uint64_t n, int nt)
 	return res;
 }
 
-/* The partitioned engine: a set of @np parts (ftl-set.h, stripe 1 MiB)
- * of @size bytes on an image in @dir, each part at 7 % OP with its GC
- * thread, full, random 4K written over it twice (as full_ftl does for the
- * engine). */
+/* The partitioned engine: a set of @np parts (ftl-set.h, stripe 1 MiB;
+ * @np 1: a plain engine image, whose set calls are its engine's) of
+ * @size bytes on an image in @dir (on tmpfs as serve runs an image in
+ * /dev/shm: its mapping, no backing lock; a memory backing's one mutex
+ * over every write held a set's parts to 1.3-1.4x where two writers a
+ * part each reach 1.7-1.9x on a tmpfs file), each part at 7 % OP with
+ * its GC thread, full, random 4K written over it twice (GC in its steady
+ * state). */
 static struct ftl_set *full_set(const char *dir, uint64_t size, unsigned np)
 {
 	struct ftl_create_opts c = { .size = size, .align = FTL_ALIGN_1M,
@@ -1071,9 +1026,9 @@ static struct ftl_set *full_set(const char *dir, uint64_t size, unsigned np)
 	return s;
 }
 
-/* @n random 4K writes over a fresh set of @np parts and @size bytes from
- * @nt writers, each over the whole set, or with @own (2 parts) each in the
- * stripes of a part of its own. */
+/* @n random 4K writes over a fresh set of @np parts (1: an engine) and
+ * @size bytes from @nt writers, each over the whole set, or with @own (2
+ * parts) each in the stripes of a part of its own. */
 static struct thr_res set_run(const char *dir, uint64_t size, unsigned np,
 			      uint64_t n, int nt, bool own)
 {
@@ -1108,14 +1063,10 @@ static void threads(const char *dir)
 	/* [0] one thread, [1] two; per round, ratio two / one */
 	struct thr_res eng[2][3], ctl[2][3], prt[2][3], own[3], p4[2][3];
 	double er[3], cr[3], nr[3], pr[3], or[3], sr[3], r4[3];
-	struct ftl *f;
 
 	for (int i = 0; i < 3; i++) {           /* interleaved rounds */
 		for (int nt = 1; nt <= 2; nt++) {
-			f = full_ftl(dir, size);
-			eng[nt - 1][i] = thr_run(f, size, n, nt);
-			ftl_close(f);
-			unlink(thr_img);
+			eng[nt - 1][i] = set_run(dir, size, 1, n, nt, false);
 			/* 32x the pages: a 4 KiB copy costs ~1/20 of a
 			 * write, so the control lasts about as long */
 			ctl[nt - 1][i] = ctl_run(32 * n, nt);
