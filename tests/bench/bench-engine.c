@@ -40,7 +40,7 @@
  *      writers each on the stripes of one part (no writer meets the other
  *      on a part's lock: what the partitioning alone gives); and a set of
  *      4 parts from 1 and 2 writers.  Why two random writers gain little
- *      on a set (a part each: 1.66-1.85x on /dev/shm): a writer that picks
+ *      on a set (a part each: 1.49-1.85x on /dev/shm): a writer that picks
  *      a part at random waits whenever the other is on it (at most 1.33x
  *      on 2 parts, 1.6x on 4, with every hold short), and a part's lock is
  *      held through a GC victim's copies, many writes long (docs/engine.md,
