@@ -29,6 +29,10 @@ struct ftl_set {
 	                                else -1 (a plain image's is its
 	                                engine's) */
 	bool readonly;               /* opened read-only */
+	struct nand_fault_spec faults[FTL_SET_MAX_PARTS]; /* each part's
+	                                fault model (ftl_set_part_open_opts),
+	                                as long as the part: its engine keeps
+	                                the open options */
 };
 
 /* Fill @s as a plain image, one part: part[0] is open already. */
@@ -59,7 +63,8 @@ struct ftl_create_opts ftl_set_part_opts(const struct ftl_create_opts *c,
 /* The open options of part @i: @o's, with a fault model (o->faults)
  * drawing from seed + i (as factory bad blocks do at create: part 0 gets
  * the set's seed, and each part its own faults); *@spec holds that
- * model.  The seed printed by serve replays every part. */
+ * model and must outlive the part (the engine keeps the options).  The
+ * seed printed by serve replays every part. */
 struct ftl_open_opts ftl_set_part_open_opts(const struct ftl_open_opts *o,
 					    unsigned i,
 					    struct nand_fault_spec *spec);

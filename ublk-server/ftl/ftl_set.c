@@ -114,8 +114,7 @@ int ftl_set_create_backing(struct nand_backing *b,
 static int part_open(struct ftl_set *s, unsigned i, uint64_t off,
 		     uint64_t len, const struct ftl_open_opts *o)
 {
-	struct nand_fault_spec spec;
-	struct ftl_open_opts po = ftl_set_part_open_opts(o, i, &spec);
+	struct ftl_open_opts po = ftl_set_part_open_opts(o, i, &s->faults[i]);
 	struct nand_backing *w;
 	int r;
 
