@@ -74,6 +74,12 @@ $(BUILD)/fd-hold: $(BUILD)/obj/tests/vm/fd-hold.o
 $(BUILD)/dgram-listen: $(BUILD)/obj/tests/vm/dgram-listen.o
 	$(CC) $(LDFLAGS) -o $@ $^
 
+# flock-delay.so: an LD_PRELOAD shim delaying flock(), for the racing-create
+# case of tests/cli/ublk-flash-engine.bats.
+all: $(BUILD)/flock-delay.so
+$(BUILD)/flock-delay.so: tests/cli/flock-delay.c
+	$(CC) $(CFLAGS) -shared -fPIC $(LDFLAGS) -o $@ $< -ldl
+
 # ublk-probe: the frontend's control-path decisions (opcode encoding, features) on the
 # running kernel, for tests/vm/guest/ublk-opcodes.sh.
 all: $(BUILD)/ublk-probe

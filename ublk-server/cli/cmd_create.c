@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -74,10 +75,19 @@ static void usage(FILE *out)
 }
 
 /* The geometry options, each against the engine's limits (ftl_geom.c). */
-/* @path does not exist: make it (empty, O_EXCL) and lock it, the fd; else
- * (it exists, a remote medium's URI, or another create locked it first) -1. */
+/*
+ * @path does not exist: make it (empty, O_EXCL) and lock it, the fd; else
+ * (it exists, a remote medium's URI, or another create locked it first,
+ * or wrote it already) -1.  Making and locking are two steps: between
+ * them another create that found the path taken may lock it, write a
+ * whole image and let go (1 pair in ~1400 of tests/cli/ublk-flash-engine
+ * .bats's racing creates).  This one then locked a written image as its
+ * own, found the signature and removed the other's image as not one: so
+ * a file no longer empty once locked is not ours.
+ */
 static int create_new_locked(const char *path)
 {
+	struct stat st;
 	int fd;
 
 	if (nand_backing_is_uri(path))
@@ -85,11 +95,23 @@ static int create_new_locked(const char *path)
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -1;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0 || fstat(fd, &st) < 0 ||
+	    st.st_size != 0) {
 		close(fd);          /* another create locked it first */
 		return -1;
 	}
 	return fd;
+}
+
+/* Remove @path after a failed create made it: only while it is still the
+ * file @fd (made and locked by create_new_locked) names. */
+static void remove_made(const char *path, int fd)
+{
+	struct stat a, b;
+
+	if (!fstat(fd, &a) && !stat(path, &b) && a.st_dev == b.st_dev &&
+	    a.st_ino == b.st_ino)
+		unlink(path);
 }
 
 static int check_geometry(const struct ftl_create_opts *o,
@@ -222,7 +244,7 @@ static int create_zoned(const char *path, const struct zn_create_opts *zo)
 	}
 	r = zn_create(path, zo, why, sizeof(why));
 	if (r && made)
-		unlink(path);
+		remove_made(path, lock_fd);
 	if (lock_fd >= 0)
 		close(lock_fd);
 	if (r == -EINVAL || r == -EOPNOTSUPP) {
@@ -468,7 +490,7 @@ int cmd_create(int argc, char **argv)
 	}
 	r = ftl_set_create(argv[optind], &o, (unsigned)nparts, stripe);
 	if (r && made)
-		unlink(argv[optind]);   /* ours, and not an image */
+		remove_made(argv[optind], lock_fd); /* ours, not an image */
 	if (lock_fd >= 0)
 		close(lock_fd);
 	if (r == -ENOSPC && o.bad_block_rate > 0) {
