@@ -74,11 +74,21 @@ $(BUILD)/fd-hold: $(BUILD)/obj/tests/vm/fd-hold.o
 $(BUILD)/dgram-listen: $(BUILD)/obj/tests/vm/dgram-listen.o
 	$(CC) $(LDFLAGS) -o $@ $^
 
+# LD_PRELOAD shims for the cli tests, built without -MMD (no .d beside
+# them: nothing includes them).
+SHIM_CFLAGS = $(filter-out -MMD -MP,$(CFLAGS)) -shared -fPIC
+
 # flock-delay.so: an LD_PRELOAD shim delaying flock(), for the racing-create
 # case of tests/cli/ublk-flash-engine.bats.
 all: $(BUILD)/flock-delay.so
 $(BUILD)/flock-delay.so: tests/cli/flock-delay.c
-	$(CC) $(CFLAGS) -shared -fPIC $(LDFLAGS) -o $@ $< -ldl
+	$(CC) $(SHIM_CFLAGS) $(LDFLAGS) -o $@ $< -ldl
+
+# die-at-write.so: an LD_PRELOAD shim killing its process before a chosen
+# write, for the cut-short resize case of tests/cli/ublk-flash-resize.bats.
+all: $(BUILD)/die-at-write.so
+$(BUILD)/die-at-write.so: tests/cli/die-at-write.c
+	$(CC) $(SHIM_CFLAGS) $(LDFLAGS) -o $@ $< -ldl
 
 # ublk-probe: the frontend's control-path decisions (opcode encoding, features) on the
 # running kernel, for tests/vm/guest/ublk-opcodes.sh.

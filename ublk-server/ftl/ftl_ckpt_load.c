@@ -53,7 +53,9 @@ static bool hdr_load(const uint8_t *pb, uint32_t size, uint32_t missing,
 
 /* Read and check the header of slot @slot; 0 and *h, or -EBADMSG;
  * -ESTALE (and *h) a whole header of a smaller image's checkpoint (a grow
- * cut before it wrote bases of the new size in every slot). */
+ * cut before it wrote bases of the new size in every slot); -EXDEV (and
+ * *h) one of a larger image's (a grow cut before its superblock: its base
+ * of the new size, ftl_grow.c step 3). */
 static int read_hdr(struct ftl *f, uint32_t slot, struct ftl_ckpt_hdr *h,
 		    bool *looks_used)
 {
@@ -100,8 +102,12 @@ static int read_hdr(struct ftl *f, uint32_t slot, struct ftl_ckpt_hdr *h,
 	    t.payload_pages == f->g.payload_pages)
 		return 0;
 	/* whole, of a smaller image: from before a grow (ftl_grow.c) */
-	return t.nlpn < f->g.nlpn && t.nblocks < f->g.nblocks &&
-	       t.payload_pages <= f->g.payload_pages ? -ESTALE : -EBADMSG;
+	if (t.nlpn < f->g.nlpn && t.nblocks < f->g.nblocks &&
+	    t.payload_pages <= f->g.payload_pages)
+		return -ESTALE;
+	/* of a larger one: a grow that did not reach its superblock */
+	return t.nlpn > f->g.nlpn && t.nblocks > f->g.nblocks &&
+	       t.payload_pages >= f->g.payload_pages ? -EXDEV : -EBADMSG;
 }
 
 /* The open blocks @h names, by frontier (FTL_NONE: none). */
@@ -316,8 +322,12 @@ static bool delta_ok(struct ftl *f, const uint8_t *pb,
 }
 
 /* Is every page of slot @gen from slot page @from on blank (OOB all
- * zero)? */
-static int blank_from(struct ftl *f, uint64_t gen, uint32_t from, bool *blank)
+ * zero)?  With @base_gen, a page whose OOB checks out as that
+ * generation's base page at its own index counts as blank too: the rest
+ * of a larger image's base, written by a grow cut before its superblock
+ * (ftl_grow.c step 3), is no marker nor delta record. */
+static int blank_from(struct ftl *f, uint64_t gen, uint32_t from,
+		      uint64_t base_gen, bool *blank)
 {
 	const struct ftl_geom *g = &f->g;
 	uint32_t b0 = (uint32_t)(ftl_ckpt_slot_page(f, gen, 0) / g->ppb);
@@ -332,8 +342,17 @@ static int blank_from(struct ftl *f, uint64_t gen, uint32_t from, bool *blank)
 		r = nand_read_block_oob(f->nand, b0 + b, f->buf.oob);
 		if (r)
 			return r;
-		*blank = ftl_oob_blank(f->buf.oob + (size_t)pg0 * g->oob,
-				   (g->ppb - pg0) * g->oob);
+		for (uint32_t pg = pg0; pg < g->ppb && *blank; pg++) {
+			const uint8_t *oob = f->buf.oob + (size_t)pg * g->oob;
+			const struct ftl_oob *o = (const struct ftl_oob *)oob;
+
+			*blank = ftl_oob_blank(oob, g->oob) ||
+				 (base_gen && ftl_oob_ok(o) &&
+				  o->kind == FTL_OOB_CKPT &&
+				  o->stream == FTL_CKPT_STREAM_BASE &&
+				  o->seq == base_gen &&
+				  o->lpn == b * g->ppb + pg);
+		}
 	}
 	return 0;
 }
@@ -403,7 +422,7 @@ static int load_chain(struct ftl *f, struct ftl_ckpt_hdr *h,
 			 * lost block of records, a damaged page) */
 			if (pos + 2 > spp && pos == start)
 				return 0;
-			r = blank_from(f, h->gen, pos + 1, &blank);
+			r = blank_from(f, h->gen, pos + 1, 0, &blank);
 			if (r)
 				return r;
 			if (!blank)
@@ -501,7 +520,8 @@ int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 	f->ck.pos = 0;
 	for (uint32_t s = 0; s < FTL_CKPT_SLOTS; s++) {
 		ok[s] = read_hdr(f, s, &h[s], &used[s]);
-		if (ok[s] && ok[s] != -EBADMSG && ok[s] != -ESTALE)
+		if (ok[s] && ok[s] != -EBADMSG && ok[s] != -ESTALE &&
+		    ok[s] != -EXDEV)
 			return ok[s];
 		if (!ok[s])
 			order[n++] = (int)s;
@@ -511,7 +531,7 @@ int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 			 * lost: it may have held the newest checkpoint) */
 			bool blank;
 
-			r = blank_from(f, s, 1, &blank);
+			r = blank_from(f, s, 1, 0, &blank);
 			if (r)
 				return r;
 			used[s] = !blank;
@@ -583,7 +603,8 @@ int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 			 * that base was whole (then damaged), not cut */
 			bool blank;
 
-			r = blank_from(f, s, f->g.payload_pages + 1, &blank);
+			r = blank_from(f, s, f->g.payload_pages + 1,
+				       cgen + 1, &blank);
 			if (r)
 				return r;
 			torn_next = blank;
@@ -599,13 +620,23 @@ int ftl_ckpt_find(struct ftl *f, uint64_t *gen_out, uint32_t *flags,
 		 * checkpoint the grow superseded, not a lost newer one */
 		if (ok[s] == -ESTALE && chosen >= 0 && h[s].gen < cgen)
 			damaged = false;
+		/* the next one after a clean close, of a larger size: the
+		 * base a grow wrote (step 3) before it was cut, its
+		 * superblock still the old one; it holds what the clean one
+		 * holds (the grow writes nothing else), not a lost newer
+		 * state */
+		if (ok[s] == -EXDEV && chosen >= 0 && h[s].gen == cgen + 1 &&
+		    (cur.flags & FTL_CKPT_CLEAN))
+			damaged = false;
 
 		if (report)
 			fprintf(report, "checkpoint slot %u: %s%s gen %llu\n", s,
 				(int)s == chosen ? "in use, " : "",
 				!used[s] ? "empty" : !ok[s] ? "valid" :
-				damaged || ok[s] != -ESTALE ? "damaged" :
-				"superseded (before a grow)",
+				damaged || (ok[s] != -ESTALE &&
+					    ok[s] != -EXDEV) ? "damaged" :
+				ok[s] == -ESTALE ? "superseded (before a grow)" :
+				"of a grow cut short (not used)",
 				ok[s] ? 0ull : (unsigned long long)h[s].gen);
 		if ((int)s == chosen && report && f->g.ckpt_delta)
 			fprintf(report, "checkpoint slot %u: %u delta record%s"

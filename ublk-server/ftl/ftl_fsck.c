@@ -27,6 +27,9 @@ struct fsck {
 	uint32_t *bad_lpn;    /* map entries to drop on repair */
 	uint32_t nbad;
 	int sb_bad;           /* bit per bad superblock copy */
+	int sb_other;         /* ... of those, bit per copy that checks out
+	                         alone: this image at another size (a resize
+	                         cut short) */
 	bool no_ckpt, dirty;
 	bool bbt_bad;         /* bad-block table: no valid copy */
 	bool bbt_ro;          /* ... read-only flag it does not justify */
@@ -287,19 +290,32 @@ static int medium_engine(const struct medium *m, const struct ftl_open_opts *o,
 	return r;
 }
 
-/* The superblock area through @b: *load is the superblock's verdict. */
+/* The superblock area through @b: *load is the superblock's verdict;
+ * *other (if not NULL) a bit per bad copy that checks out on its own as
+ * the same image at another size (ftl_grow.c: cut between steps 4 and 5). */
 static int medium_sb(struct nand_backing *b, uint64_t size, struct oct_sb *sb,
-		     struct ftl_geom *g, int *bad, int *load)
+		     struct ftl_geom *g, int *bad, int *load, int *other)
 {
+	static const size_t where[2] = { 0, OCT_SB_COPY_OFFSET };
 	uint8_t area[OCT_SB_AREA];
 	size_t n = size < sizeof(area) ? (size_t)size : sizeof(area);
+	struct ftl_geom tmp;
 	int r;
 
 	memset(area, 0, sizeof(area));
 	r = b->ops->pread(b, area, n, 0);
-	if (!r)
-		*load = ftl_sb_load(area, n, sb, g, bad);
-	return r;
+	if (r)
+		return r;
+	*load = ftl_sb_load(area, n, sb, g, bad);
+	for (int i = 0; other && !*load && i < 2; i++) {
+		const struct oct_sb *c = (const struct oct_sb *)(area + where[i]);
+
+		if ((*bad & (1 << i)) && ftl_sb_decode(c, &tmp) == 0 &&
+		    !memcmp(c->uuid, sb->uuid, sizeof(c->uuid)) &&
+		    c->logical_sectors != sb->logical_sectors)
+			*other |= 1 << i;
+	}
+	return 0;
 }
 
 /* Load like a read-only mount; 0, or <0 when it cannot be checked. */
@@ -319,12 +335,17 @@ static int check(const struct medium *m, struct fsck *k)
 	r = medium_open(m, false, &fd, &b, &size, &blkdev);
 	if (r)
 		return r;
-	r = medium_sb(b, size, &sb, &g, &k->sb_bad, &load);
+	r = medium_sb(b, size, &sb, &g, &k->sb_bad, &load, &k->sb_other);
 	if (r)
 		goto out;
 	r = load;                       /* the superblock's verdict */
 	for (int i = 0; i < 2; i++)
-		if (k->sb_bad & (1 << i))
+		if (!r && (k->sb_other & (1 << i)))
+			finding(k, false, "superblock copy %d checks out but "
+				"gives another size: a resize was cut short "
+				"(copy %d is used; the next serve or fsck --repair "
+				"rewrites copy %d)", i, !i, i);
+		else if (k->sb_bad & (1 << i))
 			finding(k, true, "superblock copy %d is damaged%s", i,
 				r ? "" : " (the other copy is used)");
 	if (r) {
@@ -472,7 +493,7 @@ static int fix_sb(struct nand_backing *b, uint64_t size)
 	struct ftl_geom g;
 	int r, bad, load;
 
-	r = medium_sb(b, size, &sb, &g, &bad, &load);
+	r = medium_sb(b, size, &sb, &g, &bad, &load, NULL);
 	if (!r)
 		r = load;
 	if (!r)
@@ -581,7 +602,7 @@ static int fsck_medium(const struct medium *m, bool fix, FILE *out, bool json)
 
 	fsck_reset(&k, json);
 	r = check(m, &k);
-	if (r || !k.problems || !fix) {
+	if (r || (!k.problems && !k.sb_other) || !fix) {
 		if (!r)
 			report(&k, out, false);
 		r = r ? r : k.problems ? 4 : 0;

@@ -11,15 +11,18 @@
  *     device's new range zeroed) — the old superblock ignores the tail
  *     (an image opens on a larger file, as on a larger device);
  *  3. the old state loaded into an engine of the new geometry and written
- *     as a clean base checkpoint of it (header nlpn / nblocks of the new
- *     size: the old superblock takes it for damaged and keeps its own);
+ *     as a clean base checkpoint of it, after the old one's mount marker
+ *     (header nlpn / nblocks of the new size: the old superblock keeps
+ *     its own, ftl_ckpt_load.c; a cut here is an unclean shutdown of it,
+ *     no damage);
  *  4. superblock copy 1 with its bad-block table (copy 0 still old: the
  *     old image);
  *  5. superblock copy 0 (the new image: copy 1's table), then copy 0's
  *     table (the old superblock needs it until then);
  *  6. bases of the new size in the other checkpoint slots (until then
  *     they hold older checkpoints of the old size: superseded, not
- *     damaged, ftl_ckpt_load.c).
+ *     damaged, ftl_ckpt_load.c), each after the mount marker of the one
+ *     before (a cut: an unclean shutdown, as in step 3).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -72,7 +75,13 @@ static int grow_write(struct nand_backing *b, uint8_t *area,
 	ftl_rebuild_lists(f);
 	ftl_ckpt_blk_dirty_all(f);
 	ftl_ckpt_force_base(f);
-	r = ftl_ckpt_write(f, true);    /* synced */
+	/* the mount marker first, as any writer's first write after a clean
+	 * open: a base cut short after a clean checkpoint with no marker
+	 * would look like damage (closed cleanly: never torn,
+	 * ftl_ckpt_find), fsck exit 4 after a kill -9 of a resize */
+	r = ftl_ckpt_marker_write(f);
+	if (!r)
+		r = ftl_ckpt_write(f, true);    /* synced */
 	ftl_unlock(&f->lock);
 	if (r)
 		goto out;
@@ -107,7 +116,9 @@ static int grow_write(struct nand_backing *b, uint8_t *area,
 	ftl_lock(&f->lock);
 	for (uint32_t i = 1; i < FTL_CKPT_SLOTS && !r; i++) {
 		ftl_ckpt_force_base(f);
-		r = ftl_ckpt_write(f, true);
+		r = ftl_ckpt_marker_write(f);   /* as in step 3 */
+		if (!r)
+			r = ftl_ckpt_write(f, true);
 	}
 	ftl_unlock(&f->lock);
 out:

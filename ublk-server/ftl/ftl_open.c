@@ -2,6 +2,7 @@
 /* Opening and closing images (file, block device, or any backing). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -68,6 +69,36 @@ int ftl_sb_read_uri(const char *uri, uint64_t *size, struct oct_sb *sb,
 	return r;
 }
 
+/*
+ * A superblock copy that does not check out, or checks out but differs
+ * from the one in use (a resize cut between its two superblock writes,
+ * ftl_grow.c steps 4 and 5), gets the one in use, synced, before anything
+ * else is written: left alone it keeps fsck at exit 4, and damage to the
+ * good copy would later put the other size in charge.  Only the
+ * superblock, as fsck --repair: the bad-block tables go by their own
+ * generation and the superblock's nblocks.  A copy of another format
+ * version is left as it is (not ours to undo).  The image lock is held
+ * (a writer's open); @area is the superblock area as read.
+ */
+static int sb_mend(struct nand_backing *b, const uint8_t *area,
+		   const struct oct_sb *sb, int bad)
+{
+	static const uint64_t where[2] = { 0, OCT_SB_COPY_OFFSET };
+	struct ftl_geom g;
+	int r = 0;
+
+	for (int i = 0; i < 2 && !r; i++)
+		if ((bad & (1 << i)) && ftl_sb_decode((const struct oct_sb *)
+				(area + where[i]), &g) != -EPROTONOSUPPORT) {
+			r = b->ops->pwrite(b, sb, OCT_SB_SIZE, where[i]);
+			if (!r)
+				fprintf(stderr, "ublk-flash: superblock copy %d "
+					"rewritten from copy %d (damaged, or a "
+					"resize cut short)\n", i, !i);
+		}
+	return r ? r : b->ops->sync(b);
+}
+
 /* Build an engine over backing @b (ftl-int.h). */
 int ftl_open_on(struct nand_backing *b, uint64_t bsize, bool blkdev,
 		   const struct ftl_open_opts *o, struct ftl **out)
@@ -90,6 +121,11 @@ int ftl_open_on(struct nand_backing *b, uint64_t bsize, bool blkdev,
 		return r;
 	if (!ftl_geom_size_ok(&g, bsize, blkdev))
 		return -EINVAL;         /* truncated or wrong size */
+	if (bad && !o->readonly) {
+		r = sb_mend(b, area, &sb, bad);
+		if (r)
+			return r;
+	}
 	ng = ftl_nand_geom(&g);
 	r = nand_create(b, &ng, &n);
 	if (r)
