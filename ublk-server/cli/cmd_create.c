@@ -74,7 +74,6 @@ static void usage(FILE *out)
 		"(served, mounted).\n");
 }
 
-/* The geometry options, each against the engine's limits (ftl_geom.c). */
 /*
  * @path does not exist: make it (empty, O_EXCL) and lock it, the fd; else
  * (it exists, a remote medium's URI, or another create locked it first,
@@ -97,7 +96,8 @@ static int create_new_locked(const char *path)
 		return -1;
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0 || fstat(fd, &st) < 0 ||
 	    st.st_size != 0) {
-		close(fd);          /* another create locked it first */
+		close(fd);          /* another create locked it first, or
+				       wrote it already */
 		return -1;
 	}
 	return fd;
@@ -114,6 +114,7 @@ static void remove_made(const char *path, int fd)
 		unlink(path);
 }
 
+/* The geometry options, each against the engine's limits (ftl_geom.c). */
 static int check_geometry(const struct ftl_create_opts *o,
 			  const char *const arg[3])
 {
