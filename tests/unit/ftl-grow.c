@@ -161,12 +161,11 @@ static uint8_t *shots[IMAGES];
 static void fire(void *ctx)
 {
 	struct cut_ctx *c = ctx;
-	uint64_t n = 0;
 
 	for (int j = 0; j < KILLED; j++)
 		nand_mem_crash_image(c->m, c->seed * 31 + (uint64_t)j, j != 0,
 				     shots[j]);
-	memcpy(shots[KILLED], nand_mem_bytes(c->m, &n), isz);
+	nand_mem_kill_image(c->m, shots[KILLED]);
 	nand_mem_power_off(c->m);
 	c->fired = true;
 }

@@ -8,7 +8,11 @@
  * (page programs, OOB writes, erases and checkpoint pages alike).  The
  * engine opens that image (roll-forward) and every sector must read as its
  * newest flushed/FUA value or a newer one: never older, torn or garbage.
- * The recovered engine must then take writes (64 x 4 KiB).  >= 2,000 cut
+ * The recovered engine must then take writes (64 x 4 KiB).  At every cut
+ * point the image a kill -9 would leave there (every write so far, whole)
+ * must look like a clean stop or an unclean one, never like damage: no
+ * checkpoint taken for damaged, and fsck (every 4th) exit 0, as after
+ * the kill -9 cycles of the integration tests.  >= 2,000 cut
  * points with a fresh seed normally; with OCTANT_LONG=1, >= 10,000 per seed
  * over the once-failing seeds and OCTANT_SEEDS fresh ones.  OCTANT_DUMP=FILE
  * saves the image of the first failing cut.  Every seed runs twice: GC
@@ -18,9 +22,13 @@
  * relocations and erases are in the crash image), cuts inside operations
  * stay on the test's own thread (the oracle's history is not locked).
  */
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "ftl-int.h"
 #include "test.h"
@@ -30,7 +38,10 @@
 
 #include "sector-history.h"
 
-static uint8_t *crash_img, *rbuf;
+static uint8_t *crash_img, *kill_img, *rbuf;
+static int kill_fd = -1;        /* a memfd: fsck takes a path */
+static char kill_path[64];
+static int kill_fscks;
 static bool dumped;
 static bool bg;                 /* the workload engine runs the GC thread */
 static pthread_t main_tid;
@@ -107,6 +118,49 @@ static void write_after(struct ftl *g, uint64_t seed)
 		(unsigned long long)seed, r);
 }
 
+/* The image a kill -9 would leave now: a stop, clean or not, never
+ * damage (an open that takes no checkpoint for damaged; fsck exit 0 for
+ * every 4th @seed).  A kill in a resize left both (ftl-grow.c). */
+static void kill_check(struct nand_backing *b, uint64_t isz, uint64_t seed)
+{
+	struct ftl_open_opts ro = { .readonly = true };
+	struct nand_backing *m;
+	struct ftl *g = NULL;
+	char *rep = NULL;
+	size_t len = 0;
+	FILE *out;
+	int r;
+
+	nand_mem_kill_image(b, kill_img);
+	if (nand_backing_mem(isz, false, &m))
+		return;
+	nand_mem_load(m, kill_img);
+	r = ftl_open_backing(m, &ro, &g);
+	T_CHECK(r == 0 && !g->mnt.ckpt_fallback, "seed %llu: a kill -9 "
+		"here: open %d, a checkpoint taken for damaged %d",
+		(unsigned long long)seed, r, r ? -1 : g->mnt.ckpt_fallback);
+	if (r)
+		m->ops->destroy(m);
+	else
+		ftl_abandon(g);
+	if (seed % 4 || kill_fd < 0)
+		return;
+	if (ftruncate(kill_fd, 0) || ftruncate(kill_fd, (off_t)isz) ||
+	    pwrite(kill_fd, kill_img, isz, 0) != (ssize_t)isz) {
+		T_CHECK(0, "memfd: %s", strerror(errno));
+		return;
+	}
+	out = open_memstream(&rep, &len);
+	if (!out)
+		return;
+	r = ftl_fsck(kill_path, false, out, false);
+	fclose(out);
+	T_CHECK(r == 0, "seed %llu: a kill -9 here: fsck %d: %s",
+		(unsigned long long)seed, r, rep ? rep : "");
+	free(rep);
+	kill_fscks++;
+}
+
 /* Build the crash image for @seed, open it, check every sector. */
 static void cut(struct nand_backing *b, uint64_t isz, uint64_t seed,
 		int *pending_max)
@@ -116,6 +170,7 @@ static void cut(struct nand_backing *b, uint64_t isz, uint64_t seed,
 	long n;
 	int r;
 
+	kill_check(b, isz, seed);
 	n = nand_mem_crash_image(b, seed, true, crash_img);
 	if (n > *pending_max)
 		*pending_max = (int)n;
@@ -220,6 +275,7 @@ static void run(uint64_t seed0, int cuts, int floor)
 		c.align = round ? FTL_ALIGN_1M : FTL_ALIGN_ODD;
 		isz = ftl_test_image_size(&c);
 		crash_img = malloc(isz);
+		kill_img = malloc(isz);
 		rbuf = malloc(SIZE);
 		for (uint32_t s = 0; s < NSECT; s++) {
 			h[s].n = 0;
@@ -291,6 +347,7 @@ static void run(uint64_t seed0, int cuts, int floor)
 		ftl_abandon(f);
 		b->ops->destroy(b);
 		free(crash_img);
+		free(kill_img);
 		free(rbuf);
 	}
 	cuts_done += done;
@@ -330,6 +387,11 @@ int main(void)
 	int nfixed = sizeof(fixed) / sizeof(fixed[0]);
 
 	main_tid = pthread_self();
+	kill_fd = memfd_create("octant-powercut", MFD_CLOEXEC);
+	if (kill_fd < 0)
+		fprintf(stderr, "SKIP fsck of the kill images: memfd_create: "
+			"%s\n", strerror(errno));
+	snprintf(kill_path, sizeof(kill_path), "/proc/self/fd/%d", kill_fd);
 	if (t_long() && !replay)
 		nslots = 2 * (nfixed + (nseeds > 1 ? nseeds : 1));
 	for (int pass = 0; pass < 2 && !t_failures; pass++) {
@@ -346,6 +408,8 @@ int main(void)
 				slot++;         /* its share is spent */
 		}
 	}
+	fprintf(stderr, "kill -9 images: every cut point opened, %d fscked\n",
+		kill_fscks);
 	t_long_covered("cut points", cuts_done, cuts_want);
 	for (uint32_t s = 0; s < NSECT; s++)
 		free(h[s].v);

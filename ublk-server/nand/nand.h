@@ -186,6 +186,12 @@ uint8_t *nand_mem_bytes(struct nand_backing *b, uint64_t *size);
 long nand_mem_crash_image(struct nand_backing *b, uint64_t seed, bool tear,
 			  uint8_t *out);
 
+/* The image a kill -9 of the process would leave now (size bytes into
+ * @out): every write so far, whole (the page cache keeps what a write
+ * call put there; the engine's own writes are not torn by a kill between
+ * them, and the trigger fires between two). */
+void nand_mem_kill_image(struct nand_backing *b, uint8_t *out);
+
 /* Call @fn(@ctx) just after the @n-th next write reaches the memory
  * backing (0 cancels): lets a test cut the power inside an operation. */
 void nand_mem_set_trigger(struct nand_backing *b, uint64_t n,

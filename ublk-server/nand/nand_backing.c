@@ -706,6 +706,19 @@ long nand_mem_crash_image(struct nand_backing *b, uint64_t seed, bool tear,
 	return r;
 }
 
+/* The image a kill -9 would leave (see nand.h). */
+void nand_mem_kill_image(struct nand_backing *b, uint8_t *out)
+{
+	struct mem_backing *m = (struct mem_backing *)b;
+	bool lock = !m->in_trigger;     /* as nand_mem_crash_image */
+
+	if (lock)
+		pthread_mutex_lock(&m->mx);
+	memcpy(out, m->cur, m->size);
+	if (lock)
+		pthread_mutex_unlock(&m->mx);
+}
+
 static long crash_image_locked(struct mem_backing *m, uint64_t seed,
 			       bool tear, uint8_t *out)
 {
