@@ -127,6 +127,60 @@ static void sb_fields(void)
 	free(b);
 }
 
+/* One superblock copy damaged (or of another version, crc valid): a
+ * read-only open and fsck write nothing; a writer's open writes the copy
+ * in use over a damaged one (ftl_open.c, sb_mend), not over another
+ * version's; fsck is then clean. */
+static void sb_mend(void)
+{
+	FILE *null = fopen("/dev/null", "w");
+	struct ftl_open_opts ro = { .readonly = true };
+	uint8_t *b = malloc(isz), *a;
+	struct ftl *f = NULL;
+	uint32_t c0;
+	size_t n;
+
+	for (int copy = 0; copy < 2; copy++) {
+		size_t at = copy ? OCT_SB_COPY_OFFSET : 0;
+
+		memcpy(b, orig, isz);
+		b[at + 100] ^= 0x10;            /* create_time: its crc fails */
+		store(b, isz);
+		c0 = file_crc();
+		T_EQ_U64(ftl_fsck(img, false, null, false), 4,
+			 "copy %d damaged: fsck", copy);
+		T_CHECK(ftl_open(img, &ro, &f) == 0 && ftl_close(f) == 0,
+			"copy %d damaged: read-only open", copy);
+		T_CHECK(file_crc() == c0, "copy %d damaged: a read-only open "
+			"or fsck wrote", copy);
+		f = NULL;
+		T_CHECK(ftl_open(img, NULL, &f) == 0 && ftl_close(f) == 0,
+			"copy %d damaged: open", copy);
+		a = load(&n);
+		T_CHECK(n == isz && !memcmp(a, orig, OCT_SB_SIZE) &&
+			!memcmp(a + OCT_SB_COPY_OFFSET, orig, OCT_SB_SIZE),
+			"copy %d damaged: not mended by a writer's open", copy);
+		free(a);
+		T_EQ_U64(ftl_fsck(img, false, null, false), 0,
+			 "copy %d mended: fsck", copy);
+	}
+	/* copy 0 of another version: copy 1 serves, copy 0 stays */
+	memcpy(b, orig, isz);
+	((struct oct_sb *)b)->version = 2;
+	((struct oct_sb *)b)->crc = 0;
+	((struct oct_sb *)b)->crc = oct_crc32c(0, b, OCT_SB_SIZE);
+	store(b, isz);
+	f = NULL;
+	T_CHECK(ftl_open(img, NULL, &f) == 0 && ftl_close(f) == 0,
+		"copy 0 of another version: open on copy 1");
+	a = load(&n);
+	T_CHECK(n == isz && !memcmp(a, b, OCT_SB_SIZE),
+		"copy 0 of another version: overwritten");
+	free(a);
+	free(b);
+	fclose(null);
+}
+
 /* Byte offsets of the header page and its OOB of checkpoint @gen. */
 static void ckpt_where(uint64_t gen, size_t *page, size_t *oob)
 {
@@ -479,6 +533,8 @@ int main(void)
 		T_CHECK(ftl_open(img, NULL, &f) == -EPROTONOSUPPORT, "version");
 	}
 	free(b);
+
+	sb_mend();
 
 	/* and the pristine image is clean */
 	store(orig, isz);
