@@ -73,8 +73,9 @@ int ftl_sb_read_uri(const char *uri, uint64_t *size, struct oct_sb *sb,
  * A superblock copy that does not check out, or checks out but differs
  * from the one in use (a resize cut between its two superblock writes,
  * ftl_grow.c steps 4 and 5), gets the one in use, synced, before anything
- * else is written: left alone it keeps fsck at exit 4, and damage to the
- * good copy would later put the other size in charge.  Only the
+ * else is written: left alone, a damaged copy keeps fsck at exit 4, and
+ * with one of another size, damage to the good copy would later put that
+ * size in charge.  Only the
  * superblock, as fsck --repair: the bad-block tables go by their own
  * generation and the superblock's nblocks.  A copy of another format
  * version is left as it is (not ours to undo).  The image lock is held
