@@ -10,12 +10,17 @@
  * sector must hold its value as of the last completed ftl_set_flush (or
  * its FUA write) or a later one written to it: never older, torn or
  * garbage.  The recovered set must then take writes and a flush.  The
+ * image a kill -9 would leave at the same instant (every write so far,
+ * whole) must pass the set's fsck (exit 0): a stop, never damage.  The
  * workload's parts collect garbage inline or in their GC threads (seed).  A new
  * seed each run (printed); OCTANT_SEED=N replays; OCTANT_LONG=1 cuts more.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "ftl-set-test.h"
 
@@ -59,6 +64,36 @@ static void recover(const uint8_t *img, uint64_t isz, uint64_t seed,
 	T_CHECK(r == 0, "seed %llu: writes after recovery: %d",
 		(unsigned long long)seed, r);
 	ftl_set_close(g);
+}
+
+/* What a kill -9 of the server leaves now on @b (@isz bytes, through
+ * @img): the set's fsck finds no problem (a memfd: fsck takes a path). */
+static void kill_fsck(struct nand_backing *b, uint64_t isz, uint8_t *img,
+		      uint64_t seed)
+{
+	static int fd = -1;
+	char path[64], *rep = NULL;
+	size_t len = 0;
+	FILE *out;
+	int r;
+
+	if (fd < 0)
+		fd = memfd_create("octant-set-kill", MFD_CLOEXEC);
+	T_CHECK(fd >= 0, "memfd: %s", strerror(errno));
+	if (fd < 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	nand_mem_kill_image(b, img);
+	T_CHECK(ftruncate(fd, 0) == 0 && ftruncate(fd, (off_t)isz) == 0 &&
+		pwrite(fd, img, isz, 0) == (ssize_t)isz, "memfd write");
+	out = open_memstream(&rep, &len);
+	if (!out)
+		return;
+	r = ftl_set_fsck(path, false, out, false);
+	fclose(out);
+	T_CHECK(r == 0, "seed %llu: fsck of what a kill -9 leaves: %d: %s",
+		(unsigned long long)seed, r, rep ? rep : "");
+	free(rep);
 }
 
 int main(void)
@@ -124,7 +159,10 @@ int main(void)
 		}
 		{
 			uint64_t cs = (uint64_t)seed << 20 | (uint64_t)i;
-			long p = nand_mem_crash_image(b, cs, true, img);
+			long p;
+
+			kill_fsck(b, isz, img, cs);
+			p = nand_mem_crash_image(b, cs, true, img);
 
 			if (p > pend)
 				pend = p;
