@@ -22,15 +22,13 @@
  * relocations and erases are in the crash image), cuts inside operations
  * stay on the test's own thread (the oracle's history is not locked).
  */
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "ftl-int.h"
+#include "image-fsck.h"
 #include "test.h"
 
 #define SIZE   (1u << 20)
@@ -39,8 +37,6 @@
 #include "sector-history.h"
 
 static uint8_t *crash_img, *kill_img, *rbuf;
-static int kill_fd = -1;        /* a memfd: fsck takes a path */
-static char kill_path[64];
 static int kill_fscks;
 static bool dumped;
 static bool bg;                 /* the workload engine runs the GC thread */
@@ -126,9 +122,7 @@ static void kill_check(struct nand_backing *b, uint64_t isz, uint64_t seed)
 	struct ftl_open_opts ro = { .readonly = true };
 	struct nand_backing *m;
 	struct ftl *g = NULL;
-	char *rep = NULL;
-	size_t len = 0;
-	FILE *out;
+	char *rep;
 	int r;
 
 	nand_mem_kill_image(b, kill_img);
@@ -143,18 +137,9 @@ static void kill_check(struct nand_backing *b, uint64_t isz, uint64_t seed)
 		m->ops->destroy(m);
 	else
 		ftl_abandon(g);
-	if (seed % 4 || kill_fd < 0)
+	if (seed % 4)
 		return;
-	if (ftruncate(kill_fd, 0) || ftruncate(kill_fd, (off_t)isz) ||
-	    pwrite(kill_fd, kill_img, isz, 0) != (ssize_t)isz) {
-		T_CHECK(0, "memfd: %s", strerror(errno));
-		return;
-	}
-	out = open_memstream(&rep, &len);
-	if (!out)
-		return;
-	r = ftl_fsck(kill_path, false, out, false);
-	fclose(out);
+	r = t_fsck_image(T_FSCK_ENGINE, kill_img, isz, &rep);
 	T_CHECK(r == 0, "seed %llu: a kill -9 here: fsck %d: %s",
 		(unsigned long long)seed, r, rep ? rep : "");
 	free(rep);
@@ -387,11 +372,6 @@ int main(void)
 	int nfixed = sizeof(fixed) / sizeof(fixed[0]);
 
 	main_tid = pthread_self();
-	kill_fd = memfd_create("octant-powercut", MFD_CLOEXEC);
-	if (kill_fd < 0)
-		fprintf(stderr, "SKIP fsck of the kill images: memfd_create: "
-			"%s\n", strerror(errno));
-	snprintf(kill_path, sizeof(kill_path), "/proc/self/fd/%d", kill_fd);
 	if (t_long() && !replay)
 		nslots = 2 * (nfixed + (nseeds > 1 ? nseeds : 1));
 	for (int pass = 0; pass < 2 && !t_failures; pass++) {

@@ -16,13 +16,11 @@
  * seed each run (printed); OCTANT_SEED=N replays; OCTANT_LONG=1 cuts more.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "ftl-set-test.h"
+#include "image-fsck.h"
 
 #define SIZE  (4u << 20)
 #define NSECT (SIZE / 512)
@@ -67,30 +65,15 @@ static void recover(const uint8_t *img, uint64_t isz, uint64_t seed,
 }
 
 /* What a kill -9 of the server leaves now on @b (@isz bytes, through
- * @img): the set's fsck finds no problem (a memfd: fsck takes a path). */
+ * @img): the set's fsck finds no problem. */
 static void kill_fsck(struct nand_backing *b, uint64_t isz, uint8_t *img,
 		      uint64_t seed)
 {
-	static int fd = -1;
-	char path[64], *rep = NULL;
-	size_t len = 0;
-	FILE *out;
+	char *rep;
 	int r;
 
-	if (fd < 0)
-		fd = memfd_create("octant-set-kill", MFD_CLOEXEC);
-	T_CHECK(fd >= 0, "memfd: %s", strerror(errno));
-	if (fd < 0)
-		return;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	nand_mem_kill_image(b, img);
-	T_CHECK(ftruncate(fd, 0) == 0 && ftruncate(fd, (off_t)isz) == 0 &&
-		pwrite(fd, img, isz, 0) == (ssize_t)isz, "memfd write");
-	out = open_memstream(&rep, &len);
-	if (!out)
-		return;
-	r = ftl_set_fsck(path, false, out, false);
-	fclose(out);
+	r = t_fsck_image(T_FSCK_SET, img, isz, &rep);
 	T_CHECK(r == 0, "seed %llu: fsck of what a kill -9 leaves: %d: %s",
 		(unsigned long long)seed, r, rep ? rep : "");
 	free(rep);

@@ -20,11 +20,8 @@
  * NAND rules are never broken.  Seed printed; replay with OCTANT_SEED.
  */
 #include <errno.h>
-#include <stdio.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
+#include "image-fsck.h"
 #include "zoned-test.h"
 
 #define TAG_EIO 0xffffffffu   /* a page that may read EIO (torn) */
@@ -165,37 +162,20 @@ static void check_zone(struct zn *z, uint32_t i, bool exact)
 }
 
 /* What a kill -9 left (@size bytes of @b) is a stop, never damage: fsck
- * exit 0 (through a memfd: fsck takes a path), unless an earlier power
- * cut left a torn page below a write pointer (the model's TAG_EIO: it
- * may read EIO, and fsck rightly reports it).  Counts the strict checks
- * in *strict. */
+ * exit 0, unless an earlier power cut left a torn page below a write
+ * pointer (the model's TAG_EIO: it may read EIO, and fsck rightly
+ * reports it).  Counts the strict checks in *strict. */
 static void kill_fsck(struct nand_backing *b, uint64_t size, int *strict)
 {
-	static int fd = -1;
-	char path[64], *rep = NULL;
-	size_t len = 0;
 	uint64_t n;
-	FILE *out;
+	char *rep;
 	int r;
 
 	for (uint32_t i = 0; i < ZT_NZONES; i++)
 		for (uint32_t p = 0; p < cur[i].wp; p++)
 			if (cur[i].tag[p] == TAG_EIO)
 				return;
-	if (fd < 0)
-		fd = memfd_create("octant-zoned-kill", MFD_CLOEXEC);
-	T_CHECK(fd >= 0, "memfd: %s", strerror(errno));
-	if (fd < 0)
-		return;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	T_CHECK(ftruncate(fd, 0) == 0 && ftruncate(fd, (off_t)size) == 0 &&
-		pwrite(fd, nand_mem_bytes(b, &n), size, 0) == (ssize_t)size,
-		"memfd write");
-	out = open_memstream(&rep, &len);
-	if (!out)
-		return;
-	r = zn_fsck(path, out, false);
-	fclose(out);
+	r = t_fsck_image(T_FSCK_ZONED, nand_mem_bytes(b, &n), size, &rep);
 	T_CHECK(r == 0, "fsck after a kill -9: %d: %s", r, rep ? rep : "");
 	free(rep);
 	(*strict)++;
