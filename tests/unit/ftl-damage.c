@@ -14,6 +14,15 @@
  * per run (OCTANT_SEED replays); 150 trials, 1,500 with OCTANT_LONG=1
  * (at least 150, more while the long budget lasts: test.h).
  *
+ * Every 10th trial also cuts --repair itself, at EVERY write it makes,
+ * starting from the crashed, damaged image (and, one time in two, a
+ * superblock copy damaged too): from each cut, three images (two power
+ * cuts, torn or not, and a kill -9's: every write so far whole) must
+ * take a second --repair (exit 0 or 1, never 4 or an error), then pass
+ * fsck (exit 0) and read every logical page as written, the damaged one
+ * as zeroes (repair unmapped it).  A repair cut short never makes things
+ * worse than the damage it set out to fix.
+ *
  * Inspects engine internals (struct ftl, ftl-int.h): the newest
  * checkpoint's sequence number (f->ck) and the map (f->log) pick the page
  * to damage.
@@ -31,9 +40,10 @@
 #define NLPN  (SIZE / 4096)
 
 static uint64_t rs;
-static char img[256];
+static char img[256], cutimg[264];
 static FILE *null;
 static int nfsck[2];                    /* fsck exit 4: data / OOB damage */
+static int ncut[2];                     /* repairs cut at every write, writes */
 
 static uint64_t rnd(void)
 {
@@ -64,6 +74,109 @@ static uint64_t image_flushed(const uint8_t *m, const struct ftl_geom *g)
 			best = fl;
 	}
 	return best;
+}
+
+
+/* ---- --repair cut at every write --------------------------------------- */
+
+#define CUT_IMAGES 3            /* per cut: two power cuts, a kill -9 */
+
+struct cut_ctx {
+	struct nand_backing *m;
+	uint64_t seed;
+	uint8_t *shots[CUT_IMAGES];
+	bool fired;
+};
+
+static void cut_fire(void *ctx)
+{
+	struct cut_ctx *c = ctx;
+
+	for (int j = 0; j < CUT_IMAGES - 1; j++)
+		nand_mem_crash_image(c->m, c->seed * 31 + (uint64_t)j, j != 0,
+				     c->shots[j]);
+	nand_mem_kill_image(c->m, c->shots[CUT_IMAGES - 1]);
+	nand_mem_power_off(c->m);
+	c->fired = true;
+}
+
+/* Crash image @shot of a repair cut at write @k: a second repair takes
+ * it, fsck passes, and every logical page reads as written (@victim, the
+ * damaged one, as zeroes). */
+static void cut_check(int n, uint64_t k, int j, const uint8_t *shot,
+		      uint64_t isz, const uint32_t *cur, uint32_t victim)
+{
+	uint8_t w[4096], r[4096];
+	struct ftl *f = NULL;
+	int fd, rc;
+
+	fd = open(cutimg, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	T_CHECK(fd >= 0 && write(fd, shot, isz) == (ssize_t)isz, "store cut");
+	close(fd);
+	rc = ftl_fsck(cutimg, true, null, false);
+	T_CHECK(rc == 0 || rc == 1, "trial %d: --repair cut at its write %llu "
+		"(image %d): the next --repair exits %d", n,
+		(unsigned long long)k, j, rc);
+	rc = ftl_fsck(cutimg, false, null, false);
+	T_CHECK(rc == 0, "trial %d: --repair cut at its write %llu (image "
+		"%d), repaired again: fsck %d", n, (unsigned long long)k, j, rc);
+	if (ftl_open(cutimg, NULL, &f)) {
+		T_CHECK(0, "trial %d: open after the cut at write %llu (image "
+			"%d)", n, (unsigned long long)k, j);
+		return;
+	}
+	for (uint32_t l = 0; l < NLPN; l++) {
+		rc = ftl_read(f, r, (uint64_t)l * 4096, 4096);
+		fill(w, l, cur[l]);
+		if (!cur[l] || l == victim)
+			memset(w, 0, sizeof(w));
+		if (rc || memcmp(r, w, sizeof(w))) {
+			T_CHECK(0, "trial %d: --repair cut at its write %llu "
+				"(image %d): lpn %u%s reads %d%s", n,
+				(unsigned long long)k, j, l,
+				l == victim ? " (the damaged one)" : "", rc,
+				rc ? "" : " / wrong data");
+			break;
+		}
+	}
+	T_CHECK(ftl_close(f) == 0, "close after the cut");
+}
+
+/* Cut --repair of damaged image @m at each of its writes in turn. */
+static int repair_cuts(int n, const uint8_t *m, uint64_t isz,
+		       const uint32_t *cur, uint32_t victim)
+{
+	struct cut_ctx cc = { 0 };
+	uint64_t k;
+
+	for (int j = 0; j < CUT_IMAGES; j++)
+		cc.shots[j] = malloc(isz);
+	for (k = 1; t_failures < 5; k++) {
+		struct nand_backing *b;
+		int rc;
+
+		if (nand_backing_mem(isz, true, &b)) {
+			T_CHECK(0, "mem");
+			break;
+		}
+		nand_mem_load(b, m);
+		cc.m = b;
+		cc.seed = rs + k;
+		cc.fired = false;
+		nand_mem_set_trigger(b, k, cut_fire, &cc);
+		rc = ftl_fsck_backing(b, 0, isz, true, null, false);
+		b->ops->destroy(b);
+		if (!cc.fired) {
+			T_CHECK(rc == 1, "trial %d: --repair with no cut: %d",
+				n, rc);
+			break;
+		}
+		for (int j = 0; j < CUT_IMAGES; j++)
+			cut_check(n, k, j, cc.shots[j], isz, cur, victim);
+	}
+	for (int j = 0; j < CUT_IMAGES; j++)
+		free(cc.shots[j]);
+	return (int)k - 1;
 }
 
 static void trial(int n)
@@ -128,6 +241,14 @@ static void trial(int n)
 	fd = open(img, O_CREAT | O_TRUNC | O_WRONLY, 0644);
 	T_CHECK(fd >= 0 && write(fd, m, isz) == (ssize_t)isz, "store");
 	close(fd);
+	if (n % 10 == 0) {
+		/* one time in two a superblock copy damaged as well */
+		if (rnd() % 2)
+			m[(rnd() % 2 ? OCT_SB_COPY_OFFSET : 0) +
+			  rnd() % OCT_SB_SIZE] ^= (uint8_t)(1u << (rnd() % 8));
+		ncut[0]++;
+		ncut[1] += repair_cuts(n, m, isz, cur, victim);
+	}
 	free(m);
 
 	rc = ftl_fsck(img, false, null, false);
@@ -177,12 +298,17 @@ int main(void)
 	null = fopen("/dev/null", "w");
 	snprintf(img, sizeof(img), "%s/ftl-damage-%d.img",
 		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+	snprintf(cutimg, sizeof(cutimg), "%s.cut", img);
 	for (i = 0; i < n && t_long_more(i, 150) && t_failures < 5; i++)
 		trial(i);
 	t_long_covered("trials", i, n);
-	fprintf(stderr, "%d trials; fsck reported %d data and %d OOB damages\n",
-		i, nfsck[0], nfsck[1]);
+	fprintf(stderr, "%d trials; fsck reported %d data and %d OOB damages; "
+		"%d repairs cut at each of their %d writes (%d images)\n",
+		i, nfsck[0], nfsck[1], ncut[0], ncut[1], ncut[1] * CUT_IMAGES);
+	T_CHECK(ncut[0] > 0 && ncut[1] >= 2 * ncut[0], "repair cuts: %d of %d "
+		"writes", ncut[0], ncut[1]);
 	unlink(img);
+	unlink(cutimg);
 	fclose(null);
 	return t_result();
 }

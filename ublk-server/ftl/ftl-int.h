@@ -1234,6 +1234,10 @@ int ftl_test_create_backing_nofsum(struct nand_backing *b,
  * checkpoints, two open blocks named); same image size. */
 int ftl_test_create_backing_noopen(struct nand_backing *b,
 				   const struct ftl_create_opts *o);
+/* ftl_create's make on a reused medium (a block device, an export: what
+ * it held is zeroed first) of at least the image's size. */
+int ftl_test_create_reused(struct nand_backing *b,
+			   const struct ftl_create_opts *o);
 /* Open an image on a backing; the engine owns @b afterwards. */
 int ftl_open_backing(struct nand_backing *b, const struct ftl_open_opts *o,
 		     struct ftl **out);

@@ -205,15 +205,19 @@ static int has_signature(int fd, const char *path)
 
 /* Zero what must read as zeroes on a reused medium (a block device or an
  * NBD export): superblocks, checkpoint area, OOB (spread over the whole
- * flash in the inline layout). */
+ * flash in the inline layout); the superblocks first, synced
+ * (nand_backing_wipe): a create cut short after that leaves no image that
+ * opens (the new superblock is written last), never the old one half
+ * zeroed (it opened and read EIO where the zeroing got to:
+ * tests/unit/ftl-create-cut.c). */
 static int zero_meta(struct nand_backing *b, const struct ftl_geom *g)
 {
 	int r;
 
 	if (g->oob_inline)      /* the OOB is spread over the whole flash */
-		return b->ops->punch(b, 0, g->image_size);
-	r = b->ops->punch(b, 0, g->flash_off + (uint64_t)g->ckpt_blocks *
-			  g->ppb * g->ps);
+		return nand_backing_wipe(b, OCT_SB_AREA, g->image_size);
+	r = nand_backing_wipe(b, OCT_SB_AREA, g->flash_off +
+			      (uint64_t)g->ckpt_blocks * g->ppb * g->ps);
 	return r ? r : b->ops->punch(b, g->oob_off, g->image_size - g->oob_off);
 }
 
@@ -319,6 +323,16 @@ static int engine_make(struct nand_backing *b, bool reused, void *ctx)
 	int r = reused ? zero_meta(b, m->g) : 0;
 
 	return r ? r : ftl_create_backing(b, m->o);
+}
+
+int ftl_test_create_reused(struct nand_backing *b,
+			   const struct ftl_create_opts *o)
+{
+	struct ftl_geom g;
+	struct engine_make m = { .o = o, .g = &g };
+	int r = ftl_create_opts_geom(o, &g);
+
+	return r ? r : engine_make(b, true, &m);
 }
 
 /* Create a fresh image at @path (see ftl.h). */

@@ -16,11 +16,12 @@ struct set_make {
 	uint64_t stripe, size;       /* image bytes */
 };
 
-/* ftl_create_medium's make: a reused medium reads as zeroes first. */
+/* ftl_create_medium's make: a reused medium reads as zeroes first (the
+ * header area first, synced: nand_backing_wipe). */
 static int set_make(struct nand_backing *b, bool reused, void *ctx)
 {
 	const struct set_make *m = ctx;
-	int r = reused ? b->ops->punch(b, 0, m->size) : 0;
+	int r = reused ? nand_backing_wipe(b, OCT_SB_AREA, m->size) : 0;
 
 	return r ? r : ftl_set_create_backing(b, m->o, m->nparts, m->stripe);
 }

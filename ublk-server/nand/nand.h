@@ -159,6 +159,16 @@ int nand_backing_uri(const char *uri, bool readonly,
 const char *nand_backing_uri_error(const char *uri);
 
 /*
+ * Zero bytes [0, @len) of a reused medium (a device or an export that held
+ * something) before a create: the first @head bytes (where the old
+ * superblocks sit) first, synced, then the rest.  Cut short anywhere, it
+ * leaves either the old image whole or no superblock at all, never an old
+ * image that opens half zeroed (one punch of everything, torn by a power
+ * cut, could keep the superblock and lose the metadata under it).
+ */
+int nand_backing_wipe(struct nand_backing *b, uint64_t head, uint64_t len);
+
+/*
  * A window: bytes [@off, @off + @len) of @parent as a backing of @len
  * bytes (several engines in one image: ftl/ftl_set.c).  Every op is
  * @parent's with @off added; pread / pwrite / punch / preadv / pwritev

@@ -120,7 +120,9 @@ int zn_create(const char *path, const struct zn_create_opts *o, char *why,
 	}
 	r = nand_backing_fd(fd, &b);     /* of the file at its new size */
 	if (!r && S_ISBLK(st.st_mode))
-		r = b->ops->punch(b, 0, isz);   /* no stale OOB records */
+		/* no stale OOB records; the old superblocks first, synced:
+		 * never an old image half zeroed (nand_backing_wipe) */
+		r = nand_backing_wipe(b, OCT_SB_AREA, isz);
 	if (!r)
 		r = zn_format_backing(b, o);
 out:
