@@ -1238,6 +1238,10 @@ int ftl_test_create_backing_noopen(struct nand_backing *b,
  * it held is zeroed first) of at least the image's size. */
 int ftl_test_create_reused(struct nand_backing *b,
 			   const struct ftl_create_opts *o);
+/* The same for a set of @nparts parts (ftl_set_create's make). */
+int ftl_test_set_create_reused(struct nand_backing *b,
+			       const struct ftl_create_opts *o,
+			       unsigned nparts, uint64_t stripe);
 /* Open an image on a backing; the engine owns @b afterwards. */
 int ftl_open_backing(struct nand_backing *b, const struct ftl_open_opts *o,
 		     struct ftl **out);

@@ -26,6 +26,16 @@ static int set_make(struct nand_backing *b, bool reused, void *ctx)
 	return r ? r : ftl_set_create_backing(b, m->o, m->nparts, m->stripe);
 }
 
+int ftl_test_set_create_reused(struct nand_backing *b,
+			       const struct ftl_create_opts *o,
+			       unsigned nparts, uint64_t stripe)
+{
+	struct set_make m = { .o = o, .nparts = nparts, .stripe = stripe,
+		.size = ftl_set_image_size(o, nparts, stripe) };
+
+	return m.size ? set_make(b, true, &m) : -EINVAL;
+}
+
 int ftl_set_create(const char *path, const struct ftl_create_opts *o,
 		   unsigned nparts, uint64_t stripe)
 {
