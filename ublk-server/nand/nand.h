@@ -162,9 +162,11 @@ const char *nand_backing_uri_error(const char *uri);
  * Zero bytes [0, @len) of a reused medium (a device or an export that held
  * something) before a create: the first @head bytes (where the old
  * superblocks sit) first, synced, then the rest.  Cut short anywhere, it
- * leaves either the old image whole or no superblock at all, never an old
- * image that opens half zeroed (one punch of everything, torn by a power
- * cut, could keep the superblock and lose the metadata under it).
+ * leaves either the old image whole (a cut tearing the first step may
+ * zero one superblock copy: fsck --repair rewrites it) or no superblock at
+ * all, never an old image that opens half zeroed (one punch of
+ * everything, torn by a power cut, could keep a superblock and lose the
+ * metadata under it).
  */
 int nand_backing_wipe(struct nand_backing *b, uint64_t head, uint64_t len);
 
