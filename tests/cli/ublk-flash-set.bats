@@ -60,6 +60,34 @@ info_field() {
 	[ -z "$(info_field p.img parts)" ]
 }
 
+@test "fsck of a set: a damaged header copy is a problem (exit 4) that a plain fsck leaves alone and --repair rewrites (exit 1, then clean)" {
+	"$UBLK_FLASH" create s.img --size 64M --align 1m --parts 2
+	# one bit of header copy 1 (bytes 4096..4607)
+	printf '\x5a' | dd of=s.img bs=1 seek=4396 conv=notrunc status=none
+	sum=$(head -c 8192 s.img | sha256sum)
+	run "$UBLK_FLASH" fsck s.img
+	echo "$output"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"set header: PROBLEM: copy 1 is damaged (copy 0 is used; --repair or the next serve rewrites it)"* ]]
+	[[ "$output" == *"part 0:"*"clean"*"part 1:"*"clean"* ]]
+	[ "$(head -c 8192 s.img | sha256sum)" = "$sum" ]
+	run "$UBLK_FLASH" fsck s.img --json
+	[ "$status" -eq 4 ]
+	echo "$output" | python3 -c "import json,sys; d=json.load(sys.stdin); \
+		h=d['header']; assert not h['clean'] and h['damaged_copies'] == [1] \
+		and not h['repaired'] and len(d['parts']) == 2, d"
+	run "$UBLK_FLASH" fsck s.img --repair
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"copy 1 is damaged (copy 0 is used): rewritten"* ]]
+	run "$UBLK_FLASH" fsck s.img
+	[ "$status" -eq 0 ]
+	cmp <(head -c 512 s.img) <(tail -c +4097 s.img | head -c 512)
+	run "$UBLK_FLASH" fsck s.img --json
+	echo "$output" | python3 -c "import json,sys; d=json.load(sys.stdin); \
+		assert d['header'] == {'clean': True, 'damaged_copies': [], 'repaired': False}, d"
+}
+
 @test "fsck of a set: each part labelled and clean, exit 0; a damaged part: exit 4" {
 	"$UBLK_FLASH" create s.img --size 64M --align 1m --parts 2
 	run "$UBLK_FLASH" fsck s.img

@@ -9,7 +9,9 @@
  * but wrongly fails), before and after close and reopen.  Requests out of
  * range fail with -EINVAL.  A plain engine image opens as a set of one
  * part.  Damaged headers (either copy, both, another version, fields out
- * of range) and damaged parts fail the open with their error; options a
+ * of range) and damaged parts fail the open with their error; a
+ * damaged copy beside a good one is rewritten by a writer's open only (not
+ * one of another version); options a
  * set cannot carry are refused before anything is written.  A fault
  * model gives each part its own draws.  Seeded (printed; OCTANT_SEED
  * replays).
@@ -278,6 +280,42 @@ static void corrupt(void)
 	free(good);
 }
 
+/* A damaged header copy: a read-only open leaves it alone (the image
+ * unchanged), a writer's open rewrites it from the good copy (both then
+ * the same, sound header); a copy of another version is left alone. */
+static void mend(void)
+{
+	static const uint32_t at[2] = { FTL_SET_COPY0, FTL_SET_COPY1 };
+	struct ftl_open_opts ro = { .readonly = true };
+	struct nand_backing *b;
+	struct ftl_set *s;
+	uint64_t isz;
+	uint8_t *img, *good, *cur;
+
+	s = t_set_make(SIZE, FTL_ALIGN_1M, 2, 1u << 16, false, NULL, &b);
+	T_CHECK(ftl_set_close(s) == 0, "close");
+	cur = nand_mem_bytes(b, &isz);
+	img = malloc(isz);
+	good = malloc(isz);
+	memcpy(good, cur, isz);
+	T_CHECK(!memcmp(good + at[0], good + at[1], FTL_SET_HDR_SIZE),
+		"created: the copies differ");
+#define MEND(what, edit, mended) do {                                   		memcpy(img, good, isz);                                		edit;                                                  		nand_mem_load(b, img);                                 		T_CHECK(t_set_reopen(b, &ro, &s) == 0, "%s: read-only open", 			what);                                         		if (s)                                                 			ftl_set_close(s);                              		s = NULL;                                              		T_CHECK(!memcmp(cur, img, 2 * 4096), "%s: a read-only open " 			"wrote the header area", what);                		T_CHECK(t_set_reopen(b, NULL, &s) == 0, "%s: open", what); 		if (s)                                                 			ftl_set_close(s);                              		s = NULL;                                              		for (int c = 0; c < 2; c++)                            			T_CHECK(!((mended) & (1 << c)) ||              				!memcmp(cur + at[c], good + at[c],     					FTL_SET_HDR_SIZE), "%s: copy %d not " 				"rewritten by a writer's open", what, c); 	} while (0)
+	MEND("copy 0 bit", img[FTL_SET_COPY0 + 40] ^= 1, 1);
+	MEND("copy 1 bit", img[FTL_SET_COPY1 + 300] ^= 1, 2);
+	MEND("copy 0 gone", memset(img + FTL_SET_COPY0, 0, 512), 1);
+	MEND("copy 1 gone", memset(img + FTL_SET_COPY1, 0, 512), 2);
+	MEND("copy 1 overlapping", reseal(img, 2, overlap), 2);
+	MEND("copy 0 version 2", reseal(img, 1, v2), 2);
+#undef MEND
+	/* the version-2 copy stays */
+	T_CHECK(((const struct ftl_set_hdr *)(cur + at[0]))->version == 2,
+		"a copy of another version was overwritten");
+	t_set_drop(b);
+	free(img);
+	free(good);
+}
+
 /* Options a set refuses, before it writes anything. */
 static void refused(void)
 {
@@ -388,6 +426,7 @@ int main(void)
 	plain(FTL_ALIGN_ODD);
 	plain(FTL_ALIGN_1M);
 	corrupt();
+	mend();
 	refused();
 	faults(1);
 	faults(rs);

@@ -49,9 +49,16 @@ int ftl_set_hdr_check(const struct ftl_set_hdr *h, uint64_t bsize);
 void ftl_set_hdr_seal(struct ftl_set_hdr *h);
 /* Read the header of the image on @b (@bsize bytes, UINT64_MAX unknown):
  * 1 and *@h, the first valid copy; 0 no copy says FTL_SET_MAGIC (a plain
- * engine image, or nothing); -EBADMSG / -EPROTONOSUPPORT (ftl-set.h). */
+ * engine image, or nothing); -EBADMSG / -EPROTONOSUPPORT (ftl-set.h).
+ * With 1, *@bad (unless NULL): a bit per copy that is not the same valid
+ * header (damaged, torn, missing), to report (fsck) and mend; a copy of
+ * another version (a newer tool's) is not counted. */
 int ftl_set_hdr_load(struct nand_backing *b, uint64_t bsize,
-		     struct ftl_set_hdr *h);
+		     struct ftl_set_hdr *h, int *bad);
+/* Write @h over the copies in @bad, then sync (a writer's open, fsck
+ * --repair); says so on stderr, one line a copy.  0 or -errno. */
+int ftl_set_hdr_mend(struct nand_backing *b, const struct ftl_set_hdr *h,
+		     int bad);
 /* Fill @h's geometry for create options @c, @nparts, @stripe (0: the
  * default): every field but magic, version, crc, uuid and time. */
 int ftl_set_hdr_layout(const struct ftl_create_opts *c, unsigned nparts,

@@ -203,7 +203,7 @@ int ftl_set_open_backing_sized(struct nand_backing *b, uint64_t size,
 	struct ftl_open_opts dflt = { 0 };
 	struct ftl_set_hdr h;
 	struct ftl_set *s;
-	int r;
+	int r, bad = 0;
 
 	if (!o)
 		o = &dflt;
@@ -213,7 +213,15 @@ int ftl_set_open_backing_sized(struct nand_backing *b, uint64_t size,
 	s->b = b;
 	s->fd = -1;
 	s->readonly = o->readonly;
-	r = ftl_set_hdr_load(b, size, &h);
+	r = ftl_set_hdr_load(b, size, &h, &bad);
+	/* a writer mends a damaged header copy first (as the engine its
+	 * superblock copies, ftl_open.c): else one more damage loses all */
+	if (r == 1 && bad && !o->readonly) {
+		int e = ftl_set_hdr_mend(b, &h, bad);
+
+		if (e)
+			r = e;
+	}
 	if (r == 0)
 		r = open_plain(s, size, o);
 	else if (r == 1)

@@ -28,7 +28,7 @@ static int parts_fsck(struct nand_backing *b, const struct ftl_set_hdr *h,
 	int r = 0;
 
 	if (json)
-		fprintf(out, "{\"parts\": [");
+		fprintf(out, "\"parts\": [");
 	for (unsigned p = 0; p < h->nparts; p++) {
 		int e;
 
@@ -50,6 +50,32 @@ static int parts_fsck(struct nand_backing *b, const struct ftl_set_hdr *h,
 	return r;
 }
 
+/* The header's copies (ftl_set_hdr_load's @bad): a damaged one is a
+ * problem (exit 4: one more damage and the set is lost), which --repair
+ * mends (exit 1).  Opens the JSON document ("header", then the parts). */
+static int header_fsck(struct nand_backing *b, const struct ftl_set_hdr *h,
+		       int bad, bool fix, FILE *out, bool json)
+{
+	int r = bad && fix ? ftl_set_hdr_mend(b, h, bad) : 0;
+
+	if (json) {
+		fprintf(out, "{\"header\": {\"clean\": %s, \"damaged_copies\": "
+			"[%s%s%s], \"repaired\": %s}, ", bad ? "false" : "true",
+			bad & 1 ? "0" : "", bad == 3 ? ", " : "",
+			bad & 2 ? "1" : "", bad && fix && !r ? "true" : "false");
+	}
+	for (int c = 0; c < 2 && !json; c++)
+		if (bad & (1 << c))
+			fprintf(out, "set header: PROBLEM: copy %d is damaged "
+				"(copy %d is used%s)%s\n", c, !c, fix ? "" :
+				"; --repair or the next serve rewrites it",
+				!fix ? "" : r ? ": rewriting it failed" :
+				": rewritten");
+	if (r)
+		return r;
+	return !bad ? 0 : fix ? 1 : 4;
+}
+
 int ftl_set_fsck(const char *path, bool fix, FILE *out, bool json)
 {
 	struct ftl_open_opts o = { .readonly = !fix };
@@ -57,15 +83,17 @@ int ftl_set_fsck(const char *path, bool fix, FILE *out, bool json)
 	struct ftl_set_hdr h;
 	uint64_t size;
 	bool blkdev, plain;
-	int fd, r;
+	int fd, r, bad = 0;
 
 	r = ftl_path_backing(path, &o, &b, &size, &blkdev, &fd);
 	if (r)
 		return ftl_fsck(path, fix, out, json);  /* its errors */
-	r = ftl_set_hdr_load(b, size, &h);
+	r = ftl_set_hdr_load(b, size, &h, &bad);
 	plain = r == 0;                 /* not a set: the engine's fsck */
-	if (r == 1)
-		r = parts_fsck(b, &h, fix, out, json);
+	if (r == 1) {
+		r = header_fsck(b, &h, bad, fix, out, json);
+		r = worse(r, parts_fsck(b, &h, fix, out, json));
+	}
 	else if (r < 0)
 		fprintf(out, "set header: %s\n", r == -EPROTONOSUPPORT ?
 			"another format version" : "no valid copy");

@@ -2,6 +2,7 @@
 /* The set's on-medium header (ftl-set-format.h): layout at create, seal,
  * check and load at open. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "crc32c.h"
@@ -136,35 +137,65 @@ int ftl_set_hdr_check(const struct ftl_set_hdr *h, uint64_t bsize)
 	return 0;
 }
 
+static const uint64_t hdr_at[2] = { FTL_SET_COPY0, FTL_SET_COPY1 };
+
 int ftl_set_hdr_load(struct nand_backing *b, uint64_t bsize,
-		     struct ftl_set_hdr *h)
+		     struct ftl_set_hdr *h, int *bad)
 {
-	static const uint64_t at[2] = { FTL_SET_COPY0, FTL_SET_COPY1 };
-	int err = 0;
+	struct ftl_set_hdr t[2];
+	bool good[2] = { false, false }, other[2] = { false, false };
+	int err = 0, used = -1;
 
 	for (int c = 0; c < 2; c++) {
-		struct ftl_set_hdr t;
 		uint32_t crc;
 
-		if (at[c] + sizeof(t) > bsize ||
-		    b->ops->pread(b, &t, sizeof(t), at[c]) ||
-		    memcmp(t.magic, FTL_SET_MAGIC, sizeof(t.magic)))
+		if (hdr_at[c] + sizeof(t[c]) > bsize ||
+		    b->ops->pread(b, &t[c], sizeof(t[c]), hdr_at[c]) ||
+		    memcmp(t[c].magic, FTL_SET_MAGIC, sizeof(t[c].magic)))
 			continue;       /* no copy here */
 		if (!err)
 			err = -EBADMSG; /* a set: the error unless one is good */
-		crc = t.crc;
-		t.crc = 0;
-		if (oct_crc32c(0, &t, sizeof(t)) != crc)
+		crc = t[c].crc;
+		t[c].crc = 0;
+		if (oct_crc32c(0, &t[c], sizeof(t[c])) != crc)
 			continue;
-		t.crc = crc;
-		if (t.version != FTL_SET_VERSION) {
+		t[c].crc = crc;
+		if (t[c].version != FTL_SET_VERSION) {
 			err = -EPROTONOSUPPORT;
+			other[c] = true;        /* a newer tool's: left alone */
 			continue;
 		}
-		if (ftl_set_hdr_check(&t, bsize))
+		if (ftl_set_hdr_check(&t[c], bsize))
 			continue;
-		*h = t;
-		return 1;
+		good[c] = true;
+		if (used < 0)
+			used = c;
 	}
-	return err;
+	if (used < 0)
+		return err;
+	*h = t[used];
+	if (bad) {
+		*bad = 0;
+		for (int c = 0; c < 2; c++)
+			if (c != used && !other[c] &&
+			    (!good[c] || memcmp(&t[c], h, sizeof(*h))))
+				*bad |= 1 << c;
+	}
+	return 1;
+}
+
+int ftl_set_hdr_mend(struct nand_backing *b, const struct ftl_set_hdr *h,
+		     int bad)
+{
+	int r = 0;
+
+	for (int c = 0; c < 2 && !r; c++)
+		if (bad & (1 << c)) {
+			r = b->ops->pwrite(b, h, sizeof(*h), hdr_at[c]);
+			if (!r)
+				fprintf(stderr, "ublk-flash: set header copy %d "
+					"rewritten from copy %d (it was "
+					"damaged)\n", c, !c);
+		}
+	return r ? r : b->ops->sync(b);
 }

@@ -80,7 +80,7 @@ int ftl_set_info_read(const char *path, struct ftl_set_info *si)
 	r = ftl_path_backing(path, &ro, &b, &size, &blkdev, &fd);
 	if (r)
 		return ftl_info_read(path, &si->set);  /* its errors, exactly */
-	r = ftl_set_hdr_load(b, size, &h);
+	r = ftl_set_hdr_load(b, size, &h, NULL);
 	if (r == 1)
 		r = read_set(b, &h, si);
 	b->ops->destroy(b);

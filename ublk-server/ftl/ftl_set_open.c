@@ -51,7 +51,7 @@ int ftl_set_open(const char *path, const struct ftl_open_opts *o,
 	r = ftl_path_backing(path, o, &b, &size, &blkdev, &fd);
 	if (r)
 		return r;
-	r = ftl_set_hdr_load(b, size, &h);
+	r = ftl_set_hdr_load(b, size, &h, NULL);
 	if (r == 0) {                   /* a plain image: ftl_open's engine */
 		r = ftl_open_on(b, size, blkdev, o, &f);
 		if (r)
