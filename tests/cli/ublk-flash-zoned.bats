@@ -75,12 +75,30 @@ sum() { sha256sum <"$1" | cut -d' ' -f1; }
 	[[ "$output" == *"zoned"* ]]
 }
 
-@test "a zoned image: fsck --repair exit 2, image untouched" {
+@test "a zoned image: fsck --repair of a clean one exit 0, image untouched; a damaged superblock copy: fsck exit 4 names it, --repair rewrites it (exit 1), then clean" {
 	"$UBLK_FLASH" create z.img --size 64M --zoned
 	s=$(sum z.img)
-	bad 2 "--repair has nothing to do on a zoned image" \
-		"$UBLK_FLASH" fsck z.img --repair
+	run "$UBLK_FLASH" fsck z.img --repair
+	[ "$status" -eq 0 ]
 	[ "$(sum z.img)" = "$s" ]
+	# one byte of superblock copy 1
+	printf '\x5a' | dd of=z.img bs=1 seek=$((4096 + 40)) conv=notrunc status=none
+	s=$(sum z.img)
+	run "$UBLK_FLASH" fsck z.img
+	echo "$output"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"superblock copy 1: does not check out"* ]]
+	[ "$(sum z.img)" = "$s" ]
+	run "$UBLK_FLASH" fsck z.img --repair
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"superblock copy 1: does not check out: rewritten from copy 0"* ]]
+	[[ "$output" == *"clean"* ]]
+	cmp <(head -c 512 z.img) <(tail -c +4097 z.img | head -c 512)
+	run "$UBLK_FLASH" fsck z.img --json
+	[ "$status" -eq 0 ]
+	echo "$output" | python3 -c "import json,sys; d=json.load(sys.stdin); \
+		assert d['clean'] and not d['repaired'], d"
 }
 
 @test "stats and health of a zoned image: text and JSON as expected, the image untouched" {

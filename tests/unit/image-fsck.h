@@ -43,7 +43,7 @@ static inline int t_fsck_image(enum t_fsck_kind kind, const uint8_t *img,
 	if (!out)
 		return -ENOMEM;
 	r = kind == T_FSCK_SET ? ftl_set_fsck(path, false, out, false) :
-	    kind == T_FSCK_ZONED ? zn_fsck(path, out, false) :
+	    kind == T_FSCK_ZONED ? zn_fsck(path, false, out, false) :
 	    ftl_fsck(path, false, out, false);
 	fclose(out);
 	return r;

@@ -107,14 +107,14 @@ int main(void)
 	T_EQ_U64(zn_close(z), 0, "close");
 	close(fd);
 	devnull = fopen("/dev/null", "w");
-	T_EQ_U64(zn_fsck(path, devnull, false), 0, "fsck clean");
+	T_EQ_U64(zn_fsck(path, false, devnull, false), 0, "fsck clean");
 	damage(0, 4);                  /* the last page */
 	damage(1, 4);                  /* the last two */
 	damage(1, 5);
 	damage(2, 0);                  /* the only one */
 	damage(3, ZT_PPB - 1);         /* the last of a block */
 	damage(4, 3);                  /* the finish mark */
-	T_EQ_U64(zn_fsck(path, devnull, false), 4, "fsck finds the damage");
+	T_EQ_U64(zn_fsck(path, false, devnull, false), 4, "fsck finds the damage");
 	fclose(devnull);
 	z = open_rw(&fd);
 	check(z, 0, 5, 4, false);

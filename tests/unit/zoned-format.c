@@ -153,11 +153,11 @@ static void files(void)
 			zt_fill(pg + p * ZN_LBS, 0, p, 3);
 		T_EQ_U64(zn_write(z, 0, 32, pg, 0), 0, "write");
 		T_EQ_U64(zn_close(z), 0, "close");
-		T_EQ_U64(zn_fsck(path, devnull, false), 0, "fsck clean");
+		T_EQ_U64(zn_fsck(path, false, devnull, false), 0, "fsck clean");
 		T_CHECK(pwrite(fd, "X", 1, OCT_SB_AREA + (ZN_LBS + 64) + 5) == 1,
 			"damage page 1");
-		T_EQ_U64(zn_fsck(path, devnull, false), 4, "fsck finds it");
-		T_EQ_U64(zn_fsck(path, devnull, true), 4, "fsck --json too");
+		T_EQ_U64(zn_fsck(path, false, devnull, false), 4, "fsck finds it");
+		T_EQ_U64(zn_fsck(path, false, devnull, true), 4, "fsck --json too");
 		T_EQ_U64(zn_info(path, devnull, false), 0, "info");
 		fclose(devnull);
 	}
@@ -177,6 +177,30 @@ static void files(void)
 	if (!t_failures)
 		T_EQ_U64(zn_geom(z)->nzones, ZT_NZONES, "zones");
 	zn_close(z);
+	/* a read-only open left copy 0 alone; a writer's open rewrites it
+	 * from copy 1 (fsck then names one problem fewer) */
+	{
+		uint8_t c0[512], c1[512];
+		FILE *devnull = fopen("/dev/null", "w");
+
+		T_CHECK(pread(fd, c0, 512, 0) == 512 &&
+			pread(fd, c1, 512, OCT_SB_COPY_OFFSET) == 512 &&
+			memcmp(c0, c1, 512), "a read-only open wrote copy 0");
+		T_EQ_U64(nand_backing_fd(fd, &b), 0, "backing");
+		T_EQ_U64(zn_load(b, false, &z), 0, "open read-write");
+		zn_close(z);
+		T_CHECK(pread(fd, c0, 512, 0) == 512 && !memcmp(c0, c1, 512),
+			"a writer's open left copy 0 damaged");
+		/* copy 1 damaged: fsck --repair mends it (exit 4, the damaged
+		 * page stays), then only the page is left */
+		T_CHECK(pwrite(fd, "X", 1, OCT_SB_COPY_OFFSET + 60) == 1,
+			"damage copy 1");
+		T_EQ_U64(zn_fsck(path, true, devnull, false), 4,
+			 "--repair: the page stays damaged");
+		T_CHECK(pread(fd, c1, 512, OCT_SB_COPY_OFFSET) == 512 &&
+			!memcmp(c0, c1, 512), "--repair left copy 1 damaged");
+		fclose(devnull);
+	}
 	close(fd);
 	T_EQ_U64(ftl_create(path, &fo), -EEXIST, "the FTL keeps a zoned image");
 	fo.force = true;

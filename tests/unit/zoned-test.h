@@ -56,7 +56,7 @@ static inline int zt_open(struct nand_backing *b, uint32_t max_open,
 	struct nand *n;
 	int r;
 
-	r = zn_sb_read(b, &sb, &g, &ng);
+	r = zn_sb_read(b, &sb, &g, &ng, NULL);
 	if (r)
 		return r;
 	if (max_open)

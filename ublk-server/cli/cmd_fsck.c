@@ -45,7 +45,9 @@ int cmd_fsck(int argc, char **argv)
 			       "device); 3 I/O error; 4 problems left (corrupt, truncated\n"
 			       "or other-version image) or not an octant image; 5 busy\n"
 			       "(image in use).  A zoned image: every page below each\n"
-			       "zone's write pointer is checked; --repair is refused (2).\n");
+			       "zone's write pointer is checked; --repair rewrites a\n"
+			       "damaged superblock copy (a damaged page reads EIO until\n"
+			       "the host resets its zone).\n");
 			return 0;
 		default:
 			return cli_bad_option("fsck", c, argv);
@@ -60,13 +62,18 @@ int cmd_fsck(int argc, char **argv)
 	if (cli_image_foreign("fsck", argv[optind]))
 		return EXIT_CORRUPT;
 	if (zn_image_probe(argv[optind]) == 1) {   /* a zoned image */
-		if (repair) {
-			fprintf(stderr, "ublk-flash: fsck: %s: --repair has nothing "
-				"to do on a zoned image (a damaged page reads EIO "
-				"until the host resets its zone)\n", argv[optind]);
-			return EXIT_USAGE;
-		}
-		r = zn_fsck(argv[optind], stdout, json);
+		int lock_fd = -1;
+
+		/* --repair mends a damaged superblock copy, no more: held
+		 * against a server over it (as the engine's repair) */
+		r = repair ? cli_image_lock("fsck", argv[optind],
+					    "stop it before --repair",
+					    &lock_fd) : 0;
+		if (r)
+			return r;
+		r = zn_fsck(argv[optind], repair, stdout, json);
+		if (lock_fd >= 0)
+			close(lock_fd);
 		return r >= 0 ? r : cli_image_fail("fsck", argv[optind], r);
 	}
 	if (repair) {

@@ -92,9 +92,15 @@ void zn_sb_build(struct oct_sb *sb, const struct zn_geom *g,
  * superblock of an image that is not zoned. */
 int zn_sb_decode(const struct oct_sb *sb, struct zn_geom *g,
 		 struct nand_geom *ng);
-/* Read the superblock area from @b (copy 0, else copy 1) and decode it. */
+/* Read the superblock area from @b (copy 0, else copy 1) and decode it.
+ * *@bad (unless NULL): a bit per copy that is not the same sound
+ * superblock (damaged, torn, zeroed; a copy of another version is not
+ * counted), to report and mend. */
 int zn_sb_read(struct nand_backing *b, struct oct_sb *sb, struct zn_geom *g,
-	       struct nand_geom *ng);
+	       struct nand_geom *ng, int *bad);
+/* Write @sb over the copies in @bad, then sync; one line on stderr a
+ * copy.  0 or -errno. */
+int zn_sb_mend(struct nand_backing *b, const struct oct_sb *sb, int bad);
 
 /* Format @b (its size zn_image_size) as an empty zoned image. */
 int zn_format_backing(struct nand_backing *b, const struct zn_create_opts *o);

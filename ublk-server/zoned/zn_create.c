@@ -37,9 +37,12 @@ int zn_load(struct nand_backing *b, bool readonly, struct zn **out)
 	struct zn_geom g;
 	struct oct_sb sb;
 	struct nand *n;
-	int r;
+	int r, bad = 0;
 
-	r = zn_sb_read(b, &sb, &g, &ng);
+	r = zn_sb_read(b, &sb, &g, &ng, &bad);
+	/* a writer mends a damaged copy first (as the engine, ftl_open.c) */
+	if (!r && bad && !readonly)
+		r = zn_sb_mend(b, &sb, bad);
 	if (r) {
 		b->ops->destroy(b);
 		return r;

@@ -184,22 +184,54 @@ int zn_sb_decode(const struct oct_sb *in, struct zn_geom *g,
 	return 0;
 }
 
+static const uint64_t zn_sb_at[2] = { 0, OCT_SB_COPY_OFFSET };
+
 int zn_sb_read(struct nand_backing *b, struct oct_sb *sb, struct zn_geom *g,
-	       struct nand_geom *ng)
+	       struct nand_geom *ng, int *bad)
 {
-	static const uint64_t where[2] = { 0, OCT_SB_COPY_OFFSET };
-	int r, first = -EBADMSG;
+	struct oct_sb t[2];
+	int r[2], first = -EBADMSG, used = -1;
 
 	for (int i = 0; i < 2; i++) {
-		r = b->ops->pread(b, sb, sizeof(*sb), where[i]);
-		if (!r)
-			r = zn_sb_decode(sb, g, ng);
-		if (!r)
-			return 0;
-		if (i == 0 || (first == -EBADMSG && r != -EBADMSG))
-			first = r;
+		struct zn_geom tg;
+		struct nand_geom tng;
+
+		r[i] = b->ops->pread(b, &t[i], sizeof(t[i]), zn_sb_at[i]);
+		if (!r[i])
+			r[i] = zn_sb_decode(&t[i], used < 0 ? g : &tg,
+					    used < 0 ? ng : &tng);
+		if (!r[i] && used < 0)
+			used = i;
+		if (r[i] && (i == 0 || (first == -EBADMSG &&
+					r[i] != -EBADMSG)))
+			first = r[i];
 	}
-	return first;
+	if (used < 0)
+		return first;
+	*sb = t[used];
+	if (bad) {      /* another version's copy (a newer tool's) stays */
+		*bad = 0;
+		for (int i = 0; i < 2; i++)
+			if (i != used && r[i] != -EPROTONOSUPPORT &&
+			    (r[i] || memcmp(&t[i], sb, sizeof(*sb))))
+				*bad |= 1 << i;
+	}
+	return 0;
+}
+
+int zn_sb_mend(struct nand_backing *b, const struct oct_sb *sb, int bad)
+{
+	int r = 0;
+
+	for (int i = 0; i < 2 && !r; i++)
+		if (bad & (1 << i)) {
+			r = b->ops->pwrite(b, sb, sizeof(*sb), zn_sb_at[i]);
+			if (!r)
+				fprintf(stderr, "ublk-flash: superblock copy %d "
+					"rewritten from copy %d (it was "
+					"damaged)\n", i, !i);
+		}
+	return r ? r : b->ops->sync(b);
 }
 
 void zn_oob_fill(struct zn_oob *o, uint8_t kind, uint32_t zone,

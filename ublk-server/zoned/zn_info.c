@@ -145,7 +145,36 @@ int zn_image_report(const char *path, FILE *out, bool json, bool health)
 	return 0;
 }
 
-int zn_fsck(const char *path, FILE *out, bool json)
+/* --repair: write the good superblock copy over a damaged one (the only
+ * thing a zoned image's fsck can mend: a damaged page reads EIO until the
+ * host resets its zone).  The copies mended, 0 none, or -errno. */
+static int sb_repair(const char *path, FILE *out, bool json)
+{
+	struct nand_backing *b;
+	struct zn_geom g;
+	struct nand_geom ng;
+	struct oct_sb sb;
+	int fd, r, bad = 0;
+
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = nand_backing_fd(fd, &b);
+	if (!r) {
+		r = zn_sb_read(b, &sb, &g, &ng, &bad);
+		if (!r && bad)
+			r = zn_sb_mend(b, &sb, bad);
+		b->ops->destroy(b);
+	}
+	close(fd);
+	for (int i = 0; !r && !json && i < 2; i++)
+		if (bad & (1 << i))
+			fprintf(out, "superblock copy %d: does not check out: "
+				"rewritten from copy %d\n", i, !i);
+	return r ? r : bad;
+}
+
+int zn_fsck(const char *path, bool repair, FILE *out, bool json)
 {
 	uint64_t zs, problems = 0, checked = 0;
 	uint8_t *buf = malloc(ZN_LBS);
@@ -154,10 +183,15 @@ int zn_fsck(const char *path, FILE *out, bool json)
 	struct nand_geom ng;
 	struct zn_geom g;
 	struct zn *z;
-	int fd, zfd, r;
+	int fd, zfd, r, mended;
 
 	if (!buf)
 		return -ENOMEM;
+	mended = repair ? sb_repair(path, out, json) : 0;
+	if (mended < 0) {
+		free(buf);
+		return mended;
+	}
 	r = zn_image_load(path, &z, &zfd);
 	if (r) {
 		free(buf);
@@ -199,14 +233,17 @@ int zn_fsck(const char *path, FILE *out, bool json)
 		oct_json_u64(&j, "pages_checked", checked);
 		oct_json_u64(&j, "problems", problems);
 		oct_json_bool(&j, "clean", !problems);
+		oct_json_bool(&j, "repaired", mended > 0);
 		oct_json_end(&j);
 	} else {
-		fprintf(out, "%s: zoned, %llu pages checked, %s\n", path,
+		fprintf(out, "%s: zoned, %llu pages checked, %s%s\n", path,
 			(unsigned long long)checked, problems ? "problems found" :
-			"clean");
+			"clean", problems && repair ? " (--repair cannot mend a "
+			"damaged page: it reads EIO until the host resets its "
+			"zone)" : "");
 	}
 	zn_close(z);
 	close(zfd);
 	free(buf);
-	return problems ? 4 : 0;
+	return problems ? 4 : mended ? 1 : 0;
 }

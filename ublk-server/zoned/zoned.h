@@ -150,9 +150,12 @@ int zn_image_disk(const char *path, uint64_t *size);
  * pointers rebuilt as an open does); -errno as zn_load. */
 int zn_info(const char *path, FILE *out, bool json);
 /* Check both superblock copies and every page below each zone's write
- * pointer (record and data CRC); read-only.  0 clean, 4 problems (each
- * on a line), -errno when the image cannot be opened. */
-int zn_fsck(const char *path, FILE *out, bool json);
+ * pointer (record and data CRC); read-only unless @repair, which writes
+ * the good superblock copy over a damaged one first (the caller holds the
+ * image's lock; a damaged page cannot be mended: it reads EIO until the
+ * host resets its zone).  0 clean, 1 repaired and now clean, 4 problems
+ * (each on a line), -errno when the image cannot be opened. */
+int zn_fsck(const char *path, bool repair, FILE *out, bool json);
 
 /* ---- stats and health (zn_stats.c; zn_image_report in zn_info.c) ----- */
 struct zn_stats {
