@@ -86,18 +86,13 @@ static int sb_mend(struct nand_backing *b, const uint8_t *area,
 {
 	static const uint64_t where[2] = { 0, OCT_SB_COPY_OFFSET };
 	struct ftl_geom g;
-	int r = 0;
 
-	for (int i = 0; i < 2 && !r; i++)
-		if ((bad & (1 << i)) && ftl_sb_decode((const struct oct_sb *)
-				(area + where[i]), &g) != -EPROTONOSUPPORT) {
-			r = b->ops->pwrite(b, sb, OCT_SB_SIZE, where[i]);
-			if (!r)
-				fprintf(stderr, "ublk-flash: superblock copy %d "
-					"rewritten from copy %d (damaged, or a "
-					"resize cut short)\n", i, !i);
-		}
-	return r ? r : b->ops->sync(b);
+	for (int i = 0; i < 2; i++)     /* another version's copy stays */
+		if (ftl_sb_decode((const struct oct_sb *)(area + where[i]),
+				  &g) == -EPROTONOSUPPORT)
+			bad &= ~(1 << i);
+	return nand_backing_mend(b, sb, OCT_SB_SIZE, where, bad, "superblock",
+				 "damaged, or a resize cut short");
 }
 
 /* Build an engine over backing @b (ftl-int.h). */

@@ -2,7 +2,6 @@
 /* The set's on-medium header (ftl-set-format.h): layout at create, seal,
  * check and load at open. */
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "crc32c.h"
@@ -187,15 +186,6 @@ int ftl_set_hdr_load(struct nand_backing *b, uint64_t bsize,
 int ftl_set_hdr_mend(struct nand_backing *b, const struct ftl_set_hdr *h,
 		     int bad)
 {
-	int r = 0;
-
-	for (int c = 0; c < 2 && !r; c++)
-		if (bad & (1 << c)) {
-			r = b->ops->pwrite(b, h, sizeof(*h), hdr_at[c]);
-			if (!r)
-				fprintf(stderr, "ublk-flash: set header copy %d "
-					"rewritten from copy %d (it was "
-					"damaged)\n", c, !c);
-		}
-	return r ? r : b->ops->sync(b);
+	return nand_backing_mend(b, h, sizeof(*h), hdr_at, bad, "set header",
+				 "it was damaged");
 }

@@ -171,6 +171,16 @@ const char *nand_backing_uri_error(const char *uri);
 int nand_backing_wipe(struct nand_backing *b, uint64_t head, uint64_t len);
 
 /*
+ * Write @good (@len bytes) over each copy i of a two-copy structure (a
+ * superblock, a set header) whose bit is set in @bad, at @at[i], then
+ * sync; one line on stderr a copy ("ublk-flash: WHAT copy I rewritten
+ * from copy J (WHY)").  0, or the first write's or the sync's -errno.
+ */
+int nand_backing_mend(struct nand_backing *b, const void *good, size_t len,
+		      const uint64_t at[2], int bad, const char *what,
+		      const char *why);
+
+/*
  * A window: bytes [@off, @off + @len) of @parent as a backing of @len
  * bytes (several engines in one image: ftl/ftl_set.c).  Every op is
  * @parent's with @off added; pread / pwrite / punch / preadv / pwritev

@@ -221,17 +221,8 @@ int zn_sb_read(struct nand_backing *b, struct oct_sb *sb, struct zn_geom *g,
 
 int zn_sb_mend(struct nand_backing *b, const struct oct_sb *sb, int bad)
 {
-	int r = 0;
-
-	for (int i = 0; i < 2 && !r; i++)
-		if (bad & (1 << i)) {
-			r = b->ops->pwrite(b, sb, sizeof(*sb), zn_sb_at[i]);
-			if (!r)
-				fprintf(stderr, "ublk-flash: superblock copy %d "
-					"rewritten from copy %d (it was "
-					"damaged)\n", i, !i);
-		}
-	return r ? r : b->ops->sync(b);
+	return nand_backing_mend(b, sb, sizeof(*sb), zn_sb_at, bad,
+				 "superblock", "it was damaged");
 }
 
 void zn_oob_fill(struct zn_oob *o, uint8_t kind, uint32_t zone,
