@@ -56,9 +56,9 @@ void ftl_set_hdr_seal(struct ftl_set_hdr *h);
 int ftl_set_hdr_load(struct nand_backing *b, uint64_t bsize,
 		     struct ftl_set_hdr *h, int *bad);
 /* Write @h over the copies in @bad, then sync (a writer's open, fsck
- * --repair); says so on stderr, one line a copy.  0 or -errno. */
+ * --repair); with @say, one line a copy on stderr.  0 or -errno. */
 int ftl_set_hdr_mend(struct nand_backing *b, const struct ftl_set_hdr *h,
-		     int bad);
+		     int bad, bool say);
 /* Fill @h's geometry for create options @c, @nparts, @stripe (0: the
  * default): every field but magic, version, crc, uuid and time. */
 int ftl_set_hdr_layout(const struct ftl_create_opts *c, unsigned nparts,

@@ -217,7 +217,7 @@ int ftl_set_open_backing_sized(struct nand_backing *b, uint64_t size,
 	/* a writer mends a damaged header copy first (as the engine its
 	 * superblock copies, ftl_open.c): else one more damage loses all */
 	if (r == 1 && bad && !o->readonly) {
-		int e = ftl_set_hdr_mend(b, &h, bad);
+		int e = ftl_set_hdr_mend(b, &h, bad, true);
 
 		if (e)
 			r = e;

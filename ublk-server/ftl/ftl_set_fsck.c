@@ -56,7 +56,7 @@ static int parts_fsck(struct nand_backing *b, const struct ftl_set_hdr *h,
 static int header_fsck(struct nand_backing *b, const struct ftl_set_hdr *h,
 		       int bad, bool fix, FILE *out, bool json)
 {
-	int r = bad && fix ? ftl_set_hdr_mend(b, h, bad) : 0;
+	int r = bad && fix ? ftl_set_hdr_mend(b, h, bad, false) : 0;
 
 	if (json) {
 		fprintf(out, "{\"header\": {\"clean\": %s, \"damaged_copies\": "

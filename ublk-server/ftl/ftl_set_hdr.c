@@ -184,8 +184,8 @@ int ftl_set_hdr_load(struct nand_backing *b, uint64_t bsize,
 }
 
 int ftl_set_hdr_mend(struct nand_backing *b, const struct ftl_set_hdr *h,
-		     int bad)
+		     int bad, bool say)
 {
-	return nand_backing_mend(b, h, sizeof(*h), hdr_at, bad, "set header",
-				 "it was damaged");
+	return nand_backing_mend(b, h, sizeof(*h), hdr_at, bad,
+				 say ? "set header" : NULL, "it was damaged");
 }

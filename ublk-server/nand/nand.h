@@ -173,8 +173,9 @@ int nand_backing_wipe(struct nand_backing *b, uint64_t head, uint64_t len);
 /*
  * Write @good (@len bytes) over each copy i of a two-copy structure (a
  * superblock, a set header) whose bit is set in @bad, at @at[i], then
- * sync; one line on stderr a copy ("ublk-flash: WHAT copy I rewritten
- * from copy J (WHY)").  0, or the first write's or the sync's -errno.
+ * sync; unless @what is NULL (fsck --repair reports it itself), one line
+ * on stderr a copy ("ublk-flash: WHAT copy I rewritten from copy J
+ * (WHY)").  0, or the first write's or the sync's -errno.
  */
 int nand_backing_mend(struct nand_backing *b, const void *good, size_t len,
 		      const uint64_t at[2], int bad, const char *what,

@@ -14,7 +14,7 @@ int nand_backing_mend(struct nand_backing *b, const void *good, size_t len,
 	for (int i = 0; i < 2 && !r; i++)
 		if (bad & (1 << i)) {
 			r = b->ops->pwrite(b, good, len, at[i]);
-			if (!r)
+			if (!r && what)
 				fprintf(stderr, "ublk-flash: %s copy %d "
 					"rewritten from copy %d (%s)\n", what,
 					i, !i, why);

@@ -98,9 +98,10 @@ int zn_sb_decode(const struct oct_sb *sb, struct zn_geom *g,
  * counted), to report and mend. */
 int zn_sb_read(struct nand_backing *b, struct oct_sb *sb, struct zn_geom *g,
 	       struct nand_geom *ng, int *bad);
-/* Write @sb over the copies in @bad, then sync; one line on stderr a
- * copy.  0 or -errno. */
-int zn_sb_mend(struct nand_backing *b, const struct oct_sb *sb, int bad);
+/* Write @sb over the copies in @bad, then sync; with @say, one line a
+ * copy on stderr.  0 or -errno. */
+int zn_sb_mend(struct nand_backing *b, const struct oct_sb *sb, int bad,
+	       bool say);
 
 /* Format @b (its size zn_image_size) as an empty zoned image. */
 int zn_format_backing(struct nand_backing *b, const struct zn_create_opts *o);

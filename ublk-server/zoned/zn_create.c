@@ -42,7 +42,7 @@ int zn_load(struct nand_backing *b, bool readonly, struct zn **out)
 	r = zn_sb_read(b, &sb, &g, &ng, &bad);
 	/* a writer mends a damaged copy first (as the engine, ftl_open.c) */
 	if (!r && bad && !readonly)
-		r = zn_sb_mend(b, &sb, bad);
+		r = zn_sb_mend(b, &sb, bad, true);
 	if (r) {
 		b->ops->destroy(b);
 		return r;

@@ -219,10 +219,11 @@ int zn_sb_read(struct nand_backing *b, struct oct_sb *sb, struct zn_geom *g,
 	return 0;
 }
 
-int zn_sb_mend(struct nand_backing *b, const struct oct_sb *sb, int bad)
+int zn_sb_mend(struct nand_backing *b, const struct oct_sb *sb, int bad,
+	       bool say)
 {
 	return nand_backing_mend(b, sb, sizeof(*sb), zn_sb_at, bad,
-				 "superblock", "it was damaged");
+				 say ? "superblock" : NULL, "it was damaged");
 }
 
 void zn_oob_fill(struct zn_oob *o, uint8_t kind, uint32_t zone,

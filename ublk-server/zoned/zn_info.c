@@ -163,7 +163,7 @@ static int sb_repair(const char *path, FILE *out, bool json)
 	if (!r) {
 		r = zn_sb_read(b, &sb, &g, &ng, &bad);
 		if (!r && bad)
-			r = zn_sb_mend(b, &sb, bad);
+			r = zn_sb_mend(b, &sb, bad, false);
 		b->ops->destroy(b);
 	}
 	close(fd);
