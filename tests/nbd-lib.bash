@@ -2,13 +2,19 @@
 # tests/integration/nbd-backing.bats).  load with:  load ../nbd-lib
 
 # nbd_start SOCK PIDFILE ARGS...: nbdkit ARGS on unix socket SOCK, daemonized
-# with its pid in PIDFILE; returns once the socket is there.
+# with its pid in PIDFILE; returns once the socket and the pid file are there.
 nbd_start() {
 	local sock=$1 pidf=$2
 	shift 2
 	rm -f "$sock"
 	nbdkit -U "$sock" -P "$pidf" "$@" || return 1
-	for _ in $(seq 50); do [ -S "$sock" ] && return 0; sleep 0.1; done
+	# nbdkit binds its socket before it forks and writes the pid file:
+	# wait for both, or a quick nbd_stop finds no pid file and leaves the
+	# server running (a CI run under load: it still held the image lock)
+	for _ in $(seq 50); do
+		[ -S "$sock" ] && [ -s "$pidf" ] && return 0
+		sleep 0.1
+	done
 	return 1
 }
 
