@@ -161,7 +161,8 @@ const char *nand_backing_uri_error(const char *uri);
 /*
  * Zero bytes [0, @len) of a reused medium (a device or an export that held
  * something) before a create: the first @head bytes (where the old
- * superblocks sit) first, synced, then the rest.  Cut short anywhere, it
+ * superblocks sit) first, synced, then the rest, synced (nothing the
+ * create writes next can land before the zeroes).  Cut short anywhere, it
  * leaves either the old image whole (a cut tearing the first step may
  * zero one superblock copy: fsck --repair rewrites it) or no superblock at
  * all, never an old image that opens half zeroed (one punch of

@@ -105,6 +105,12 @@ int zn_sb_mend(struct nand_backing *b, const struct oct_sb *sb, int bad,
 
 /* Format @b (its size zn_image_size) as an empty zoned image. */
 int zn_format_backing(struct nand_backing *b, const struct zn_create_opts *o);
+/* The create on @b: on a @reused medium (a block device: it may hold an
+ * old image) everything zeroed first (nand_backing_wipe), then
+ * zn_format_backing.  A cut anywhere leaves the old image whole, no
+ * superblock, or the empty zoned disk (tests/unit/zoned-create-cut.c). */
+int zn_create_backing(struct nand_backing *b, const struct zn_create_opts *o,
+		      bool reused);
 /* create --zoned on a file or block device @path. */
 int zn_create(const char *path, const struct zn_create_opts *o, char *why,
 	      size_t len);

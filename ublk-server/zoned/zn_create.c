@@ -31,6 +31,24 @@ int zn_format_backing(struct nand_backing *b, const struct zn_create_opts *o)
 	return r ? r : b->ops->sync(b);
 }
 
+int zn_create_backing(struct nand_backing *b, const struct zn_create_opts *o,
+		      bool reused)
+{
+	struct nand_geom ng;
+	struct zn_geom g;
+	char why[160];
+	int r = 0;
+
+	if (reused) {
+		/* no stale OOB records: the old superblocks first, synced,
+		 * then the rest (nand_backing_wipe) */
+		r = zn_create_geom(o, &g, &ng, why, sizeof(why));
+		if (!r)
+			r = nand_backing_wipe(b, OCT_SB_AREA, zn_image_size(&ng));
+	}
+	return r ? r : zn_format_backing(b, o);
+}
+
 int zn_load(struct nand_backing *b, bool readonly, struct zn **out)
 {
 	struct nand_geom ng;
@@ -122,12 +140,8 @@ int zn_create(const char *path, const struct zn_create_opts *o, char *why,
 		goto out;
 	}
 	r = nand_backing_fd(fd, &b);     /* of the file at its new size */
-	if (!r && S_ISBLK(st.st_mode))
-		/* no stale OOB records; the old superblocks first, synced:
-		 * never an old image half zeroed (nand_backing_wipe) */
-		r = nand_backing_wipe(b, OCT_SB_AREA, isz);
 	if (!r)
-		r = zn_format_backing(b, o);
+		r = zn_create_backing(b, o, S_ISBLK(st.st_mode));
 out:
 	if (b)
 		b->ops->destroy(b);
