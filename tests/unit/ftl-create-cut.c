@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "ftl-int.h"
+#include "cut-test.h"
 #include "ftl-set.h"
 #include "test.h"
 
@@ -48,24 +49,6 @@ static uint64_t rs;
 static char img[256];
 static FILE *null;
 static uint8_t *shots[IMAGES], *rbuf, *oldw;
-
-struct cut_ctx {
-	struct nand_backing *m;
-	uint64_t seed;
-	bool fired;
-};
-
-static void fire(void *ctx)
-{
-	struct cut_ctx *c = ctx;
-
-	for (int j = 0; j < IMAGES - 1; j++)
-		nand_mem_crash_image(c->m, c->seed * 31 + (uint64_t)j, j != 0,
-				     shots[j]);
-	nand_mem_kill_image(c->m, shots[IMAGES - 1]);
-	nand_mem_power_off(c->m);
-	c->fired = true;
-}
 
 static uint64_t image_size(const struct kind *k)
 {
@@ -230,7 +213,7 @@ static void run(const struct kind *k)
 	for (int j = 0; j < IMAGES; j++)
 		shots[j] = malloc(isz);
 	for (n = 1; t_failures < 5; n++) {
-		struct cut_ctx cc = { .seed = rs + n };
+		struct cut_ctx cc = { .seed = rs + n, .nshots = IMAGES };
 		struct nand_backing *m;
 		int r;
 
@@ -243,7 +226,8 @@ static void run(const struct kind *k)
 			m->ops->sync(m);        /* the old image, durable */
 		}
 		cc.m = m;
-		nand_mem_set_trigger(m, n, fire, &cc);
+		memcpy(cc.shots, shots, sizeof(shots));
+		nand_mem_set_trigger(m, n, cut_fire, &cc);
 		r = make(k, m, old != NULL);
 		m->ops->destroy(m);
 		if (!cc.fired) {

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cut-test.h"
 #include "ftl-int.h"
 #include "test.h"
 
@@ -81,24 +82,6 @@ static uint64_t image_flushed(const uint8_t *m, const struct ftl_geom *g)
 
 #define CUT_IMAGES 3            /* per cut: two power cuts, a kill -9 */
 
-struct cut_ctx {
-	struct nand_backing *m;
-	uint64_t seed;
-	uint8_t *shots[CUT_IMAGES];
-	bool fired;
-};
-
-static void cut_fire(void *ctx)
-{
-	struct cut_ctx *c = ctx;
-
-	for (int j = 0; j < CUT_IMAGES - 1; j++)
-		nand_mem_crash_image(c->m, c->seed * 31 + (uint64_t)j, j != 0,
-				     c->shots[j]);
-	nand_mem_kill_image(c->m, c->shots[CUT_IMAGES - 1]);
-	nand_mem_power_off(c->m);
-	c->fired = true;
-}
 
 /* Crash image @shot of a repair cut at write @k: a second repair takes
  * it, fsck passes, and every logical page reads as written (@victim, the
@@ -146,7 +129,7 @@ static void cut_check(int n, uint64_t k, int j, const uint8_t *shot,
 static int repair_cuts(int n, const uint8_t *m, uint64_t isz,
 		       const uint32_t *cur, uint32_t victim)
 {
-	struct cut_ctx cc = { 0 };
+	struct cut_ctx cc = { .nshots = CUT_IMAGES };
 	uint64_t k;
 
 	for (int j = 0; j < CUT_IMAGES; j++)

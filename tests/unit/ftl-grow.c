@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cut-test.h"
 #include "ftl-int.h"
 #include "test.h"
 
@@ -150,25 +151,8 @@ static struct nand_backing *load(const uint8_t *img, bool powercut)
 	return m;
 }
 
-struct cut_ctx {
-	struct nand_backing *m;
-	uint64_t seed;
-	bool fired;
-};
-
-/* At the cut write: the crash images this instant may leave. */
+/* At the cut write: the crash images this instant may leave (cut-test.h). */
 static uint8_t *shots[IMAGES];
-static void fire(void *ctx)
-{
-	struct cut_ctx *c = ctx;
-
-	for (int j = 0; j < KILLED; j++)
-		nand_mem_crash_image(c->m, c->seed * 31 + (uint64_t)j, j != 0,
-				     shots[j]);
-	nand_mem_kill_image(c->m, shots[KILLED]);
-	nand_mem_power_off(c->m);
-	c->fired = true;
-}
 
 /* The superblock copies on @m: 0 when both check out and agree, else
  * the bad-copy mask (ftl_sb_load; a cut between grow steps 4 and 5 leaves
@@ -344,11 +328,13 @@ static void run(enum ftl_align_mode a, uint64_t seed)
 
 	/* a power cut at every write of the grow */
 	for (uint64_t k = 1;; k++) {
-		struct cut_ctx cc = { .seed = seed * 1000003 + k };
+		struct cut_ctx cc = { .seed = seed * 1000003 + k,
+				      .nshots = IMAGES };
 		int r;
 
 		cc.m = m = load(img0, true);
-		nand_mem_set_trigger(m, k, fire, &cc);
+		memcpy(cc.shots, shots, sizeof(shots));
+		nand_mem_set_trigger(m, k, cut_fire, &cc);
 		r = ftl_test_grow_backing(m, SIZE1, NULL);
 		m->ops->destroy(m);
 		if (!cc.fired) {

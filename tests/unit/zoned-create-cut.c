@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cut-test.h"
 #include "zoned-test.h"
 
 #define IMAGES 3                /* per cut: two power cuts, a kill -9 */
@@ -38,24 +39,6 @@ static FILE *null;
 static uint8_t *shots[IMAGES], *rbuf, *oldread, *after;
 static struct zn_zone oldz[ZT_NZONES];
 static uint8_t olduuid[16];
-
-struct cut_ctx {
-	struct nand_backing *m;
-	uint64_t seed;
-	bool fired;
-};
-
-static void fire(void *ctx)
-{
-	struct cut_ctx *c = ctx;
-
-	for (int j = 0; j < IMAGES - 1; j++)
-		nand_mem_crash_image(c->m, c->seed * 31 + (uint64_t)j, j != 0,
-				     shots[j]);
-	nand_mem_kill_image(c->m, shots[IMAGES - 1]);
-	nand_mem_power_off(c->m);
-	c->fired = true;
-}
 
 static void store(const uint8_t *p, uint64_t isz)
 {
@@ -292,7 +275,7 @@ static void run(bool reused)
 		shots[j] = malloc(isz);
 	after = malloc(isz);
 	for (n = 1; t_failures < 5; n++) {
-		struct cut_ctx cc = { .seed = rs + n };
+		struct cut_ctx cc = { .seed = rs + n, .nshots = IMAGES };
 		struct nand_backing *m;
 		int r;
 
@@ -305,7 +288,8 @@ static void run(bool reused)
 			m->ops->sync(m);        /* the old image, durable */
 		}
 		cc.m = m;
-		nand_mem_set_trigger(m, n, fire, &cc);
+		memcpy(cc.shots, shots, sizeof(shots));
+		nand_mem_set_trigger(m, n, cut_fire, &cc);
 		r = zn_create_backing(m, &o, reused);
 		m->ops->destroy(m);
 		if (!cc.fired) {
