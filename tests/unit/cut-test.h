@@ -15,10 +15,13 @@
 #ifndef OCTANT_CUT_TEST_H
 #define OCTANT_CUT_TEST_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "nand.h"
+#include "test.h"
 
 #define CUT_SHOTS_MAX 4
 
@@ -41,6 +44,57 @@ static inline void cut_fire(void *ctx)
 	nand_mem_kill_image(c->m, c->shots[kill]);
 	nand_mem_power_off(c->m);
 	c->fired = true;
+}
+
+/*
+ * Run @op on a memory medium of @size bytes (holding @start, synced, unless
+ * NULL) cut at its 1st write, then on a new one cut at its 2nd, ... until
+ * it completes uncut (*@uncut gets that run's return).  After each cut,
+ * @check(@arg, n, j, image) for each of its @nshots images (as cut_fire).
+ * Returns the number of cuts, -ENOMEM; stops after 5 test failures.
+ */
+static inline int cut_each_write(uint64_t size, const uint8_t *start,
+				 uint64_t seed, int nshots,
+				 int (*op)(struct nand_backing *m, void *arg),
+				 void (*check)(void *arg, uint64_t n, int j,
+					       const uint8_t *image),
+				 void *arg, int *uncut)
+{
+	struct cut_ctx cc = { .nshots = nshots };
+	int cuts = 0, r = 0;
+
+	for (int j = 0; j < nshots; j++)
+		if (!(cc.shots[j] = malloc(size)))
+			r = -ENOMEM;
+	for (uint64_t n = 1; !r && t_failures < 5; n++) {
+		struct nand_backing *m;
+		int rc;
+
+		if (nand_backing_mem(size, true, &m)) {
+			r = -ENOMEM;
+			break;
+		}
+		if (start) {
+			nand_mem_load(m, start);
+			m->ops->sync(m);
+		}
+		cc.m = m;
+		cc.seed = seed + n;
+		cc.fired = false;
+		nand_mem_set_trigger(m, n, cut_fire, &cc);
+		rc = op(m, arg);
+		m->ops->destroy(m);
+		if (!cc.fired) {
+			*uncut = rc;
+			break;
+		}
+		cuts++;
+		for (int j = 0; j < nshots; j++)
+			check(arg, n, j, cc.shots[j]);
+	}
+	for (int j = 0; j < nshots; j++)
+		free(cc.shots[j]);
+	return r ? r : cuts;
 }
 
 #endif /* OCTANT_CUT_TEST_H */

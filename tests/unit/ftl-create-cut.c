@@ -30,8 +30,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ftl-int.h"
 #include "cut-test.h"
+#include "ftl-int.h"
 #include "ftl-set.h"
 #include "test.h"
 
@@ -48,7 +48,7 @@ struct kind {
 static uint64_t rs;
 static char img[256];
 static FILE *null;
-static uint8_t *shots[IMAGES], *rbuf, *oldw;
+static uint8_t *rbuf, *oldw;
 
 static uint64_t image_size(const struct kind *k)
 {
@@ -203,57 +203,49 @@ static int check_shot(const struct kind *k, uint64_t isz, const uint8_t *shot,
 	return how;
 }
 
-static void run(const struct kind *k)
+struct run_ctx {
+	const struct kind *k;
+	uint64_t isz;
+	int seen[3], last;
+};
+
+static int run_make(struct nand_backing *m, void *arg)
 {
-	uint64_t isz = image_size(k), n;
-	uint8_t *old = k->reused ? old_image(k, isz) : NULL;
-	int cuts = 0, seen[3] = { 0 }, last = -1;
+	const struct kind *k = ((struct run_ctx *)arg)->k;
+
+	return make(k, m, k->reused);
+}
+
+static void run_check(void *arg, uint64_t n, int j, const uint8_t *image)
+{
+	struct run_ctx *c = arg;
 	char what[160];
 
-	for (int j = 0; j < IMAGES; j++)
-		shots[j] = malloc(isz);
-	for (n = 1; t_failures < 5; n++) {
-		struct cut_ctx cc = { .seed = rs + n, .nshots = IMAGES };
-		struct nand_backing *m;
-		int r;
+	snprintf(what, sizeof(what), "%s: cut at write %llu (image %d)",
+		 c->k->name, (unsigned long long)n, j);
+	c->last = check_shot(c->k, c->isz, image, what);
+	c->seen[c->last]++;
+}
 
-		if (nand_backing_mem(isz, true, &m)) {
-			T_CHECK(0, "mem");
-			break;
-		}
-		if (old) {
-			nand_mem_load(m, old);
-			m->ops->sync(m);        /* the old image, durable */
-		}
-		cc.m = m;
-		memcpy(cc.shots, shots, sizeof(shots));
-		nand_mem_set_trigger(m, n, cut_fire, &cc);
-		r = make(k, m, old != NULL);
-		m->ops->destroy(m);
-		if (!cc.fired) {
-			T_CHECK(r == 0, "%s: create with no cut: %d", k->name,
-				r);
-			break;
-		}
-		cuts++;
-		for (int j = 0; j < IMAGES; j++) {
-			snprintf(what, sizeof(what), "%s: cut at write %llu "
-				 "(image %d)", k->name, (unsigned long long)n, j);
-			last = check_shot(k, isz, shots[j], what);
-			seen[last]++;
-		}
-	}
+static void run(const struct kind *k)
+{
+	struct run_ctx c = { .k = k, .isz = image_size(k), .last = -1 };
+	uint8_t *old = k->reused ? old_image(k, c.isz) : NULL;
+	int cuts, r = -1;
+
+	cuts = cut_each_write(c.isz, old, rs, IMAGES, run_make, run_check, &c,
+			      &r);
+	T_CHECK(cuts < 0 || t_failures || r == 0, "%s: create with no cut: %d",
+		k->name, r);
 	fprintf(stderr, "%s: %d writes in a create, cut at each (%d images): "
 		"%d refused, %d opened empty, %d the old image whole\n",
-		k->name, cuts, cuts * IMAGES, seen[0], seen[1], seen[2]);
+		k->name, cuts, cuts * IMAGES, c.seen[0], c.seen[1], c.seen[2]);
 	/* the last write is the superblock's (or the header's): a kill
 	 * after it keeps it */
-	T_CHECK(cuts >= 3 && seen[0] > 0 && last == 1, "%s: cuts %d, refused "
-		"%d, the kill after the last write: %d", k->name, cuts, seen[0],
-		last);
+	T_CHECK(cuts >= 3 && c.seen[0] > 0 && c.last == 1, "%s: cuts %d, "
+		"refused %d, the kill after the last write: %d", k->name, cuts,
+		c.seen[0], c.last);
 	free(old);
-	for (int j = 0; j < IMAGES; j++)
-		free(shots[j]);
 }
 
 /* Factory bad blocks of an image made with @o (-1: it could not be). */

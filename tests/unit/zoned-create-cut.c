@@ -36,7 +36,7 @@
 static uint64_t rs;
 static char img[256];
 static FILE *null;
-static uint8_t *shots[IMAGES], *rbuf, *oldread, *after;
+static uint8_t *rbuf, *oldread, *after;
 static struct zn_zone oldz[ZT_NZONES];
 static uint8_t olduuid[16];
 
@@ -257,63 +257,59 @@ static int check_shot(bool reused, uint64_t isz, const uint8_t *shot,
 	return how;
 }
 
+struct run_ctx {
+	const struct zn_create_opts *o;
+	bool reused;
+	const char *name;
+	uint64_t isz;
+	int seen[3], last;
+};
+
+static int run_create(struct nand_backing *m, void *arg)
+{
+	struct run_ctx *c = arg;
+
+	return zn_create_backing(m, c->o, c->reused);
+}
+
+static void run_check(void *arg, uint64_t n, int j, const uint8_t *image)
+{
+	struct run_ctx *c = arg;
+	char what[160];
+
+	snprintf(what, sizeof(what), "%s: cut at write %llu (image %d)",
+		 c->name, (unsigned long long)n, j);
+	c->last = check_shot(c->reused, c->isz, image, c->o, what);
+	c->seen[c->last]++;
+}
+
 static void run(bool reused)
 {
 	const struct zn_create_opts o = zt_opts();
-	const char *name = reused ? "over an old zoned image (a device)" :
-				    "on a fresh medium";
+	struct run_ctx c = { .o = &o, .reused = reused, .last = -1,
+		.name = reused ? "over an old zoned image (a device)" :
+				 "on a fresh medium" };
 	struct nand_backing *probe;
-	uint64_t isz, n;
 	uint8_t *old;
-	int cuts = 0, seen[3] = { 0 }, last = -1;
-	char what[160];
+	int cuts, r = -1;
 
-	probe = zt_medium(false, &isz);
+	probe = zt_medium(false, &c.isz);
 	probe->ops->destroy(probe);
-	old = reused ? old_image(isz) : NULL;
-	for (int j = 0; j < IMAGES; j++)
-		shots[j] = malloc(isz);
-	after = malloc(isz);
-	for (n = 1; t_failures < 5; n++) {
-		struct cut_ctx cc = { .seed = rs + n, .nshots = IMAGES };
-		struct nand_backing *m;
-		int r;
-
-		if (nand_backing_mem(isz, true, &m)) {
-			T_CHECK(0, "mem");
-			break;
-		}
-		if (old) {
-			nand_mem_load(m, old);
-			m->ops->sync(m);        /* the old image, durable */
-		}
-		cc.m = m;
-		memcpy(cc.shots, shots, sizeof(shots));
-		nand_mem_set_trigger(m, n, cut_fire, &cc);
-		r = zn_create_backing(m, &o, reused);
-		m->ops->destroy(m);
-		if (!cc.fired) {
-			T_CHECK(r == 0, "%s: create with no cut: %d", name, r);
-			break;
-		}
-		cuts++;
-		for (int j = 0; j < IMAGES; j++) {
-			snprintf(what, sizeof(what), "%s: cut at write %llu "
-				 "(image %d)", name, (unsigned long long)n, j);
-			last = check_shot(reused, isz, shots[j], &o, what);
-			seen[last]++;
-		}
-	}
+	old = reused ? old_image(c.isz) : NULL;
+	after = malloc(c.isz);
+	cuts = cut_each_write(c.isz, old, rs, IMAGES, run_create, run_check,
+			      &c, &r);
+	T_CHECK(cuts < 0 || t_failures || r == 0, "%s: create with no cut: %d",
+		c.name, r);
 	fprintf(stderr, "%s: %d writes in a create, cut at each (%d images): "
 		"%d refused, %d opened empty, %d the old image whole\n",
-		name, cuts, cuts * IMAGES, seen[0], seen[1], seen[2]);
-	T_CHECK(cuts >= 2 && seen[0] > 0 && last == 1, "%s: cuts %d, refused "
-		"%d, the kill after the last write: %d", name, cuts, seen[0],
-		last);
+		c.name, cuts, cuts * IMAGES, c.seen[0], c.seen[1], c.seen[2]);
+	/* the last write is a superblock's: a kill after it keeps it */
+	T_CHECK(cuts >= 2 && c.seen[0] > 0 && c.last == 1, "%s: cuts %d, "
+		"refused %d, the kill after the last write: %d", c.name, cuts,
+		c.seen[0], c.last);
 	free(old);
 	free(after);
-	for (int j = 0; j < IMAGES; j++)
-		free(shots[j]);
 }
 
 int main(void)
