@@ -3,7 +3,8 @@
 # vm-timeout: 600
 # Guest test (issue 30, item 2): `make compare --zoned` (tests/compare/run --zoned, the
 # log inside the disk or inside the filesystem) keeps its promises on a reduced cell set:
-# btrfs and f2fs on a zoned image, fresh, 128M images (4M zones), 15 % fill, 2M windows.
+# btrfs and f2fs on a zoned image, fresh, 256M images (4M zones), 15 % fill, 2M windows
+# (zoned btrfs runs out of room on 32 zones: docs/results.md; a CI run failed its cell on 128M).
 #   - every cell gives a complete record: app, host and flash bytes > 0, fs/device/total
 #     WA = their ratios, the database files read back equal after a remount;
 #   - a zoned cell's device does no GC: 0 relocations, and its flash programs are the
@@ -57,7 +58,7 @@ seed=${OCTANT_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) % 2147483647 + 1 ))}
 echo "seed $seed (replay: OCTANT_SEED=$seed)"
 t0=$(cut -d' ' -f1 /proc/uptime)
 out=$(OCTANT_SEED=$seed ZONED_WORK=$work/img "$CMP" --zoned --no-plot --out "$work/out" \
-	--cells zoned:btrfs:fresh,zoned:f2fs:fresh --size 128M --zone-size 4M \
+	--cells zoned:btrfs:fresh,zoned:f2fs:fresh --size 256M --zone-size 4M \
 	--fill 15 --window 2M 2>&1)
 rc=$?
 echo "# compare --zoned: $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.0f", b - a }')s, exit $rc"
