@@ -1,0 +1,77 @@
+#!/usr/bin/env bats
+# tests/runner, which CI reads: on a tree of its own (a copy of the runner,
+# one bats file and two unit programs), its lines and its one summary line:
+# a passing case PASS, a failing one FAIL with its diagnostics (the comment
+# lines after its "not ok", at most 30) right under it, a program's exit 77
+# SKIP with its reason, a failed program FAIL with its replay line; the
+# summary "N passed, N failed, N skipped" last, the failures listed before
+# it, and exit 1 when anything failed (0 when nothing did).
+load ../helpers
+
+setup() {
+	setup_scratch
+	# the runner as CI starts it: a clean environment, the system's PATH (bats puts
+	# its libexec first in ours, whose "bats" is not the command)
+	SYS_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+	T=$SCRATCH/tree
+	mkdir -p "$T/tests/cli" "$T/b/tests/unit"
+	cp "$OCTANT_TOP/tests/runner" "$T/tests/runner"
+	# (printf, not a here-document: bats would take its @test lines for ours)
+	printf '%s\n' '#!/usr/bin/env bats' '@test "passes" { true; }' \
+		'@test "fails with a reason" {' '	echo "the reason: got 3, want 4"' \
+		'	false' '}' '@test "passes after" { true; }' >"$T/tests/cli/fake.bats"
+	printf '#!/bin/sh\necho "SKIP: no widget here" >&2\nexit 77\n' >"$T/b/tests/unit/skipper"
+	printf '#!/bin/sh\necho "seed 42 (replay: OCTANT_SEED=42)" >&2\nexit 1\n' >"$T/b/tests/unit/failer"
+	chmod +x "$T/b/tests/unit/skipper" "$T/b/tests/unit/failer"
+}
+
+# run_runner TIER...: the copy of the runner on the tree, as CI starts it
+run_runner() {
+	run env -i PATH="$SYS_PATH" HOME="$HOME" BUILD="$T/b" OCTANT_LOGDIR="$SCRATCH/logs" \
+		"$T/tests/runner" "$@" 3>&-
+	echo "$output"
+}
+
+teardown() {
+	teardown_scratch
+}
+
+@test "runner: PASS, FAIL with its diagnostics under it, SKIP with its reason, one summary line last" {
+	run_runner unit cli
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"SKIP  unit/skipper: no widget here"* ]]
+	[[ "$output" == *"FAIL  unit/failer (exit 1; replay: OCTANT_SEED=42 "* ]]
+	[[ "$output" == *"PASS  cli/fake.bats: passes"* ]]
+	[[ "$output" == *"PASS  cli/fake.bats: passes after"* ]]
+	# the failed case, then its diagnostics on the lines right after it
+	local i
+	for i in "${!lines[@]}"; do
+		[[ ${lines[i]} == "FAIL  cli/fake.bats: fails with a reason" ]] && break
+	done
+	[[ ${lines[i]} == "FAIL  cli/fake.bats: fails with a reason" ]]
+	[[ "${lines[*]:i+1:4}" == *"# the reason: got 3, want 4"* ]]
+	[[ ${lines[i+1]} == "      #"* ]]
+	# the failures listed, the summary last
+	[[ "$output" == *"== failures"*"  cli/fake.bats: fails with a reason"* ]]
+	[ "${lines[${#lines[@]} - 1]}" = "2 passed, 2 failed, 1 skipped" ]
+}
+
+@test "runner: nothing failed: exit 0 and the summary line" {
+	rm "$T/b/tests/unit/failer"
+	sed -i 's/\tfalse/\ttrue/' "$T/tests/cli/fake.bats"
+	run_runner unit cli
+	[ "$status" -eq 0 ]
+	[[ "$output" != *"== failures"* ]]
+	[ "${lines[${#lines[@]} - 1]}" = "3 passed, 0 failed, 1 skipped" ]
+}
+
+@test "runner: a TAP stream that ends before its plan is a failure, not a pass" {
+	mkdir -p "$T/tests/vm"
+	printf '#!/bin/sh\necho 1..3\necho "ok 1 the first"\n' >"$T/tests/vm/short-tap.sh"
+	chmod +x "$T/tests/vm/short-tap.sh"
+	run_runner vm
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"PASS  vm/short-tap.sh: the first"* ]]
+	[[ "$output" == *"FAIL  vm/short-tap.sh: ran 1 of the 3 cases it planned"* ]]
+	[ "${lines[${#lines[@]} - 1]}" = "1 passed, 1 failed, 0 skipped" ]
+}
