@@ -68,14 +68,6 @@ static int make(const struct kind *k, struct nand_backing *b, bool reused)
 			ftl_create_backing(b, &k->o);
 }
 
-static void store(const uint8_t *p, uint64_t isz)
-{
-	int fd = open(img, O_CREAT | O_TRUNC | O_WRONLY, 0644);
-
-	T_CHECK(fd >= 0 && write(fd, p, isz) == (ssize_t)isz, "store");
-	close(fd);
-}
-
 /* The image at @img opens as an empty device that takes writes and keeps
  * them; fsck clean after its close. */
 static void empty_and_usable(const char *what)
@@ -164,7 +156,7 @@ static int check_shot(const struct kind *k, uint64_t isz, const uint8_t *shot,
 	struct nand_backing *b;
 	int r, fk, how;
 
-	store(shot, isz);
+	t_store(img, shot, isz);
 	fk = ftl_set_fsck(img, false, null, false);
 	r = opens_as_old();
 	if (r == 1 && k->reused) {
@@ -194,7 +186,7 @@ static int check_shot(const struct kind *k, uint64_t isz, const uint8_t *shot,
 	if (nand_backing_mem(isz, false, &b) == 0) {
 		nand_mem_load(b, shot);
 		T_CHECK(make(k, b, true) == 0, "%s: create again", what);
-		store(nand_mem_bytes(b, &(uint64_t){ 0 }), isz);
+		t_store(img, nand_mem_bytes(b, &(uint64_t){ 0 }), isz);
 		b->ops->destroy(b);
 		T_CHECK(ftl_set_fsck(img, false, null, false) == 0,
 			"%s: fsck of the image created again", what);

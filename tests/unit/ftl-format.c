@@ -33,14 +33,6 @@ static uint8_t *load(size_t *n)
 	return b;
 }
 
-static void store(const uint8_t *b, size_t n)
-{
-	int fd = open(img, O_WRONLY | O_TRUNC);
-
-	T_CHECK(pwrite(fd, b, n, 0) == (ssize_t)n, "store");
-	close(fd);
-}
-
 static uint32_t file_crc(void)
 {
 	size_t n;
@@ -117,7 +109,7 @@ static void sb_fields(void)
 					sb->crc = oct_crc32c(0, sb, OCT_SB_SIZE);
 				}
 			}
-			store(b, isz);
+			t_store(img, b, isz);
 			snprintf(what, sizeof(what), "superblock %s%s", fl[i].name,
 				 fix ? " (crc fixed)" : "");
 			if (detectable)
@@ -145,7 +137,7 @@ static void sb_mend(void)
 
 		memcpy(b, orig, isz);
 		b[at + 100] ^= 0x10;            /* create_time: its crc fails */
-		store(b, isz);
+		t_store(img, b, isz);
 		c0 = file_crc();
 		T_EQ_U64(ftl_fsck(img, false, null, false), 4,
 			 "copy %d damaged: fsck", copy);
@@ -169,7 +161,7 @@ static void sb_mend(void)
 	((struct oct_sb *)b)->version = 2;
 	((struct oct_sb *)b)->crc = 0;
 	((struct oct_sb *)b)->crc = oct_crc32c(0, b, OCT_SB_SIZE);
-	store(b, isz);
+	t_store(img, b, isz);
 	f = NULL;
 	T_CHECK(ftl_open(img, NULL, &f) == 0 && ftl_close(f) == 0,
 		"copy 0 of another version: open on copy 1");
@@ -240,7 +232,7 @@ static void ckpt_fields(void)
 					fix_page(b, pg, oo);
 				}
 			}
-			store(b, isz);
+			t_store(img, b, isz);
 			snprintf(what, sizeof(what), "checkpoint %s (%s)", fl[i].name,
 				 mode == 0 ? "newest copy" : mode == 1 ? "both copies" :
 				 "both, crcs fixed");
@@ -259,13 +251,13 @@ static void ckpt_fields(void)
 	/* payload: one map byte of the newest checkpoint */
 	memcpy(b, orig, isz);
 	b[p2 + ftl_page_off(&g, 1) - ftl_page_off(&g, 0) + 3] ^= 1;
-	store(b, isz);
+	t_store(img, b, isz);
 	expect_bad("checkpoint payload", false, false);
 	/* both: nothing valid left */
 	memcpy(b, orig, isz);
 	b[p2 + ftl_page_off(&g, 1) - ftl_page_off(&g, 0) + 3] ^= 1;
 	b[p1 + ftl_page_off(&g, 1) - ftl_page_off(&g, 0) + 3] ^= 1;
-	store(b, isz);
+	t_store(img, b, isz);
 	expect_bad("checkpoint payloads", false, true);
 	free(b);
 }
@@ -314,7 +306,7 @@ static void seq_wrap(void)
 		patched = true;
 	}
 	T_CHECK(patched, "seq wrap: a data page to patch");
-	store(b, n);
+	t_store(img, b, n);
 	free(b);
 	T_CHECK(ftl_open(img, &scan, &f) == 0, "seq wrap: --scan open");
 	for (int i = 0; i < 40; i++) {
@@ -378,7 +370,7 @@ static void seq_log(void)
 		patched = true;
 	}
 	T_CHECK(patched, "seq log: version 1 found");
-	store(b, n);
+	t_store(img, b, n);
 	free(b);
 	r = ftl_open(img, NULL, &f);
 	T_CHECK(r == 0, "seq log: open: %d", r);
@@ -462,7 +454,7 @@ static void read_verify(void)
 			memset(b + ftl_page_off(&sg, p1), 0xff, sg.ps);
 			memset(b + ftl_oob_off(&sg, p1), 0xff, sg.oob);
 		}
-		store(b, n);
+		t_store(img, b, n);
 		free(b);
 		if (ftl_open(img, NULL, &f)) {
 			T_CHECK(0, "verify: %s: open", what[k]);
@@ -506,13 +498,13 @@ int main(void)
 	ckpt_fields();
 
 	/* truncated, grown, empty */
-	store(orig, isz - 4096);
+	t_store(img, orig, isz - 4096);
 	expect_bad("truncated", true, true);
 	b = calloc(1, isz + 4096);
 	memcpy(b, orig, isz);
-	store(b, isz + 4096);
+	t_store(img, b, isz + 4096);
 	expect_bad("grown", true, true);
-	store(orig, 100);
+	t_store(img, orig, 100);
 	expect_bad("100-byte file", true, true);
 	free(b);
 
@@ -525,7 +517,7 @@ int main(void)
 		sb->crc = 0;
 		sb->crc = oct_crc32c(0, sb, OCT_SB_SIZE);
 	}
-	store(b, isz);
+	t_store(img, b, isz);
 	{
 		struct ftl_info info;
 		struct ftl *f;
@@ -537,7 +529,7 @@ int main(void)
 	sb_mend();
 
 	/* and the pristine image is clean */
-	store(orig, isz);
+	t_store(img, orig, isz);
 	n = 0;
 	{
 		FILE *null = fopen("/dev/null", "w");

@@ -2,6 +2,7 @@
 /* Minimal helpers for octant's standalone C tests (exit 0/1/77). */
 #ifndef OCTANT_TEST_H
 #define OCTANT_TEST_H
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <string.h>
@@ -94,6 +95,18 @@ static inline void t_fill_tag(void *b, size_t len, uint64_t tag)
 
 		memcpy((uint8_t *)b + i, &v, 8);
 	}
+}
+
+/* Write @n bytes of @p as the whole of the file @path (created or
+ * truncated): an image a test made in memory, for the tools that take a
+ * path (fsck, open). */
+static inline void t_store(const char *path, const void *p, size_t n)
+{
+	int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+
+	T_CHECK(fd >= 0 && write(fd, p, n) == (ssize_t)n, "store %s", path);
+	if (fd >= 0)
+		close(fd);
 }
 
 /* Unpack the gzip'd file @rel (a path in the source tree: OCTANT_TOP, else

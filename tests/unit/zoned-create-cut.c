@@ -40,14 +40,6 @@ static uint8_t *rbuf, *oldread, *after;
 static struct zn_zone oldz[ZT_NZONES];
 static uint8_t olduuid[16];
 
-static void store(const uint8_t *p, uint64_t isz)
-{
-	int fd = open(img, O_CREAT | O_TRUNC | O_WRONLY, 0644);
-
-	T_CHECK(fd >= 0 && write(fd, p, isz) == (ssize_t)isz, "store");
-	close(fd);
-}
-
 /* Open @p's bytes (a memory copy); -errno as zn_load. */
 static int load(const uint8_t *p, uint64_t isz, bool ro, struct zn **z)
 {
@@ -193,7 +185,7 @@ static void empty_and_usable(const uint8_t *p, uint64_t isz, bool reused,
 	T_CHECK(zn_close(z) == 0, "%s: close", what);
 	memcpy(after, nand_mem_bytes(b, &(uint64_t){ 0 }), isz);
 	b->ops->destroy(b);
-	store(after, isz);
+	t_store(img, after, isz);
 	r = zn_fsck(img, false, null, false);
 	T_CHECK(r == 0, "%s: fsck after use %d", what, r);
 	z = NULL;
@@ -213,7 +205,7 @@ static int check_shot(bool reused, uint64_t isz, const uint8_t *shot,
 	struct nand_backing *b;
 	int r, fk, how;
 
-	store(shot, isz);
+	t_store(img, shot, isz);
 	fk = zn_fsck(img, false, null, false);
 	r = reused ? opens_as_old(shot, isz) : 0;
 	if (r == 1) {
@@ -249,7 +241,7 @@ static int check_shot(bool reused, uint64_t isz, const uint8_t *shot,
 		nand_mem_load(b, shot);
 		T_CHECK(zn_create_backing(b, o, true) == 0, "%s: create again",
 			what);
-		store(nand_mem_bytes(b, &(uint64_t){ 0 }), isz);
+		t_store(img, nand_mem_bytes(b, &(uint64_t){ 0 }), isz);
 		b->ops->destroy(b);
 		T_CHECK(zn_fsck(img, false, null, false) == 0,
 			"%s: fsck of the disk created again", what);
