@@ -183,6 +183,39 @@ full_rolls_forward() {
 	umount "$SCRATCH/t"
 }
 
+@test "a store without room under the image: writes fail with ENOSPC, the log says why once, stats count them; with room back nothing is lost" {
+	mkdir "$SCRATCH/t"
+	mount -t tmpfs -o size=40M tmpfs "$SCRATCH/t"
+	img=$SCRATCH/t/s.img
+	"$UBLK_FLASH" create "$img" --size 64M --align odd >/dev/null
+	DEV=$("$UBLK_FLASH" serve "$img" --frontend fuse --log "$SCRATCH/log")
+	head -c 4M /dev/urandom > "$SCRATCH/data"
+	dd if="$SCRATCH/data" of="$DEV" bs=1M oflag=direct conv=fsync status=none
+	dd if=/dev/zero of="$SCRATCH/t/fill" bs=1M status=none 2>/dev/null || true
+	# new room: three writes past what the store holds, each refused
+	for at in 16 24 32; do
+		run dd if=/dev/urandom of="$DEV" bs=1M seek=$at count=1 oflag=direct status=none
+		echo "$output"
+		[ "$status" -ne 0 ] && [[ "$output" == *"No space left on device"* ]]
+	done
+	cat "$SCRATCH/log"
+	[ "$(grep -c "store has no room (No space left on device)" "$SCRATCH/log")" -eq 1 ]
+	n=$(fuse_stat_field "$DEV" store_full)
+	[ "$n" -ge 3 ]
+	"$UBLK_FLASH" stats "$DEV" | grep -q "^store without room *$n writes to it refused"
+	# room back: the writes succeed, the data written before reads back
+	rm "$SCRATCH/t/fill"
+	dd if="$SCRATCH/data" of="$DEV" bs=1M seek=16 oflag=direct conv=fsync status=none
+	cmp -n $((4 << 20)) "$SCRATCH/data" "$DEV"
+	cmp -n $((4 << 20)) "$SCRATCH/data" <(dd if="$DEV" bs=1M skip=16 count=4 iflag=direct status=none)
+	"$UBLK_FLASH" stop "$DEV"
+	[ "$(fuse_stat_field "$img" last_mount | tr -d '"')" = clean ]
+	run "$UBLK_FLASH" fsck "$img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	umount "$SCRATCH/t"
+}
+
 # no_ctl IMG: the server of IMG can no longer be asked over its control
 # socket (a file bind-mounted over ctl.sock: connect is refused, and the
 # server cannot bind it again); undo with ctl_back.

@@ -260,6 +260,12 @@ int main(void)
 		"other; %llu backing writes refused\n", ok_full, enospc, erofs,
 		other, (unsigned long long)fb.refused);
 	T_CHECK(enospc > 0 && fb.refused > 0, "the full backing was hit");
+	/* every write that failed with ENOSPC met at least one refusal, each
+	 * counted but those of prog_undo's restore writes (not counted) */
+	T_CHECK(st.store_full >= enospc && st.store_full <= fb.refused,
+		"store_full %llu: between %u ENOSPC writes and %llu refusals",
+		(unsigned long long)st.store_full, enospc,
+		(unsigned long long)fb.refused);
 	T_EQ_U64(erofs, 0, "writes failing EROFS on a full backing");
 	T_EQ_U64(other, 0, "writes failing otherwise");
 	T_CHECK(!st.read_only, "engine read-only after a full backing");

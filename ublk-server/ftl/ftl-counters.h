@@ -39,7 +39,8 @@
  * (ftl_bggc_throttle), writes paced below its high watermark
  * (ftl_bggc_pace), and host writes ftl_write_try served without
  * waiting / turned back with -EAGAIN (the ublk ring thread's inline
- * writes, ublk-queue.c).
+ * writes, ublk-queue.c), and writes or syncs of the medium's store
+ * refused for want of room (ENOSPC, EDQUOT: nand_store_full).
  */
 #ifndef OCTANT_FTL_COUNTERS_H
 #define OCTANT_FTL_COUNTERS_H
@@ -86,6 +87,7 @@
 	X(gc_throttled,         ENG)   \
 	X(gc_paced,             ENG)   \
 	X(write_try_served,     ENG)   \
-	X(write_try_again,      ENG)
+	X(write_try_again,      ENG)   \
+	X(store_full,           NAND_store_full)
 
 #endif

@@ -23,6 +23,7 @@
 	(n->ecc_corrected_bits - f->ctr.nbase.ecc_corrected_bits)
 #define SRC_NAND_ecc_uncorrectable(name) \
 	(n->ecc_uncorrectable - f->ctr.nbase.ecc_uncorrectable)
+#define SRC_NAND_store_full(name) (n->store_full - f->ctr.nbase.store_full)
 #define SRC_OPEN(name)            0     /* in f->ctr.base already */
 #define SRC_TIME(name)            rw_seconds(f)
 

@@ -188,6 +188,8 @@ static void stats_print_table(const struct ftl_stats *st, FILE *out,
 	stats_row(out, "faults (this mount)", "%llu program, %llu erase failures",
 		  (unsigned long long)st->program_fails,
 		  (unsigned long long)st->erase_fails);
+	stats_row(out, "store without room", "%llu writes to it refused (ENOSPC, "
+		  "EDQUOT; this mount)", (unsigned long long)st->store_full);
 	stats_row(out, "ECC (this mount)", "%llu bits corrected, %llu uncorrectable, %llu retries",
 		  (unsigned long long)st->ecc_corrected_bits,
 		  (unsigned long long)st->ecc_uncorrectable,

@@ -74,6 +74,9 @@ struct nand {
 	                         proven and tried once (atomic); cleared by
 	                         an erase.  Bounds the mincores of programs
 	                         into a fresh image's holes to one a cycle. */
+	uint64_t full_said;   /* CLOCK_MONOTONIC second (+1) a full store
+	                         was last said on stderr, 0: never
+	                         (nand_store_full; atomic) */
 	bool failed;          /* a failed program could not be undone
 	                         (prog_undo): nothing is written any more
 	                         (atomic; never cleared) */
@@ -100,6 +103,17 @@ static inline int bk_err(int r)
 	       r == -EFAULT ? -EIO : r;
 }
 
+void nand_store_full(struct nand *n, int r);
+
+/* A backing write or sync ended with @r: a store without room is counted
+ * and said (nand_store_full). */
+static inline int bk_wrote(struct nand *n, int r)
+{
+	if (r == -ENOSPC || r == -EDQUOT)
+		nand_store_full(n, r);
+	return r;
+}
+
 static inline int bk_pread(struct nand *n, void *buf, size_t len, uint64_t off)
 {
 	CNT_ADD(n, backing_reads);
@@ -111,7 +125,7 @@ static inline int bk_pwrite(struct nand *n, const void *buf, size_t len,
 			    uint64_t off)
 {
 	CNT_ADD(n, backing_writes);
-	return bk_err(n->b->ops->pwrite(n->b, buf, len, off));
+	return bk_wrote(n, bk_err(n->b->ops->pwrite(n->b, buf, len, off)));
 }
 
 /* Vectored: one call per NAND_IOV_MAX iovecs, or one per iovec. */
@@ -134,7 +148,8 @@ static inline int bk_rw_vec(struct nand *n, bool wr,
 			       : bk_pread(n, iov->iov_base, iov->iov_len, off);
 		else if (wr) {
 			CNT_ADD(n, backing_writes);
-			r = bk_err(o->pwritev(n->b, iov, c, off));
+			r = bk_wrote(n, bk_err(o->pwritev(n->b, iov, c,
+							   off)));
 		} else {
 			CNT_ADD(n, backing_reads);
 			__atomic_fetch_add(&n->c.read_bytes, len,

@@ -271,6 +271,10 @@ struct nand_counters {
 	 * its mapping); pages handed out by pointer (nand_read_run_view) are
 	 * not read */
 	uint64_t read_bytes;
+	/* backing writes and syncs refused for want of room (ENOSPC,
+	 * EDQUOT: the filesystem under an image full, a quota); each one
+	 * failed what it was part of (nand_store_full) */
+	uint64_t store_full;
 };
 
 struct nand;
