@@ -75,3 +75,24 @@ teardown() {
 	[[ "$output" == *"FAIL  vm/short-tap.sh: ran 1 of the 3 cases it planned"* ]]
 	[ "${lines[${#lines[@]} - 1]}" = "1 passed, 1 failed, 0 skipped" ]
 }
+
+# A full disk fails a test from deep down (ENOSPC from a served image's loop
+# device): the runner samples the room under TMPDIR and says it at the start,
+# after each failure and at the end, from what df reports for that folder.
+@test "runner: room under TMPDIR said at the start, after a failure (now and least) and at the end" {
+	mkdir -p "$SCRATCH/tmp"
+	want=$(df -Pm "$SCRATCH/tmp" | awk 'NR == 2 { print $4 }')
+	run env -i PATH="$SYS_PATH" HOME="$HOME" BUILD="$T/b" OCTANT_LOGDIR="$SCRATCH/logs" \
+		TMPDIR="$SCRATCH/tmp" "$T/tests/runner" unit cli 3>&-
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "${lines[0]}" =~ ^"# room under $SCRATCH/tmp: "([0-9]+)" MiB free at the start"$ ]]
+	# the same filesystem as df sees it (give or take what the run wrote)
+	[ $(( BASH_REMATCH[1] - want )) -le 64 ] && [ $(( want - BASH_REMATCH[1] )) -le 64 ]
+	# after each of the two failures, under its log's last lines
+	[ "$(grep -cE "^# room under $SCRATCH/tmp: [0-9]+ MiB free now; least this run [0-9]+ MiB at \+[0-9]+s$" <<<"$output")" -eq 2 ]
+	[[ "${lines[${#lines[@]} - 5]}" =~ ^"# room under $SCRATCH/tmp: "[0-9]+" MiB free at the end; least this run "[0-9]+" MiB at +"[0-9]+s$ ]]
+	[ -s "$SCRATCH/logs/room.log" ]
+	# the sampler (a subshell of the runner) is gone with it
+	! pgrep -f "$T/tests/runner" >/dev/null
+}
