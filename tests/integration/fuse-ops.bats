@@ -176,7 +176,10 @@ PY
 		for i in $(seq 100); do [ -s "$SCRATCH/dev" ] && break; sleep 0.1; done
 		DEV=$(cat "$SCRATCH/dev")
 		[ -b "$DEV" ]
-		dd if=/dev/urandom of="$DEV" bs=4k count=8 oflag=direct status=none
+		# failing, say why: the server's own lines (a store without
+		# room names itself) and the room the scratch has
+		dd if=/dev/urandom of="$DEV" bs=4k count=8 oflag=direct status=none ||
+			{ cat "$SCRATCH/err"; df -h "$SCRATCH"; false; }
 		kill -$sig "$pid"
 		wait "$pid"
 		nothing_left
