@@ -103,7 +103,7 @@ static inline int bk_err(int r)
 	       r == -EFAULT ? -EIO : r;
 }
 
-void nand_store_full(struct nand *n, int r);
+void nand_store_full(struct nand *n, int r);   /* nand_room.c */
 
 /* A backing write or sync ended with @r: a store without room is counted
  * and said (nand_store_full). */
