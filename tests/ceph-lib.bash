@@ -9,7 +9,8 @@
 #                           default DIR/osd; a tmpfs or a disk folder); sets
 #                           CEPH_DIR and exports CEPH_CONF (the ceph/rbd
 #                           tools and librbd in ublk-flash read it)
-#   ceph_down               stop every daemon by pid (TERM, then KILL)
+#   ceph_down               stop every daemon by pid (TERM: OSD and
+#                           manager, then monitor; KILL after 6 s)
 #   ceph_osd_kill [SIG]     kill the OSD (default -9) and mark it down
 #   ceph_osd_start          start it again; returns once it is up and the
 #                           pool's placement groups are active
@@ -102,6 +103,13 @@ ceph_wait() {
 
 ceph_pid() { cat "$CEPH_DIR/run/$1.pid" 2>/dev/null; }
 
+# ceph_alive PID: the process runs (a zombie that init has not reaped yet
+# does not: kill -0 would still find it)
+ceph_alive() {
+	local st
+	st=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) && [ -n "$st" ] && [ "$st" != Z ]
+}
+
 # ceph_stop_pid NAME SIGNAL: signal daemon NAME (mon.a, mgr.x, osd.0) and
 # wait until it is gone (KILL after 20 s).
 ceph_stop_pid() {
@@ -109,10 +117,10 @@ ceph_stop_pid() {
 	pid=$(ceph_pid "$1")
 	[ -n "$pid" ] || return 0
 	kill "$2" "$pid" 2>/dev/null || { rm -f "$CEPH_DIR/run/$1.pid"; return 0; }
-	for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	if kill -0 "$pid" 2>/dev/null; then
+	for _ in $(seq 200); do ceph_alive "$pid" || break; sleep 0.1; done
+	if ceph_alive "$pid"; then
 		kill -9 "$pid" 2>/dev/null
-		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		for _ in $(seq 50); do ceph_alive "$pid" || break; sleep 0.1; done
 	fi
 	rm -f "$CEPH_DIR/run/$1.pid"
 }
@@ -153,12 +161,46 @@ ceph_up() {
 	echo "ceph: up in $((SECONDS - t0)) s (mon on 127.0.0.1:$port, $CEPH_DIR)" >>"$CEPH_DIR/log/setup.log"
 }
 
+# ceph_gone TENTHS PID...: wait until no PID runs, at most TENTHS tenths of
+# a second; the ones still running in $CEPH_LEFT (returns 0 either way:
+# callers run under errexit).
+ceph_gone() {
+	local n=$1 p q i; shift
+	CEPH_LEFT=("$@")
+	for ((i = 0; i <= n; i++)); do
+		q=("${CEPH_LEFT[@]}") CEPH_LEFT=()
+		for p in "${q[@]}"; do ceph_alive "$p" && CEPH_LEFT+=("$p"); done
+		[ ${#CEPH_LEFT[@]} -eq 0 ] && return 0
+		[ "$i" -lt "$n" ] && sleep 0.1
+	done
+	return 0
+}
+
+# ceph_down: TERM to the OSD and the manager together, then to the monitor
+# once they are gone (an OSD stops in a third of a second while the monitor
+# answers, and takes more than 5 s without it), KILL for whatever is left
+# after 6 s in all.  Bounded, so that a teardown itself interrupted (make
+# check stopped: the runner's timeout(1) sends KILL 10 s after the TERM it
+# passed on) still leaves no daemon running -- one by one, each waited for
+# up to 20 s, left the manager and the OSD behind.
 ceph_down() {
 	[ -n "$CEPH_DIR" ] && [ -d "$CEPH_DIR/run" ] || return 0
-	local n
+	local n p osd=() mon=()
 	for n in osd.0 mgr.x mon.a; do
-		ceph_stop_pid "$n" -TERM
+		p=$(ceph_pid "$n")
+		rm -f "$CEPH_DIR/run/$n.pid"
+		[ -n "$p" ] && ceph_alive "$p" || continue
+		if [ "$n" = mon.a ]; then mon=("$p"); else osd+=("$p"); fi
 	done
+	CEPH_LEFT=()
+	[ ${#osd[@]} -eq 0 ] || { kill -TERM "${osd[@]}" 2>/dev/null; ceph_gone 40 "${osd[@]}"; }
+	osd=("${CEPH_LEFT[@]}") CEPH_LEFT=()
+	[ ${#mon[@]} -eq 0 ] || { kill -TERM "${mon[@]}" 2>/dev/null; ceph_gone 20 "${mon[@]}"; }
+	p=("${osd[@]}" "${CEPH_LEFT[@]}")
+	[ ${#p[@]} -eq 0 ] && return 0
+	kill -9 "${p[@]}" 2>/dev/null
+	ceph_gone 20 "${p[@]}"
+	return 0
 }
 
 # ceph_osd_kill [SIGNAL]: kill the OSD; the monitor is told it is down (a
