@@ -10,7 +10,7 @@
 #                           CEPH_DIR and exports CEPH_CONF (the ceph/rbd
 #                           tools and librbd in ublk-flash read it)
 #   ceph_down               stop every daemon by pid (TERM: OSD and
-#                           manager, then monitor; KILL after 6 s)
+#                           manager, then monitor; KILL: 6 s at most)
 #   ceph_osd_kill [SIG]     kill the OSD (default -9) and mark it down
 #   ceph_osd_start          start it again; returns once it is up and the
 #                           pool's placement groups are active
@@ -107,7 +107,7 @@ ceph_pid() { cat "$CEPH_DIR/run/$1.pid" 2>/dev/null; }
 # does not: kill -0 would still find it)
 ceph_alive() {
 	local st
-	st=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) && [ -n "$st" ] && [ "$st" != Z ]
+	{ read -r _ _ st _ <"/proc/$1/stat"; } 2>/dev/null && [ -n "$st" ] && [ "$st" != Z ]
 }
 
 # ceph_stop_pid NAME SIGNAL: signal daemon NAME (mon.a, mgr.x, osd.0) and
@@ -161,25 +161,27 @@ ceph_up() {
 	echo "ceph: up in $((SECONDS - t0)) s (mon on 127.0.0.1:$port, $CEPH_DIR)" >>"$CEPH_DIR/log/setup.log"
 }
 
-# ceph_gone TENTHS PID...: wait until no PID runs, at most TENTHS tenths of
-# a second; the ones still running in $CEPH_LEFT (returns 0 either way:
+# ceph_gone MS PID...: wait until no PID runs, at most MS milliseconds of
+# wall time (not a count of polls: each poll forks, slow on a loaded
+# host); the ones still running in $CEPH_LEFT (returns 0 either way:
 # callers run under errexit).
 ceph_gone() {
-	local n=$1 p q i; shift
+	local end p q
+	end=$(( ${EPOCHREALTIME//[!0-9]/} / 1000 + $1 )); shift
 	CEPH_LEFT=("$@")
-	for ((i = 0; i <= n; i++)); do
+	while :; do
 		q=("${CEPH_LEFT[@]}") CEPH_LEFT=()
 		for p in "${q[@]}"; do ceph_alive "$p" && CEPH_LEFT+=("$p"); done
 		[ ${#CEPH_LEFT[@]} -eq 0 ] && return 0
-		[ "$i" -lt "$n" ] && sleep 0.1
+		[ $(( ${EPOCHREALTIME//[!0-9]/} / 1000 )) -lt "$end" ] || return 0
+		sleep 0.1
 	done
-	return 0
 }
 
 # ceph_down: TERM to the OSD and the manager together, then to the monitor
 # once they are gone (an OSD stops in a third of a second while the monitor
-# answers, and takes more than 5 s without it), KILL for whatever is left
-# after 6 s in all.  Bounded, so that a teardown itself interrupted (make
+# answers, and takes more than 5 s without it) or after 3 s, KILL for
+# whatever is left 2 s later, waited for 1 s: 6 s at most.  Bounded, so that a teardown itself interrupted (make
 # check stopped: the runner's timeout(1) sends KILL 10 s after the TERM it
 # passed on) still leaves no daemon running -- one by one, each waited for
 # up to 20 s, left the manager and the OSD behind.
@@ -193,13 +195,13 @@ ceph_down() {
 		if [ "$n" = mon.a ]; then mon=("$p"); else osd+=("$p"); fi
 	done
 	CEPH_LEFT=()
-	[ ${#osd[@]} -eq 0 ] || { kill -TERM "${osd[@]}" 2>/dev/null; ceph_gone 40 "${osd[@]}"; }
+	[ ${#osd[@]} -eq 0 ] || { kill -TERM "${osd[@]}" 2>/dev/null; ceph_gone 3000 "${osd[@]}"; }
 	osd=("${CEPH_LEFT[@]}") CEPH_LEFT=()
-	[ ${#mon[@]} -eq 0 ] || { kill -TERM "${mon[@]}" 2>/dev/null; ceph_gone 20 "${mon[@]}"; }
+	[ ${#mon[@]} -eq 0 ] || { kill -TERM "${mon[@]}" 2>/dev/null; ceph_gone 2000 "${mon[@]}"; }
 	p=("${osd[@]}" "${CEPH_LEFT[@]}")
 	[ ${#p[@]} -eq 0 ] && return 0
 	kill -9 "${p[@]}" 2>/dev/null
-	ceph_gone 20 "${p[@]}"
+	ceph_gone 1000 "${p[@]}"
 	return 0
 }
 

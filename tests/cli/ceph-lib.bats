@@ -35,14 +35,13 @@ daemon() {
 	PIDS+=("$(cat "$CEPH_DIR/run/$1.pid")")
 }
 
-@test "ceph_down: three daemons that stop on TERM are gone within 2 s, pid files removed" {
+@test "ceph_down: three daemons that stop on TERM: all gone, pid files removed" {
 	daemon osd.0; daemon mgr.x; daemon mon.a
 	for p in "${PIDS[@]}"; do ceph_alive "$p"; done
-	t0=$SECONDS
 	ceph_down
-	echo "took $((SECONDS - t0)) s"
-	[ $((SECONDS - t0)) -le 2 ]
 	for p in "${PIDS[@]}"; do ! ceph_alive "$p"; done
+	# each stopped on its TERM, none was killed
+	[ "$(sort "$SCRATCH/order" | tr '\n' ' ')" = "mgr.x mon.a osd.0 " ]
 	[ -z "$(ls "$CEPH_DIR/run")" ]
 }
 
@@ -55,13 +54,17 @@ daemon() {
 	for p in "${PIDS[@]}"; do ! ceph_alive "$p"; done
 }
 
-@test "ceph_down: an OSD and a manager that ignore TERM are killed: all gone in 4-8 s, inside the 10 s an interrupted runner leaves" {
+# Wall time, by the contract: ceph_down's own deadlines add up to 6 s (3 s
+# for TERM to work, then the monitor, KILL), so 10 s holds on a loaded host
+# (in CI-equivalent ci72 the first version, bounded by a count of polls,
+# took 10 s beside the sanitizer tier).
+@test "ceph_down: an OSD and a manager that ignore TERM are killed after their 3 s: all gone inside the 10 s an interrupted runner leaves" {
 	daemon osd.0 ignore; daemon mgr.x ignore; daemon mon.a
-	t0=$SECONDS
+	t0=${EPOCHREALTIME//[!0-9]/}
 	ceph_down
-	took=$((SECONDS - t0))
-	echo "took $took s"
-	[ "$took" -ge 4 ] && [ "$took" -le 8 ]
+	ms=$(( (${EPOCHREALTIME//[!0-9]/} - t0) / 1000 ))
+	echo "took $ms ms"
+	[ "$ms" -ge 3000 ] && [ "$ms" -lt 10000 ]
 	for p in "${PIDS[@]}"; do ! ceph_alive "$p"; done
 }
 
