@@ -111,16 +111,16 @@ ceph_alive() {
 }
 
 # ceph_stop_pid NAME SIGNAL: signal daemon NAME (mon.a, mgr.x, osd.0) and
-# wait until it is gone (KILL after 20 s).
+# wait until it is gone (KILL after 20 s; ceph_gone, below).
 ceph_stop_pid() {
 	local pid
 	pid=$(ceph_pid "$1")
 	[ -n "$pid" ] || return 0
 	kill "$2" "$pid" 2>/dev/null || { rm -f "$CEPH_DIR/run/$1.pid"; return 0; }
-	for _ in $(seq 200); do ceph_alive "$pid" || break; sleep 0.1; done
-	if ceph_alive "$pid"; then
+	ceph_gone 20000 "$pid"
+	if [ ${#CEPH_LEFT[@]} -gt 0 ]; then
 		kill -9 "$pid" 2>/dev/null
-		for _ in $(seq 50); do ceph_alive "$pid" || break; sleep 0.1; done
+		ceph_gone 5000 "$pid"
 	fi
 	rm -f "$CEPH_DIR/run/$1.pid"
 }
@@ -181,10 +181,11 @@ ceph_gone() {
 # ceph_down: TERM to the OSD and the manager together, then to the monitor
 # once they are gone (an OSD stops in a third of a second while the monitor
 # answers, and takes more than 5 s without it) or after 3 s, KILL for
-# whatever is left 2 s later, waited for 1 s: 6 s at most.  Bounded, so that a teardown itself interrupted (make
-# check stopped: the runner's timeout(1) sends KILL 10 s after the TERM it
-# passed on) still leaves no daemon running -- one by one, each waited for
-# up to 20 s, left the manager and the OSD behind.
+# whatever is left 2 s later, waited for 1 s: 6 s at most.  Bounded, so
+# that a teardown itself interrupted (make check stopped: the runner's
+# timeout(1) sends KILL 10 s after the TERM it passed on) still leaves no
+# daemon running -- one by one, each waited for up to 20 s, left the
+# manager and the OSD behind.
 ceph_down() {
 	[ -n "$CEPH_DIR" ] && [ -d "$CEPH_DIR/run" ] || return 0
 	local n p osd=() mon=()

@@ -5,8 +5,8 @@
 # are gone (a real OSD stops in 0.3 s while the monitor answers, and takes
 # more than 5 s without it), one that ignores TERM gets KILL, and all are
 # gone inside the 10 s an interrupted runner's timeout(1) leaves its test
-# before its own KILL.  The real cluster's up
-# and down run in tests/integration/rbd-backing.bats and the vm tier.
+# before its own KILL.  The real cluster's up and down run in
+# tests/integration/rbd-backing.bats and the vm tier.
 load ../helpers
 
 setup() {
